@@ -1,0 +1,45 @@
+// Every timeout, interval, limit and default path the host uses, named once (nats.js style).
+
+export const VERSION = "0.1.0";
+
+export const DEFAULT_STATE_DIR = "/var/lib/mesh-host";
+export const DEFAULT_ANDROID_STATE_DIR = "/data/mesh-host";
+export const DEFAULT_ROOT = "/";
+
+/** Largest declaration body accepted, checked before parsing so a huge body costs nothing. */
+export const MAX_BODY_BYTES = 16 * 1024 * 1024;
+/** JSON nested deeper than this is refused before JSON.parse can blow the stack. */
+export const MAX_JSON_DEPTH = 64;
+
+export const DEFAULT_FILE_MODE = 0o644;
+export const DEFAULT_DIR_MODE = 0o755;
+export const STATE_DIR_MODE = 0o700;
+export const SECRET_FILE_MODE = 0o600;
+
+/** How many file writes may be in flight at once: overlaps fsyncs on Node's thread pool. */
+export const FILE_WRITE_CONCURRENCY = 32;
+/** How many files are read and hashed at once during a plan. */
+export const FILE_READ_CONCURRENCY = 64;
+
+export const ACTION_DEFAULT_TIMEOUT_S = 300;
+/** Bytes of an action's output kept for the report. */
+export const ACTION_OUTPUT_TAIL_BYTES = 2048;
+
+/** How long a command waits for the state lock before giving up. */
+export const LOCK_WAIT_MS = 10 * 60 * 1000;
+export const LOCK_POLL_MS = 50;
+
+export const HEARTBEAT_S = 30;
+export const DRIFT_S = 300;
+export const MOVE_GRACE_S = 600;
+export const RECONNECT_MIN_MS = 1_000;
+export const RECONNECT_MAX_MS = 60_000;
+export const ENROL_TIMEOUT_MS = 30_000;
+/** In-progress acks keep a running apply's message alive more often than the consumer's ack wait. */
+export const WORKING_ACK_INTERVAL_MS = 5_000;
+
+/** Temporary files carry this marker so a later start can sweep what a crash left. */
+export const TEMP_MARKER = ".mesh-tmp-";
+
+/** Every file of the state directory carries this format; a newer one is refused. */
+export const STATE_FORMAT = 1;

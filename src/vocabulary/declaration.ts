@@ -1,0 +1,116 @@
+// The declaration: the whole of what the mesh wants on one node, refused on arrival if malformed.
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { parseJsonBytes } from "./json.ts";
+import type { Parsed, Refusal } from "./refusal.ts";
+import { refusalsFromIssues } from "./refusal.ts";
+import { isResourceType, Name, PENDING_TYPES, RESOURCE_SCHEMAS, type Resource } from "./resources.ts";
+
+export const Mode = z.enum(["adopted", "converged"]);
+export type Mode = z.infer<typeof Mode>;
+
+/** A sealed value: `v1:<ephemeral pub>:<nonce>:<ciphertext‖tag>`, each standard base64. */
+export const Sealed = z.string().regex(/^v1:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/, "must be a sealed value (v1:…)");
+
+const DeclarationHead = z.strictObject({
+  v: z.literal(1),
+  node: Name,
+  mode: Mode,
+  owns_nothing: z.boolean().optional(),
+  resources: z.array(z.unknown()),
+  secrets: z.record(Name, Sealed).optional(),
+  membership: Sealed.optional(),
+});
+
+export type Declaration = Omit<z.infer<typeof DeclarationHead>, "resources"> & { resources: Resource[] };
+
+/** What a host says of the types it implements, so the vocabulary can refuse on arrival without knowing hosts. */
+export interface TypeSupport {
+  supports(type: string): boolean;
+  /** Why a type the vocabulary knows is refused here ("not on an Android host"). */
+  reason: string;
+}
+
+export const ALL_TYPES: TypeSupport = { supports: () => true, reason: "" };
+
+/** Parse and check a declaration body (already JSON-decoded); every refusal names the resource and the field. */
+export function parseDeclaration(value: unknown, support: TypeSupport = ALL_TYPES): Parsed<Declaration> {
+  const head = DeclarationHead.safeParse(value);
+  if (!head.success) return { ok: false, refusals: refusalsFromIssues("declaration", head.error.issues) };
+  const refusals: Refusal[] = [];
+  const resources: Resource[] = [];
+  head.data.resources.forEach((raw, index) => {
+    const parsed = parseResource(raw, index, support);
+    if (parsed.ok) resources.push(parsed.value);
+    else refusals.push(...parsed.refusals);
+  });
+  refusals.push(...crossChecks(head.data, resources));
+  if (refusals.length) return { ok: false, refusals };
+  return { ok: true, value: { ...head.data, resources } };
+}
+
+/** The declaration from its body text or bytes: size, encoding, depth, JSON, then schema. */
+export function parseDeclarationBody(body: string | Uint8Array, support: TypeSupport = ALL_TYPES): Parsed<Declaration> {
+  const json = parseJsonBytes(body);
+  if (!json.ok) return { ok: false, refusals: [{ id: "declaration", field: "", reason: `the body ${json.reason}` }] };
+  return parseDeclaration(json.value, support);
+}
+
+export function digestOf(body: string | Uint8Array): string {
+  return createHash("sha256").update(body).digest("hex");
+}
+
+function parseResource(raw: unknown, index: number, support: TypeSupport): Parsed<Resource> {
+  const label = `resources[${index}]`;
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    return { ok: false, refusals: [{ id: label, field: "", reason: "must be an object" }] };
+  const { id, type } = raw as { id?: unknown; type?: unknown };
+  const name = typeof id === "string" && id.length <= 63 ? id : label;
+  if (typeof type !== "string") return { ok: false, refusals: [{ id: name, field: "type", reason: "is required" }] };
+  if (!isResourceType(type)) {
+    const pending = (PENDING_TYPES as readonly string[]).includes(type);
+    const reason = pending && support.supports(type) ? `type "${type}" is not supported by this version of mesh-host` : undefined;
+    return { ok: false, refusals: [{ id: name, field: "type", reason: reason ?? unsupported(type, pending, support) }] };
+  }
+  if (!support.supports(type)) return { ok: false, refusals: [{ id: name, field: "type", reason: `type "${type}": ${support.reason}` }] };
+  const parsed = RESOURCE_SCHEMAS[type].safeParse(raw);
+  if (!parsed.success) return { ok: false, refusals: refusalsFromIssues(name, parsed.error.issues) };
+  return { ok: true, value: parsed.data as Resource };
+}
+
+function unsupported(type: string, pending: boolean, support: TypeSupport): string {
+  return pending ? `type "${type}": ${support.reason}` : `unknown type "${type}"`;
+}
+
+/** What no single resource can know: unique ids and paths, references to ids that exist, emptiness meant. */
+function crossChecks(head: z.infer<typeof DeclarationHead>, resources: Resource[]): Refusal[] {
+  const refusals: Refusal[] = [];
+  if (head.resources.length === 0 && !head.owns_nothing)
+    refusals.push({
+      id: "declaration",
+      field: "resources",
+      reason: "is empty; set owns_nothing: true if the node is meant to drop everything the mesh owned",
+    });
+  if (head.resources.length > 0 && head.owns_nothing)
+    refusals.push({ id: "declaration", field: "owns_nothing", reason: "is true but resources are declared" });
+  const ids = new Set<string>();
+  const paths = new Map<string, string>();
+  for (const r of resources) {
+    if (ids.has(r.id)) refusals.push({ id: r.id, field: "id", reason: "is declared more than once" });
+    ids.add(r.id);
+    if (r.type === "file" || r.type === "directory") {
+      const other = paths.get(r.path);
+      if (other) refusals.push({ id: r.id, field: "path", reason: `is also declared by "${other}"` });
+      paths.set(r.path, r.id);
+    }
+  }
+  for (const r of resources) {
+    const refs = r.type === "action" ? r.on : r.type === "service" ? r.restart_on : undefined;
+    const field = r.type === "action" ? "on" : "restart_on";
+    for (const ref of refs ?? [])
+      if (!ids.has(ref)) refusals.push({ id: r.id, field, reason: `names "${ref}", which is not declared` });
+    if (r.type === "file" && r.secret && !head.secrets?.[r.secret])
+      refusals.push({ id: r.id, field: "secret", reason: `names secret "${r.secret}", which the declaration does not carry` });
+  }
+  return refusals;
+}

@@ -1,0 +1,48 @@
+import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from "../defaults.ts";
+
+export type JsonResult = { ok: true; value: unknown } | { ok: false; reason: string };
+
+/**
+ * Bytes to JSON, refusing by size before decoding, by encoding (UTF-8 only), and by depth before
+ * JSON.parse, so a hostile body can neither exhaust memory nor overflow the stack.
+ */
+export function parseJsonBytes(bytes: Uint8Array | string, maxBytes = MAX_BODY_BYTES): JsonResult {
+  const size = typeof bytes === "string" ? Buffer.byteLength(bytes) : bytes.byteLength;
+  if (size > maxBytes) return { ok: false, reason: `is ${size} bytes, more than the ${maxBytes} allowed` };
+  let text: string;
+  if (typeof bytes === "string") text = bytes;
+  else {
+    try {
+      text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    } catch {
+      return { ok: false, reason: "is not valid UTF-8" };
+    }
+  }
+  const depth = maxDepth(text);
+  if (depth > MAX_JSON_DEPTH) return { ok: false, reason: `nests deeper than ${MAX_JSON_DEPTH} levels` };
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (e) {
+    return { ok: false, reason: `is not JSON (${(e as Error).message.split("\n")[0]})` };
+  }
+}
+
+/** Bracket depth outside strings: a linear scan, cheap next to JSON.parse. */
+function maxDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++;
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 || c === 91) {
+      depth++;
+      if (depth > max) max = depth;
+      if (max > MAX_JSON_DEPTH) return max;
+    } else if (c === 125 || c === 93) depth--;
+  }
+  return max;
+}

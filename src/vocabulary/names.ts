@@ -1,0 +1,26 @@
+// The one rule for names and paths: checked on arrival and again before every removal.
+
+const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+
+/** Why `name` is not a valid resource/process/unit/container name, or null when it is. */
+export function nameProblem(name: unknown): string | null {
+  if (typeof name !== "string") return "must be a string";
+  if (name === "." || name === "..") return `"${name}" is not a name`;
+  if (!NAME.test(name)) return "must match ^[a-z0-9][a-z0-9._-]{0,62}$";
+  return null;
+}
+
+/** Why `path` is not an absolute, normalised path, or null when it is. */
+export function pathProblem(path: unknown): string | null {
+  if (typeof path !== "string") return "must be a string";
+  if (path.includes("\0")) return "contains a NUL byte";
+  if (!path.startsWith("/")) return "must be absolute";
+  if (path === "/") return "must not be the root itself";
+  if (path.length > 4096) return "is longer than 4096 characters";
+  if (path.endsWith("/")) return "must not end with /";
+  if (path.includes("//")) return "must not contain //";
+  for (const segment of path.split("/").slice(1)) {
+    if (segment === "." || segment === "..") return `must not contain a "${segment}" segment`;
+  }
+  return null;
+}

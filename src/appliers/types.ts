@@ -1,0 +1,103 @@
+// What every applier is: one decision (read only) shared by plan and apply, and one executor per step.
+import type { Did, Resource } from "../vocabulary/index.ts";
+
+/** The outcome of running a command; never thrown, so a failure is a value the report can carry. */
+export interface ExecResult {
+  code: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  /** Set when the program could not be started at all (ENOENT, EACCES). */
+  spawnError?: string;
+}
+
+export interface ExecOptions {
+  env?: Record<string, string>;
+  timeoutMs?: number;
+  cwd?: string;
+  input?: string | Uint8Array;
+}
+
+/** The narrow command port: appliers reach systemctl, pacman and actions only through it. */
+export interface Exec {
+  run(argv: string[], opts?: ExecOptions): Promise<ExecResult>;
+}
+
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
+}
+
+/** Originals of what the mesh took over, kept beside the state (store/holds). */
+export interface Holds {
+  /** Keep `bytes` found at `path`: the first becomes the original, a later different content is kept once beside it. */
+  keep(path: string, bytes: Uint8Array, meta: HeldMeta): Promise<string>;
+  /** The original kept for `path`, if any. */
+  original(path: string): Promise<{ bytes: Uint8Array; meta: HeldMeta; sha: string } | null>;
+  /** The hold ends once the original is given back. */
+  release(path: string): Promise<void>;
+}
+
+export interface HeldMeta {
+  mode: number;
+  uid: number;
+  gid: number;
+}
+
+export interface Ports {
+  /** Every declared path is resolved under it. */
+  root: string;
+  exec: Exec;
+  /** True when the host runs without root: owner and group are ignored, and the report says so. */
+  rootless: boolean;
+  log: Logger;
+  holds: Holds;
+}
+
+/** One step of a plan: plain data, keyed by `action`, carried out by the applier of `type`. */
+export interface Step {
+  id: string;
+  type: string;
+  /** What the step does (future tense in a plan, past in a report): the report's vocabulary. */
+  did: Did;
+  detail: string;
+  /** The executor's key within its applier ("write", "mkdir", "run", "remove", "restore", "none"). */
+  action: string;
+  /** What the executor needs; never printed (it may carry unsealed bytes). */
+  data?: unknown;
+}
+
+export interface DecideContext {
+  ports: Ports;
+  /** Ids that changed (or, in a plan, will change) earlier in this apply: what `on` and `restart_on` look at. */
+  changed: ReadonlySet<string>;
+  /** A named secret, unsealed; only a file applier asks, only to write it. */
+  secret(name: string): Uint8Array;
+}
+
+export interface Executed<Rec> {
+  did: Did;
+  detail: string;
+  /** The record to keep for this id afterwards; null when the resource is gone and nothing is owed. */
+  record: Rec | null;
+  /** A hold taken or given back by this step, for the report. */
+  held?: { path: string; original: string };
+}
+
+/** A record kept in records.json for each id: what the host wrote and what it found. */
+export interface RecordBase {
+  type: string;
+}
+
+export interface Applier<R extends Resource = Resource, Rec extends RecordBase = RecordBase> {
+  type: R["type"];
+  /** Read only: the one step that makes the machine match `wanted`, given the record of earlier applies. */
+  decide(wanted: R, record: Rec | undefined, ctx: DecideContext): Promise<Step>;
+  /** Read only: the one step that gives back an undeclared resource (remove what the mesh made, restore what it found). */
+  decideRemoval(id: string, record: Rec, ctx: DecideContext): Promise<Step>;
+  /** Carry out a step this applier decided, read the machine back, and say what happened. */
+  execute(step: Step, wanted: R | undefined, record: Rec | undefined, ctx: DecideContext): Promise<Executed<Rec>>;
+}

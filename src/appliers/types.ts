@@ -74,6 +74,8 @@ export interface DecideContext {
   ports: Ports;
   /** Ids that changed (or, in a plan, will change) earlier in this apply: what `on` and `restart_on` look at. */
   changed: ReadonlySet<string>;
+  /** Every file and directory path the declaration names: what a purge keeps. */
+  declaredPaths: ReadonlySet<string>;
   /** A named secret, unsealed; only a file applier asks, only to write it. */
   secret(name: string): Uint8Array;
 }

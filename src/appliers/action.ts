@@ -1,0 +1,62 @@
+// action: argv run without a shell when what it is `on` changed; its exit and output tail go in the report.
+import { access } from "node:fs/promises";
+import { ACTION_DEFAULT_TIMEOUT_S, ACTION_OUTPUT_TAIL_BYTES } from "../defaults.ts";
+import type { ActionResource } from "../vocabulary/index.ts";
+import { placeProblem, underRoot } from "./paths.ts";
+import type { Applier, ExecResult, RecordBase } from "./types.ts";
+
+export interface ActionRecord extends RecordBase {
+  type: "action";
+}
+
+async function exists(abs: string): Promise<boolean> {
+  try {
+    await access(abs);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function tail(result: ExecResult): string {
+  const text = `${result.stdout}${result.stderr}`.trim();
+  const cut = text.length > ACTION_OUTPUT_TAIL_BYTES ? `…${text.slice(-ACTION_OUTPUT_TAIL_BYTES)}` : text;
+  return cut ? `: ${cut.replace(/\s+/g, " ")}` : "";
+}
+
+function outcome(result: ExecResult, timeoutS: number): { ok: boolean; said: string } {
+  if (result.spawnError) return { ok: false, said: `could not start ${result.spawnError}` };
+  if (result.timedOut) return { ok: false, said: `timed out after ${timeoutS} s${tail(result)}` };
+  if (result.code === 0) return { ok: true, said: `exit 0${tail(result)}` };
+  return { ok: false, said: `${result.code === null ? `killed by ${result.signal}` : `exit ${result.code}`}${tail(result)}` };
+}
+
+export const actionApplier: Applier<ActionResource, ActionRecord> = {
+  type: "action",
+
+  async decide(wanted, _record, ctx) {
+    const base = { id: wanted.id, type: "action" };
+    if (wanted.creates) {
+      const problem = placeProblem(ctx.ports.root, wanted.creates);
+      if (problem) return { ...base, did: "failed", action: "refuse", detail: `creates: ${problem}` };
+      if (await exists(underRoot(ctx.ports.root, wanted.creates)))
+        return { ...base, did: "skipped", action: "none", detail: `${wanted.creates} exists` };
+    }
+    if (wanted.on && !wanted.on.some((id) => ctx.changed.has(id)))
+      return { ...base, did: "skipped", action: "none", detail: `nothing it is on (${wanted.on.join(", ")}) changed` };
+    const why = wanted.on ? `${wanted.on.filter((id) => ctx.changed.has(id)).join(", ")} changed` : "runs on every apply";
+    return { ...base, did: "ran", action: "run", detail: `run ${JSON.stringify(wanted.run)} (${why})` };
+  },
+
+  async decideRemoval(id) {
+    return { id, type: "action", did: "removed", action: "forget", detail: "no longer declared; an action leaves nothing to undo" };
+  },
+
+  async execute(step, wanted, record, ctx) {
+    if (step.action !== "run") return { did: step.did, detail: step.detail, record: step.action === "forget" ? null : (record ?? { type: "action" }) };
+    const timeoutS = wanted!.timeout_s ?? ACTION_DEFAULT_TIMEOUT_S;
+    const result = await ctx.ports.exec.run(wanted!.run, { env: wanted!.env, timeoutMs: timeoutS * 1000 });
+    const { ok, said } = outcome(result, timeoutS);
+    return { did: ok ? "ran" : "failed", detail: said, record: { type: "action" } };
+  },
+};

@@ -1,0 +1,60 @@
+// The one way anything is run: argv without a shell, a timeout, output kept as a tail.
+import { spawn } from "node:child_process";
+import { ACTION_OUTPUT_TAIL_BYTES } from "../defaults.ts";
+import type { Exec, ExecOptions, ExecResult } from "./types.ts";
+
+const BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/** Keeps only the last `max` bytes of a stream. */
+class Tail {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  constructor(private readonly max: number) {}
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    while (this.size - (this.chunks[0]?.length ?? 0) >= this.max && this.chunks.length > 1) this.size -= this.chunks.shift()!.length;
+  }
+  text(): string {
+    const all = Buffer.concat(this.chunks);
+    return all.subarray(Math.max(0, all.length - this.max)).toString("utf8");
+  }
+}
+
+export function localExec(tailBytes = ACTION_OUTPUT_TAIL_BYTES * 32): Exec {
+  return {
+    run(argv: string[], opts: ExecOptions = {}): Promise<ExecResult> {
+      return new Promise((resolve) => {
+        const [program, ...args] = argv;
+        const env = { PATH: process.env.PATH ?? BASE_PATH, ...opts.env };
+        const child = spawn(program!, args, { env, cwd: opts.cwd, stdio: ["pipe", "pipe", "pipe"], detached: true });
+        const out = new Tail(tailBytes);
+        const err = new Tail(tailBytes);
+        let timedOut = false;
+        const timer = opts.timeoutMs
+          ? setTimeout(() => {
+              timedOut = true;
+              // the whole process group: an action's children must not outlive its timeout
+              try {
+                process.kill(-child.pid!, "SIGKILL");
+              } catch {
+                child.kill("SIGKILL");
+              }
+            }, opts.timeoutMs)
+          : undefined;
+        child.stdout.on("data", (c: Buffer) => out.push(c));
+        child.stderr.on("data", (c: Buffer) => err.push(c));
+        child.stdin.on("error", () => {});
+        child.stdin.end(opts.input ?? "");
+        child.on("error", (e: NodeJS.ErrnoException) => {
+          clearTimeout(timer);
+          resolve({ code: null, signal: null, stdout: "", stderr: "", timedOut, spawnError: `${program}: ${e.code ?? e.message}` });
+        });
+        child.on("close", (code, signal) => {
+          clearTimeout(timer);
+          resolve({ code, signal, stdout: out.text(), stderr: err.text(), timedOut });
+        });
+      });
+    },
+  };
+}

@@ -1,0 +1,181 @@
+// file: written atomically, read back by digest and mode; what was found is held, never lost.
+import { createHash } from "node:crypto";
+import { lstat, mkdir, readFile, unlink } from "node:fs/promises";
+import { dirname } from "node:path";
+import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE } from "../defaults.ts";
+import { writeFileAtomic } from "../store/atomic.ts";
+import type { FileResource } from "../vocabulary/index.ts";
+import { octal, parseMode, placeProblem, resolveIds, underRoot } from "./paths.ts";
+import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
+
+export interface FileRecord extends RecordBase {
+  type: "file";
+  path: string;
+  /** True when the mesh made the file; false when it was found (and its original held). */
+  created: boolean;
+  /** SHA-256 of what the host last wrote: a digest, never the content (it may be a secret). */
+  wrote: string;
+  mode?: string;
+}
+
+interface Found {
+  sha: string;
+  mode: number;
+  uid: number;
+  gid: number;
+  bytes: Uint8Array;
+}
+
+interface WriteData {
+  abs: string;
+  bytes: Uint8Array;
+  sha: string;
+  mode: number;
+  uid?: number;
+  gid?: number;
+  /** The found content to hold before it is overwritten. */
+  hold?: Found;
+}
+
+export const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex");
+
+/** What is at `abs` now: a regular file's digest and mode, null when absent, or why it cannot be managed. */
+async function readFound(abs: string): Promise<Found | null | string> {
+  let st: Awaited<ReturnType<typeof lstat>>;
+  try {
+    st = await lstat(abs);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
+    return `cannot be read: ${(e as NodeJS.ErrnoException).code}`;
+  }
+  if (st.isSymbolicLink()) return "is a symbolic link; it is not followed";
+  if (!st.isFile()) return "exists and is not a regular file";
+  try {
+    const bytes = await readFile(abs);
+    return { sha: sha256(bytes), mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, bytes };
+  } catch (e) {
+    return `cannot be read: ${(e as NodeJS.ErrnoException).code}`;
+  }
+}
+
+function wantedBytes(wanted: FileResource, ctx: DecideContext): Uint8Array {
+  if (wanted.content !== undefined) return Buffer.from(wanted.content, "utf8");
+  if (wanted.content_b64 !== undefined) return Buffer.from(wanted.content_b64, "base64");
+  return ctx.secret(wanted.secret!);
+}
+
+const refuse = (wanted: { id: string }, detail: string): Step => ({
+  id: wanted.id,
+  type: "file",
+  did: "failed",
+  action: "refuse",
+  detail,
+});
+
+/** Which word describes writing over what is there: put back, changed by the mesh, or made. */
+function writeDid(found: Found | null, record: FileRecord | undefined, sha: string, mode: string | undefined) {
+  if (record && record.wrote === sha && record.mode === mode) return "repaired" as const;
+  return found || record?.created === false ? ("updated" as const) : ("created" as const);
+}
+
+export const fileApplier: Applier<FileResource, FileRecord> = {
+  type: "file",
+
+  async decide(wanted, record, ctx) {
+    const { root, rootless } = ctx.ports;
+    const problem = placeProblem(root, wanted.path);
+    if (problem) return refuse(wanted, problem);
+    const abs = underRoot(root, wanted.path);
+    const found = await readFound(abs);
+    if (typeof found === "string") return refuse(wanted, `${wanted.path} ${found}`);
+    const ids = rootless ? {} : resolveIds(root, wanted.owner, wanted.group);
+    if (typeof ids === "string") return refuse(wanted, ids);
+    const bytes = wantedBytes(wanted, ctx);
+    const sha = sha256(bytes);
+    const mode = parseMode(wanted.mode) ?? found?.mode ?? DEFAULT_FILE_MODE;
+    const ignored = rootless && (wanted.owner !== undefined || wanted.group !== undefined) ? "; owner/group ignored: running without root" : "";
+    const matches =
+      found !== null &&
+      found.sha === sha &&
+      found.mode === mode &&
+      (ids.uid === undefined || ids.uid === found.uid) &&
+      (ids.gid === undefined || ids.gid === found.gid);
+    if (matches) {
+      // found already right and never recorded: take it over (holding it) without writing
+      const action = record ? "none" : "adopt";
+      return { id: wanted.id, type: "file", did: "unchanged", action, detail: `${wanted.path} is as declared${ignored}`, data: { abs, hold: found, sha } };
+    }
+    const did = writeDid(found, record, sha, wanted.mode);
+    // the first original is the record's; content found later at a held path is kept once beside it
+    const hold = found && (!record || !record.created) && found.sha !== record?.wrote ? found : undefined;
+    const what = did === "repaired" ? "put back after a change the mesh did not make" : did === "created" ? "created" : "rewritten";
+    const held = hold && !record ? "; the original is held" : "";
+    const data: WriteData = { abs, bytes, sha, mode, ...ids, hold };
+    return { id: wanted.id, type: "file", did, action: "write", detail: `${wanted.path} ${what}${held}${ignored}`, data };
+  },
+
+  async decideRemoval(id, record, ctx) {
+    const { root } = ctx.ports;
+    const problem = placeProblem(root, record.path);
+    if (problem) return refuse({ id }, problem);
+    const found = await readFound(underRoot(root, record.path));
+    if (!record.created) return { id, type: "file", did: "restored", action: "restore", detail: `${record.path} given back its original` };
+    if (found === null) return { id, type: "file", did: "removed", action: "forget", detail: `${record.path} was already gone` };
+    if (typeof found === "string") return { id, type: "file", did: "unchanged", action: "forget", detail: `${record.path} left in place: it ${found}` };
+    if (found.sha !== record.wrote)
+      return { id, type: "file", did: "unchanged", action: "forget", detail: `${record.path} left in place: changed by hand since the mesh wrote it` };
+    return { id, type: "file", did: "removed", action: "remove", detail: `${record.path} removed (the mesh created it)` };
+  },
+
+  async execute(step, wanted, record, ctx): Promise<Executed<FileRecord>> {
+    const { holds } = ctx.ports;
+    const path = wanted?.path ?? record?.path ?? "";
+    switch (step.action) {
+      case "none":
+        return { did: step.did, detail: step.detail, record: record ?? null };
+      case "adopt": {
+        const { hold, sha } = step.data as { hold: Found; sha: string };
+        const original = await holds.keep(path, hold.bytes, hold);
+        return { did: "unchanged", detail: step.detail, record: { type: "file", path, created: false, wrote: sha, mode: wanted?.mode }, held: { path, original } };
+      }
+      case "write":
+        return writeAndReadBack(step, path, wanted!, record, ctx);
+      case "remove":
+        await unlink(underRoot(ctx.ports.root, path));
+        return { did: "removed", detail: step.detail, record: null };
+      case "restore":
+        return restoreOriginal(step, path, ctx);
+      case "forget":
+        return { did: step.did, detail: step.detail, record: null };
+      default:
+        return { did: "failed", detail: step.detail, record: record ?? null };
+    }
+  },
+};
+
+async function writeAndReadBack(step: Step, path: string, wanted: FileResource, record: FileRecord | undefined, ctx: DecideContext): Promise<Executed<FileRecord>> {
+  const data = step.data as WriteData;
+  let held: Executed<FileRecord>["held"];
+  if (data.hold) held = { path, original: await ctx.ports.holds.keep(path, data.hold.bytes, data.hold) };
+  await mkdir(dirname(data.abs), { recursive: true, mode: DEFAULT_DIR_MODE });
+  await writeFileAtomic(data.abs, data.bytes, { mode: data.mode, uid: data.uid, gid: data.gid });
+  const back = await readFound(data.abs);
+  const created = record ? record.created : data.hold === undefined;
+  const next: FileRecord = { type: "file", path, created, wrote: data.sha, mode: wanted.mode };
+  if (typeof back !== "object" || back === null || back.sha !== data.sha || back.mode !== data.mode)
+    return { did: "failed", detail: `${path} read back differently from what was written`, record: next, held };
+  return { did: step.did, detail: `${step.detail}; read back ${octal(back.mode)} sha256:${back.sha.slice(0, 12)}`, record: next, held };
+}
+
+async function restoreOriginal(step: Step, path: string, ctx: DecideContext): Promise<Executed<FileRecord>> {
+  const original = await ctx.ports.holds.original(path);
+  if (!original) return { did: "failed", detail: `${path}: no original is held to give back`, record: null };
+  const abs = underRoot(ctx.ports.root, path);
+  const { uid, gid, mode } = original.meta;
+  await writeFileAtomic(abs, original.bytes, { mode, ...(ctx.ports.rootless ? {} : { uid, gid }) });
+  const back = await readFound(abs);
+  if (typeof back !== "object" || back === null || back.sha !== original.sha)
+    return { did: "failed", detail: `${path} read back differently from its original`, record: null };
+  await ctx.ports.holds.release(path);
+  return { did: "restored", detail: step.detail, record: null, held: { path, original: original.sha } };
+}

@@ -1,0 +1,217 @@
+// Apply a declaration: check who and which mode, plan, journal, execute step by step, read back, report.
+import { readdir, unlink } from "node:fs/promises";
+import { dirname } from "node:path";
+import { FILE_WRITE_CONCURRENCY, VERSION } from "../defaults.ts";
+import type { DecideContext, Ports } from "../appliers/types.ts";
+import { underRoot } from "../appliers/paths.ts";
+import type { Host } from "../hosts/index.ts";
+import { isTempName, type Records, type State, type StoreHolds } from "../store/index.ts";
+import type { Declaration, Outcome, Refusal, Report, ReportStep } from "../vocabulary/index.ts";
+import { CHANGING, decider, mapLimited, type PlannedStep, planSteps } from "./plan.ts";
+
+export type Unseal = (sealed: string) => { ok: true; bytes: Uint8Array } | { ok: false; reason: string };
+
+export interface ApplyRequest {
+  declaration: Declaration;
+  seq: number;
+  digest: string;
+  /** "link": signed and delivered by the mesh, so it may set the mode; "file": an offline apply, which may not. */
+  source: "link" | "file";
+  dryRun: boolean;
+  host: Host;
+  state: State;
+  holds: StoreHolds;
+  ports: Omit<Ports, "holds">;
+  unseal: Unseal;
+  /** Told the plan after it is decided and before anything is touched: show, then act. */
+  onPlan?: (plan: PlanLine[]) => void;
+}
+
+export interface PlanLine {
+  id: string;
+  type: string;
+  did: ReportStep["did"];
+  detail: string;
+}
+
+export interface ApplyResult {
+  plan: PlanLine[];
+  report: Report;
+  /** 0 applied (or nothing to do), 1 failed, 2 refused. */
+  exit: 0 | 1 | 2;
+}
+
+const now = () => new Date().toISOString();
+
+export function planLine(s: { id: string; type: string; did: ReportStep["did"]; detail: string }): PlanLine {
+  return { id: s.id, type: s.type, did: s.did, detail: s.detail };
+}
+
+/** A report for a declaration that never reached the machine. */
+export function refusedReport(node: string, seq: number, digest: string, refusals: Refusal[], host: Host, outcome: Outcome = "refused"): Report {
+  const at = now();
+  return { v: 1, node, declaration: { seq, digest }, outcome, started_at: at, finished_at: at, steps: [], holds: [], refusals, host: { version: VERSION, os: host.kind } };
+}
+
+/** Who and which mode: a declaration for another node, or one saying the other mode offline, changes nothing. */
+function identityRefusals(req: ApplyRequest): Refusal[] {
+  const known = req.state.readNode();
+  const d = req.declaration;
+  if (known && known.node !== d.node)
+    return [{ id: "declaration", field: "node", reason: `is "${d.node}", but this node is "${known.node}"` }];
+  if (req.source === "file" && known?.mode && known.mode !== d.mode)
+    return [
+      {
+        id: "declaration",
+        field: "mode",
+        reason: `says ${d.mode}, but this node is ${known.mode}; only a signed declaration from the mesh (its ${d.mode === "converged" ? "converge" : "adopt"} act) changes the mode`,
+      },
+    ];
+  return [];
+}
+
+/** Every secret a file names, unsealed up front so a bad one refuses the whole declaration before anything is written. */
+function unsealAll(req: ApplyRequest): { secrets: Map<string, Uint8Array>; refusals: Refusal[] } {
+  const secrets = new Map<string, Uint8Array>();
+  const refusals: Refusal[] = [];
+  for (const r of req.declaration.resources) {
+    if (r.type !== "file" || !r.secret || secrets.has(r.secret)) continue;
+    const sealed = req.declaration.secrets?.[r.secret];
+    const opened = sealed ? req.unseal(sealed) : { ok: false as const, reason: "is not carried by the declaration" };
+    if (opened.ok) secrets.set(r.secret, opened.bytes);
+    else refusals.push({ id: r.id, field: "secret", reason: `secret "${r.secret}" ${opened.reason}` });
+  }
+  return { secrets, refusals };
+}
+
+function contextFor(req: ApplyRequest, secrets: Map<string, Uint8Array>): Omit<DecideContext, "changed" | "declaredPaths"> {
+  return { ports: { ...req.ports, holds: req.holds }, secret: (name) => secrets.get(name)! };
+}
+
+/** Plan, and unless it is a dry run, apply: the one entry point for `apply`, `plan`, `reconcile` and the link. */
+export async function applyDeclaration(req: ApplyRequest): Promise<ApplyResult> {
+  const started = now();
+  const d = req.declaration;
+  const refuse = (refusals: Refusal[]): ApplyResult => ({ plan: [], report: refusedReport(d.node, req.seq, req.digest, refusals, req.host), exit: 2 });
+  const early = identityRefusals(req);
+  if (early.length) return refuse(early);
+  const { secrets, refusals } = unsealAll(req);
+  if (refusals.length) return refuse(refusals);
+  const { records, order } = req.state.readRecords();
+  const input = { declaration: d, records, order, host: req.host, ctx: contextFor(req, secrets) };
+  const steps = await planSteps(input);
+  const plan = steps.map(planLine);
+  const refused = steps.filter((s) => s.action === "refuse").map((s) => ({ id: s.id, field: "path", reason: s.detail }));
+  if (refused.length) return { ...refuse(refused), plan };
+  if (req.dryRun) return { plan, report: { ...refusedReport(d.node, req.seq, req.digest, [], req.host, "applied"), steps: plan }, exit: 0 };
+  req.onPlan?.(plan);
+  recordNode(req);
+  await sweepTemps(req.ports.root, d);
+  const next = { ...records };
+  journal(req.state, next, order, steps);
+  const executed = await execute(steps, input, next);
+  const outcome: Outcome = executed.some((s) => s.did === "failed") ? "failed" : "applied";
+  const nextOrder = [...d.resources.map((r) => r.id), ...order].filter((id, i, all) => next[id] && all.indexOf(id) === i);
+  req.state.writeRecords(next, nextOrder);
+  req.state.writeLast({ seq: req.seq, outcome, at: now() });
+  const report: Report = {
+    v: 1,
+    node: d.node,
+    declaration: { seq: req.seq, digest: req.digest },
+    outcome,
+    started_at: started,
+    finished_at: now(),
+    steps: executed,
+    holds: heldNow(req.holds, next),
+    refusals: [],
+    host: { version: VERSION, os: req.host.kind },
+    mode: d.mode,
+  };
+  return { plan, report, exit: outcome === "failed" ? 1 : 0 };
+}
+
+/** The node's name and mode: the mesh's signed word sets the mode; an offline apply only where none is recorded. */
+function recordNode(req: ApplyRequest): void {
+  const known = req.state.readNode();
+  const mode = req.source === "link" ? req.declaration.mode : (known?.mode ?? req.declaration.mode);
+  if (!known || known.node !== req.declaration.node || known.mode !== mode) req.state.writeNode({ node: req.declaration.node, mode });
+}
+
+/**
+ * Before touching anything, write down what is about to be created, so a crash mid-apply cannot make the
+ * mesh's own file look "found" on the next start (and be held and given back instead of removed).
+ */
+function journal(state: State, next: Records, order: string[], steps: PlannedStep[]): void {
+  let intents = 0;
+  for (const s of steps) {
+    const data = s.data as { sha?: string } | undefined;
+    if (s.type !== "file" || s.record || !s.resource || s.resource.type !== "file" || (s.action !== "write" && s.action !== "adopt")) continue;
+    const created = s.action === "write" && !(s.data as { hold?: unknown }).hold;
+    next[s.id] = { type: "file", path: s.resource.path, created, wrote: data?.sha ?? "", mode: s.resource.mode };
+    intents++;
+  }
+  if (intents) state.writeRecords(next, [...new Set([...Object.keys(next), ...order])]);
+}
+
+/** Temporary files a crash left beside declared files: swept before writing anew. */
+async function sweepTemps(root: string, d: Declaration): Promise<void> {
+  const dirs = new Set(d.resources.flatMap((r) => (r.type === "file" ? [dirname(underRoot(root, r.path))] : [])));
+  await Promise.all(
+    [...dirs].map(async (dir) => {
+      const names = await readdir(dir).catch(() => [] as string[]);
+      await Promise.all(names.filter(isTempName).map((n) => unlink(`${dir}/${n}`).catch(() => {})));
+    }),
+  );
+}
+
+/** Carry out the planned steps, one run at a time; a failure stops the apply and the rest are not reached. */
+async function execute(steps: PlannedStep[], input: Parameters<typeof decider>[0], records: Records): Promise<ReportStep[]> {
+  const d = decider(input);
+  const changed = new Set<string>();
+  const out: ReportStep[] = [];
+  const declaredPaths = new Set(input.declaration.resources.flatMap((r) => ("path" in r ? [r.path] : [])));
+  const ctx = () => ({ ...input.ctx, changed, declaredPaths });
+  let failed = false;
+  const runOne = async (step: PlannedStep): Promise<ReportStep> => {
+    if (failed) return { ...planLine(step), did: "not-reached", detail: "not reached: an earlier step failed" };
+    const applier = input.host.appliers.get(step.type)!;
+    try {
+      const done = await applier.execute(step, step.resource, step.record ?? records[step.id], ctx());
+      if (done.record) records[step.id] = done.record as Records[string];
+      else if (!step.resource) delete records[step.id];
+      return { id: step.id, type: step.type, did: done.did, detail: done.detail };
+    } catch (e) {
+      return { id: step.id, type: step.type, did: "failed", detail: `${(e as NodeJS.ErrnoException).code ?? "error"}: ${(e as Error).message.split("\n")[0]}` };
+    }
+  };
+  for (const batch of batches(steps)) {
+    const first = batch[0]!;
+    // what reads changes is decided again with what actually changed: the same function the plan used
+    const fresh = first.resource && (first.type === "action" || first.type === "service") ? await d.decide(first.resource, changed) : batch;
+    const results = await mapLimited(fresh, FILE_WRITE_CONCURRENCY, runOne);
+    for (const r of results) {
+      if (CHANGING.has(r.did)) changed.add(r.id);
+      if (r.did === "failed") failed = true;
+      out.push(r);
+    }
+  }
+  return out;
+}
+
+/** Steps grouped so that consecutive file writes run side by side (their fsyncs overlap) and all else one at a time. */
+function batches(steps: PlannedStep[]): PlannedStep[][] {
+  const out: PlannedStep[][] = [];
+  const parallel = (s: PlannedStep) => s.type === "file" && s.resource !== undefined;
+  for (const s of steps) {
+    const last = out.at(-1);
+    if (last && parallel(s) && parallel(last[0]!)) last.push(s);
+    else out.push([s]);
+  }
+  return out;
+}
+
+function heldNow(holds: StoreHolds, records: Records): Report["holds"] {
+  const idOf = new Map(Object.entries(records).map(([id, r]) => [(r as { path?: string }).path, id]));
+  return holds.list().map((h) => ({ id: idOf.get(h.path) ?? "", path: h.path, original: h.original }));
+}
+

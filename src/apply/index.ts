@@ -1,0 +1,2 @@
+export * from "./apply.ts";
+export { CHANGING, declaredPaths, planSteps } from "./plan.ts";

@@ -1,0 +1,130 @@
+// One decision for plan and apply: each resource's step, decided in declaration order, removals after.
+import { FILE_READ_CONCURRENCY } from "../defaults.ts";
+import type { DecideContext, RecordBase, Step } from "../appliers/types.ts";
+import type { Host } from "../hosts/index.ts";
+import type { Records } from "../store/index.ts";
+import type { Declaration, Did, Resource } from "../vocabulary/index.ts";
+
+/** What a step does to the machine: these make `on` and `restart_on` fire. */
+export const CHANGING: ReadonlySet<Did> = new Set(["created", "updated", "repaired", "removed", "restored", "ran"]);
+
+export interface PlannedStep extends Step {
+  /** The resource this step makes match; absent for a removal. */
+  resource?: Resource;
+  /** The record of earlier applies for this id, if any. */
+  record?: RecordBase;
+}
+
+export interface PlanInput {
+  declaration: Declaration;
+  records: Records;
+  order: string[];
+  host: Host;
+  ctx: Omit<DecideContext, "changed" | "declaredPaths">;
+}
+
+/** The record of `id` if it still describes the same thing; a type or path change is a removal plus a new resource. */
+function sameThing(record: RecordBase | undefined, r: Resource): boolean {
+  if (!record || record.type !== r.type) return false;
+  const path = (record as { path?: string }).path;
+  return path === undefined || !("path" in r) || path === r.path;
+}
+
+export function declaredPaths(declaration: Declaration): Set<string> {
+  return new Set(declaration.resources.flatMap((r) => ("path" in r ? [r.path] : [])));
+}
+
+/** `fn` over `items`, at most `limit` at once, results in order. */
+export async function mapLimited<T, U>(items: T[], limit: number, fn: (item: T) => Promise<U>): Promise<U[]> {
+  const out = new Array<U>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+/** Actions and services look at what changed before them; everything else can be decided side by side. */
+const readsChanges = (r: Resource) => r.type === "action" || r.type === "service";
+
+export interface Decider {
+  /** Decide the step for `r` now, with what has changed so far. */
+  decide(r: Resource, changed: ReadonlySet<string>): Promise<PlannedStep[]>;
+  /** Decide the removals of everything recorded and no longer declared, last declared first. */
+  removals(changed: ReadonlySet<string>): Promise<PlannedStep[]>;
+  /** Decide a run of resources that read no changes, concurrently. */
+  decideBatch(rs: Resource[]): Promise<PlannedStep[][]>;
+}
+
+/** The decision function both the plan and the apply call, so the preview cannot lie. */
+export function decider(input: PlanInput): Decider {
+  const { declaration, records, order, host } = input;
+  const paths = declaredPaths(declaration);
+  const ctxFor = (changed: ReadonlySet<string>): DecideContext => ({ ...input.ctx, changed, declaredPaths: paths });
+  const declaredIds = new Set(declaration.resources.map((r) => r.id));
+
+  const decide = async (r: Resource, changed: ReadonlySet<string>): Promise<PlannedStep[]> => {
+    const applier = host.appliers.get(r.type)!;
+    const record = records[r.id];
+    const ctx = ctxFor(changed);
+    const steps: PlannedStep[] = [];
+    if (record && !sameThing(record, r)) {
+      const old = host.appliers.get(record.type);
+      if (old) steps.push({ ...(await old.decideRemoval(r.id, record, ctx)), record });
+    }
+    const current = sameThing(record, r) ? record : undefined;
+    steps.push({ ...(await applier.decide(r, current, ctx)), resource: r, record: current });
+    return steps;
+  };
+
+  return {
+    decide,
+    decideBatch: (rs) => mapLimited(rs, FILE_READ_CONCURRENCY, (r) => decide(r, new Set())),
+    async removals(changed) {
+      const gone = [...order].reverse().filter((id) => !declaredIds.has(id) && records[id]);
+      const steps: PlannedStep[] = [];
+      for (const id of gone) {
+        const record = records[id]!;
+        const applier = host.appliers.get(record.type);
+        if (!applier) {
+          steps.push({ id, type: record.type, did: "failed", action: "refuse", detail: `no applier on this host gives back a ${record.type}`, record });
+          continue;
+        }
+        steps.push({ ...(await applier.decideRemoval(id, record, ctxFor(changed))), record });
+      }
+      return steps;
+    },
+  };
+}
+
+/** Consecutive resources grouped so that those reading no changes are decided (and written) together. */
+export function runsOf(resources: Resource[]): Resource[][] {
+  const runs: Resource[][] = [];
+  for (const r of resources) {
+    const last = runs.at(-1);
+    if (last && !readsChanges(r) && !readsChanges(last[0]!)) last.push(r);
+    else runs.push([r]);
+  }
+  return runs;
+}
+
+/** The whole plan: every step the apply would take, in its order, with what each would change fed forward. */
+export async function planSteps(input: PlanInput): Promise<PlannedStep[]> {
+  const d = decider(input);
+  const changed = new Set<string>();
+  const steps: PlannedStep[] = [];
+  for (const run of runsOf(input.declaration.resources)) {
+    const decided = readsChanges(run[0]!) ? [await d.decide(run[0]!, changed)] : await d.decideBatch(run);
+    for (const group of decided)
+      for (const step of group) {
+        if (CHANGING.has(step.did)) changed.add(step.id);
+        steps.push(step);
+      }
+  }
+  steps.push(...(await d.removals(changed)));
+  return steps;
+}

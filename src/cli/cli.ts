@@ -1,0 +1,53 @@
+// mesh-host: every command, its exit status (0 done, 1 failed, 2 refused), one line on refusal.
+import { StateError } from "../store/index.ts";
+import { type Args, parseCli, UsageError } from "./args.ts";
+import { applyCommand } from "./commands/apply.ts";
+import { statusCommand, versionCommand } from "./commands/info.ts";
+import { type Context, makeContext, Refused } from "./context.ts";
+import { writeOut } from "./output.ts";
+
+const USAGE = `usage: mesh-host <command> [flags]
+  apply FILE [--dry-run]   make this machine match the declaration in FILE (no mesh)
+  plan FILE                the same as apply --dry-run
+  enrol CODE               make keys, ask the mesh, save the membership
+  run                      hold the node in its mesh until stopped
+  reconcile [--dry-run]    apply the kept declaration again, now
+  status                   identity, bus, last declaration, holds, mode
+  install-service          write the unit and the launcher where no package did
+  version                  version, commit, Node runtime, host kind
+global flags: --state DIR  --root DIR  --host arch|android|linux  --json`;
+
+type Handler = (ctx: Context) => Promise<number> | number;
+
+const HANDLERS: Partial<Record<Args["command"], Handler>> = {
+  apply: (ctx) => applyCommand(ctx, ctx.args.dryRun),
+  plan: (ctx) => applyCommand(ctx, true),
+  status: statusCommand,
+  version: versionCommand,
+};
+
+export async function main(argv: string[]): Promise<number> {
+  try {
+    const args = parseCli(argv);
+    if (args.command === "help") {
+      writeOut(USAGE);
+      return 0;
+    }
+    const handler = HANDLERS[args.command];
+    if (!handler) throw new UsageError(`${args.command} is not available in this build yet`);
+    return await handler(makeContext(args));
+  } catch (e) {
+    return failure(e);
+  }
+}
+
+/** Every refusal is one line naming what was wrong, never a stack trace. */
+function failure(e: unknown): number {
+  if (e instanceof UsageError || e instanceof Refused || e instanceof StateError) {
+    process.stderr.write(`mesh-host: ${e.message}\n`);
+    return 2;
+  }
+  process.stderr.write(`mesh-host: ${(e as Error)?.message?.split("\n")[0] ?? String(e)}\n`);
+  if (process.env.MESH_DEBUG) process.stderr.write(`${(e as Error)?.stack ?? ""}\n`);
+  return 1;
+}

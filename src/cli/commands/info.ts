@@ -1,0 +1,64 @@
+// `version` and `status`: what this binary is, and what this node holds.
+import { BUILD } from "../../build-info.ts";
+import type { Context } from "../context.ts";
+import { writeJson, writeOut } from "../output.ts";
+
+export function versionCommand(ctx: Context): number {
+  const doc = { version: BUILD.version, commit: BUILD.commit, node: process.version, host: ctx.host.kind };
+  if (ctx.args.json) writeJson(doc);
+  else writeOut(`mesh-host ${doc.version} (commit ${doc.commit}) node ${doc.node} host ${doc.host}`);
+  return 0;
+}
+
+export function statusDoc(ctx: Context) {
+  const node = ctx.state.readNode();
+  const membership = readMembershipSummary(ctx);
+  const declared = ctx.state.readDeclared();
+  return {
+    node: node?.node ?? null,
+    mode: node?.mode ?? null,
+    host: ctx.host.kind,
+    state: ctx.state.dir,
+    bus: membership,
+    declaration: declared ? { seq: declared.seq, digest: declared.digest, received_at: declared.received_at } : null,
+    last: ctx.state.readLast(),
+    holds: ctx.holds.list(),
+    confirmed: ctx.state.readText("confirmed")?.trim() ?? null,
+    outbox: ctx.state.list("outbox").filter((n) => n.endsWith(".json")).length,
+  };
+}
+
+/** The bus a node is on, never its password. */
+function readMembershipSummary(ctx: Context): { servers: string[]; user: string; fingerprint: string } | null {
+  const text = ctx.state.readText("membership.json");
+  if (!text) return null;
+  try {
+    const m = JSON.parse(text) as { membership?: { servers: string[]; user: string; fingerprint: string } };
+    const { servers, user, fingerprint } = m.membership ?? (m as unknown as { servers: string[]; user: string; fingerprint: string });
+    return { servers, user, fingerprint };
+  } catch {
+    return null;
+  }
+}
+
+export function statusCommand(ctx: Context): number {
+  const doc = statusDoc(ctx);
+  if (ctx.args.json) {
+    writeJson(doc);
+    return 0;
+  }
+  const lines = [
+    `node:        ${doc.node ?? "(no identity yet)"}`,
+    `mode:        ${doc.mode ?? "(none recorded)"}`,
+    `host:        ${doc.host}`,
+    `state:       ${doc.state}`,
+    `bus:         ${doc.bus ? `${doc.bus.servers.join(", ")} as ${doc.bus.user} (pinned ${doc.bus.fingerprint.slice(0, 16)}…)` : "(not enrolled)"}`,
+    `declaration: ${doc.declaration ? `seq ${doc.declaration.seq}, sha256:${doc.declaration.digest.slice(0, 12)}` : "(none from the mesh)"}`,
+    `last:        ${doc.last ? `${doc.last.outcome} at ${doc.last.at} (seq ${doc.last.seq})` : "(never applied)"}`,
+    `holds:       ${doc.holds.length ? doc.holds.map((h) => h.path).join(", ") : "(none)"}`,
+    `confirmed:   ${doc.confirmed ? `sha256:${doc.confirmed.slice(0, 12)}` : "(not yet)"}`,
+    `outbox:      ${doc.outbox} report(s) waiting`,
+  ];
+  writeOut(lines.join("\n"));
+  return 0;
+}

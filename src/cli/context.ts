@@ -1,0 +1,61 @@
+// What every command starts from: the host for this machine, the state directory, the ports.
+import { readFileSync, statSync } from "node:fs";
+import { localExec } from "../appliers/index.ts";
+import type { Unseal } from "../apply/index.ts";
+import { DEFAULT_ANDROID_STATE_DIR, MAX_BODY_BYTES } from "../defaults.ts";
+import { detectHostKind, type Host, makeHost } from "../hosts/index.ts";
+import { State, StoreHolds } from "../store/index.ts";
+import { type Declaration, parseDeclarationBody, refusalLine, type Refusal } from "../vocabulary/index.ts";
+import { type Args, UsageError } from "./args.ts";
+import { makeLog, type Log } from "./log.ts";
+import { unsealerFor } from "./unseal.ts";
+
+export interface Context {
+  args: Args;
+  host: Host;
+  state: State;
+  holds: StoreHolds;
+  log: Log;
+  rootless: boolean;
+  unseal: Unseal;
+}
+
+export function makeContext(args: Args): Context {
+  const host = makeHost(args.host ?? detectHostKind());
+  const stateDir = !args.stateGiven && host.kind === "android" ? DEFAULT_ANDROID_STATE_DIR : args.state;
+  try {
+    if (!statSync(args.root).isDirectory()) throw new Error();
+  } catch {
+    throw new UsageError(`--root ${args.root} is not a directory`);
+  }
+  const state = new State(stateDir);
+  const rootless = typeof process.getuid === "function" && process.getuid() !== 0;
+  return { args, host, state, holds: new StoreHolds(state), log: makeLog(), rootless, unseal: unsealerFor(state) };
+}
+
+export function portsOf(ctx: Context) {
+  return { root: ctx.args.root, exec: localExec(), rootless: ctx.rootless, log: ctx.log };
+}
+
+/** A refusal as one line, and as an error that exits 2. */
+export class Refused extends Error {
+  constructor(readonly refusals: Refusal[]) {
+    super(refusals.length > 1 ? `${refusalLine(refusals[0]!)} (and ${refusals.length - 1} more)` : refusalLine(refusals[0]!));
+  }
+}
+
+/** A declaration file: read with its size checked first, then parsed and refused field by field. */
+export function readDeclarationFile(path: string, host: Host): { declaration: Declaration; bytes: Buffer } {
+  let bytes: Buffer;
+  try {
+    const size = statSync(path).size;
+    if (size > MAX_BODY_BYTES) throw new UsageError(`${path} is ${size} bytes, more than the ${MAX_BODY_BYTES} allowed`);
+    bytes = readFileSync(path);
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
+    throw new UsageError(`cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  const parsed = parseDeclarationBody(bytes, host.support);
+  if (!parsed.ok) throw new Refused(parsed.refusals);
+  return { declaration: parsed.value, bytes };
+}

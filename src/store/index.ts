@@ -1,0 +1,4 @@
+export * from "./atomic.ts";
+export * from "./holds.ts";
+export * from "./lock.ts";
+export * from "./state.ts";

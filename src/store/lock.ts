@@ -1,0 +1,104 @@
+// One file lock for every command that changes the machine; a holder killed with SIGKILL never leaves it stuck.
+import { closeSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { LOCK_POLL_MS, LOCK_WAIT_MS } from "../defaults.ts";
+
+export interface Lock {
+  release(): void;
+}
+
+export class LockBusy extends Error {
+  constructor(readonly holder: string) {
+    super(`the state is locked by ${holder}`);
+  }
+}
+
+/** The process's start time from /proc, so a recycled pid is not mistaken for the holder. */
+function startTimeOf(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function holderAlive(content: string): boolean {
+  const [pidText, started] = content.trim().split(" ");
+  const pid = Number(pidText);
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  const now = startTimeOf(pid);
+  return now !== null && (started === undefined || started === now);
+}
+
+function tryTake(path: string): boolean {
+  let fd: number;
+  try {
+    fd = openSync(path, "wx", 0o600);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw e;
+  }
+  writeSync(fd, `${process.pid} ${startTimeOf(process.pid) ?? ""}\n`);
+  closeSync(fd);
+  return true;
+}
+
+/** Move a dead holder's lock aside; rename is atomic, so of two takers only one moves it. */
+function breakIfDead(path: string): void {
+  let content: string;
+  try {
+    content = readFileSync(path, "utf8");
+  } catch {
+    return;
+  }
+  // a lock being written this instant reads empty: give its writer a moment rather than break it
+  if (content === "" && Date.now() - mtimeOf(path) < EMPTY_LOCK_GRACE_MS) return;
+  if (content !== "" && holderAlive(content)) return;
+  const aside = `${path}.stale-${process.pid}`;
+  try {
+    renameSync(path, aside);
+    unlinkSync(aside);
+  } catch {
+    // somebody else broke it first
+  }
+}
+
+const EMPTY_LOCK_GRACE_MS = 5_000;
+
+function mtimeOf(path: string): number {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return Date.now();
+  }
+}
+
+function describeHolder(path: string): string {
+  try {
+    return `pid ${readFileSync(path, "utf8").trim().split(" ")[0]}`;
+  } catch {
+    return "another process";
+  }
+}
+
+/** Take the state lock, waiting up to `waitMs` for a live holder to finish. */
+export async function acquireLock(stateDir: string, waitMs = LOCK_WAIT_MS): Promise<Lock> {
+  const path = join(stateDir, "lock");
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    if (tryTake(path)) return { release: () => releaseLock(path) };
+    breakIfDead(path);
+    if (tryTake(path)) return { release: () => releaseLock(path) };
+    if (Date.now() >= deadline) throw new LockBusy(describeHolder(path));
+    await new Promise((r) => setTimeout(r, LOCK_POLL_MS));
+  }
+}
+
+function releaseLock(path: string): void {
+  try {
+    if (readFileSync(path, "utf8").split(" ")[0] === String(process.pid)) unlinkSync(path);
+  } catch {
+    // already gone
+  }
+}

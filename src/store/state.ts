@@ -1,0 +1,142 @@
+// The node's state on disk (cli.md): every file versioned, every write atomic.
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync } from "node:fs";
+import { join } from "node:path";
+import { z } from "zod";
+import { STATE_DIR_MODE, STATE_FORMAT } from "../defaults.ts";
+import { Mode } from "../vocabulary/index.ts";
+import { writeFileAtomicSync } from "./atomic.ts";
+
+/** A state file this host cannot read: newer than it knows, or not what it should be. Exit 2. */
+export class StateError extends Error {}
+
+const NodeFile = z.object({ format: z.number().int(), node: z.string(), mode: Mode.nullable() });
+export type NodeFile = z.infer<typeof NodeFile>;
+
+const RecordsFile = z.object({
+  format: z.number().int(),
+  records: z.record(z.string(), z.object({ type: z.string() }).passthrough()),
+  order: z.array(z.string()),
+});
+export type Records = Record<string, { type: string; [k: string]: unknown }>;
+
+const DeclaredFile = z.object({
+  format: z.number().int(),
+  seq: z.number().int(),
+  digest: z.string(),
+  received_at: z.string(),
+  envelope: z.unknown(),
+});
+export type DeclaredFile = z.infer<typeof DeclaredFile>;
+
+const LastFile = z.object({ format: z.number().int(), seq: z.number().int(), outcome: z.string(), at: z.string() });
+export type LastFile = z.infer<typeof LastFile>;
+
+/** The state directory: identity, records, the kept declaration, holds, outbox, confirmation. */
+export class State {
+  constructor(readonly dir: string) {}
+
+  /** Make the directory (0700) if absent; never widens an existing one. */
+  ensure(): this {
+    if (!existsSync(this.dir)) {
+      mkdirSync(this.dir, { recursive: true, mode: STATE_DIR_MODE });
+      chmodSync(this.dir, STATE_DIR_MODE);
+    }
+    return this;
+  }
+
+  path(name: string): string {
+    return join(this.dir, name);
+  }
+
+  readNode(): NodeFile | null {
+    return this.readVersioned("node.json", NodeFile);
+  }
+
+  writeNode(value: Omit<NodeFile, "format">): void {
+    this.writeVersioned("node.json", value);
+  }
+
+  readRecords(): { records: Records; order: string[] } {
+    const file = this.readVersioned("records.json", RecordsFile);
+    return file ? { records: file.records as Records, order: file.order } : { records: {}, order: [] };
+  }
+
+  writeRecords(records: Records, order: string[]): void {
+    this.writeVersioned("records.json", { records, order });
+  }
+
+  readDeclared(): DeclaredFile | null {
+    return this.readVersioned("declared.json", DeclaredFile);
+  }
+
+  hasDeclared(): boolean {
+    return existsSync(this.path("declared.json"));
+  }
+
+  writeDeclared(value: Omit<DeclaredFile, "format">): void {
+    this.writeVersioned("declared.json", value);
+  }
+
+  readLast(): LastFile | null {
+    return this.readVersioned("last.json", LastFile);
+  }
+
+  writeLast(value: Omit<LastFile, "format">): void {
+    this.writeVersioned("last.json", value);
+  }
+
+  readText(name: string): string | null {
+    try {
+      return readFileSync(this.path(name), "utf8");
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
+      throw e;
+    }
+  }
+
+  writeText(name: string, text: string): void {
+    this.ensure();
+    writeFileAtomicSync(this.path(name), text, 0o600);
+  }
+
+  remove(name: string): void {
+    try {
+      unlinkSync(this.path(name));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+    }
+  }
+
+  list(sub: string): string[] {
+    try {
+      return readdirSync(this.path(sub)).sort();
+    } catch {
+      return [];
+    }
+  }
+
+  /** A JSON state file, refused clearly when it is newer than this host or not parseable. */
+  readVersioned<T extends { format: number }>(name: string, schema: z.ZodType<T>): T | null {
+    const text = this.readText(name);
+    if (text === null) return null;
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new StateError(`${this.path(name)} is not JSON`);
+    }
+    const format = (json as { format?: unknown })?.format;
+    if (typeof format === "number" && format > STATE_FORMAT)
+      throw new StateError(
+        `${this.path(name)} has state format ${format}; this mesh-host reads format ${STATE_FORMAT} (a newer binary wrote it)`,
+      );
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) throw new StateError(`${this.path(name)} is not a valid state file`);
+    return parsed.data;
+  }
+
+  writeVersioned(name: string, value: object): void {
+    this.ensure();
+    writeFileAtomicSync(this.path(name), `${JSON.stringify({ format: STATE_FORMAT, ...value }, null, 1)}\n`, 0o600);
+  }
+}

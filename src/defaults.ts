@@ -43,3 +43,11 @@ export const TEMP_MARKER = ".mesh-tmp-";
 
 /** Every file of the state directory carries this format; a newer one is refused. */
 export const STATE_FORMAT = 1;
+
+/**
+ * A declaration message carries its body as an escaped JSON string, and an encoder may escape any byte as
+ * \u00XX (Go's escapes <, > and &): six bytes a byte. The body's own limit applies again once it is decoded.
+ */
+export const MAX_ENVELOPE_BYTES = 6 * MAX_BODY_BYTES + 1024;
+/** An enrolment code is a few hundred characters; anything far longer is not one. */
+export const MAX_CODE_CHARS = 16 * 1024;

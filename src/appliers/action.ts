@@ -28,7 +28,10 @@ function outcome(result: ExecResult, timeoutS: number): { ok: boolean; said: str
   if (result.spawnError) return { ok: false, said: `could not start ${result.spawnError}` };
   if (result.timedOut) return { ok: false, said: `timed out after ${timeoutS} s${tail(result)}` };
   if (result.code === 0) return { ok: true, said: `exit 0${tail(result)}` };
-  return { ok: false, said: `${result.code === null ? `killed by ${result.signal}` : `exit ${result.code}`}${tail(result)}` };
+  return {
+    ok: false,
+    said: `${result.code === null ? `killed by ${result.signal}` : `exit ${result.code}`}${tail(result)}`,
+  };
 }
 
 export const actionApplier: Applier<ActionResource, ActionRecord> = {
@@ -39,21 +42,39 @@ export const actionApplier: Applier<ActionResource, ActionRecord> = {
     if (wanted.creates) {
       const problem = placeProblem(ctx.ports.root, wanted.creates);
       if (problem) return { ...base, did: "failed", action: "refuse", detail: `creates: ${problem}` };
-      if (await exists(underRoot(ctx.ports.root, wanted.creates)))
+      if (ctx.made.has(wanted.creates) || (await exists(underRoot(ctx.ports.root, wanted.creates))))
         return { ...base, did: "skipped", action: "none", detail: `${wanted.creates} exists` };
     }
     if (wanted.on && !wanted.on.some((id) => ctx.changed.has(id)))
-      return { ...base, did: "skipped", action: "none", detail: `nothing it is on (${wanted.on.join(", ")}) changed` };
-    const why = wanted.on ? `${wanted.on.filter((id) => ctx.changed.has(id)).join(", ")} changed` : "runs on every apply";
+      return {
+        ...base,
+        did: "skipped",
+        action: "none",
+        detail: `nothing it is on (${wanted.on.join(", ")}) changed`,
+      };
+    const why = wanted.on
+      ? `${wanted.on.filter((id) => ctx.changed.has(id)).join(", ")} changed`
+      : "runs on every apply";
     return { ...base, did: "ran", action: "run", detail: `run ${JSON.stringify(wanted.run)} (${why})` };
   },
 
   async decideRemoval(id) {
-    return { id, type: "action", did: "removed", action: "forget", detail: "no longer declared; an action leaves nothing to undo" };
+    return {
+      id,
+      type: "action",
+      did: "removed",
+      action: "forget",
+      detail: "no longer declared; an action leaves nothing to undo",
+    };
   },
 
   async execute(step, wanted, record, ctx) {
-    if (step.action !== "run") return { did: step.did, detail: step.detail, record: step.action === "forget" ? null : (record ?? { type: "action" }) };
+    if (step.action !== "run")
+      return {
+        did: step.did,
+        detail: step.detail,
+        record: step.action === "forget" ? null : (record ?? { type: "action" }),
+      };
     const timeoutS = wanted!.timeout_s ?? ACTION_DEFAULT_TIMEOUT_S;
     const result = await ctx.ports.exec.run(wanted!.run, { env: wanted!.env, timeoutMs: timeoutS * 1000 });
     const { ok, said } = outcome(result, timeoutS);

@@ -46,7 +46,13 @@ async function unmanagedEntries(path: string, abs: string, declared: ReadonlySet
   return names.map((n) => `${path}/${n}`).filter((p) => !keep(p));
 }
 
-const refuse = (id: string, detail: string): Step => ({ id, type: "directory", did: "failed", action: "refuse", detail });
+const refuse = (id: string, detail: string): Step => ({
+  id,
+  type: "directory",
+  did: "failed",
+  action: "refuse",
+  detail,
+});
 
 export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
   type: "directory",
@@ -73,22 +79,71 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
       ids.gid !== undefined && ids.gid !== found.gid ? `group ${found.gid} → ${ids.gid}` : "",
       purge.length ? `purge ${purge.length} unmanaged entr${purge.length === 1 ? "y" : "ies"}` : "",
     ].filter(Boolean);
-    if (!wrong.length) return { id: wanted.id, type: "directory", did: "unchanged", action: record ? "none" : "adopt", detail: `${wanted.path} is as declared`, data };
+    if (!wrong.length)
+      return {
+        id: wanted.id,
+        type: "directory",
+        did: "unchanged",
+        action: record ? "none" : "adopt",
+        detail: `${wanted.path} is as declared`,
+        data,
+      };
     const did = record && record.mode === wanted.mode && !purge.length ? "repaired" : "updated";
-    return { id: wanted.id, type: "directory", did, action: "make", detail: `${wanted.path}: ${wrong.join(", ")}`, data };
+    return {
+      id: wanted.id,
+      type: "directory",
+      did,
+      action: "make",
+      detail: `${wanted.path}: ${wrong.join(", ")}`,
+      data,
+    };
   },
 
   async decideRemoval(id, record, ctx) {
     const problem = placeProblem(ctx.ports.root, record.path);
     if (problem) return refuse(id, problem);
     const found = await statDir(underRoot(ctx.ports.root, record.path));
-    if (found === null) return { id, type: "directory", did: "removed", action: "forget", detail: `${record.path} was already gone` };
-    if (typeof found === "string") return { id, type: "directory", did: "unchanged", action: "forget", detail: `${record.path} left in place: it ${found}` };
-    if (record.created) return { id, type: "directory", did: "removed", action: "remove", detail: `${record.path} removed (the mesh created it)` };
+    if (found === null)
+      return {
+        id,
+        type: "directory",
+        did: "removed",
+        action: "forget",
+        detail: `${record.path} was already gone`,
+      };
+    if (typeof found === "string")
+      return {
+        id,
+        type: "directory",
+        did: "unchanged",
+        action: "forget",
+        detail: `${record.path} left in place: it ${found}`,
+      };
+    if (record.created)
+      return {
+        id,
+        type: "directory",
+        did: "removed",
+        action: "remove",
+        detail: `${record.path} removed (the mesh created it)`,
+      };
     const back = parseMode(record.found_mode);
     if (back !== undefined && back !== found.mode)
-      return { id, type: "directory", did: "restored", action: "restore", detail: `${record.path} given back mode ${record.found_mode}`, data: back };
-    return { id, type: "directory", did: "unchanged", action: "forget", detail: `${record.path} left as it was found` };
+      return {
+        id,
+        type: "directory",
+        did: "restored",
+        action: "restore",
+        detail: `${record.path} given back mode ${record.found_mode}`,
+        data: back,
+      };
+    return {
+      id,
+      type: "directory",
+      did: "unchanged",
+      action: "forget",
+      detail: `${record.path} left as it was found`,
+    };
   },
 
   async execute(step, wanted, record, ctx): Promise<Executed<DirectoryRecord>> {
@@ -105,7 +160,11 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
           await rmdir(abs);
         } catch (e) {
           if ((e as NodeJS.ErrnoException).code !== "ENOTEMPTY") throw e;
-          return { did: "unchanged", detail: `${path} left in place: it holds what the mesh did not create`, record: null };
+          return {
+            did: "unchanged",
+            detail: `${path} left in place: it holds what the mesh did not create`,
+            record: null,
+          };
         }
         return { did: "removed", detail: step.detail, record: null };
       case "restore":
@@ -119,18 +178,35 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
   },
 };
 
-async function makeAndReadBack(step: Step, wanted: DirectoryResource, record: DirectoryRecord | undefined, abs: string, ctx: DecideContext): Promise<Executed<DirectoryRecord>> {
+async function makeAndReadBack(
+  step: Step,
+  wanted: DirectoryResource,
+  record: DirectoryRecord | undefined,
+  abs: string,
+  ctx: DecideContext,
+): Promise<Executed<DirectoryRecord>> {
   const data = step.data as DirData;
   if (data.create) await mkdir(abs, { recursive: true, mode: data.mode ?? 0o755 });
   if (data.mode !== undefined) await chmod(abs, data.mode);
   if (data.uid !== undefined || data.gid !== undefined) await chown(abs, data.uid ?? -1, data.gid ?? -1);
   for (const entry of data.purge) {
     // rm does not follow links: a link is removed, never what it points at
-    if (!placeProblem(ctx.ports.root, entry)) await rm(underRoot(ctx.ports.root, entry), { recursive: true, force: true });
+    if (!placeProblem(ctx.ports.root, entry))
+      await rm(underRoot(ctx.ports.root, entry), { recursive: true, force: true });
   }
   const created = record ? record.created : data.create;
-  const foundMode = record ? record.found_mode : data.foundMode === undefined ? undefined : octal(data.foundMode);
-  const next: DirectoryRecord = { type: "directory", path: wanted.path, created, mode: wanted.mode, found_mode: foundMode };
+  const foundMode = record
+    ? record.found_mode
+    : data.foundMode === undefined
+      ? undefined
+      : octal(data.foundMode);
+  const next: DirectoryRecord = {
+    type: "directory",
+    path: wanted.path,
+    created,
+    mode: wanted.mode,
+    found_mode: foundMode,
+  };
   const back = await statDir(abs);
   if (typeof back !== "object" || back === null || (data.mode !== undefined && back.mode !== data.mode))
     return { did: "failed", detail: `${wanted.path} read back differently from what was made`, record: next };

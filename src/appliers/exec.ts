@@ -13,7 +13,8 @@ class Tail {
   push(chunk: Buffer): void {
     this.chunks.push(chunk);
     this.size += chunk.length;
-    while (this.size - (this.chunks[0]?.length ?? 0) >= this.max && this.chunks.length > 1) this.size -= this.chunks.shift()!.length;
+    while (this.size - (this.chunks[0]?.length ?? 0) >= this.max && this.chunks.length > 1)
+      this.size -= this.chunks.shift()!.length;
   }
   text(): string {
     const all = Buffer.concat(this.chunks);
@@ -27,7 +28,12 @@ export function localExec(tailBytes = ACTION_OUTPUT_TAIL_BYTES * 32): Exec {
       return new Promise((resolve) => {
         const [program, ...args] = argv;
         const env = { PATH: process.env.PATH ?? BASE_PATH, ...opts.env };
-        const child = spawn(program!, args, { env, cwd: opts.cwd, stdio: ["pipe", "pipe", "pipe"], detached: true });
+        const child = spawn(program!, args, {
+          env,
+          cwd: opts.cwd,
+          stdio: ["pipe", "pipe", "pipe"],
+          detached: true,
+        });
         const out = new Tail(tailBytes);
         const err = new Tail(tailBytes);
         let timedOut = false;
@@ -48,7 +54,14 @@ export function localExec(tailBytes = ACTION_OUTPUT_TAIL_BYTES * 32): Exec {
         child.stdin.end(opts.input ?? "");
         child.on("error", (e: NodeJS.ErrnoException) => {
           clearTimeout(timer);
-          resolve({ code: null, signal: null, stdout: "", stderr: "", timedOut, spawnError: `${program}: ${e.code ?? e.message}` });
+          resolve({
+            code: null,
+            signal: null,
+            stdout: "",
+            stderr: "",
+            timedOut,
+            spawnError: `${program}: ${e.code ?? e.message}`,
+          });
         });
         child.on("close", (code, signal) => {
           clearTimeout(timer);

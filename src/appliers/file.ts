@@ -73,7 +73,12 @@ const refuse = (wanted: { id: string }, detail: string): Step => ({
 });
 
 /** Which word describes writing over what is there: put back, changed by the mesh, or made. */
-function writeDid(found: Found | null, record: FileRecord | undefined, sha: string, mode: string | undefined) {
+function writeDid(
+  found: Found | null,
+  record: FileRecord | undefined,
+  sha: string,
+  mode: string | undefined,
+) {
   if (record && record.wrote === sha && record.mode === mode) return "repaired" as const;
   return found || record?.created === false ? ("updated" as const) : ("created" as const);
 }
@@ -93,7 +98,10 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
     const bytes = wantedBytes(wanted, ctx);
     const sha = sha256(bytes);
     const mode = parseMode(wanted.mode) ?? found?.mode ?? DEFAULT_FILE_MODE;
-    const ignored = rootless && (wanted.owner !== undefined || wanted.group !== undefined) ? "; owner/group ignored: running without root" : "";
+    const ignored =
+      rootless && (wanted.owner !== undefined || wanted.group !== undefined)
+        ? "; owner/group ignored: running without root"
+        : "";
     const matches =
       found !== null &&
       found.sha === sha &&
@@ -103,15 +111,34 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
     if (matches) {
       // found already right and never recorded: take it over (holding it) without writing
       const action = record ? "none" : "adopt";
-      return { id: wanted.id, type: "file", did: "unchanged", action, detail: `${wanted.path} is as declared${ignored}`, data: { abs, hold: found, sha } };
+      return {
+        id: wanted.id,
+        type: "file",
+        did: "unchanged",
+        action,
+        detail: `${wanted.path} is as declared${ignored}`,
+        data: { abs, hold: found, sha },
+      };
     }
     const did = writeDid(found, record, sha, wanted.mode);
     // the first original is the record's; content found later at a held path is kept once beside it
-    const hold = found && (!record || !record.created) && found.sha !== record?.wrote ? found : undefined;
-    const what = did === "repaired" ? "put back after a change the mesh did not make" : did === "created" ? "created" : "rewritten";
+    const hold = found && !record?.created && found.sha !== record?.wrote ? found : undefined;
+    const what =
+      did === "repaired"
+        ? "put back after a change the mesh did not make"
+        : did === "created"
+          ? "created"
+          : "rewritten";
     const held = hold && !record ? "; the original is held" : "";
     const data: WriteData = { abs, bytes, sha, mode, ...ids, hold };
-    return { id: wanted.id, type: "file", did, action: "write", detail: `${wanted.path} ${what}${held}${ignored}`, data };
+    return {
+      id: wanted.id,
+      type: "file",
+      did,
+      action: "write",
+      detail: `${wanted.path} ${what}${held}${ignored}`,
+      data,
+    };
   },
 
   async decideRemoval(id, record, ctx) {
@@ -119,12 +146,45 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
     const problem = placeProblem(root, record.path);
     if (problem) return refuse({ id }, problem);
     const found = await readFound(underRoot(root, record.path));
-    if (!record.created) return { id, type: "file", did: "restored", action: "restore", detail: `${record.path} given back its original` };
-    if (found === null) return { id, type: "file", did: "removed", action: "forget", detail: `${record.path} was already gone` };
-    if (typeof found === "string") return { id, type: "file", did: "unchanged", action: "forget", detail: `${record.path} left in place: it ${found}` };
+    if (!record.created)
+      return {
+        id,
+        type: "file",
+        did: "restored",
+        action: "restore",
+        detail: `${record.path} given back its original`,
+      };
+    if (found === null)
+      return {
+        id,
+        type: "file",
+        did: "removed",
+        action: "forget",
+        detail: `${record.path} was already gone`,
+      };
+    if (typeof found === "string")
+      return {
+        id,
+        type: "file",
+        did: "unchanged",
+        action: "forget",
+        detail: `${record.path} left in place: it ${found}`,
+      };
     if (found.sha !== record.wrote)
-      return { id, type: "file", did: "unchanged", action: "forget", detail: `${record.path} left in place: changed by hand since the mesh wrote it` };
-    return { id, type: "file", did: "removed", action: "remove", detail: `${record.path} removed (the mesh created it)` };
+      return {
+        id,
+        type: "file",
+        did: "unchanged",
+        action: "forget",
+        detail: `${record.path} left in place: changed by hand since the mesh wrote it`,
+      };
+    return {
+      id,
+      type: "file",
+      did: "removed",
+      action: "remove",
+      detail: `${record.path} removed (the mesh created it)`,
+    };
   },
 
   async execute(step, wanted, record, ctx): Promise<Executed<FileRecord>> {
@@ -136,7 +196,12 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
       case "adopt": {
         const { hold, sha } = step.data as { hold: Found; sha: string };
         const original = await holds.keep(path, hold.bytes, hold);
-        return { did: "unchanged", detail: step.detail, record: { type: "file", path, created: false, wrote: sha, mode: wanted?.mode }, held: { path, original } };
+        return {
+          did: "unchanged",
+          detail: step.detail,
+          record: { type: "file", path, created: false, wrote: sha, mode: wanted?.mode },
+          held: { path, original },
+        };
       }
       case "write":
         return writeAndReadBack(step, path, wanted!, record, ctx);
@@ -153,7 +218,13 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
   },
 };
 
-async function writeAndReadBack(step: Step, path: string, wanted: FileResource, record: FileRecord | undefined, ctx: DecideContext): Promise<Executed<FileRecord>> {
+async function writeAndReadBack(
+  step: Step,
+  path: string,
+  wanted: FileResource,
+  record: FileRecord | undefined,
+  ctx: DecideContext,
+): Promise<Executed<FileRecord>> {
   const data = step.data as WriteData;
   let held: Executed<FileRecord>["held"];
   if (data.hold) held = { path, original: await ctx.ports.holds.keep(path, data.hold.bytes, data.hold) };
@@ -163,8 +234,18 @@ async function writeAndReadBack(step: Step, path: string, wanted: FileResource, 
   const created = record ? record.created : data.hold === undefined;
   const next: FileRecord = { type: "file", path, created, wrote: data.sha, mode: wanted.mode };
   if (typeof back !== "object" || back === null || back.sha !== data.sha || back.mode !== data.mode)
-    return { did: "failed", detail: `${path} read back differently from what was written`, record: next, held };
-  return { did: step.did, detail: `${step.detail}; read back ${octal(back.mode)} sha256:${back.sha.slice(0, 12)}`, record: next, held };
+    return {
+      did: "failed",
+      detail: `${path} read back differently from what was written`,
+      record: next,
+      held,
+    };
+  return {
+    did: step.did,
+    detail: `${step.detail}; read back ${octal(back.mode)} sha256:${back.sha.slice(0, 12)}`,
+    record: next,
+    held,
+  };
 }
 
 async function restoreOriginal(step: Step, path: string, ctx: DecideContext): Promise<Executed<FileRecord>> {

@@ -74,6 +74,8 @@ export interface DecideContext {
   ports: Ports;
   /** Ids that changed (or, in a plan, will change) earlier in this apply: what `on` and `restart_on` look at. */
   changed: ReadonlySet<string>;
+  /** Paths that earlier steps of this apply make: a plan sees them before the machine does. */
+  made: ReadonlySet<string>;
   /** Every file and directory path the declaration names: what a purge keeps. */
   declaredPaths: ReadonlySet<string>;
   /** A named secret, unsealed; only a file applier asks, only to write it. */
@@ -101,5 +103,10 @@ export interface Applier<R extends Resource = Resource, Rec extends RecordBase =
   /** Read only: the one step that gives back an undeclared resource (remove what the mesh made, restore what it found). */
   decideRemoval(id: string, record: Rec, ctx: DecideContext): Promise<Step>;
   /** Carry out a step this applier decided, read the machine back, and say what happened. */
-  execute(step: Step, wanted: R | undefined, record: Rec | undefined, ctx: DecideContext): Promise<Executed<Rec>>;
+  execute(
+    step: Step,
+    wanted: R | undefined,
+    record: Rec | undefined,
+    ctx: DecideContext,
+  ): Promise<Executed<Rec>>;
 }

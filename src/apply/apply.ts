@@ -1,13 +1,13 @@
 // Apply a declaration: check who and which mode, plan, journal, execute step by step, read back, report.
 import { readdir, unlink } from "node:fs/promises";
 import { dirname } from "node:path";
-import { FILE_WRITE_CONCURRENCY, VERSION } from "../defaults.ts";
-import type { DecideContext, Ports } from "../appliers/types.ts";
 import { underRoot } from "../appliers/paths.ts";
+import type { DecideContext, Ports } from "../appliers/types.ts";
+import { FILE_WRITE_CONCURRENCY, VERSION } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
 import { isTempName, type Records, type State, type StoreHolds } from "../store/index.ts";
 import type { Declaration, Outcome, Refusal, Report, ReportStep } from "../vocabulary/index.ts";
-import { CHANGING, decider, mapLimited, type PlannedStep, planSteps } from "./plan.ts";
+import { decider, declaredPaths, mapLimited, noteChange, type PlannedStep, planSteps } from "./plan.ts";
 
 export type Unseal = (sealed: string) => { ok: true; bytes: Uint8Array } | { ok: false; reason: string };
 
@@ -48,9 +48,27 @@ export function planLine(s: { id: string; type: string; did: ReportStep["did"]; 
 }
 
 /** A report for a declaration that never reached the machine. */
-export function refusedReport(node: string, seq: number, digest: string, refusals: Refusal[], host: Host, outcome: Outcome = "refused"): Report {
+export function refusedReport(
+  node: string,
+  seq: number,
+  digest: string,
+  refusals: Refusal[],
+  host: Host,
+  outcome: Outcome = "refused",
+): Report {
   const at = now();
-  return { v: 1, node, declaration: { seq, digest }, outcome, started_at: at, finished_at: at, steps: [], holds: [], refusals, host: { version: VERSION, os: host.kind } };
+  return {
+    v: 1,
+    node,
+    declaration: { seq, digest },
+    outcome,
+    started_at: at,
+    finished_at: at,
+    steps: [],
+    holds: [],
+    refusals,
+    host: { version: VERSION, os: host.kind },
+  };
 }
 
 /** Who and which mode: a declaration for another node, or one saying the other mode offline, changes nothing. */
@@ -77,14 +95,19 @@ function unsealAll(req: ApplyRequest): { secrets: Map<string, Uint8Array>; refus
   for (const r of req.declaration.resources) {
     if (r.type !== "file" || !r.secret || secrets.has(r.secret)) continue;
     const sealed = req.declaration.secrets?.[r.secret];
-    const opened = sealed ? req.unseal(sealed) : { ok: false as const, reason: "is not carried by the declaration" };
+    const opened = sealed
+      ? req.unseal(sealed)
+      : { ok: false as const, reason: "is not carried by the declaration" };
     if (opened.ok) secrets.set(r.secret, opened.bytes);
     else refusals.push({ id: r.id, field: "secret", reason: `secret "${r.secret}" ${opened.reason}` });
   }
   return { secrets, refusals };
 }
 
-function contextFor(req: ApplyRequest, secrets: Map<string, Uint8Array>): Omit<DecideContext, "changed" | "declaredPaths"> {
+function contextFor(
+  req: ApplyRequest,
+  secrets: Map<string, Uint8Array>,
+): Omit<DecideContext, "changed" | "declaredPaths" | "made"> {
   return { ports: { ...req.ports, holds: req.holds }, secret: (name) => secrets.get(name)! };
 }
 
@@ -92,7 +115,11 @@ function contextFor(req: ApplyRequest, secrets: Map<string, Uint8Array>): Omit<D
 export async function applyDeclaration(req: ApplyRequest): Promise<ApplyResult> {
   const started = now();
   const d = req.declaration;
-  const refuse = (refusals: Refusal[]): ApplyResult => ({ plan: [], report: refusedReport(d.node, req.seq, req.digest, refusals, req.host), exit: 2 });
+  const refuse = (refusals: Refusal[]): ApplyResult => ({
+    plan: [],
+    report: refusedReport(d.node, req.seq, req.digest, refusals, req.host),
+    exit: 2,
+  });
   const early = identityRefusals(req);
   if (early.length) return refuse(early);
   const { secrets, refusals } = unsealAll(req);
@@ -101,9 +128,16 @@ export async function applyDeclaration(req: ApplyRequest): Promise<ApplyResult> 
   const input = { declaration: d, records, order, host: req.host, ctx: contextFor(req, secrets) };
   const steps = await planSteps(input);
   const plan = steps.map(planLine);
-  const refused = steps.filter((s) => s.action === "refuse").map((s) => ({ id: s.id, field: "path", reason: s.detail }));
+  const refused = steps
+    .filter((s) => s.action === "refuse")
+    .map((s) => ({ id: s.id, field: "path", reason: s.detail }));
   if (refused.length) return { ...refuse(refused), plan };
-  if (req.dryRun) return { plan, report: { ...refusedReport(d.node, req.seq, req.digest, [], req.host, "applied"), steps: plan }, exit: 0 };
+  if (req.dryRun)
+    return {
+      plan,
+      report: { ...refusedReport(d.node, req.seq, req.digest, [], req.host, "applied"), steps: plan },
+      exit: 0,
+    };
   req.onPlan?.(plan);
   recordNode(req);
   await sweepTemps(req.ports.root, d);
@@ -111,7 +145,9 @@ export async function applyDeclaration(req: ApplyRequest): Promise<ApplyResult> 
   journal(req.state, next, order, steps);
   const executed = await execute(steps, input, next);
   const outcome: Outcome = executed.some((s) => s.did === "failed") ? "failed" : "applied";
-  const nextOrder = [...d.resources.map((r) => r.id), ...order].filter((id, i, all) => next[id] && all.indexOf(id) === i);
+  const nextOrder = [...d.resources.map((r) => r.id), ...order].filter(
+    (id, i, all) => next[id] && all.indexOf(id) === i,
+  );
   req.state.writeRecords(next, nextOrder);
   req.state.writeLast({ seq: req.seq, outcome, at: now() });
   const report: Report = {
@@ -134,7 +170,8 @@ export async function applyDeclaration(req: ApplyRequest): Promise<ApplyResult> 
 function recordNode(req: ApplyRequest): void {
   const known = req.state.readNode();
   const mode = req.source === "link" ? req.declaration.mode : (known?.mode ?? req.declaration.mode);
-  if (!known || known.node !== req.declaration.node || known.mode !== mode) req.state.writeNode({ node: req.declaration.node, mode });
+  if (!known || known.node !== req.declaration.node || known.mode !== mode)
+    req.state.writeNode({ node: req.declaration.node, mode });
 }
 
 /**
@@ -145,9 +182,22 @@ function journal(state: State, next: Records, order: string[], steps: PlannedSte
   let intents = 0;
   for (const s of steps) {
     const data = s.data as { sha?: string } | undefined;
-    if (s.type !== "file" || s.record || !s.resource || s.resource.type !== "file" || (s.action !== "write" && s.action !== "adopt")) continue;
+    if (
+      s.type !== "file" ||
+      s.record ||
+      !s.resource ||
+      s.resource.type !== "file" ||
+      (s.action !== "write" && s.action !== "adopt")
+    )
+      continue;
     const created = s.action === "write" && !(s.data as { hold?: unknown }).hold;
-    next[s.id] = { type: "file", path: s.resource.path, created, wrote: data?.sha ?? "", mode: s.resource.mode };
+    next[s.id] = {
+      type: "file",
+      path: s.resource.path,
+      created,
+      wrote: data?.sha ?? "",
+      mode: s.resource.mode,
+    };
     intents++;
   }
   if (intents) state.writeRecords(next, [...new Set([...Object.keys(next), ...order])]);
@@ -155,7 +205,9 @@ function journal(state: State, next: Records, order: string[], steps: PlannedSte
 
 /** Temporary files a crash left beside declared files: swept before writing anew. */
 async function sweepTemps(root: string, d: Declaration): Promise<void> {
-  const dirs = new Set(d.resources.flatMap((r) => (r.type === "file" ? [dirname(underRoot(root, r.path))] : [])));
+  const dirs = new Set(
+    d.resources.flatMap((r) => (r.type === "file" ? [dirname(underRoot(root, r.path))] : [])),
+  );
   await Promise.all(
     [...dirs].map(async (dir) => {
       const names = await readdir(dir).catch(() => [] as string[]);
@@ -165,15 +217,20 @@ async function sweepTemps(root: string, d: Declaration): Promise<void> {
 }
 
 /** Carry out the planned steps, one run at a time; a failure stops the apply and the rest are not reached. */
-async function execute(steps: PlannedStep[], input: Parameters<typeof decider>[0], records: Records): Promise<ReportStep[]> {
+async function execute(
+  steps: PlannedStep[],
+  input: Parameters<typeof decider>[0],
+  records: Records,
+): Promise<ReportStep[]> {
   const d = decider(input);
   const changed = new Set<string>();
+  const made = new Set<string>();
   const out: ReportStep[] = [];
-  const declaredPaths = new Set(input.declaration.resources.flatMap((r) => ("path" in r ? [r.path] : [])));
-  const ctx = () => ({ ...input.ctx, changed, declaredPaths });
+  const ctx = () => ({ ...input.ctx, changed, made, declaredPaths: declaredPaths(input.declaration) });
   let failed = false;
   const runOne = async (step: PlannedStep): Promise<ReportStep> => {
-    if (failed) return { ...planLine(step), did: "not-reached", detail: "not reached: an earlier step failed" };
+    if (failed)
+      return { ...planLine(step), did: "not-reached", detail: "not reached: an earlier step failed" };
     const applier = input.host.appliers.get(step.type)!;
     try {
       const done = await applier.execute(step, step.resource, step.record ?? records[step.id], ctx());
@@ -181,19 +238,27 @@ async function execute(steps: PlannedStep[], input: Parameters<typeof decider>[0
       else if (!step.resource) delete records[step.id];
       return { id: step.id, type: step.type, did: done.did, detail: done.detail };
     } catch (e) {
-      return { id: step.id, type: step.type, did: "failed", detail: `${(e as NodeJS.ErrnoException).code ?? "error"}: ${(e as Error).message.split("\n")[0]}` };
+      return {
+        id: step.id,
+        type: step.type,
+        did: "failed",
+        detail: `${(e as NodeJS.ErrnoException).code ?? "error"}: ${(e as Error).message.split("\n")[0]}`,
+      };
     }
   };
   for (const batch of batches(steps)) {
     const first = batch[0]!;
     // what reads changes is decided again with what actually changed: the same function the plan used
-    const fresh = first.resource && (first.type === "action" || first.type === "service") ? await d.decide(first.resource, changed) : batch;
+    const fresh =
+      first.resource && (first.type === "action" || first.type === "service")
+        ? await d.decide(first.resource, changed, made)
+        : batch;
     const results = await mapLimited(fresh, FILE_WRITE_CONCURRENCY, runOne);
-    for (const r of results) {
-      if (CHANGING.has(r.did)) changed.add(r.id);
+    results.forEach((r, i) => {
+      noteChange(fresh[i]!, r.did, changed, made);
       if (r.did === "failed") failed = true;
       out.push(r);
-    }
+    });
   }
   return out;
 }
@@ -214,4 +279,3 @@ function heldNow(holds: StoreHolds, records: Records): Report["holds"] {
   const idOf = new Map(Object.entries(records).map(([id, r]) => [(r as { path?: string }).path, id]));
   return holds.list().map((h) => ({ id: idOf.get(h.path) ?? "", path: h.path, original: h.original }));
 }
-

@@ -1,12 +1,20 @@
 // One decision for plan and apply: each resource's step, decided in declaration order, removals after.
-import { FILE_READ_CONCURRENCY } from "../defaults.ts";
+
 import type { DecideContext, RecordBase, Step } from "../appliers/types.ts";
+import { FILE_READ_CONCURRENCY } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
 import type { Records } from "../store/index.ts";
 import type { Declaration, Did, Resource } from "../vocabulary/index.ts";
 
 /** What a step does to the machine: these make `on` and `restart_on` fire. */
-export const CHANGING: ReadonlySet<Did> = new Set(["created", "updated", "repaired", "removed", "restored", "ran"]);
+export const CHANGING: ReadonlySet<Did> = new Set([
+  "created",
+  "updated",
+  "repaired",
+  "removed",
+  "restored",
+  "ran",
+]);
 
 export interface PlannedStep extends Step {
   /** The resource this step makes match; absent for a removal. */
@@ -20,7 +28,7 @@ export interface PlanInput {
   records: Records;
   order: string[];
   host: Host;
-  ctx: Omit<DecideContext, "changed" | "declaredPaths">;
+  ctx: Omit<DecideContext, "changed" | "declaredPaths" | "made">;
 }
 
 /** The record of `id` if it still describes the same thing; a type or path change is a removal plus a new resource. */
@@ -53,7 +61,7 @@ const readsChanges = (r: Resource) => r.type === "action" || r.type === "service
 
 export interface Decider {
   /** Decide the step for `r` now, with what has changed so far. */
-  decide(r: Resource, changed: ReadonlySet<string>): Promise<PlannedStep[]>;
+  decide(r: Resource, changed: ReadonlySet<string>, made?: ReadonlySet<string>): Promise<PlannedStep[]>;
   /** Decide the removals of everything recorded and no longer declared, last declared first. */
   removals(changed: ReadonlySet<string>): Promise<PlannedStep[]>;
   /** Decide a run of resources that read no changes, concurrently. */
@@ -64,13 +72,22 @@ export interface Decider {
 export function decider(input: PlanInput): Decider {
   const { declaration, records, order, host } = input;
   const paths = declaredPaths(declaration);
-  const ctxFor = (changed: ReadonlySet<string>): DecideContext => ({ ...input.ctx, changed, declaredPaths: paths });
+  const ctxFor = (changed: ReadonlySet<string>, made: ReadonlySet<string> = new Set()): DecideContext => ({
+    ...input.ctx,
+    changed,
+    made,
+    declaredPaths: paths,
+  });
   const declaredIds = new Set(declaration.resources.map((r) => r.id));
 
-  const decide = async (r: Resource, changed: ReadonlySet<string>): Promise<PlannedStep[]> => {
+  const decide = async (
+    r: Resource,
+    changed: ReadonlySet<string>,
+    made?: ReadonlySet<string>,
+  ): Promise<PlannedStep[]> => {
     const applier = host.appliers.get(r.type)!;
     const record = records[r.id];
-    const ctx = ctxFor(changed);
+    const ctx = ctxFor(changed, made);
     const steps: PlannedStep[] = [];
     if (record && !sameThing(record, r)) {
       const old = host.appliers.get(record.type);
@@ -91,7 +108,14 @@ export function decider(input: PlanInput): Decider {
         const record = records[id]!;
         const applier = host.appliers.get(record.type);
         if (!applier) {
-          steps.push({ id, type: record.type, did: "failed", action: "refuse", detail: `no applier on this host gives back a ${record.type}`, record });
+          steps.push({
+            id,
+            type: record.type,
+            did: "failed",
+            action: "refuse",
+            detail: `no applier on this host gives back a ${record.type}`,
+            record,
+          });
           continue;
         }
         steps.push({ ...(await applier.decideRemoval(id, record, ctxFor(changed))), record });
@@ -112,16 +136,26 @@ export function runsOf(resources: Resource[]): Resource[][] {
   return runs;
 }
 
+/** What a step's outcome tells the steps after it: its id changed, and the path it declares now exists. */
+export function noteChange(step: PlannedStep, did: Did, changed: Set<string>, made: Set<string>): void {
+  if (!CHANGING.has(did)) return;
+  changed.add(step.id);
+  if (step.resource && "path" in step.resource && did !== "removed") made.add(step.resource.path);
+}
+
 /** The whole plan: every step the apply would take, in its order, with what each would change fed forward. */
 export async function planSteps(input: PlanInput): Promise<PlannedStep[]> {
   const d = decider(input);
   const changed = new Set<string>();
+  const made = new Set<string>();
   const steps: PlannedStep[] = [];
   for (const run of runsOf(input.declaration.resources)) {
-    const decided = readsChanges(run[0]!) ? [await d.decide(run[0]!, changed)] : await d.decideBatch(run);
+    const decided = readsChanges(run[0]!)
+      ? [await d.decide(run[0]!, changed, made)]
+      : await d.decideBatch(run);
     for (const group of decided)
       for (const step of group) {
-        if (CHANGING.has(step.did)) changed.add(step.id);
+        noteChange(step, step.did, changed, made);
         steps.push(step);
       }
   }

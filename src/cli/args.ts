@@ -6,7 +6,17 @@ import { HOST_KINDS, type HostKind } from "../hosts/index.ts";
 /** Bad input: one line, exit 2, nothing changed. */
 export class UsageError extends Error {}
 
-export const COMMANDS = ["apply", "plan", "enrol", "run", "reconcile", "status", "install-service", "version", "help"] as const;
+export const COMMANDS = [
+  "apply",
+  "plan",
+  "enrol",
+  "run",
+  "reconcile",
+  "status",
+  "install-service",
+  "version",
+  "help",
+] as const;
 export type Command = (typeof COMMANDS)[number];
 
 const OPTIONS = {
@@ -46,7 +56,8 @@ export interface Args {
 function seconds(flag: string, value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0 || n > 86_400) throw new UsageError(`--${flag} must be a number of seconds between 0 and 86400, not "${value}"`);
+  if (!Number.isFinite(n) || n <= 0 || n > 86_400)
+    throw new UsageError(`--${flag} must be a number of seconds between 0 and 86400, not "${value}"`);
   return n;
 }
 
@@ -60,14 +71,18 @@ export function parseCli(argv: string[]): Args {
   const { values, positionals } = parsed;
   const [command = "help", ...rest] = positionals;
   if (values.help) return { ...defaults(values), command: "help", positionals: [] };
-  if (!(COMMANDS as readonly string[]).includes(command)) throw new UsageError(`unknown command "${command}" (commands: ${COMMANDS.join(", ")})`);
+  if (!(COMMANDS as readonly string[]).includes(command))
+    throw new UsageError(`unknown command "${command}" (commands: ${COMMANDS.join(", ")})`);
   if (values.host !== undefined && !(HOST_KINDS as readonly string[]).includes(values.host))
     throw new UsageError(`--host must be one of ${HOST_KINDS.join(", ")}, not "${values.host}"`);
   return { ...defaults(values), command: command as Command, positionals: rest };
 }
 
 function defaults(values: Record<string, unknown>): Omit<Args, "command" | "positionals"> {
-  const v = values as { [K in keyof typeof OPTIONS]?: never } & Record<string, string | string[] | boolean | undefined>;
+  const v = values as { [K in keyof typeof OPTIONS]?: never } & Record<
+    string,
+    string | string[] | boolean | undefined
+  >;
   return {
     state: (v.state as string | undefined) ?? DEFAULT_STATE_DIR,
     stateGiven: v.state !== undefined,

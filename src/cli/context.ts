@@ -5,9 +5,9 @@ import type { Unseal } from "../apply/index.ts";
 import { DEFAULT_ANDROID_STATE_DIR, MAX_BODY_BYTES } from "../defaults.ts";
 import { detectHostKind, type Host, makeHost } from "../hosts/index.ts";
 import { State, StoreHolds } from "../store/index.ts";
-import { type Declaration, parseDeclarationBody, refusalLine, type Refusal } from "../vocabulary/index.ts";
+import { type Declaration, parseDeclarationBody, type Refusal, refusalLine } from "../vocabulary/index.ts";
 import { type Args, UsageError } from "./args.ts";
-import { makeLog, type Log } from "./log.ts";
+import { type Log, makeLog } from "./log.ts";
 import { unsealerFor } from "./unseal.ts";
 
 export interface Context {
@@ -30,7 +30,15 @@ export function makeContext(args: Args): Context {
   }
   const state = new State(stateDir);
   const rootless = typeof process.getuid === "function" && process.getuid() !== 0;
-  return { args, host, state, holds: new StoreHolds(state), log: makeLog(), rootless, unseal: unsealerFor(state) };
+  return {
+    args,
+    host,
+    state,
+    holds: new StoreHolds(state),
+    log: makeLog(),
+    rootless,
+    unseal: unsealerFor(state),
+  };
 }
 
 export function portsOf(ctx: Context) {
@@ -40,7 +48,11 @@ export function portsOf(ctx: Context) {
 /** A refusal as one line, and as an error that exits 2. */
 export class Refused extends Error {
   constructor(readonly refusals: Refusal[]) {
-    super(refusals.length > 1 ? `${refusalLine(refusals[0]!)} (and ${refusals.length - 1} more)` : refusalLine(refusals[0]!));
+    super(
+      refusals.length > 1
+        ? `${refusalLine(refusals[0]!)} (and ${refusals.length - 1} more)`
+        : refusalLine(refusals[0]!),
+    );
   }
 }
 
@@ -49,7 +61,8 @@ export function readDeclarationFile(path: string, host: Host): { declaration: De
   let bytes: Buffer;
   try {
     const size = statSync(path).size;
-    if (size > MAX_BODY_BYTES) throw new UsageError(`${path} is ${size} bytes, more than the ${MAX_BODY_BYTES} allowed`);
+    if (size > MAX_BODY_BYTES)
+      throw new UsageError(`${path} is ${size} bytes, more than the ${MAX_BODY_BYTES} allowed`);
     bytes = readFileSync(path);
   } catch (e) {
     if (e instanceof UsageError) throw e;

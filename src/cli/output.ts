@@ -14,7 +14,9 @@ export function table(lines: PlanLine[] | Report["steps"]): string {
   if (!lines.length) return "  (nothing declared)\n";
   const w = (k: "did" | "type" | "id") => Math.max(...lines.map((l) => l[k].length));
   const [dw, tw, iw] = [w("did"), w("type"), w("id")];
-  return lines.map((l) => `  ${l.did.padEnd(dw)}  ${l.type.padEnd(tw)}  ${l.id.padEnd(iw)}  ${l.detail}\n`).join("");
+  return lines
+    .map((l) => `  ${l.did.padEnd(dw)}  ${l.type.padEnd(tw)}  ${l.id.padEnd(iw)}  ${l.detail}\n`)
+    .join("");
 }
 
 /** "applied: 3 created, 2 unchanged" — the line a person reads first. */

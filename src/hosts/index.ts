@@ -29,7 +29,10 @@ export function makeHost(kind: HostKind): Host {
 }
 
 /** Which host this machine is: Android by its runtime's marks, Arch by os-release, any other Linux otherwise. */
-export function detectHostKind(env: NodeJS.ProcessEnv = process.env, osRelease = "/etc/os-release"): HostKind {
+export function detectHostKind(
+  env: NodeJS.ProcessEnv = process.env,
+  osRelease = "/etc/os-release",
+): HostKind {
   if (env.ANDROID_ROOT || existsSync("/system/build.prop")) return "android";
   try {
     const text = readFileSync(osRelease, "utf8");

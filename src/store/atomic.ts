@@ -45,7 +45,11 @@ export interface AtomicWriteOptions {
 }
 
 /** The async twin, so many files' fsyncs overlap on Node's thread pool while each stays atomic. */
-export async function writeFileAtomic(path: string, data: Uint8Array, opts: AtomicWriteOptions): Promise<void> {
+export async function writeFileAtomic(
+  path: string,
+  data: Uint8Array,
+  opts: AtomicWriteOptions,
+): Promise<void> {
   const temp = tempPathFor(path);
   const handle = await open(temp, "wx", opts.mode);
   try {

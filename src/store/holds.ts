@@ -74,6 +74,10 @@ export class StoreHolds implements Holds {
 
   /** Every path held now, with its original's digest: what `status` and reports show. */
   list(): { path: string; original: string; kept: number }[] {
-    return Object.entries(this.index()).map(([path, e]) => ({ path, original: e.original, kept: e.kept.length }));
+    return Object.entries(this.index()).map(([path, e]) => ({
+      path,
+      original: e.original,
+      kept: e.kept.length,
+    }));
   }
 }

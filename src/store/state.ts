@@ -28,7 +28,12 @@ const DeclaredFile = z.object({
 });
 export type DeclaredFile = z.infer<typeof DeclaredFile>;
 
-const LastFile = z.object({ format: z.number().int(), seq: z.number().int(), outcome: z.string(), at: z.string() });
+const LastFile = z.object({
+  format: z.number().int(),
+  seq: z.number().int(),
+  outcome: z.string(),
+  at: z.string(),
+});
 export type LastFile = z.infer<typeof LastFile>;
 
 /** The state directory: identity, records, the kept declaration, holds, outbox, confirmation. */
@@ -137,6 +142,10 @@ export class State {
 
   writeVersioned(name: string, value: object): void {
     this.ensure();
-    writeFileAtomicSync(this.path(name), `${JSON.stringify({ format: STATE_FORMAT, ...value }, null, 1)}\n`, 0o600);
+    writeFileAtomicSync(
+      this.path(name),
+      `${JSON.stringify({ format: STATE_FORMAT, ...value }, null, 1)}\n`,
+      0o600,
+    );
   }
 }

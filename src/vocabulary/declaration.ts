@@ -10,7 +10,9 @@ export const Mode = z.enum(["adopted", "converged"]);
 export type Mode = z.infer<typeof Mode>;
 
 /** A sealed value: `v1:<ephemeral pub>:<nonce>:<ciphertext‖tag>`, each standard base64. */
-export const Sealed = z.string().regex(/^v1:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/, "must be a sealed value (v1:…)");
+export const Sealed = z
+  .string()
+  .regex(/^v1:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/, "must be a sealed value (v1:…)");
 
 const DeclarationHead = z.strictObject({
   v: z.literal(1),
@@ -50,9 +52,13 @@ export function parseDeclaration(value: unknown, support: TypeSupport = ALL_TYPE
 }
 
 /** The declaration from its body text or bytes: size, encoding, depth, JSON, then schema. */
-export function parseDeclarationBody(body: string | Uint8Array, support: TypeSupport = ALL_TYPES): Parsed<Declaration> {
+export function parseDeclarationBody(
+  body: string | Uint8Array,
+  support: TypeSupport = ALL_TYPES,
+): Parsed<Declaration> {
   const json = parseJsonBytes(body);
-  if (!json.ok) return { ok: false, refusals: [{ id: "declaration", field: "", reason: `the body ${json.reason}` }] };
+  if (!json.ok)
+    return { ok: false, refusals: [{ id: "declaration", field: "", reason: `the body ${json.reason}` }] };
   return parseDeclaration(json.value, support);
 }
 
@@ -66,13 +72,24 @@ function parseResource(raw: unknown, index: number, support: TypeSupport): Parse
     return { ok: false, refusals: [{ id: label, field: "", reason: "must be an object" }] };
   const { id, type } = raw as { id?: unknown; type?: unknown };
   const name = typeof id === "string" && id.length <= 63 ? id : label;
-  if (typeof type !== "string") return { ok: false, refusals: [{ id: name, field: "type", reason: "is required" }] };
+  if (typeof type !== "string")
+    return { ok: false, refusals: [{ id: name, field: "type", reason: "is required" }] };
   if (!isResourceType(type)) {
     const pending = (PENDING_TYPES as readonly string[]).includes(type);
-    const reason = pending && support.supports(type) ? `type "${type}" is not supported by this version of mesh-host` : undefined;
-    return { ok: false, refusals: [{ id: name, field: "type", reason: reason ?? unsupported(type, pending, support) }] };
+    const reason =
+      pending && support.supports(type)
+        ? `type "${type}" is not supported by this version of mesh-host`
+        : undefined;
+    return {
+      ok: false,
+      refusals: [{ id: name, field: "type", reason: reason ?? unsupported(type, pending, support) }],
+    };
   }
-  if (!support.supports(type)) return { ok: false, refusals: [{ id: name, field: "type", reason: `type "${type}": ${support.reason}` }] };
+  if (!support.supports(type))
+    return {
+      ok: false,
+      refusals: [{ id: name, field: "type", reason: `type "${type}": ${support.reason}` }],
+    };
   const parsed = RESOURCE_SCHEMAS[type].safeParse(raw);
   if (!parsed.success) return { ok: false, refusals: refusalsFromIssues(name, parsed.error.issues) };
   return { ok: true, value: parsed.data as Resource };
@@ -110,7 +127,11 @@ function crossChecks(head: z.infer<typeof DeclarationHead>, resources: Resource[
     for (const ref of refs ?? [])
       if (!ids.has(ref)) refusals.push({ id: r.id, field, reason: `names "${ref}", which is not declared` });
     if (r.type === "file" && r.secret && !head.secrets?.[r.secret])
-      refusals.push({ id: r.id, field: "secret", reason: `names secret "${r.secret}", which the declaration does not carry` });
+      refusals.push({
+        id: r.id,
+        field: "secret",
+        reason: `names secret "${r.secret}", which the declaration does not carry`,
+      });
   }
   return refusals;
 }

@@ -14,7 +14,7 @@ export const AbsPath = z.string().superRefine((v, ctx) => {
 
 export const OctalMode = z
   .string()
-  .regex(/^0?[0-7]{3,4}$/, "must be an octal string such as \"0644\"")
+  .regex(/^0?[0-7]{3,4}$/, 'must be an octal string such as "0644"')
   .refine((v) => Number.parseInt(v, 8) <= 0o7777, "must be at most 07777");
 
 /** A user or group: a name as useradd allows it, or a numeric id. */
@@ -43,7 +43,9 @@ export const FileResource = z
       ctx.addIssue({
         code: "custom",
         path: ["content"],
-        message: given.length ? `give one of content, content_b64, secret, not ${given.join(" and ")}` : "give one of content, content_b64, secret",
+        message: given.length
+          ? `give one of content, content_b64, secret, not ${given.join(" and ")}`
+          : "give one of content, content_b64, secret",
       });
   });
 
@@ -60,17 +62,26 @@ export const DirectoryResource = z.strictObject({
 export const ActionResource = z.strictObject({
   ...base,
   type: z.literal("action"),
-  run: z.array(z.string().refine((s) => !s.includes("\0"), "must not contain NUL")).min(1, "must name a program"),
+  run: z
+    .array(z.string().refine((s) => !s.includes("\0"), "must not contain NUL"))
+    .min(1, "must name a program"),
   on: z.array(Name).optional(),
   creates: AbsPath.optional(),
   timeout_s: z.number().int().min(1).max(86_400).optional(),
-  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"), z.string()).optional(),
+  env: z
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"), z.string())
+    .optional(),
 });
 
 export const ServiceResource = z.strictObject({
   ...base,
   type: z.literal("service"),
-  unit: z.string().regex(/^[a-zA-Z0-9:_.@-]{1,250}\.(service|socket|timer|path|mount|target)$/, "must be a systemd unit name"),
+  unit: z
+    .string()
+    .regex(
+      /^[a-zA-Z0-9:_.@-]{1,250}\.(service|socket|timer|path|mount|target)$/,
+      "must be a systemd unit name",
+    ),
   enabled: z.boolean().optional(),
   state: z.enum(["running", "stopped"]).optional(),
   restart_on: z.array(Name).optional(),
@@ -81,7 +92,10 @@ export const PackageResource = z.strictObject({
   ...base,
   type: z.literal("package"),
   name: z.string().regex(/^[a-z0-9@_+][a-z0-9@._+-]{0,127}$/, "must be a package name (no path)"),
-  version: z.string().regex(/^[0-9A-Za-z.:+_~-]{1,64}$/, "must be an exact version").optional(),
+  version: z
+    .string()
+    .regex(/^[0-9A-Za-z.:+_~-]{1,64}$/, "must be an exact version")
+    .optional(),
 });
 
 export const ProcessResource = z.strictObject({
@@ -90,7 +104,14 @@ export const ProcessResource = z.strictObject({
   name: Name,
   exec: z.array(z.string()).min(1, "must name a program"),
   bundle: z
-    .array(z.strictObject({ path: z.string(), content: z.string().optional(), content_b64: z.base64().optional(), mode: OctalMode.optional() }))
+    .array(
+      z.strictObject({
+        path: z.string(),
+        content: z.string().optional(),
+        content_b64: z.base64().optional(),
+        mode: OctalMode.optional(),
+      }),
+    )
     .optional(),
   schedule: z.string().min(1).max(200).optional(),
 });

@@ -4,7 +4,9 @@ import { Mode } from "./declaration.ts";
 import { Name } from "./resources.ts";
 
 const B64Key = z.string().regex(/^[A-Za-z0-9+/]{43}=$/, "must be standard base64 of 32 raw bytes");
-const Fingerprint = z.string().regex(/^[0-9a-f]{64}$/, "must be a SHA-256 hex fingerprint, lower case, no colons");
+const Fingerprint = z
+  .string()
+  .regex(/^[0-9a-f]{64}$/, "must be a SHA-256 hex fingerprint, lower case, no colons");
 const ServerUrl = z.string().regex(/^(nats|tls):\/\/[^\s/]+:[0-9]{1,5}$/, "must be nats://host:port");
 const Time = z.iso.datetime({ offset: false });
 

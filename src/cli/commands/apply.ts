@@ -31,10 +31,14 @@ export async function applyCommand(ctx: Context, dryRun: boolean): Promise<numbe
       onPlan: ctx.args.json ? undefined : (plan) => writeOut(`plan:\n${table(plan)}`),
     });
     if (result.exit === 2) throw new Refused(result.report.refusals);
-    if (ctx.args.json) writeJson(dryRun ? { plan: result.plan } : { plan: result.plan, report: result.report });
+    if (ctx.args.json)
+      writeJson(dryRun ? { plan: result.plan } : { plan: result.plan, report: result.report });
     else if (dryRun) writeOut(`plan (dry run, nothing changed):\n${table(result.plan)}`);
     else writeOut(`report:\n${table(result.report.steps)}${summary(result.report)}`);
-    ctx.log.info({ outcome: result.report.outcome, digest: result.report.declaration.digest }, "apply finished");
+    ctx.log.info(
+      { outcome: result.report.outcome, digest: result.report.declaration.digest },
+      "apply finished",
+    );
     return result.exit;
   } finally {
     lock?.release();

@@ -20,7 +20,9 @@ export function statusDoc(ctx: Context) {
     host: ctx.host.kind,
     state: ctx.state.dir,
     bus: membership,
-    declaration: declared ? { seq: declared.seq, digest: declared.digest, received_at: declared.received_at } : null,
+    declaration: declared
+      ? { seq: declared.seq, digest: declared.digest, received_at: declared.received_at }
+      : null,
     last: ctx.state.readLast(),
     holds: ctx.holds.list(),
     confirmed: ctx.state.readText("confirmed")?.trim() ?? null,
@@ -29,12 +31,15 @@ export function statusDoc(ctx: Context) {
 }
 
 /** The bus a node is on, never its password. */
-function readMembershipSummary(ctx: Context): { servers: string[]; user: string; fingerprint: string } | null {
+function readMembershipSummary(
+  ctx: Context,
+): { servers: string[]; user: string; fingerprint: string } | null {
   const text = ctx.state.readText("membership.json");
   if (!text) return null;
   try {
     const m = JSON.parse(text) as { membership?: { servers: string[]; user: string; fingerprint: string } };
-    const { servers, user, fingerprint } = m.membership ?? (m as unknown as { servers: string[]; user: string; fingerprint: string });
+    const { servers, user, fingerprint } =
+      m.membership ?? (m as unknown as { servers: string[]; user: string; fingerprint: string });
     return { servers, user, fingerprint };
   } catch {
     return null;

@@ -1,0 +1,97 @@
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import {
+  acquireLock,
+  LockBusy,
+  State,
+  StateError,
+  StoreHolds,
+  writeFileAtomicSync,
+} from "../src/store/index.ts";
+import { tempDir } from "./support/tmp.ts";
+
+describe("atomic writes", () => {
+  it("leaves the new content, the mode asked for, and no temporary file", () => {
+    const dir = tempDir();
+    const p = join(dir, "f");
+    writeFileSync(p, "old");
+    writeFileAtomicSync(p, "new", 0o600);
+    expect(readFileSync(p, "utf8")).toBe("new");
+    expect(statSync(p).mode & 0o777).toBe(0o600);
+    expect(readdirSync(dir)).toEqual(["f"]);
+  });
+});
+
+describe("the state directory", () => {
+  it("is made 0700 and every file carries its format", () => {
+    const dir = join(tempDir(), "state");
+    const s = new State(dir);
+    s.writeNode({ node: "n1", mode: "adopted" });
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+    expect(JSON.parse(readFileSync(join(dir, "node.json"), "utf8"))).toEqual({
+      format: 1,
+      node: "n1",
+      mode: "adopted",
+    });
+  });
+
+  it("refuses, clearly, a file in a newer format (a rollback must never misread v2's state)", () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, "records.json"), JSON.stringify({ format: 2, records: {}, order: [] }));
+    expect(() => new State(dir).readRecords()).toThrow(StateError);
+    expect(() => new State(dir).readRecords()).toThrow(/format 2; this mesh-host reads format 1/);
+  });
+});
+
+describe("holds", () => {
+  it("keeps the first original for ever, and a later different content once beside it", async () => {
+    const state = new State(tempDir());
+    const holds = new StoreHolds(state);
+    const meta = { mode: 0o644, uid: 0, gid: 0 };
+    const a = await holds.keep("/etc/x", Buffer.from("A"), meta);
+    await holds.keep("/etc/x", Buffer.from("B"), meta);
+    await holds.keep("/etc/x", Buffer.from("B"), meta);
+    await holds.keep("/etc/x", Buffer.from("A"), meta);
+    expect((await holds.original("/etc/x"))!.sha).toBe(a);
+    expect(holds.list()).toEqual([{ path: "/etc/x", original: a, kept: 1 }]);
+    // a fresh reader sees the same index
+    expect(new StoreHolds(state).list()).toEqual(holds.list());
+    await holds.release("/etc/x");
+    expect(readdirSync(join(state.dir, "holds"))).toEqual(["index.json"]);
+  });
+});
+
+describe("the lock", () => {
+  it("serialises: a second taker waits, then times out naming the holder", async () => {
+    const dir = tempDir();
+    const first = await acquireLock(dir);
+    await expect(acquireLock(dir, 200)).rejects.toThrow(LockBusy);
+    first.release();
+    const second = await acquireLock(dir, 200);
+    second.release();
+    expect(existsSync(join(dir, "lock"))).toBe(false);
+  });
+
+  it("is taken over from a holder killed with SIGKILL", async () => {
+    const dir = tempDir();
+    mkdirSync(dir, { recursive: true });
+    const holder = spawn(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        `import("${join(process.cwd(), "node_modules/tsx/dist/esm/api/index.mjs")}").then(async ({tsImport}) => { const m = await tsImport("${join(process.cwd(), "src/store/lock.ts")}", import.meta.url); await m.acquireLock(${JSON.stringify(dir)}); console.log("held"); setInterval(() => {}, 1000); })`,
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    await new Promise<void>((resolve) => holder.stdout!.once("data", () => resolve()));
+    await expect(acquireLock(dir, 100)).rejects.toThrow(LockBusy);
+    holder.kill("SIGKILL");
+    await new Promise((r) => holder.once("exit", r));
+    const lock = await acquireLock(dir, 2_000);
+    expect(readFileSync(join(dir, "lock"), "utf8").split(" ")[0]).toBe(String(process.pid));
+    lock.release();
+  });
+});

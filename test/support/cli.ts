@@ -1,0 +1,41 @@
+// Run the mesh-host CLI as a person would: a separate process, its stdout, stderr and exit status.
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+
+const REPO = join(import.meta.dirname, "../..");
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** The command that runs mesh-host: the built executable when MESH_HOST_BIN names one, the sources otherwise. */
+export function cliCommand(): string[] {
+  if (process.env.MESH_HOST_BIN) return [process.env.MESH_HOST_BIN];
+  return [process.execPath, join(REPO, "node_modules/tsx/dist/cli.mjs"), join(REPO, "src/cli/main.ts")];
+}
+
+export function runCli(
+  args: string[],
+  opts: { env?: Record<string, string>; input?: string; timeoutMs?: number } = {},
+): Promise<CliResult> {
+  const [cmd, ...pre] = cliCommand();
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd!, [...pre, ...args], {
+      env: { ...process.env, ...opts.env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.stdin.end(opts.input ?? "");
+    const timer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs ?? 60_000);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}

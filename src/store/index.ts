@@ -2,3 +2,5 @@ export * from "./atomic.ts";
 export * from "./holds.ts";
 export * from "./lock.ts";
 export * from "./state.ts";
+export * from "./keys.ts";
+export * from "./seal.ts";

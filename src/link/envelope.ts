@@ -1,0 +1,94 @@
+// The declaration message (protocol.md): {v:1, body, sig}, the body a JSON string signed by the mesh key.
+// Checked in order — the message's size, encoding and JSON; its shape; the signature; the body's schema; the
+// node — so nothing unsigned is ever parsed as a declaration, and each refusal is one line naming its field.
+import { createPublicKey, generateKeyPairSync, type KeyObject, sign, verify } from "node:crypto";
+import { MAX_ENVELOPE_BYTES } from "../defaults.ts";
+import {
+  ALL_TYPES,
+  type Declaration,
+  digestOf,
+  Envelope,
+  parseDeclarationBody,
+  parseJsonBytes,
+  type Refusal,
+  refusalsFromIssues,
+  type TypeSupport,
+} from "../vocabulary/index.ts";
+
+/** The DER header of an Ed25519 SubjectPublicKeyInfo; the raw 32 bytes follow it. */
+export const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
+
+export interface VerifyOptions {
+  /** The mesh's Ed25519 public key, standard base64 of its raw 32 bytes (the membership's `mesh_key`). */
+  meshKey: string;
+  /** This node's name. */
+  node: string;
+  support?: TypeSupport;
+}
+
+export type Verified =
+  | { ok: true; declaration: Declaration; body: string; digest: string }
+  | { ok: false; refusals: Refusal[] };
+
+export type MeshPublicKey = { ok: true; key: KeyObject } | { ok: false; reason: string };
+
+export function ed25519PublicFromB64(b64: string): MeshPublicKey {
+  const raw = typeof b64 === "string" && /^[A-Za-z0-9+/]{43}=$/.test(b64) ? Buffer.from(b64, "base64") : null;
+  if (!raw || raw.toString("base64") !== b64)
+    return { ok: false, reason: "is not an Ed25519 public key (standard base64 of 32 bytes)" };
+  try {
+    return {
+      ok: true,
+      key: createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, raw]), format: "der", type: "spki" }),
+    };
+  } catch {
+    return { ok: false, reason: "is not an Ed25519 public key" };
+  }
+}
+
+/** A mesh key pair, for tests and the mesh double: the host itself never holds the mesh's private key. */
+export function makeMeshKey(): { privateKey: KeyObject; publicB64: string } {
+  const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+  const raw = publicKey.export({ format: "der", type: "spki" }).subarray(ED25519_SPKI_PREFIX.byteLength);
+  return { privateKey, publicB64: raw.toString("base64") };
+}
+
+/** The mesh's side: sign the body's UTF-8 bytes. */
+export function signEnvelope(body: string, meshPrivateKey: KeyObject): Envelope {
+  return { v: 1, body, sig: sign(null, Buffer.from(body, "utf8"), meshPrivateKey).toString("base64") };
+}
+
+export function verifyEnvelope(bytes: Uint8Array, opts: VerifyOptions): Verified {
+  const json = parseJsonBytes(bytes, MAX_ENVELOPE_BYTES);
+  if (!json.ok) return refused("", `the message ${json.reason}`);
+  const envelope = Envelope.safeParse(json.value);
+  if (!envelope.success)
+    return { ok: false, refusals: refusalsFromIssues("declaration", envelope.error.issues) };
+  const { body, sig } = envelope.data;
+  const bodyBytes = Buffer.from(body, "utf8");
+  // a lone surrogate becomes U+FFFD in UTF-8, so two different bodies would share one signature
+  if (bodyBytes.toString("utf8") !== body)
+    return refused("body", "is not well-formed Unicode (a lone surrogate)");
+  const meshKey = ed25519PublicFromB64(opts.meshKey);
+  if (!meshKey.ok) return refused("mesh_key", `the membership's mesh key ${meshKey.reason}`);
+  if (!signatureHolds(bodyBytes, sig, meshKey.key))
+    return refused("sig", "signature does not verify against the mesh key");
+  const parsed = parseDeclarationBody(bodyBytes, opts.support ?? ALL_TYPES);
+  if (!parsed.ok) return parsed;
+  const declaration = parsed.value;
+  if (declaration.node !== opts.node)
+    return refused("node", `is for node ${declaration.node}, not this node ${opts.node}`);
+  return { ok: true, declaration, body, digest: digestOf(bodyBytes) };
+}
+
+function signatureHolds(body: Uint8Array, sigB64: string, key: KeyObject): boolean {
+  try {
+    return verify(null, body, key, Buffer.from(sigB64, "base64"));
+  } catch {
+    return false;
+  }
+}
+
+function refused(field: string, reason: string): Verified {
+  return { ok: false, refusals: [{ id: "declaration", field, reason }] };
+}

@@ -2,7 +2,9 @@
 import { StateError } from "../store/index.ts";
 import { type Args, parseCli, UsageError } from "./args.ts";
 import { applyCommand } from "./commands/apply.ts";
+import { enrolCommand } from "./commands/enrol.ts";
 import { statusCommand, versionCommand } from "./commands/info.ts";
+import { reconcileCommand } from "./commands/reconcile.ts";
 import { type Context, makeContext, Refused } from "./context.ts";
 import { writeOut } from "./output.ts";
 
@@ -22,6 +24,8 @@ type Handler = (ctx: Context) => Promise<number> | number;
 const HANDLERS: Partial<Record<Args["command"], Handler>> = {
   apply: (ctx) => applyCommand(ctx, ctx.args.dryRun),
   plan: (ctx) => applyCommand(ctx, true),
+  enrol: enrolCommand,
+  reconcile: reconcileCommand,
   status: statusCommand,
   version: versionCommand,
 };

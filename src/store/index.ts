@@ -4,3 +4,4 @@ export * from "./lock.ts";
 export * from "./state.ts";
 export * from "./keys.ts";
 export * from "./seal.ts";
+export * from "./outbox.ts";

@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync
 import { join } from "node:path";
 import { z } from "zod";
 import { STATE_DIR_MODE, STATE_FORMAT } from "../defaults.ts";
-import { Mode } from "../vocabulary/index.ts";
+import { Membership, Mode } from "../vocabulary/index.ts";
 import { writeFileAtomicSync } from "./atomic.ts";
 
 /** A state file this host cannot read: newer than it knows, or not what it should be. Exit 2. */
@@ -27,6 +27,8 @@ const DeclaredFile = z.object({
   envelope: z.unknown(),
 });
 export type DeclaredFile = z.infer<typeof DeclaredFile>;
+
+const MembershipFile = z.object({ format: z.number().int(), membership: Membership });
 
 const LastFile = z.object({
   format: z.number().int(),
@@ -80,6 +82,17 @@ export class State {
 
   writeDeclared(value: Omit<DeclaredFile, "format">): void {
     this.writeVersioned("declared.json", value);
+  }
+
+  readMembership(): Membership | null {
+    return this.readVersioned("membership.json", MembershipFile)?.membership ?? null;
+  }
+
+  /** The identity the node dials with (0600); the one it replaces is kept beside it as membership.previous.json. */
+  writeMembership(membership: Membership, keepPrevious = false): void {
+    const current = this.readText("membership.json");
+    if (keepPrevious && current !== null) this.writeText("membership.previous.json", current);
+    this.writeVersioned("membership.json", { membership });
   }
 
   readLast(): LastFile | null {

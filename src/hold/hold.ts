@@ -1,0 +1,210 @@
+// The run loop: dial, hear, apply one step at a time, report, heartbeat, look for drift; exit cleanly to be restarted.
+import { WORKING_ACK_INTERVAL_MS } from "../defaults.ts";
+import { BUILD } from "../build-info.ts";
+import { CHANGING } from "../apply/index.ts";
+import type { Heartbeat, Report } from "../vocabulary/index.ts";
+import { refusedReport } from "../apply/index.ts";
+import { backoffMs } from "./backoff.ts";
+import { type Applied, applyDelivered, bodyDigest, digestOfFile, fileStamp, keptEnvelope, type NodeDeps } from "./node.ts";
+import type { Logger } from "../appliers/types.ts";
+
+export interface Delivery {
+  seq: number;
+  data: Uint8Array;
+  /** How many more declarations wait behind this one: any at all means this one is superseded. */
+  pending: number;
+  working(): void;
+  ack(): Promise<void>;
+  term(): Promise<void>;
+}
+
+/** What the hold needs of the link layer: dialling, hearing and saying; it never knows the transport. */
+export interface Link {
+  declarations(): AsyncIterable<Delivery>;
+  report(r: Report): Promise<void>;
+  heartbeat(h: Heartbeat): void;
+  close(): Promise<void>;
+}
+
+export type Dial = () => Promise<Link>;
+
+export interface HoldOptions {
+  deps: NodeDeps;
+  dial: Dial;
+  log: Logger;
+  heartbeatS: number;
+  driftS: number;
+  /** The installed binary: when pacman replaces it, the host finishes its step and exits 0 for the new one. */
+  binaryPath?: string;
+  /** Called once the first reconcile completed: the launcher's "confirmed". */
+  onConfirmed?: () => void;
+  /** Notes to carry in the first report (the launcher's rollback note). */
+  notes?: string[];
+}
+
+export type ExitReason = "stopped" | "upgraded" | "moved";
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal.aborted || ms <= 0) return resolve();
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
+  });
+
+export class Hold {
+  private readonly stopping = new AbortController();
+  private link: Link | null = null;
+  private work: Promise<unknown> = Promise.resolve();
+  private exitReason: ExitReason = "stopped";
+  private readonly started = Date.now();
+  private binaryStamp = "";
+  private binaryDigest: string | null = null;
+  private notes: string[];
+  /** A sealed membership waiting to be taken once this step's report is out. */
+  pendingMove: string | null = null;
+
+  constructor(private readonly o: HoldOptions) {
+    this.notes = [...(o.notes ?? [])];
+    if (o.binaryPath) {
+      this.binaryStamp = fileStamp(o.binaryPath);
+      this.binaryDigest = digestOfFile(o.binaryPath);
+    }
+  }
+
+  /** Finish the step in progress, flush the outbox, close the link; `run` then resolves. */
+  stop(reason: ExitReason = "stopped"): void {
+    if (!this.stopping.signal.aborted) this.exitReason = reason;
+    this.stopping.abort();
+    void this.link?.close().catch(() => {});
+  }
+
+  get stopped(): boolean {
+    return this.stopping.signal.aborted;
+  }
+
+  async run(): Promise<ExitReason> {
+    await this.serial(() => this.reconcileKept("start"));
+    this.o.onConfirmed?.();
+    let attempt = 0;
+    while (!this.stopped) {
+      await sleep(backoffMs(attempt), this.stopping.signal);
+      if (this.stopped) break;
+      try {
+        this.link = await this.o.dial();
+        attempt = 0;
+        this.o.log.info({ attempt }, "link up");
+        await this.hear(this.link);
+      } catch (e) {
+        this.o.log.warn({ err: (e as Error).message }, "link lost or refused");
+      } finally {
+        await this.link?.close().catch(() => {});
+        this.link = null;
+      }
+      attempt++;
+    }
+    await this.work;
+    return this.exitReason;
+  }
+
+  /** One link's life: flush what waited, heartbeats and drift on timers, declarations as they come. */
+  private async hear(link: Link): Promise<void> {
+    await this.flush(link);
+    const beat = () => link.heartbeat(this.heartbeat());
+    beat();
+    const timers = [
+      setInterval(beat, this.o.heartbeatS * 1000),
+      setInterval(() => void this.serial(() => this.reconcileKept("drift")), this.o.driftS * 1000),
+    ];
+    try {
+      for await (const d of link.declarations()) {
+        await this.serial(() => this.settle(d));
+        await this.flush(link);
+        if (this.pendingMove || this.upgraded()) break;
+        if (this.stopped) break;
+      }
+    } finally {
+      timers.forEach(clearInterval);
+    }
+    if (this.pendingMove) this.stop("moved");
+    else if (this.upgraded()) this.stop("upgraded");
+  }
+
+  /** One step at a time: deliveries and drift checks never overlap. */
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.work.then(fn, fn);
+    this.work = next.catch(() => {});
+    return next;
+  }
+
+  /** A superseded declaration is settled exactly as an applied one is: acked, and reported as such. */
+  private async settle(d: Delivery): Promise<void> {
+    if (d.pending > 0) {
+      const report = refusedReport(this.o.deps.node, d.seq, bodyDigest(d.data), [], this.o.deps.host, "superseded");
+      this.o.deps.outbox.put(this.withNotes(report));
+      await d.ack();
+      this.o.log.info({ seq: d.seq }, "declaration superseded by a newer one");
+      return;
+    }
+    const alive = setInterval(() => d.working(), WORKING_ACK_INTERVAL_MS);
+    let applied: Applied;
+    try {
+      applied = await applyDelivered(this.o.deps, d.seq, d.data);
+    } finally {
+      clearInterval(alive);
+    }
+    this.o.deps.outbox.put(this.withNotes(applied.report));
+    // acked once its report is safely in the outbox; a refused one is terminated so it is never redelivered
+    if (applied.report.outcome === "refused") await d.term();
+    else await d.ack();
+    if (applied.move) this.pendingMove = applied.move;
+    this.o.log.info({ seq: d.seq, outcome: applied.report.outcome }, "declaration settled");
+  }
+
+  /** The kept declaration again: at start (the reconcile that confirms) and on the drift timer; said only if it did something. */
+  private async reconcileKept(why: "start" | "drift"): Promise<void> {
+    const kept = keptEnvelope(this.o.deps.state);
+    if (!kept) return;
+    const { report } = await applyDelivered(this.o.deps, kept.seq, kept.bytes, { keep: false });
+    const did = report.outcome !== "applied" || report.steps.some((s) => CHANGING.has(s.did));
+    if (did || this.notes.length) this.o.deps.outbox.put(this.withNotes(report));
+    this.o.log.info({ why, outcome: report.outcome, changed: did }, "reconciled the kept declaration");
+    if (why === "drift" && this.link) await this.flush(this.link);
+  }
+
+  private withNotes(report: Report): Report {
+    if (!this.notes.length) return report;
+    const notes = this.notes;
+    this.notes = [];
+    return { ...report, notes };
+  }
+
+  /** Waiting reports, in order; one the bus does not take stays for the next link. */
+  private async flush(link: Link): Promise<void> {
+    try {
+      await this.o.deps.outbox.flush((r) => link.report(r));
+    } catch (e) {
+      this.o.log.warn({ err: (e as Error).message }, "a report waits in the outbox");
+    }
+  }
+
+  private heartbeat(): Heartbeat {
+    const last = this.o.deps.state.readLast();
+    return {
+      v: 1,
+      node: this.o.deps.node,
+      at: new Date().toISOString(),
+      version: BUILD.version,
+      uptime_s: Math.floor((Date.now() - this.started) / 1000),
+      last: last ? { seq: last.seq, outcome: last.outcome, at: last.at } : null,
+      confirmed: this.o.deps.state.readText("confirmed") !== null,
+    };
+  }
+
+  /** The installed binary is no longer the one running: pacman replaced it. */
+  private upgraded(): boolean {
+    const path = this.o.binaryPath;
+    if (!path || fileStamp(path) === this.binaryStamp) return false;
+    const now = digestOfFile(path);
+    return now !== null && now !== this.binaryDigest;
+  }
+}

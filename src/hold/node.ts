@@ -1,0 +1,111 @@
+// Applying what the mesh sends, under the lock: verify, apply, keep, report into the outbox.
+import { createHash } from "node:crypto";
+import { readFileSync, statSync } from "node:fs";
+import { applyDeclaration, refusedReport } from "../apply/index.ts";
+import type { Ports } from "../appliers/types.ts";
+import type { PlanLine, Unseal } from "../apply/index.ts";
+import type { Host } from "../hosts/index.ts";
+import { verifyEnvelope } from "../link/envelope.ts";
+import { acquireLock, type Outbox, type State, type StoreHolds } from "../store/index.ts";
+import type { Membership, Report } from "../vocabulary/index.ts";
+
+export interface NodeDeps {
+  state: State;
+  holds: StoreHolds;
+  outbox: Outbox;
+  host: Host;
+  ports: Omit<Ports, "holds">;
+  unseal: Unseal;
+  node: string;
+  membership: Membership;
+}
+
+export interface Applied {
+  report: Report;
+  plan: PlanLine[];
+  exit: 0 | 1 | 2;
+  /** The sealed membership of a move, when the declaration carried one and it applied. */
+  move?: string;
+}
+
+/**
+ * A delivered message, start to end: refused (nothing touched) or applied; the envelope is kept as the
+ * node's declaration before the apply, so a drift check or a crash mid-apply resumes from the newest.
+ */
+export interface DeliveredOptions {
+  /** Keep the envelope as the node's declaration (a delivery); false for the kept one applied again. */
+  keep?: boolean;
+  dryRun?: boolean;
+  onPlan?: (plan: PlanLine[]) => void;
+}
+
+export async function applyDelivered(deps: NodeDeps, seq: number, data: Uint8Array, opts: DeliveredOptions = {}): Promise<Applied> {
+  const { keep = true, dryRun = false } = opts;
+  const verified = verifyEnvelope(data, { meshKey: deps.membership.mesh_key, node: deps.node, support: deps.host.support });
+  if (!verified.ok)
+    return { report: refusedReport(deps.node, seq, bodyDigest(data), verified.refusals, deps.host), plan: [], exit: 2 };
+  const lock = dryRun ? null : await acquireLock(deps.state.ensure().dir);
+  try {
+    if (keep && !dryRun)
+      deps.state.writeDeclared({
+        seq,
+        digest: verified.digest,
+        received_at: new Date().toISOString(),
+        envelope: JSON.parse(Buffer.from(data).toString("utf8")),
+      });
+    const result = await applyDeclaration({
+      declaration: verified.declaration,
+      seq,
+      digest: verified.digest,
+      source: "link",
+      dryRun,
+      onPlan: opts.onPlan,
+      host: deps.host,
+      state: deps.state,
+      holds: deps.holds,
+      ports: deps.ports,
+      unseal: deps.unseal,
+    });
+    const move = result.report.outcome === "applied" && !dryRun ? verified.declaration.membership : undefined;
+    return { report: result.report, plan: result.plan, exit: result.exit, move };
+  } finally {
+    lock?.release();
+  }
+}
+
+/** The SHA-256 of an envelope's body when it has one (what reports name), else of the bytes themselves. */
+export function bodyDigest(data: Uint8Array): string {
+  try {
+    const body = (JSON.parse(Buffer.from(data).toString("utf8")) as { body?: unknown }).body;
+    if (typeof body === "string") return createHash("sha256").update(body).digest("hex");
+  } catch {
+    // not JSON: the bytes are all there is
+  }
+  return createHash("sha256").update(data).digest("hex");
+}
+
+/** The kept declaration, verified again: the drift timer and `reconcile` apply only what the mesh signed. */
+export function keptEnvelope(state: State): { seq: number; bytes: Buffer } | null {
+  const kept = state.readDeclared();
+  if (!kept) return null;
+  return { seq: kept.seq, bytes: Buffer.from(JSON.stringify(kept.envelope)) };
+}
+
+/** SHA-256 of the file at `path`: the binary's identity for `confirmed` and for noticing an upgrade. */
+export function digestOfFile(path: string): string | null {
+  try {
+    return createHash("sha256").update(readFileSync(path)).digest("hex");
+  } catch {
+    return null;
+  }
+}
+
+/** A cheap fingerprint of a file's identity, so the digest is recomputed only when the file was replaced. */
+export function fileStamp(path: string): string {
+  try {
+    const st = statSync(path);
+    return `${st.ino}:${st.size}:${st.mtimeMs}`;
+  } catch {
+    return "gone";
+  }
+}

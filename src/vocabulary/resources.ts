@@ -73,48 +73,105 @@ export const ActionResource = z.strictObject({
     .optional(),
 });
 
+/** Unit types a `service` may name. */
+const UNIT_SUFFIX = /\.(service|socket|timer|path|target)$/;
+
+/** Why `unit` is not a unit a declaration may name, or null: the one rule, and a unit type's suffix. */
+export function unitNameProblem(unit: unknown): string | null {
+  const rule = nameProblem(unit);
+  if (rule) return rule;
+  if (!UNIT_SUFFIX.test(unit as string)) return "must end in .service, .socket, .timer, .path or .target";
+  return null;
+}
+
+const ARCH_PACKAGE = /^[a-z0-9@_+][a-z0-9@._+-]{0,127}$/;
+
+/** Why `name` is not a package name (Arch's: lower case, digits, @._+-, not starting with - or .), or null. */
+export function packageNameProblem(name: unknown): string | null {
+  if (typeof name !== "string") return "must be a string";
+  if (name.includes("/")) return "must be a package name, not a path";
+  if (!ARCH_PACKAGE.test(name)) return "must be a package name: a-z 0-9 @ . _ + -, not starting with . or -";
+  return null;
+}
+
+/** Why `path` is not a path inside a bundle (relative, normalised, no `..`), or null. */
+export function bundlePathProblem(path: unknown): string | null {
+  if (typeof path !== "string") return "must be a string";
+  if (path.startsWith("/")) return "must be relative to the bundle";
+  const rule = pathProblem(`/${path}`);
+  return rule;
+}
+
+/** No line breaks or other control characters: these values are written into unit files line by line. */
+const UnitLine = z.string().refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "must not contain a line break or control character");
+
 export const ServiceResource = z.strictObject({
   ...base,
   type: z.literal("service"),
-  unit: z
-    .string()
-    .regex(
-      /^[a-zA-Z0-9:_.@-]{1,250}\.(service|socket|timer|path|mount|target)$/,
-      "must be a systemd unit name",
-    ),
+  unit: z.string().superRefine((v, ctx) => {
+    const problem = unitNameProblem(v);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  }),
   enabled: z.boolean().optional(),
   state: z.enum(["running", "stopped"]).optional(),
   restart_on: z.array(Name).optional(),
-  content: z.string().optional(),
+  /** The unit file the mesh writes to /etc/systemd/system/<unit>. */
+  content: z.string().refine((s) => !s.includes("\0"), "must not contain NUL").optional(),
 });
 
 export const PackageResource = z.strictObject({
   ...base,
   type: z.literal("package"),
-  name: z.string().regex(/^[a-z0-9@_+][a-z0-9@._+-]{0,127}$/, "must be a package name (no path)"),
+  name: z.string().superRefine((v, ctx) => {
+    const problem = packageNameProblem(v);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  }),
+  /** Exact: pkgver-pkgrel ("1.2.3-1"), optionally with an epoch ("2:1.0-1"); without -pkgrel any release of it. */
   version: z
     .string()
-    .regex(/^[0-9A-Za-z.:+_~-]{1,64}$/, "must be an exact version")
+    .regex(/^([0-9]+:)?[0-9A-Za-z._+~]+(-[0-9]+(\.[0-9]+)?)?$/, "must be an exact version such as 1.2.3-1")
+    .max(64)
     .optional(),
 });
 
-export const ProcessResource = z.strictObject({
-  ...base,
-  type: z.literal("process"),
-  name: Name,
-  exec: z.array(z.string()).min(1, "must name a program"),
-  bundle: z
-    .array(
-      z.strictObject({
-        path: z.string(),
-        content: z.string().optional(),
-        content_b64: z.base64().optional(),
-        mode: OctalMode.optional(),
-      }),
-    )
-    .optional(),
-  schedule: z.string().min(1).max(200).optional(),
-});
+const BundleFile = z
+  .strictObject({
+    path: z.string().superRefine((v, ctx) => {
+      const problem = bundlePathProblem(v);
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    }),
+    content: z.string().optional(),
+    content_b64: z.base64("must be standard base64").optional(),
+    mode: OctalMode.optional(),
+  })
+  .superRefine((f, ctx) => {
+    if ((f.content === undefined) === (f.content_b64 === undefined))
+      ctx.addIssue({ code: "custom", path: ["content"], message: "give one of content, content_b64" });
+  });
+
+export const ProcessResource = z
+  .strictObject({
+    ...base,
+    type: z.literal("process"),
+    name: Name,
+    /** argv; the program is an absolute path or one on the unit's PATH. */
+    exec: z.array(UnitLine).min(1, "must name a program"),
+    bundle: z.array(BundleFile).optional(),
+    /** A systemd calendar expression (systemd.time(7)); systemd itself judges it where it is applied. */
+    schedule: UnitLine.pipe(z.string().min(1).max(200)).optional(),
+  })
+  .superRefine((r, ctx) => {
+    const seen = new Set<string>();
+    (r.bundle ?? []).forEach((f, i) => {
+      if (seen.has(f.path)) ctx.addIssue({ code: "custom", path: ["bundle", i, "path"], message: "is given more than once" });
+      seen.add(f.path);
+    });
+    // a file cannot also be a directory of another
+    (r.bundle ?? []).forEach((f, i) => {
+      const parent = [...seen].find((other) => other.startsWith(`${f.path}/`));
+      if (parent) ctx.addIssue({ code: "custom", path: ["bundle", i, "path"], message: `is also a directory, holding "${parent}"` });
+    });
+  });
 
 /** The types the vocabulary knows, by name; a host implements some of them and refuses the rest. */
 export const RESOURCE_SCHEMAS = {

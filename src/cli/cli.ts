@@ -5,6 +5,7 @@ import { applyCommand } from "./commands/apply.ts";
 import { enrolCommand } from "./commands/enrol.ts";
 import { statusCommand, versionCommand } from "./commands/info.ts";
 import { reconcileCommand } from "./commands/reconcile.ts";
+import { runCommand } from "./commands/run.ts";
 import { type Context, makeContext, Refused } from "./context.ts";
 import { writeOut } from "./output.ts";
 
@@ -26,6 +27,7 @@ const HANDLERS: Partial<Record<Args["command"], Handler>> = {
   plan: (ctx) => applyCommand(ctx, true),
   enrol: enrolCommand,
   reconcile: reconcileCommand,
+  run: runCommand,
   status: statusCommand,
   version: versionCommand,
 };

@@ -6,7 +6,8 @@ import { loadKeys, type State, unseal } from "../store/index.ts";
 export function unsealerFor(state: State): Unseal {
   return (sealed) => {
     const keys = loadKeys(state.dir);
-    if (!keys.ok) return { ok: false, reason: "cannot be unsealed: this node has no sealing key (enrol it first)" };
+    if (!keys.ok)
+      return { ok: false, reason: "cannot be unsealed: this node has no sealing key (enrol it first)" };
     return unseal(sealed, keys.keys.sealing.privateKey);
   };
 }

@@ -1,12 +1,20 @@
 // The run loop: dial, hear, apply one step at a time, report, heartbeat, look for drift; exit cleanly to be restarted.
-import { WORKING_ACK_INTERVAL_MS } from "../defaults.ts";
-import { BUILD } from "../build-info.ts";
-import { CHANGING } from "../apply/index.ts";
-import type { Heartbeat, Report } from "../vocabulary/index.ts";
-import { refusedReport } from "../apply/index.ts";
-import { backoffMs } from "./backoff.ts";
-import { type Applied, applyDelivered, bodyDigest, digestOfFile, fileStamp, keptEnvelope, type NodeDeps } from "./node.ts";
+
 import type { Logger } from "../appliers/types.ts";
+import { CHANGING, refusedReport } from "../apply/index.ts";
+import { BUILD } from "../build-info.ts";
+import { WORKING_ACK_INTERVAL_MS } from "../defaults.ts";
+import type { Heartbeat, Report } from "../vocabulary/index.ts";
+import { backoffMs } from "./backoff.ts";
+import {
+  type Applied,
+  applyDelivered,
+  bodyDigest,
+  digestOfFile,
+  fileStamp,
+  keptEnvelope,
+  type NodeDeps,
+} from "./node.ts";
 
 export interface Delivery {
   seq: number;
@@ -85,6 +93,21 @@ export class Hold {
   async run(): Promise<ExitReason> {
     await this.serial(() => this.reconcileKept("start"));
     this.o.onConfirmed?.();
+    // drift is looked for whether or not the bus is there: its report waits in the outbox
+    const drift = setInterval(
+      () => void this.serial(() => this.reconcileKept("drift")),
+      this.o.driftS * 1000,
+    );
+    try {
+      await this.dialLoop();
+    } finally {
+      clearInterval(drift);
+    }
+    await this.work;
+    return this.exitReason;
+  }
+
+  private async dialLoop(): Promise<void> {
     let attempt = 0;
     while (!this.stopped) {
       await sleep(backoffMs(attempt), this.stopping.signal);
@@ -102,8 +125,6 @@ export class Hold {
       }
       attempt++;
     }
-    await this.work;
-    return this.exitReason;
   }
 
   /** One link's life: flush what waited, heartbeats and drift on timers, declarations as they come. */
@@ -111,10 +132,7 @@ export class Hold {
     await this.flush(link);
     const beat = () => link.heartbeat(this.heartbeat());
     beat();
-    const timers = [
-      setInterval(beat, this.o.heartbeatS * 1000),
-      setInterval(() => void this.serial(() => this.reconcileKept("drift")), this.o.driftS * 1000),
-    ];
+    const heartbeats = setInterval(beat, this.o.heartbeatS * 1000);
     try {
       for await (const d of link.declarations()) {
         await this.serial(() => this.settle(d));
@@ -123,7 +141,7 @@ export class Hold {
         if (this.stopped) break;
       }
     } finally {
-      timers.forEach(clearInterval);
+      clearInterval(heartbeats);
     }
     if (this.pendingMove) this.stop("moved");
     else if (this.upgraded()) this.stop("upgraded");
@@ -139,7 +157,14 @@ export class Hold {
   /** A superseded declaration is settled exactly as an applied one is: acked, and reported as such. */
   private async settle(d: Delivery): Promise<void> {
     if (d.pending > 0) {
-      const report = refusedReport(this.o.deps.node, d.seq, bodyDigest(d.data), [], this.o.deps.host, "superseded");
+      const report = refusedReport(
+        this.o.deps.node,
+        d.seq,
+        bodyDigest(d.data),
+        [],
+        this.o.deps.host,
+        "superseded",
+      );
       this.o.deps.outbox.put(this.withNotes(report));
       await d.ack();
       this.o.log.info({ seq: d.seq }, "declaration superseded by a newer one");

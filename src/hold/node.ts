@@ -1,9 +1,9 @@
 // Applying what the mesh sends, under the lock: verify, apply, keep, report into the outbox.
 import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
-import { applyDeclaration, refusedReport } from "../apply/index.ts";
 import type { Ports } from "../appliers/types.ts";
 import type { PlanLine, Unseal } from "../apply/index.ts";
+import { applyDeclaration, refusedReport } from "../apply/index.ts";
 import type { Host } from "../hosts/index.ts";
 import { verifyEnvelope } from "../link/envelope.ts";
 import { acquireLock, type Outbox, type State, type StoreHolds } from "../store/index.ts";
@@ -39,11 +39,24 @@ export interface DeliveredOptions {
   onPlan?: (plan: PlanLine[]) => void;
 }
 
-export async function applyDelivered(deps: NodeDeps, seq: number, data: Uint8Array, opts: DeliveredOptions = {}): Promise<Applied> {
+export async function applyDelivered(
+  deps: NodeDeps,
+  seq: number,
+  data: Uint8Array,
+  opts: DeliveredOptions = {},
+): Promise<Applied> {
   const { keep = true, dryRun = false } = opts;
-  const verified = verifyEnvelope(data, { meshKey: deps.membership.mesh_key, node: deps.node, support: deps.host.support });
+  const verified = verifyEnvelope(data, {
+    meshKey: deps.membership.mesh_key,
+    node: deps.node,
+    support: deps.host.support,
+  });
   if (!verified.ok)
-    return { report: refusedReport(deps.node, seq, bodyDigest(data), verified.refusals, deps.host), plan: [], exit: 2 };
+    return {
+      report: refusedReport(deps.node, seq, bodyDigest(data), verified.refusals, deps.host),
+      plan: [],
+      exit: 2,
+    };
   const lock = dryRun ? null : await acquireLock(deps.state.ensure().dir);
   try {
     if (keep && !dryRun)

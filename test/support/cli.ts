@@ -39,3 +39,36 @@ export function runCli(
     });
   });
 }
+
+export interface Running {
+  child: import("node:child_process").ChildProcess;
+  output(): { stdout: string; stderr: string };
+  /** Resolves with the exit status (or the signal's name). */
+  exited: Promise<number | string>;
+  stop(signal?: NodeJS.Signals): Promise<number | string>;
+}
+
+/** A long-running command (`run`): started, read as it goes, stopped by a signal. */
+export function startCli(args: string[], opts: { env?: Record<string, string> } = {}): Running {
+  const [cmd, ...pre] = cliCommand();
+  const child = spawn(cmd!, [...pre, ...args], {
+    env: { ...process.env, ...opts.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (d) => (stdout += d));
+  child.stderr!.on("data", (d) => (stderr += d));
+  const exited = new Promise<number | string>((resolve) =>
+    child.on("exit", (code, signal) => resolve(code ?? signal ?? -1)),
+  );
+  return {
+    child,
+    output: () => ({ stdout, stderr }),
+    exited,
+    async stop(signal: NodeJS.Signals = "SIGTERM") {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return await exited;
+    },
+  };
+}

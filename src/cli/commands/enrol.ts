@@ -23,7 +23,9 @@ function approachOf(ctx: Context): EnrolmentCode {
   if (!parsed.success) {
     const field = String(parsed.error.issues[0]?.path[0] ?? "code");
     const flag = field === "servers" ? "server" : field;
-    throw new UsageError(`enrol needs a CODE or --${flag}: ${field === "token" ? "missing" : (parsed.error.issues[0]?.message ?? "invalid")}`);
+    throw new UsageError(
+      `enrol needs a CODE or --${flag}: ${field === "token" ? "missing" : (parsed.error.issues[0]?.message ?? "invalid")}`,
+    );
   }
   return parsed.data;
 }
@@ -31,8 +33,12 @@ function approachOf(ctx: Context): EnrolmentCode {
 export async function enrolCommand(ctx: Context): Promise<number> {
   const code = approachOf(ctx);
   const known = ctx.state.readNode();
-  if (known && known.node !== code.node) throw new UsageError(`this node is "${known.node}"; the code is for "${code.node}"`);
-  if (ctx.state.readMembership()) throw new UsageError("this node is already enrolled (its membership is saved); a move comes from the mesh");
+  if (known && known.node !== code.node)
+    throw new UsageError(`this node is "${known.node}"; the code is for "${code.node}"`);
+  if (ctx.state.readMembership())
+    throw new UsageError(
+      "this node is already enrolled (its membership is saved); a move comes from the mesh",
+    );
   const lock = await acquireLock(ctx.state.ensure().dir);
   try {
     const keys = ensureKeys(ctx.state.dir);

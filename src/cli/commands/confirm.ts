@@ -1,0 +1,25 @@
+// The launcher's half of a rollback: what "confirmed" means for this binary, and the note it left.
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { State } from "../../store/index.ts";
+
+/** The executable running now, when it is the single executable (in a checkout it is Node itself: none). */
+export function runningBinary(): string | null {
+  const sea = process.getBuiltinModule?.("node:sea") as { isSea(): boolean } | undefined;
+  return sea?.isSea() ? process.execPath : null;
+}
+
+/** Started and completed one reconcile: write this binary's digest, which the launcher reads. */
+export function confirmBinary(state: State, binary: string | null): void {
+  if (!binary) return;
+  const digest = createHash("sha256").update(readFileSync(binary)).digest("hex");
+  if (state.readText("confirmed")?.trim() !== digest) state.writeText("confirmed", `${digest}\n`);
+}
+
+/** The launcher's note of a rollback, said once in the next report and then cleared. */
+export function rollbackNotes(state: State): string[] {
+  const note = state.readText("rollback-note")?.trim();
+  if (!note) return [];
+  state.remove("rollback-note");
+  return [note];
+}

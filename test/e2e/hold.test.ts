@@ -1,0 +1,197 @@
+// The node held in its mesh, against a real nats-server with the node's exact permissions.
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeMeshKey, signEnvelope } from "../../src/link/index.ts";
+import { MeshDouble, waitFor } from "../mesh/index.ts";
+import { type Running, runCli, startCli } from "../support/cli.ts";
+import { tempDir } from "../support/tmp.ts";
+
+let mesh: MeshDouble;
+beforeAll(async () => {
+  mesh = await MeshDouble.start();
+});
+afterAll(async () => {
+  await mesh?.stop();
+});
+
+const decl = (node: string, content: string, extra: object = {}) => ({
+  v: 1,
+  node,
+  mode: "converged",
+  resources: [{ id: "conf", type: "file", path: "/etc/app.conf", content, mode: "0640" }],
+  ...extra,
+});
+
+async function enrolled(node: string) {
+  const base = tempDir();
+  const state = join(base, "state");
+  const root = join(base, "root");
+  const { mkdirSync } = await import("node:fs");
+  mkdirSync(root);
+  const { code, token } = await mesh.enrolmentCode(node);
+  const r = await runCli(["enrol", code, "--state", state, "--root", root]);
+  expect(r.code, r.stderr).toBe(0);
+  expect(`${r.stdout}${r.stderr}`).not.toContain(token);
+  return { state, root, token };
+}
+
+function run(state: string, root: string, extra: string[] = []): Running {
+  return startCli([
+    "run",
+    "--state",
+    state,
+    "--root",
+    root,
+    "--heartbeat-s",
+    "1",
+    "--drift-s",
+    "2",
+    ...extra,
+  ]);
+}
+
+describe("mesh-host enrol and run against a real bus", () => {
+  it("enrols (token never printed), applies a pushed declaration, heartbeats, reports, and exits 0 on SIGTERM", async () => {
+    const node = "hold-a";
+    const { state, root, token } = await enrolled(node);
+    const membership = JSON.parse(readFileSync(join(state, "membership.json"), "utf8")).membership;
+    expect(membership.user).toBe(`node.${node}`);
+    const status = await runCli(["status", "--json", "--state", state, "--root", root]);
+    expect(JSON.parse(status.stdout).bus).toMatchObject({ user: `node.${node}` });
+    expect(status.stdout).not.toContain(membership.password);
+
+    const host = run(state, root);
+    try {
+      const hb = await mesh.awaitHeartbeat(1);
+      expect(hb.value).toMatchObject({
+        v: 1,
+        node,
+        version: expect.any(String),
+        confirmed: expect.any(Boolean),
+      });
+      const seq = await mesh.declare(node, decl(node, "one\n"));
+      const report = await mesh.awaitReport(1, { node });
+      expect(report.value).toMatchObject({ node, outcome: "applied", declaration: { seq } });
+      expect(report.value!.steps).toEqual([expect.objectContaining({ id: "conf", did: "created" })]);
+      expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("one\n");
+      // drift: a person edits the managed file; the timer puts it back and says so
+      writeFileSync(join(root, "etc/app.conf"), "edited by hand\n");
+      const repaired = await mesh.awaitReport(2, { node, timeoutMs: 15_000 });
+      expect(repaired.value!.steps[0]).toMatchObject({ did: "repaired" });
+      expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("one\n");
+    } finally {
+      expect(await host.stop()).toBe(0);
+    }
+    const { stdout, stderr } = host.output();
+    for (const secret of [token, membership.password]) expect(`${stdout}${stderr}`).not.toContain(secret);
+    expect(existsSync(join(state, "lock"))).toBe(false);
+  });
+
+  it("refuses, reports and terminates a forged declaration, a declaration for another node, and a body that fails the schema", async () => {
+    const node = "hold-b";
+    const { state, root } = await enrolled(node);
+    const host = run(state, root);
+    try {
+      await mesh.publishEnvelope(
+        node,
+        signEnvelope(JSON.stringify(decl(node, "forged\n")), makeMeshKey().privateKey),
+      );
+      const forged = await mesh.awaitReport(1, { node });
+      expect(forged.value).toMatchObject({
+        outcome: "refused",
+        refusals: [expect.objectContaining({ field: "sig" })],
+      });
+      await mesh.declare(node, decl("someone-else", "x\n"));
+      expect((await mesh.awaitReport(2, { node })).value!.refusals[0]).toMatchObject({ field: "node" });
+      await mesh.declare(node, {
+        ...decl(node, "x\n"),
+        resources: [{ id: "bad", type: "file", path: "relative", content: "x" }],
+      });
+      expect((await mesh.awaitReport(3, { node })).value!.refusals[0]).toMatchObject({
+        id: "bad",
+        field: "path",
+      });
+      expect(existsSync(join(root, "etc/app.conf"))).toBe(false);
+      const info = await mesh.consumerInfo(node);
+      expect(info.num_ack_pending).toBe(0);
+      expect(info.num_redelivered).toBe(0);
+    } finally {
+      expect(await host.stop()).toBe(0);
+    }
+  });
+
+  it("applies only the newest of three declarations pushed while the node was stopped", async () => {
+    const node = "hold-c";
+    const { state, root } = await enrolled(node);
+    for (const n of ["1", "2", "3"]) await mesh.declare(node, decl(node, `version ${n}\n`));
+    const host = run(state, root);
+    try {
+      const report = await mesh.awaitReport(1, { node });
+      expect(report.value!.outcome).toBe("applied");
+      expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("version 3\n");
+      await new Promise((r) => setTimeout(r, 500));
+      expect(mesh.reports.filter((r) => r.subject === `mesh.report.${node}`)).toHaveLength(1);
+    } finally {
+      await host.stop();
+    }
+  });
+
+  it("survives a server restart: the report made while the bus was away waits in the outbox and arrives", async () => {
+    const node = "hold-d";
+    const { state, root } = await enrolled(node);
+    const host = run(state, root);
+    try {
+      await mesh.declare(node, decl(node, "one\n"));
+      await mesh.awaitReport(1, { node });
+      await mesh.stopServer();
+      writeFileSync(join(root, "etc/app.conf"), "drifted while the bus was away\n");
+      await waitFor(
+        () => readFileSync(join(root, "etc/app.conf"), "utf8") === "one\n",
+        15_000,
+        "the drift repair",
+      );
+      await waitFor(
+        () => existsSync(join(state, "outbox")) && readdirCount(join(state, "outbox")) > 0,
+        5_000,
+        "a report in the outbox",
+      );
+      await mesh.startServer();
+      const repaired = await mesh.awaitReport(2, { node, timeoutMs: 30_000 });
+      expect(repaired.value!.steps[0]).toMatchObject({ did: "repaired" });
+      await mesh.declare(node, decl(node, "two\n"));
+      await mesh.awaitReport(3, { node, timeoutMs: 30_000 });
+      expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("two\n");
+    } finally {
+      if (!mesh.server.running) await mesh.startServer();
+      await host.stop();
+    }
+  });
+
+  it("refuses apply FILE and runs reconcile once the node holds the mesh's declaration", async () => {
+    const node = "hold-e";
+    const { state, root } = await enrolled(node);
+    const host = run(state, root);
+    try {
+      await mesh.declare(node, decl(node, "one\n"));
+      await mesh.awaitReport(1, { node });
+    } finally {
+      await host.stop();
+    }
+    const file = join(tempDir(), "d.json");
+    writeFileSync(file, JSON.stringify(decl(node, "offline\n")));
+    const refused = await runCli(["apply", file, "--state", state, "--root", root]);
+    expect(refused.code).toBe(2);
+    writeFileSync(join(root, "etc/app.conf"), "edited\n");
+    const dry = await runCli(["reconcile", "--dry-run", "--json", "--state", state, "--root", root]);
+    expect(JSON.parse(dry.stdout).plan[0]).toMatchObject({ did: "repaired" });
+    expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("edited\n");
+    const done = await runCli(["reconcile", "--state", state, "--root", root]);
+    expect(done.code).toBe(0);
+    expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("one\n");
+  });
+});
+
+function readdirCount(dir: string): number {
+  return readdirSync(dir).length;
+}

@@ -6,7 +6,14 @@ import type { DecideContext, Ports } from "../appliers/types.ts";
 import { FILE_WRITE_CONCURRENCY, VERSION } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
 import { isTempName, type Records, type State, type StoreHolds } from "../store/index.ts";
-import type { Declaration, Outcome, Refusal, Report, ReportStep } from "../vocabulary/index.ts";
+import {
+  type Declaration,
+  Membership,
+  type Outcome,
+  type Refusal,
+  type Report,
+  type ReportStep,
+} from "../vocabulary/index.ts";
 import { decider, declaredPaths, mapLimited, noteChange, type PlannedStep, planSteps } from "./plan.ts";
 
 export type Unseal = (sealed: string) => { ok: true; bytes: Uint8Array } | { ok: false; reason: string };
@@ -37,6 +44,8 @@ export interface PlanLine {
 export interface ApplyResult {
   plan: PlanLine[];
   report: Report;
+  /** The bus this declaration moves the node to, unsealed and checked; taken by the hold after the report. */
+  moveTo?: Membership;
   /** 0 applied (or nothing to do), 1 failed, 2 refused. */
   exit: 0 | 1 | 2;
 }
@@ -104,6 +113,27 @@ function unsealAll(req: ApplyRequest): { secrets: Map<string, Uint8Array>; refus
   return { secrets, refusals };
 }
 
+/** A sealed membership, opened and checked before anything is applied: a bad one refuses the whole declaration. */
+function openMembership(req: ApplyRequest): { moveTo?: Membership; refusals: Refusal[] } {
+  const sealed = req.declaration.membership;
+  if (!sealed) return { refusals: [] };
+  const refuse = (reason: string) => ({ refusals: [{ id: "declaration", field: "membership", reason }] });
+  const opened = req.unseal(sealed);
+  if (!opened.ok) return refuse(opened.reason);
+  let json: unknown;
+  try {
+    json = JSON.parse(Buffer.from(opened.bytes).toString("utf8"));
+  } catch {
+    return refuse("does not unseal to JSON");
+  }
+  const parsed = Membership.safeParse(json);
+  if (!parsed.success)
+    return refuse(`is not a membership (${parsed.error.issues[0]?.path.join(".") || "shape"})`);
+  if (parsed.data.user !== `node.${req.declaration.node}`)
+    return refuse(`names user ${parsed.data.user}, not node.${req.declaration.node}`);
+  return { moveTo: parsed.data, refusals: [] };
+}
+
 function contextFor(
   req: ApplyRequest,
   secrets: Map<string, Uint8Array>,
@@ -123,7 +153,8 @@ export async function applyDeclaration(req: ApplyRequest): Promise<ApplyResult> 
   const early = identityRefusals(req);
   if (early.length) return refuse(early);
   const { secrets, refusals } = unsealAll(req);
-  if (refusals.length) return refuse(refusals);
+  const { moveTo, refusals: moveRefusals } = openMembership(req);
+  if (refusals.length || moveRefusals.length) return refuse([...refusals, ...moveRefusals]);
   const { records, order } = req.state.readRecords();
   const input = { declaration: d, records, order, host: req.host, ctx: contextFor(req, secrets) };
   const steps = await planSteps(input);
@@ -163,7 +194,12 @@ export async function applyDeclaration(req: ApplyRequest): Promise<ApplyResult> 
     host: { version: VERSION, os: req.host.kind },
     mode: d.mode,
   };
-  return { plan, report, exit: outcome === "failed" ? 1 : 0 };
+  return {
+    plan,
+    report,
+    exit: outcome === "failed" ? 1 : 0,
+    moveTo: outcome === "applied" ? moveTo : undefined,
+  };
 }
 
 /** The node's name and mode: the mesh's signed word sets the mode; an offline apply only where none is recorded. */

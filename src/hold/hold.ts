@@ -4,7 +4,7 @@ import type { Logger } from "../appliers/types.ts";
 import { CHANGING, refusedReport } from "../apply/index.ts";
 import { BUILD } from "../build-info.ts";
 import { WORKING_ACK_INTERVAL_MS } from "../defaults.ts";
-import type { Heartbeat, Report } from "../vocabulary/index.ts";
+import type { Heartbeat, Membership, Report } from "../vocabulary/index.ts";
 import { backoffMs } from "./backoff.ts";
 import {
   type Applied,
@@ -46,8 +46,14 @@ export interface HoldOptions {
   binaryPath?: string;
   /** Called once the first reconcile completed: the launcher's "confirmed". */
   onConfirmed?: () => void;
-  /** Notes to carry in the first report (the launcher's rollback note). */
+  /** Notes to carry in the first report (the launcher's rollback note, a failed move). */
   notes?: string[];
+  /** A declaration moved the node to another bus: save it; the hold then exits 0 to be restarted onto it. */
+  onMove?: (to: Membership) => void;
+  /** A declaration was delivered and settled on this bus (a move is then complete). */
+  onDelivered?: () => void;
+  /** Dialling failed: "stop" ends the hold (exit 0, restarted onto a bus the callee chose), else try again. */
+  onDialFailed?: (reason: string) => "retry" | "stop";
 }
 
 export type ExitReason = "stopped" | "upgraded" | "moved";
@@ -68,8 +74,8 @@ export class Hold {
   private binaryStamp = "";
   private binaryDigest: string | null = null;
   private notes: string[];
-  /** A sealed membership waiting to be taken once this step's report is out. */
-  pendingMove: string | null = null;
+  /** A bus to move to once this step's report is out. */
+  private pendingMove: Membership | null = null;
 
   constructor(private readonly o: HoldOptions) {
     this.notes = [...(o.notes ?? [])];
@@ -118,7 +124,9 @@ export class Hold {
         this.o.log.info({ attempt }, "link up");
         await this.hear(this.link);
       } catch (e) {
-        this.o.log.warn({ err: (e as Error).message }, "link lost or refused");
+        const reason = (e as Error).message;
+        this.o.log.warn({ err: reason }, "link lost or refused");
+        if (this.o.onDialFailed?.(reason) === "stop") this.stop("moved");
       } finally {
         await this.link?.close().catch(() => {});
         this.link = null;
@@ -143,8 +151,10 @@ export class Hold {
     } finally {
       clearInterval(heartbeats);
     }
-    if (this.pendingMove) this.stop("moved");
-    else if (this.upgraded()) this.stop("upgraded");
+    if (this.pendingMove) {
+      this.o.onMove?.(this.pendingMove);
+      this.stop("moved");
+    } else if (this.upgraded()) this.stop("upgraded");
   }
 
   /** One step at a time: deliveries and drift checks never overlap. */
@@ -182,6 +192,7 @@ export class Hold {
     if (applied.report.outcome === "refused") await d.term();
     else await d.ack();
     if (applied.move) this.pendingMove = applied.move;
+    this.o.onDelivered?.();
     this.o.log.info({ seq: d.seq, outcome: applied.report.outcome }, "declaration settled");
   }
 
@@ -189,7 +200,10 @@ export class Hold {
   private async reconcileKept(why: "start" | "drift"): Promise<void> {
     const kept = keptEnvelope(this.o.deps.state);
     if (!kept) return;
-    const { report } = await applyDelivered(this.o.deps, kept.seq, kept.bytes, { keep: false });
+    const { report } = await applyDelivered(this.o.deps, kept.seq, kept.bytes, {
+      keep: false,
+      meshKey: kept.meshKey,
+    });
     const did = report.outcome !== "applied" || report.steps.some((s) => CHANGING.has(s.did));
     if (did || this.notes.length) this.o.deps.outbox.put(this.withNotes(report));
     this.o.log.info({ why, outcome: report.outcome, changed: did }, "reconciled the kept declaration");

@@ -24,8 +24,8 @@ export interface Applied {
   report: Report;
   plan: PlanLine[];
   exit: 0 | 1 | 2;
-  /** The sealed membership of a move, when the declaration carried one and it applied. */
-  move?: string;
+  /** The bus a move takes the node to, when the declaration carried one and it applied. */
+  move?: Membership;
 }
 
 /**
@@ -37,6 +37,8 @@ export interface DeliveredOptions {
   keep?: boolean;
   dryRun?: boolean;
   onPlan?: (plan: PlanLine[]) => void;
+  /** Verify against this key instead of the membership's: the kept declaration's own. */
+  meshKey?: string;
 }
 
 export async function applyDelivered(
@@ -46,8 +48,9 @@ export async function applyDelivered(
   opts: DeliveredOptions = {},
 ): Promise<Applied> {
   const { keep = true, dryRun = false } = opts;
+  const meshKey = opts.meshKey ?? deps.membership.mesh_key;
   const verified = verifyEnvelope(data, {
-    meshKey: deps.membership.mesh_key,
+    meshKey,
     node: deps.node,
     support: deps.host.support,
   });
@@ -64,6 +67,7 @@ export async function applyDelivered(
         seq,
         digest: verified.digest,
         received_at: new Date().toISOString(),
+        mesh_key: meshKey,
         envelope: JSON.parse(Buffer.from(data).toString("utf8")),
       });
     const result = await applyDeclaration({
@@ -79,8 +83,12 @@ export async function applyDelivered(
       ports: deps.ports,
       unseal: deps.unseal,
     });
-    const move = result.report.outcome === "applied" && !dryRun ? verified.declaration.membership : undefined;
-    return { report: result.report, plan: result.plan, exit: result.exit, move };
+    return {
+      report: result.report,
+      plan: result.plan,
+      exit: result.exit,
+      move: dryRun ? undefined : result.moveTo,
+    };
   } finally {
     lock?.release();
   }
@@ -98,10 +106,10 @@ export function bodyDigest(data: Uint8Array): string {
 }
 
 /** The kept declaration, verified again: the drift timer and `reconcile` apply only what the mesh signed. */
-export function keptEnvelope(state: State): { seq: number; bytes: Buffer } | null {
+export function keptEnvelope(state: State): { seq: number; bytes: Buffer; meshKey?: string } | null {
   const kept = state.readDeclared();
   if (!kept) return null;
-  return { seq: kept.seq, bytes: Buffer.from(JSON.stringify(kept.envelope)) };
+  return { seq: kept.seq, bytes: Buffer.from(JSON.stringify(kept.envelope)), meshKey: kept.mesh_key };
 }
 
 /** SHA-256 of the file at `path`: the binary's identity for `confirmed` and for noticing an upgrade. */

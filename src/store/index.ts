@@ -5,3 +5,4 @@ export * from "./state.ts";
 export * from "./keys.ts";
 export * from "./seal.ts";
 export * from "./outbox.ts";
+export * from "./move.ts";

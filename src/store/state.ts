@@ -24,6 +24,8 @@ const DeclaredFile = z.object({
   seq: z.number().int(),
   digest: z.string(),
   received_at: z.string(),
+  /** The mesh key it was verified against when it arrived: a move to another bus must not orphan it. */
+  mesh_key: z.string().optional(),
   envelope: z.unknown(),
 });
 export type DeclaredFile = z.infer<typeof DeclaredFile>;
@@ -93,6 +95,10 @@ export class State {
     const current = this.readText("membership.json");
     if (keepPrevious && current !== null) this.writeText("membership.previous.json", current);
     this.writeVersioned("membership.json", { membership });
+  }
+
+  readPreviousMembership(): Membership | null {
+    return this.readVersioned("membership.previous.json", MembershipFile)?.membership ?? null;
   }
 
   readLast(): LastFile | null {

@@ -15,11 +15,3 @@ export function confirmBinary(state: State, binary: string | null): void {
   const digest = createHash("sha256").update(readFileSync(binary)).digest("hex");
   if (state.readText("confirmed")?.trim() !== digest) state.writeText("confirmed", `${digest}\n`);
 }
-
-/** The launcher's note of a rollback, said once in the next report and then cleared. */
-export function rollbackNotes(state: State): string[] {
-  const note = state.readText("rollback-note")?.trim();
-  if (!note) return [];
-  state.remove("rollback-note");
-  return [note];
-}

@@ -1,5 +1,6 @@
 // `version` and `status`: what this binary is, and what this node holds.
 import { BUILD } from "../../build-info.ts";
+import { moveInProgress } from "../../store/index.ts";
 import type { Context } from "../context.ts";
 import { writeJson, writeOut } from "../output.ts";
 
@@ -27,6 +28,7 @@ export function statusDoc(ctx: Context) {
     holds: ctx.holds.list(),
     confirmed: ctx.state.readText("confirmed")?.trim() ?? null,
     outbox: ctx.state.list("outbox").filter((n) => n.endsWith(".json")).length,
+    move: moveInProgress(ctx.state),
   };
 }
 
@@ -63,6 +65,11 @@ export function statusCommand(ctx: Context): number {
     `holds:       ${doc.holds.length ? doc.holds.map((h) => h.path).join(", ") : "(none)"}`,
     `confirmed:   ${doc.confirmed ? `sha256:${doc.confirmed.slice(0, 12)}` : "(not yet)"}`,
     `outbox:      ${doc.outbox} report(s) waiting`,
+    ...(doc.move
+      ? [
+          `move:        to ${doc.move.to.join(", ")} since ${doc.move.started_at}; back to ${doc.move.from.join(", ")} if it will not hold`,
+        ]
+      : []),
   ];
   writeOut(lines.join("\n"));
   return 0;

@@ -29,6 +29,7 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
   };
   const result = await applyDelivered(deps, kept.seq, kept.bytes, {
     keep: false,
+    meshKey: kept.meshKey,
     dryRun,
     onPlan: ctx.args.json ? undefined : (plan) => writeOut(`plan:\n${table(plan)}`),
   });

@@ -1,11 +1,18 @@
 // `run`: hold the node in its mesh until stopped; exits 0 to be restarted onto a new binary or a new bus.
 import { Hold, type Link as HoldLink } from "../../hold/index.ts";
 import { openLink } from "../../link/index.ts";
-import { Outbox } from "../../store/index.ts";
+import {
+  beginMove,
+  finishMove,
+  moveInProgress,
+  Outbox,
+  returnFromMove,
+  takeNotes,
+} from "../../store/index.ts";
 import type { Membership } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { type Context, portsOf } from "../context.ts";
-import { confirmBinary, rollbackNotes, runningBinary } from "./confirm.ts";
+import { confirmBinary, runningBinary } from "./confirm.ts";
 
 /** Dial, then bind: a link that cannot bind its consumer is no link (the mesh's to answer, said plainly). */
 function dialler(membership: Membership, node: string) {
@@ -56,7 +63,21 @@ export async function runCommand(ctx: Context): Promise<number> {
     driftS: ctx.args.driftS,
     binaryPath: binary ?? undefined,
     onConfirmed: () => confirmBinary(ctx.state, binary),
-    notes: rollbackNotes(ctx.state),
+    notes: takeNotes(ctx.state),
+    onMove: (to) => {
+      beginMove(ctx.state, to, membership);
+      ctx.log.info({ to: to.servers }, "moving to another bus: exiting to be restarted onto it");
+    },
+    onDelivered: () => {
+      if (moveInProgress(ctx.state)) finishMove(ctx.state);
+    },
+    onDialFailed: (reason) => {
+      const move = moveInProgress(ctx.state);
+      if (!move || Date.now() - Date.parse(move.started_at) < ctx.args.moveGraceS * 1000) return "retry";
+      returnFromMove(ctx.state, reason);
+      ctx.log.warn({ reason }, "the new bus would not hold this node: returning to the previous one");
+      return "stop";
+    },
   });
   const stop = () => hold.stop();
   process.once("SIGTERM", stop);

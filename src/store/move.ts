@@ -1,0 +1,57 @@
+// Moving a node to another bus without stranding it: the previous membership is kept until the new bus delivers.
+import { z } from "zod";
+import type { Membership } from "../vocabulary/index.ts";
+import type { State } from "./state.ts";
+
+const MoveFile = z.object({
+  format: z.number().int(),
+  started_at: z.string(),
+  from: z.array(z.string()),
+  to: z.array(z.string()),
+});
+export type Move = z.infer<typeof MoveFile>;
+
+const MOVE = "move.json";
+const NOTE = "move-note";
+
+export function moveInProgress(state: State): Move | null {
+  return state.readVersioned(MOVE, MoveFile);
+}
+
+/** Save the new bus as the identity, the old one beside it, and when the move began (the grace counts from there). */
+export function beginMove(state: State, to: Membership, from: Membership, at = new Date()): void {
+  state.writeMembership(to, true);
+  state.writeVersioned(MOVE, { started_at: at.toISOString(), from: from.servers, to: to.servers });
+}
+
+/** The new bus delivered: the previous membership is discarded. */
+export function finishMove(state: State): void {
+  state.remove("membership.previous.json");
+  state.remove(MOVE);
+}
+
+/** The new bus would not hold the node within the grace: back to the previous one, with a note to report there. */
+export function returnFromMove(state: State, reason: string): boolean {
+  const previous = state.readPreviousMembership();
+  const move = moveInProgress(state);
+  if (!previous || !move) return false;
+  state.writeMembership(previous);
+  state.writeText(
+    NOTE,
+    `move to ${move.to.join(", ")} failed: ${reason}; returned to ${previous.servers.join(", ")}\n`,
+  );
+  state.remove("membership.previous.json");
+  state.remove(MOVE);
+  return true;
+}
+
+/** Notes left for the next report: the launcher's rollback, a failed move. Cleared once read. */
+export function takeNotes(state: State): string[] {
+  const notes: string[] = [];
+  for (const name of ["rollback-note", NOTE]) {
+    const text = state.readText(name)?.trim();
+    if (text) notes.push(text);
+    state.remove(name);
+  }
+  return notes;
+}

@@ -1,0 +1,164 @@
+// Moving an enrolled node to another bus, and never stranding it: two real nats-servers, different certificates and users.
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beginMove, loadKeys, publicKeys, State, seal } from "../../src/store/index.ts";
+import type { Membership } from "../../src/vocabulary/index.ts";
+import { MeshDouble } from "../mesh/index.ts";
+import { runCli, startCli } from "../support/cli.ts";
+import { tempDir } from "../support/tmp.ts";
+
+let a: MeshDouble;
+let b: MeshDouble;
+beforeAll(async () => {
+  [a, b] = await Promise.all([MeshDouble.start(), MeshDouble.start()]);
+});
+afterAll(async () => {
+  await Promise.all([a?.stop(), b?.stop()]);
+});
+
+const file = (content: string) => ({ id: "conf", type: "file", path: "/etc/app.conf", content });
+const decl = (node: string, content: string, extra: object = {}) => ({
+  v: 1,
+  node,
+  mode: "converged",
+  resources: [file(content)],
+  ...extra,
+});
+
+async function enrolOnA(node: string) {
+  const base = tempDir();
+  const state = join(base, "state");
+  const root = join(base, "root");
+  mkdirSync(root);
+  const { code } = await a.enrolmentCode(node);
+  expect((await runCli(["enrol", code, "--state", state, "--root", root])).code).toBe(0);
+  return { state, root };
+}
+
+function sealedTo(state: string, value: object): string {
+  const keys = loadKeys(state);
+  if (!keys.ok) throw new Error(keys.reason);
+  return seal(Buffer.from(JSON.stringify(value)), publicKeys(keys.keys).sealing);
+}
+
+/** `run` until it exits by itself (a move exits 0), as the service manager would see it. */
+async function runUntilExit(state: string, root: string, graceS = 600) {
+  const host = startCli([
+    "run",
+    "--state",
+    state,
+    "--root",
+    root,
+    "--heartbeat-s",
+    "1",
+    "--drift-s",
+    "60",
+    "--move-grace-s",
+    String(graceS),
+  ]);
+  const timer = setTimeout(() => host.child.kill("SIGKILL"), 45_000);
+  const code = await host.exited;
+  clearTimeout(timer);
+  return { code, ...host.output() };
+}
+
+describe("moving a node to another bus", () => {
+  it("applies, reports on A, saves B keeping A beside it, exits 0; restarted, it holds on B and discards A", async () => {
+    const node = "mover";
+    const { state, root } = await enrolOnA(node);
+    const onB: Membership = await b.admit(node);
+    await a.declare(node, decl(node, "on A\n", { membership: sealedTo(state, onB) }));
+    const first = await runUntilExit(state, root);
+    expect(first.code).toBe(0);
+    const said = await a.awaitReport(1, { node });
+    expect(said.value).toMatchObject({ outcome: "applied" });
+    expect(JSON.parse(readFileSync(join(state, "membership.json"), "utf8")).membership.servers).toEqual([
+      b.url,
+    ]);
+    expect(existsSync(join(state, "membership.previous.json"))).toBe(true);
+    const status = await runCli(["status", "--state", state, "--root", root]);
+    expect(status.stdout).toMatch(/move: +to nats:\/\/127\.0\.0\.1:\d+ since .*back to/);
+    expect(status.stdout).not.toContain(onB.password);
+    // restarted by the service manager: dials B
+    const host = startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "1"]);
+    try {
+      await b.declare(node, decl(node, "on B\n"));
+      const onBReport = await b.awaitReport(1, { node });
+      expect(onBReport.value).toMatchObject({ outcome: "applied" });
+      expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("on B\n");
+      expect(existsSync(join(state, "membership.previous.json"))).toBe(false);
+      expect(existsSync(join(state, "move.json"))).toBe(false);
+    } finally {
+      await host.stop();
+    }
+    for (const out of [first.stdout, first.stderr, status.stderr]) expect(out).not.toContain(onB.password);
+  });
+
+  it("returns to A when B refuses it within the grace, and says why on A", async () => {
+    const node = "stranded";
+    const { state, root } = await enrolOnA(node);
+    const wrong = { ...(await b.admit(node)), password: "not-the-password" };
+    await a.declare(node, decl(node, "on A\n", { membership: sealedTo(state, wrong) }));
+    expect((await runUntilExit(state, root, 2)).code).toBe(0);
+    // restarted: tries B, is refused past the grace, goes back to A and exits to be restarted there
+    const second = await runUntilExit(state, root, 2);
+    expect(second.code).toBe(0);
+    expect(JSON.parse(readFileSync(join(state, "membership.json"), "utf8")).membership.servers).toEqual([
+      a.url,
+    ]);
+    expect(`${second.stdout}${second.stderr}`).not.toContain("not-the-password");
+    const host = startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "1"]);
+    try {
+      // the first report on A after the return carries the note of why
+      const back = await a.awaitReport(2, { node, timeoutMs: 30_000 });
+      expect(back.value!.notes?.[0]).toMatch(
+        /move to nats:\/\/.* failed: .*authentication.*returned to nats:\/\//i,
+      );
+      await a.declare(node, decl(node, "back on A\n"));
+      expect((await a.awaitReport(3, { node, timeoutMs: 30_000 })).value!.outcome).toBe("applied");
+      expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("back on A\n");
+    } finally {
+      await host.stop();
+    }
+  });
+
+  it("a restart mid-move (after the save, before the exit) ends on B", async () => {
+    const node = "midmove";
+    const { state, root } = await enrolOnA(node);
+    const onA = JSON.parse(readFileSync(join(state, "membership.json"), "utf8")).membership;
+    // the state a kill leaves right after the save: B is the identity, A kept beside it
+    beginMove(new State(state), await b.admit(node), onA);
+    const host = startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "1"]);
+    try {
+      await b.declare(node, decl(node, "on B\n"));
+      expect((await b.awaitReport(1, { node })).value!.outcome).toBe("applied");
+      expect(existsSync(join(state, "move.json"))).toBe(false);
+    } finally {
+      await host.stop();
+    }
+  });
+
+  it("refuses a membership sealed to another node's key, and stays on A", async () => {
+    const node = "sealed-wrong";
+    const { state, root } = await enrolOnA(node);
+    const other = await enrolOnA("someone-else");
+    const onB = await b.admit(node);
+    await a.declare(node, decl(node, "x\n", { membership: sealedTo(other.state, onB) }));
+    const host = startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "1"]);
+    try {
+      const r = await a.awaitReport(1, { node });
+      expect(r.value).toMatchObject({
+        outcome: "refused",
+        refusals: [expect.objectContaining({ field: "membership" })],
+      });
+      expect(existsSync(join(root, "etc/app.conf"))).toBe(false);
+      expect(JSON.parse(readFileSync(join(state, "membership.json"), "utf8")).membership.servers).toEqual([
+        a.url,
+      ]);
+      expect(host.child.exitCode).toBeNull();
+    } finally {
+      await host.stop();
+    }
+  });
+});

@@ -86,15 +86,18 @@ function identityRefusals(req: ApplyRequest): Refusal[] {
   const d = req.declaration;
   if (known && known.node !== d.node)
     return [{ id: "declaration", field: "node", reason: `is "${d.node}", but this node is "${known.node}"` }];
-  if (req.source === "file" && known?.mode && known.mode !== d.mode)
-    return [
-      {
-        id: "declaration",
-        field: "mode",
-        reason: `says ${d.mode}, but this node is ${known.mode}; only a signed declaration from the mesh (its ${d.mode === "converged" ? "converge" : "adopt"} act) changes the mode`,
-      },
-    ];
+  if (req.source === "file" && known?.mode && known.mode !== d.mode) return [modeRefusal(d.mode, known.mode)];
   return [];
+}
+
+/** The refusal of the seed's incident: both modes named, and the one act that changes a node's mode. */
+export function modeRefusal(said: string, recorded: string): Refusal {
+  const act = said === "converged" ? "converge" : "adopt";
+  return {
+    id: "declaration",
+    field: "mode",
+    reason: `says ${said}, but this node is ${recorded}; only a signed declaration from the mesh (its ${act} act) changes the mode`,
+  };
 }
 
 /** Every secret a file names, unsealed up front so a bad one refuses the whole declaration before anything is written. */
@@ -170,7 +173,7 @@ export async function applyDeclaration(req: ApplyRequest): Promise<ApplyResult> 
       exit: 0,
     };
   req.onPlan?.(plan);
-  recordNode(req);
+  const notes = recordNode(req);
   await sweepTemps(req.ports.root, d);
   const next = { ...records };
   journal(req.state, next, order, steps);
@@ -193,6 +196,7 @@ export async function applyDeclaration(req: ApplyRequest): Promise<ApplyResult> 
     refusals: [],
     host: { version: VERSION, os: req.host.kind },
     mode: d.mode,
+    ...(notes.length ? { notes } : {}),
   };
   return {
     plan,
@@ -203,11 +207,15 @@ export async function applyDeclaration(req: ApplyRequest): Promise<ApplyResult> 
 }
 
 /** The node's name and mode: the mesh's signed word sets the mode; an offline apply only where none is recorded. */
-function recordNode(req: ApplyRequest): void {
+function recordNode(req: ApplyRequest): string[] {
   const known = req.state.readNode();
   const mode = req.source === "link" ? req.declaration.mode : (known?.mode ?? req.declaration.mode);
   if (!known || known.node !== req.declaration.node || known.mode !== mode)
     req.state.writeNode({ node: req.declaration.node, mode });
+  // the mesh's signed word wins over a state that drifted from it, and the repair is said
+  if (req.source === "link" && known?.mode && known.mode !== mode)
+    return [`mode repaired: the state said ${known.mode}, the mesh's signed declaration says ${mode}`];
+  return [];
 }
 
 /**

@@ -9,6 +9,7 @@ export class UsageError extends Error {}
 export const COMMANDS = [
   "apply",
   "plan",
+  "genesis",
   "enrol",
   "run",
   "reconcile",
@@ -29,6 +30,7 @@ const OPTIONS = {
   fingerprint: { type: "string" },
   node: { type: "string" },
   token: { type: "string" },
+  mode: { type: "string" },
   "heartbeat-s": { type: "string" },
   "drift-s": { type: "string" },
   "move-grace-s": { type: "string" },
@@ -48,6 +50,7 @@ export interface Args {
   fingerprint?: string;
   node?: string;
   token?: string;
+  mode?: "adopted" | "converged";
   heartbeatS: number;
   driftS: number;
   moveGraceS: number;
@@ -73,6 +76,8 @@ export function parseCli(argv: string[]): Args {
   if (values.help) return { ...defaults(values), command: "help", positionals: [] };
   if (!(COMMANDS as readonly string[]).includes(command))
     throw new UsageError(`unknown command "${command}" (commands: ${COMMANDS.join(", ")})`);
+  if (values.mode !== undefined && values.mode !== "adopted" && values.mode !== "converged")
+    throw new UsageError(`--mode must be adopted or converged, not "${values.mode}"`);
   if (values.host !== undefined && !(HOST_KINDS as readonly string[]).includes(values.host))
     throw new UsageError(`--host must be one of ${HOST_KINDS.join(", ")}, not "${values.host}"`);
   return { ...defaults(values), command: command as Command, positionals: rest };
@@ -94,6 +99,7 @@ function defaults(values: Record<string, unknown>): Omit<Args, "command" | "posi
     fingerprint: v.fingerprint as string | undefined,
     node: v.node as string | undefined,
     token: v.token as string | undefined,
+    mode: v.mode as Args["mode"],
     heartbeatS: seconds("heartbeat-s", v["heartbeat-s"] as string | undefined, HEARTBEAT_S),
     driftS: seconds("drift-s", v["drift-s"] as string | undefined, DRIFT_S),
     moveGraceS: seconds("move-grace-s", v["move-grace-s"] as string | undefined, MOVE_GRACE_S),

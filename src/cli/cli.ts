@@ -1,7 +1,7 @@
 // mesh-host: every command, its exit status (0 done, 1 failed, 2 refused), one line on refusal.
 import { StateError } from "../store/index.ts";
 import { type Args, parseCli, UsageError } from "./args.ts";
-import { applyCommand } from "./commands/apply.ts";
+import { applyCommand, genesisCommand } from "./commands/apply.ts";
 import { enrolCommand } from "./commands/enrol.ts";
 import { statusCommand, versionCommand } from "./commands/info.ts";
 import { reconcileCommand } from "./commands/reconcile.ts";
@@ -12,9 +12,10 @@ import { writeOut } from "./output.ts";
 const USAGE = `usage: mesh-host <command> [flags]
   apply FILE [--dry-run]   make this machine match the declaration in FILE (no mesh)
   plan FILE                the same as apply --dry-run
+  genesis BUNDLE --mode M  the machine's first declaration (adopted|converged), marked consumed
   enrol CODE               make keys, ask the mesh, save the membership
   run                      hold the node in its mesh until stopped
-  reconcile [--dry-run]    apply the kept declaration again, now
+  reconcile [BUNDLE] [--dry-run]  apply the mesh's last declaration (or the consumed bundle) again, now
   status                   identity, bus, last declaration, holds, mode
   install-service          write the unit and the launcher where no package did
   version                  version, commit, Node runtime, host kind
@@ -25,6 +26,7 @@ type Handler = (ctx: Context) => Promise<number> | number;
 const HANDLERS: Partial<Record<Args["command"], Handler>> = {
   apply: (ctx) => applyCommand(ctx, ctx.args.dryRun),
   plan: (ctx) => applyCommand(ctx, true),
+  genesis: genesisCommand,
   enrol: enrolCommand,
   reconcile: reconcileCommand,
   run: runCommand,

@@ -212,7 +212,7 @@ export class Hold {
 
   private withNotes(report: Report): Report {
     if (!this.notes.length) return report;
-    const notes = this.notes;
+    const notes = [...this.notes, ...(report.notes ?? [])];
     this.notes = [];
     return { ...report, notes };
   }

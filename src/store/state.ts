@@ -32,6 +32,9 @@ export type DeclaredFile = z.infer<typeof DeclaredFile>;
 
 const MembershipFile = z.object({ format: z.number().int(), membership: Membership });
 
+const GenesisFile = z.object({ format: z.number().int(), digest: z.string(), mode: Mode, at: z.string() });
+export type GenesisFile = z.infer<typeof GenesisFile>;
+
 const LastFile = z.object({
   format: z.number().int(),
   seq: z.number().int(),
@@ -99,6 +102,15 @@ export class State {
 
   readPreviousMembership(): Membership | null {
     return this.readVersioned("membership.previous.json", MembershipFile)?.membership ?? null;
+  }
+
+  /** The bundle genesis applied: its digest, so `reconcile` can refuse any other bytes. */
+  readGenesis(): GenesisFile | null {
+    return this.readVersioned("genesis.json", GenesisFile);
+  }
+
+  writeGenesis(value: Omit<GenesisFile, "format">): void {
+    this.writeVersioned("genesis.json", value);
   }
 
   readLast(): LastFile | null {

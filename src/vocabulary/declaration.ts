@@ -4,7 +4,7 @@ import { z } from "zod";
 import { parseJsonBytes } from "./json.ts";
 import type { Parsed, Refusal } from "./refusal.ts";
 import { refusalsFromIssues } from "./refusal.ts";
-import { isResourceType, Name, PENDING_TYPES, RESOURCE_SCHEMAS, type Resource } from "./resources.ts";
+import { isResourceType, Name, NodeName, PENDING_TYPES, RESOURCE_SCHEMAS, type Resource } from "./resources.ts";
 
 export const Mode = z.enum(["adopted", "converged"]);
 export type Mode = z.infer<typeof Mode>;
@@ -16,7 +16,7 @@ export const Sealed = z
 
 const DeclarationHead = z.strictObject({
   v: z.literal(1),
-  node: Name,
+  node: NodeName,
   mode: Mode,
   owns_nothing: z.boolean().optional(),
   resources: z.array(z.unknown()),

@@ -7,6 +7,14 @@ export const Name = z.string().superRefine((v, ctx) => {
   if (problem) ctx.addIssue({ code: "custom", message: problem });
 });
 
+/**
+ * A node's name meets the bus as one subject token (`mesh.declare.<n>`) and in a durable's name (`node-<n>`):
+ * a dot would split the token and let node `a`'s inbox permission cover node `a.b`'s, so nodes take no dot.
+ */
+export const NodeName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, "must match ^[a-z0-9][a-z0-9_-]{0,62}$ (a node name takes no dot)");
+
 export const AbsPath = z.string().superRefine((v, ctx) => {
   const problem = pathProblem(v);
   if (problem) ctx.addIssue({ code: "custom", message: problem });
@@ -103,7 +111,9 @@ export function bundlePathProblem(path: unknown): string | null {
 }
 
 /** No line breaks or other control characters: these values are written into unit files line by line. */
-const UnitLine = z.string().refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "must not contain a line break or control character");
+const UnitLine = z
+  .string()
+  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "must not contain a line break or control character");
 
 export const ServiceResource = z.strictObject({
   ...base,
@@ -116,7 +126,10 @@ export const ServiceResource = z.strictObject({
   state: z.enum(["running", "stopped"]).optional(),
   restart_on: z.array(Name).optional(),
   /** The unit file the mesh writes to /etc/systemd/system/<unit>. */
-  content: z.string().refine((s) => !s.includes("\0"), "must not contain NUL").optional(),
+  content: z
+    .string()
+    .refine((s) => !s.includes("\0"), "must not contain NUL")
+    .optional(),
 });
 
 export const PackageResource = z.strictObject({
@@ -163,13 +176,19 @@ export const ProcessResource = z
   .superRefine((r, ctx) => {
     const seen = new Set<string>();
     (r.bundle ?? []).forEach((f, i) => {
-      if (seen.has(f.path)) ctx.addIssue({ code: "custom", path: ["bundle", i, "path"], message: "is given more than once" });
+      if (seen.has(f.path))
+        ctx.addIssue({ code: "custom", path: ["bundle", i, "path"], message: "is given more than once" });
       seen.add(f.path);
     });
     // a file cannot also be a directory of another
     (r.bundle ?? []).forEach((f, i) => {
       const parent = [...seen].find((other) => other.startsWith(`${f.path}/`));
-      if (parent) ctx.addIssue({ code: "custom", path: ["bundle", i, "path"], message: `is also a directory, holding "${parent}"` });
+      if (parent)
+        ctx.addIssue({
+          code: "custom",
+          path: ["bundle", i, "path"],
+          message: `is also a directory, holding "${parent}"`,
+        });
     });
   });
 

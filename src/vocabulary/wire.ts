@@ -1,7 +1,7 @@
 // The wire shapes of protocol.md, held to the fixtures under test/fixtures/.
 import { z } from "zod";
 import { Mode } from "./declaration.ts";
-import { Name } from "./resources.ts";
+import { NodeName } from "./resources.ts";
 
 const B64Key = z.string().regex(/^[A-Za-z0-9+/]{43}=$/, "must be standard base64 of 32 raw bytes");
 const Fingerprint = z
@@ -22,7 +22,7 @@ export const Membership = z.strictObject({
   transport: z.string(),
   servers: z.array(ServerUrl).min(1),
   fingerprint: Fingerprint,
-  user: z.string().regex(/^node\.[a-z0-9][a-z0-9._-]{0,62}$/, "must be node.<name>"),
+  user: z.string().regex(/^node\.[a-z0-9][a-z0-9_-]{0,62}$/, "must be node.<name>"),
   password: z.string().min(1),
   stream: z.string().min(1),
   consumer: z.string().min(1),
@@ -32,7 +32,7 @@ export const Membership = z.strictObject({
 export type Membership = z.infer<typeof Membership>;
 
 export const EnrolmentCode = z.strictObject({
-  node: Name,
+  node: NodeName,
   servers: z.array(ServerUrl).min(1),
   fingerprint: Fingerprint,
   transport: z.literal("nats"),
@@ -51,7 +51,7 @@ export const Tunnel = z.strictObject({
 
 export const EnrolQuestion = z.strictObject({
   v: z.literal(1),
-  node: Name,
+  node: NodeName,
   reply: z.string(),
   keys: z.strictObject({ identity: B64Key, sealing: B64Key, overlay: B64Key }),
   facts: z.strictObject({ os: z.string(), arch: z.string(), hostname: z.string(), version: z.string() }),

@@ -137,6 +137,37 @@ describe("mesh-host enrol and run against a real bus", () => {
     }
   });
 
+  it("three quick pushes to a busy node: it settles what it was given and applies the newest, never an older after a newer", async () => {
+    const node = "hold-f";
+    const { state, root } = await enrolled(node);
+    const host = run(state, root, ["--drift-s", "600"]);
+    try {
+      await mesh.awaitHeartbeat(1);
+      const slow = (content: string) => ({
+        ...decl(node, content),
+        resources: [...decl(node, content).resources, { id: "slow", type: "action", run: ["sleep", "1"], on: ["conf"] }],
+      });
+      const first = await mesh.declare(node, slow("one\n"));
+      // "one" is in hand once its file is written; its slow action is still running
+      await waitFor(() => existsSync(join(root, "etc/app.conf")), 10_000, "the first apply");
+      await mesh.declare(node, slow("two\n"));
+      const third = await mesh.declare(node, slow("three\n"));
+      // the stream keeps the last message per subject: "two" was replaced before the busy node could take it
+      const reports = [];
+      for (let i = 1; i <= 2; i++) reports.push((await mesh.awaitReport(i, { node, timeoutMs: 20_000 })).value!);
+      expect(reports.map((r) => [r.declaration.seq, r.outcome])).toEqual([
+        [first, "applied"],
+        [third, "applied"],
+      ]);
+      expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("three\n");
+      const info = await mesh.consumerInfo(node);
+      expect(info.num_ack_pending).toBe(0);
+      expect(info.num_pending).toBe(0);
+    } finally {
+      await host.stop();
+    }
+  });
+
   it("survives a server restart: the report made while the bus was away waits in the outbox and arrives", async () => {
     const node = "hold-d";
     const { state, root } = await enrolled(node);

@@ -1,20 +1,31 @@
-// `apply FILE [--dry-run]` and `plan FILE`: the offline path, for a machine the mesh has not spoken to.
-import { applyDeclaration } from "../../apply/index.ts";
+// `apply FILE [--dry-run]`, `plan FILE` and `genesis BUNDLE --mode M`: the offline path, for a machine the mesh has not spoken to.
+import { applyDeclaration, modeRefusal } from "../../apply/index.ts";
 import { acquireLock } from "../../store/index.ts";
-import { digestOf } from "../../vocabulary/index.ts";
+import { type Declaration, digestOf } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { type Context, portsOf, Refused, readDeclarationFile } from "../context.ts";
 import { summary, table, writeJson, writeOut } from "../output.ts";
 
-export async function applyCommand(ctx: Context, dryRun: boolean): Promise<number> {
+/** The one FILE a command takes, parsed; refused once the mesh has spoken, since its word is the node's now. */
+export function offlineDeclaration(ctx: Context): { declaration: Declaration; bytes: Buffer } {
   const [file, ...extra] = ctx.args.positionals;
   if (!file) throw new UsageError(`${ctx.args.command} needs a declaration FILE`);
   if (extra.length) throw new UsageError(`unexpected argument "${extra[0]}"`);
-  const { declaration, bytes } = readDeclarationFile(file, ctx.host);
+  const parsed = readDeclarationFile(file, ctx.host);
   if (ctx.state.hasDeclared())
     throw new UsageError(
-      "apply FILE is for a machine the mesh has not spoken to; this node holds a declaration from the mesh (use `mesh-host reconcile`)",
+      `${ctx.args.command} FILE is for a machine the mesh has not spoken to; this node holds a declaration from the mesh (use \`mesh-host reconcile\`)`,
     );
+  return parsed;
+}
+
+/** Plan, print the plan, then act (unless a dry run), under the lock; the report in words or as JSON. */
+export async function applyOffline(
+  ctx: Context,
+  declaration: Declaration,
+  bytes: Buffer,
+  dryRun: boolean,
+): Promise<number> {
   const lock = dryRun ? null : await acquireLock(ctx.state.ensure().dir);
   try {
     const result = await applyDeclaration({
@@ -39,8 +50,42 @@ export async function applyCommand(ctx: Context, dryRun: boolean): Promise<numbe
       { outcome: result.report.outcome, digest: result.report.declaration.digest },
       "apply finished",
     );
+    if (ctx.args.command === "genesis" && !dryRun && result.report.outcome === "applied")
+      ctx.state.writeGenesis({
+        digest: digestOf(bytes),
+        mode: ctx.state.readNode()!.mode!,
+        at: new Date().toISOString(),
+      });
     return result.exit;
   } finally {
     lock?.release();
   }
+}
+
+export async function applyCommand(ctx: Context, dryRun: boolean): Promise<number> {
+  const { declaration, bytes } = offlineDeclaration(ctx);
+  return applyOffline(ctx, declaration, bytes, dryRun);
+}
+
+/**
+ * `genesis BUNDLE --mode M`: the machine's first declaration, carried by the installer. The mode is recorded
+ * only when none is (a re-run never writes it back over what the mesh said since), and the bundle is marked
+ * consumed by its digest so `reconcile` can refuse any other bytes.
+ */
+export async function genesisCommand(ctx: Context): Promise<number> {
+  const mode = ctx.args.mode;
+  if (!mode)
+    throw new UsageError("genesis needs --mode adopted|converged: what the operator says this machine is");
+  const { declaration, bytes } = offlineDeclaration(ctx);
+  if (declaration.mode !== mode)
+    throw new Refused([
+      {
+        id: "declaration",
+        field: "mode",
+        reason: `the bundle says ${declaration.mode}, but --mode says ${mode}`,
+      },
+    ]);
+  const recorded = ctx.state.readNode()?.mode;
+  if (recorded && recorded !== mode) throw new Refused([modeRefusal(mode, recorded)]);
+  return applyOffline(ctx, declaration, bytes, ctx.args.dryRun);
 }

@@ -54,7 +54,7 @@ export async function enrolCommand(ctx: Context): Promise<number> {
     );
     if (!answer.ok) {
       ctx.log.warn({ node: code.node, kind: answer.kind }, "enrolment refused");
-      if (answer.kind === "refused") throw new UsageError(`the mesh refused enrolment: ${answer.reason}`);
+      if (answer.kind === "refused") throw new UsageError(answer.reason);
       process.stderr.write(`mesh-host: enrolment failed: ${answer.reason}\n`);
       return 1;
     }

@@ -1,20 +1,49 @@
-// `reconcile [--dry-run]`: the mesh's last signed declaration, applied again now, under the lock; shown before it acts.
-
-import { CHANGING } from "../../apply/index.ts";
+// `reconcile [BUNDLE] [--dry-run]`: the mesh's last signed declaration applied again now, under the lock; shown before it acts.
+import { CHANGING, modeRefusal } from "../../apply/index.ts";
 import { applyDelivered, keptEnvelope } from "../../hold/index.ts";
 import { Outbox } from "../../store/index.ts";
+import { type Declaration, digestOf } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
-import { type Context, portsOf, Refused } from "../context.ts";
+import { type Context, portsOf, Refused, readDeclarationFile } from "../context.ts";
 import { summary, table, writeJson, writeOut } from "../output.ts";
+import { applyOffline } from "./apply.ts";
+
+/**
+ * A bundle given to reconcile is checked, never trusted: its mode against the node's, its bytes against what
+ * genesis applied. Once the mesh has spoken the bundle is never applied (seed: hq issue 104, the night the
+ * genesis bundle was re-applied in the wrong mode).
+ */
+function checkBundle(ctx: Context): { declaration: Declaration; bytes: Buffer } | null {
+  const [file, ...extra] = ctx.args.positionals;
+  if (!file) return null;
+  if (extra.length) throw new UsageError(`unexpected argument "${extra[0]}"`);
+  const bundle = readDeclarationFile(file, ctx.host);
+  const recorded = ctx.state.readNode()?.mode;
+  if (recorded && bundle.declaration.mode !== recorded)
+    throw new Refused([modeRefusal(bundle.declaration.mode, recorded)]);
+  const consumed = ctx.state.readGenesis();
+  const digest = digestOf(bundle.bytes);
+  if (consumed?.digest !== digest) {
+    const why = consumed
+      ? `is not what genesis applied (sha256 ${digest.slice(0, 12)}, genesis applied ${consumed.digest.slice(0, 12)})`
+      : "was never applied by genesis on this node";
+    throw new Refused([{ id: "declaration", field: "bundle", reason: why }]);
+  }
+  return bundle;
+}
 
 export async function reconcileCommand(ctx: Context): Promise<number> {
-  if (ctx.args.positionals.length)
-    throw new UsageError("reconcile takes no FILE: it applies the mesh's last declaration");
+  const bundle = checkBundle(ctx);
+  const kept = keptEnvelope(ctx.state);
+  if (bundle && !kept) return applyOffline(ctx, bundle.declaration, bundle.bytes, ctx.args.dryRun);
   const membership = ctx.state.readMembership();
   const node = ctx.state.readNode();
-  const kept = keptEnvelope(ctx.state);
   if (!membership || !node || !kept)
-    throw new UsageError("this node holds no declaration from the mesh to reconcile");
+    throw new UsageError(
+      "this node holds no declaration from the mesh to reconcile (give the bundle genesis applied)",
+    );
+  if (bundle && !ctx.args.json)
+    writeOut("the mesh has spoken: its last signed declaration is reconciled, never the bundle");
   const dryRun = ctx.args.dryRun;
   const outbox = new Outbox(ctx.state);
   const deps = {
@@ -35,11 +64,11 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
   });
   if (result.exit === 2) throw new Refused(result.report.refusals);
   // said to the mesh by the running host's next flush, like any report made while the bus is away
-  if (
-    !dryRun &&
-    (result.report.outcome !== "applied" || result.report.steps.some((s) => CHANGING.has(s.did)))
-  )
-    outbox.put(result.report);
+  const said =
+    result.report.outcome !== "applied" ||
+    result.report.steps.some((s) => CHANGING.has(s.did)) ||
+    result.report.notes;
+  if (!dryRun && said) outbox.put(result.report);
   if (ctx.args.json) writeJson(dryRun ? { plan: result.plan } : { plan: result.plan, report: result.report });
   else if (dryRun) writeOut(`plan (dry run, nothing changed):\n${table(result.plan)}`);
   else writeOut(`report:\n${table(result.report.steps)}${summary(result.report)}`);

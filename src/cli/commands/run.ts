@@ -1,6 +1,6 @@
 // `run`: hold the node in its mesh until stopped; exits 0 to be restarted onto a new binary or a new bus.
 import { Hold, type Link as HoldLink } from "../../hold/index.ts";
-import { openLink } from "../../link/index.ts";
+import { type Link, openLink } from "../../link/index.ts";
 import {
   beginMove,
   finishMove,
@@ -26,7 +26,7 @@ function dialler(membership: Membership, node: string) {
       throw new Error(bound.reason);
     }
     return {
-      declarations: () => link.declarations(),
+      declarations: () => withWaiting(link),
       async report(r) {
         const sent = await link.report(r);
         if (!sent.ok) throw new Error(sent.reason);
@@ -35,6 +35,18 @@ function dialler(membership: Membership, node: string) {
       close: () => link.close(),
     };
   };
+}
+
+/**
+ * Deliveries with how many newer ones wait behind each. The stream keeps one message per subject, so a
+ * delivered message's own pending count is always 0; the consumer's count, asked while this one is in hand,
+ * is what says a newer declaration arrived and this one is superseded.
+ */
+async function* withWaiting(link: Link) {
+  for await (const d of link.declarations()) {
+    const waiting = (await link.waiting()) ?? 0;
+    yield { ...d, pending: Math.max(d.pending, waiting) };
+  }
 }
 
 export async function runCommand(ctx: Context): Promise<number> {

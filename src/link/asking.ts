@@ -1,0 +1,171 @@
+// Enrolment (protocol.md "Enrolment"): one conversation — connect with the token, ask, wait for the answer.
+// Its own seam rather than part of the link: the credential is a one-time secret, there is no declaration
+// to hear, and a node that fails here is not in the mesh at all.
+//
+// The question goes through JetStream publish, not core: the enrol user may subscribe `_INBOX.enrol.<n>.>`,
+// so the stream's PubAck can come back to it, and a bus whose ENROL stream is missing says so at once
+// ("no responders") instead of leaving the node to wait out the timeout for a question nobody kept.
+// The token is the enrol user's password: no reason composed here quotes it, and the dial scrubs it.
+import { randomBytes } from "node:crypto";
+import { jetstream } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { ENROL_TIMEOUT_MS } from "../defaults.ts";
+import { EnrolAnswer, EnrolQuestion, type Membership } from "../vocabulary/index.ts";
+import { enrolInboxPrefix, enrolSubject, enrolUser, nodeUser, SERVER_ACK_TIMEOUT_MS } from "./defaults.ts";
+import { type DialFailure, dial } from "./dial.ts";
+import { isNoResponders, isPermissionViolation, messageOf } from "./failures.ts";
+
+/** Where (servers), which certificate (fingerprint), which bus (transport): what the code carries but the token. */
+export interface Approach {
+  servers: string[];
+  fingerprint: string;
+  transport: string;
+}
+
+export interface Asking {
+  node: string;
+  /** The one-time token's secret: the enrol user's password. */
+  token: string;
+  /** Each public key as standard base64 of its raw 32 bytes (store's publicKeys()); never a private key. */
+  keys: { identity: string; sealing: string; overlay: string };
+  facts: { os: string; arch: string; hostname: string; version: string };
+  /** Only when a WireGuard interface was found and taken (overlay.md). */
+  tunnel?: NonNullable<EnrolQuestion["tunnel"]>;
+}
+
+export interface AskOptions {
+  /** How long the answer is waited for once the question is asked. */
+  timeoutMs?: number;
+  dialTimeoutMs?: number;
+}
+
+export type Answered =
+  | { ok: true; membership: Membership }
+  | { ok: false; reason: string; kind: DialFailure | "refused" | "timeout" | "protocol" };
+
+const TRANSPORTS = ["nats", ""];
+
+export async function ask(approach: Approach, asking: Asking, opts: AskOptions = {}): Promise<Answered> {
+  if (!TRANSPORTS.includes(approach.transport))
+    return {
+      ok: false,
+      kind: "protocol",
+      reason: `transport "${approach.transport}" is not one this host speaks (nats)`,
+    };
+  const dialled = await dial({
+    servers: approach.servers,
+    fingerprint: approach.fingerprint,
+    user: enrolUser(asking.node),
+    password: asking.token,
+    inboxPrefix: enrolInboxPrefix(asking.node),
+    name: enrolUser(asking.node),
+    timeoutMs: opts.dialTimeoutMs,
+  });
+  if (!dialled.ok) {
+    const hint = dialled.kind === "auth" ? ": the token is wrong, used or withdrawn" : "";
+    return { ok: false, kind: dialled.kind, reason: `cannot enrol: ${dialled.reason}${hint}` };
+  }
+  try {
+    return await converse(dialled.nc, asking, opts.timeoutMs ?? ENROL_TIMEOUT_MS);
+  } finally {
+    await dialled.nc.close().catch(() => undefined);
+  }
+}
+
+async function converse(nc: NatsConnection, asking: Asking, timeoutMs: number): Promise<Answered> {
+  // a fresh tail per attempt: an answer left over from an attempt that timed out is not this one's
+  const reply = `${enrolInboxPrefix(asking.node)}.${randomBytes(12).toString("hex")}`;
+  // subscribed before anything is published, so the answer cannot arrive to nobody
+  const sub = nc.subscribe(reply, { max: 1 });
+  const answer = (async () => {
+    for await (const m of sub) return m.data;
+    return null;
+  })().catch((e: Error) => e);
+  const question = EnrolQuestion.safeParse({
+    v: 1,
+    node: asking.node,
+    reply,
+    keys: asking.keys,
+    facts: asking.facts,
+    ...(asking.tunnel ? { tunnel: asking.tunnel } : {}),
+  });
+  if (!question.success)
+    return {
+      ok: false,
+      kind: "protocol",
+      reason: `the enrolment question is malformed: ${question.error.issues[0]?.message}`,
+    };
+  const asked = await publish(nc, asking.node, JSON.stringify(question.data));
+  if (!asked.ok) return asked;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => resolve("timeout"), timeoutMs);
+  });
+  const got = await Promise.race([answer, timedOut]);
+  clearTimeout(timer);
+  sub.unsubscribe();
+  if (got === "timeout")
+    return {
+      ok: false,
+      kind: "timeout",
+      reason: `the mesh did not answer within ${duration(timeoutMs)} (the question was kept as ENROL message ${asked.seq}): is the controller running?`,
+    };
+  if (got instanceof Error)
+    return { ok: false, kind: "protocol", reason: `waiting for the answer failed: ${got.message}` };
+  if (got === null)
+    return { ok: false, kind: "unreachable", reason: "the connection closed before the mesh answered" };
+  return answerOf(got, asking.node);
+}
+
+type Asked = { ok: true; seq: number } | { ok: false; kind: "protocol" | "unreachable"; reason: string };
+
+async function publish(nc: NatsConnection, node: string, question: string): Promise<Asked> {
+  // jetstream() makes no API call of its own: the enrol user may publish its question and nothing else
+  const js = jetstream(nc);
+  try {
+    const ack = await js.publish(enrolSubject(node), question, { timeout: SERVER_ACK_TIMEOUT_MS });
+    return { ok: true, seq: ack.seq };
+  } catch (e) {
+    if (isNoResponders(e))
+      return {
+        ok: false,
+        kind: "protocol",
+        reason: `no stream on this bus keeps ${enrolSubject(node)}: the mesh is not taking enrolments here`,
+      };
+    if (isPermissionViolation(e))
+      return { ok: false, kind: "protocol", reason: `the server refused the question: ${messageOf(e)}` };
+    return { ok: false, kind: "unreachable", reason: `the question was not acknowledged: ${messageOf(e)}` };
+  }
+}
+
+function answerOf(data: Uint8Array, node: string): Answered {
+  let json: unknown;
+  try {
+    json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(data));
+  } catch {
+    return { ok: false, kind: "protocol", reason: "the mesh's answer is not UTF-8 JSON" };
+  }
+  const parsed = EnrolAnswer.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return {
+      ok: false,
+      kind: "protocol",
+      reason: `the mesh's answer is not an enrolment answer: ${issue?.path.join(".") || "answer"} ${issue?.message}`,
+    };
+  }
+  const answer = parsed.data;
+  if (!answer.ok)
+    return { ok: false, kind: "refused", reason: `the mesh refused the enrolment: ${answer.reason}` };
+  if (answer.membership.user !== nodeUser(node))
+    return {
+      ok: false,
+      kind: "protocol",
+      reason: `the mesh's membership names user ${answer.membership.user}, not ${nodeUser(node)}`,
+    };
+  return { ok: true, membership: answer.membership };
+}
+
+function duration(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`;
+}

@@ -1,0 +1,249 @@
+// Dialling the bus (protocol.md "Transport"): TLS always, the server's certificate accepted only when its
+// SHA-256 fingerprint is the pinned one, nothing else checked, and the client's own reconnect off.
+//
+// How the pin holds before a byte of credentials leaves: nats.js hands its `tls` options to Node's
+// tls.connect and sends CONNECT as soon as the handshake completes, with no hook in between; and Node
+// calls checkServerIdentity only for a chain that already verified, so a self-signed certificate never
+// reaches it. So each dial is two connections:
+//  1. a preflight that reads the server's INFO, does the TLS handshake accepting anything, takes the
+//     certificate it was shown, hangs up without sending a byte of its own, and compares fingerprints;
+//  2. the real dial, trusting exactly that certificate as the only CA (so a server that swapped its
+//     certificate between the two is refused by the handshake itself), with checkServerIdentity
+//     comparing the fingerprint again instead of a host name.
+// Either way a server without the pinned certificate sees a TLS handshake and never a CONNECT.
+import { createHash, X509Certificate } from "node:crypto";
+import { isIP, connect as netConnect, type Socket } from "node:net";
+import { type PeerCertificate, type TLSSocket, connect as tlsConnect } from "node:tls";
+import { connect, errors, type NatsConnection } from "@nats-io/transport-node";
+import { DIAL_TIMEOUT_MS, MAX_INFO_BYTES, MAX_PINGS_OUT, PING_INTERVAL_MS } from "./defaults.ts";
+
+export interface DialOptions {
+  /** `nats://host:port`, tried in order; the first that passes the pin and takes the password wins. */
+  servers: string[];
+  /** SHA-256 of the server's DER certificate, lower-case hex, no colons. */
+  fingerprint: string;
+  user: string;
+  password: string;
+  /** `_INBOX.node.<n>` or `_INBOX.enrol.<n>`: where this user may subscribe. */
+  inboxPrefix: string;
+  /** The connection's name as the server's monitoring shows it. */
+  name?: string;
+  timeoutMs?: number;
+}
+
+/** Why a dial failed, for the caller deciding what to say and whether to try again. */
+export type DialFailure = "unreachable" | "pin" | "auth" | "tls";
+
+export type Dialled =
+  | { ok: true; nc: NatsConnection; server: string }
+  | { ok: false; kind: DialFailure; reason: string };
+
+type Fetched = { ok: true; der: Buffer } | { ok: false; kind: DialFailure; reason: string };
+
+export function fingerprintOf(der: Uint8Array): string {
+  return createHash("sha256").update(der).digest("hex");
+}
+
+/** Dial each server in turn; the reason of a failure names every server's and never the password. */
+export async function dial(opts: DialOptions): Promise<Dialled> {
+  const failures: { kind: DialFailure; reason: string }[] = [];
+  for (const server of opts.servers) {
+    const one = await dialOne(server, opts);
+    if (one.ok) return one;
+    failures.push({ kind: one.kind, reason: scrub(one.reason, opts.password) });
+  }
+  if (failures.length === 0) return { ok: false, kind: "unreachable", reason: "no server to dial" };
+  // the most telling kind wins: a wrong certificate or password is not cured by waiting
+  const kind = (["pin", "auth", "tls", "unreachable"] as const).find((k) =>
+    failures.some((f) => f.kind === k),
+  )!;
+  return { ok: false, kind, reason: failures.map((f) => f.reason).join("; ") };
+}
+
+async function dialOne(server: string, opts: DialOptions): Promise<Dialled> {
+  const where = hostPort(server);
+  if (!where) return { ok: false, kind: "unreachable", reason: `${server} is not nats://host:port` };
+  const timeoutMs = opts.timeoutMs ?? DIAL_TIMEOUT_MS;
+  const seen = await peerCertificate(where.host, where.port, timeoutMs);
+  if (!seen.ok) return { ok: false, kind: seen.kind, reason: `${server}: ${seen.reason}` };
+  const got = fingerprintOf(seen.der);
+  if (got !== opts.fingerprint)
+    return { ok: false, kind: "pin", reason: mismatch(server, got, opts.fingerprint) };
+  const expired = expiry(seen.der);
+  if (expired) return { ok: false, kind: "tls", reason: `${server}: ${expired}` };
+  try {
+    const nc = await connect({
+      servers: [server],
+      user: opts.user,
+      pass: opts.password,
+      name: opts.name,
+      inboxPrefix: opts.inboxPrefix,
+      reconnect: false, // reconnection is the caller's (the hold's backoff with jitter)
+      timeout: timeoutMs,
+      pingInterval: PING_INTERVAL_MS,
+      maxPingOut: MAX_PINGS_OUT,
+      ignoreClusterUpdates: true,
+      noRandomize: true,
+      tls: pinnedTls(seen.der, opts.fingerprint, server),
+    });
+    return { ok: true, nc, server };
+  } catch (e) {
+    return failureOf(e, server, opts.user);
+  }
+}
+
+/** Node's tls.connect options: only this certificate is trusted, and its fingerprint is the identity. */
+function pinnedTls(der: Buffer, pin: string, server: string): Record<string, unknown> {
+  return {
+    ca: pemOf(der),
+    // a pinned certificate issued by a CA is its own trust anchor here; no chain above it is wanted
+    allowPartialTrustChain: true,
+    checkServerIdentity: (_host: string, cert: PeerCertificate) => {
+      const got = cert.raw ? fingerprintOf(cert.raw) : "none";
+      return got === pin ? undefined : new Error(mismatch(server, got, pin));
+    },
+  };
+}
+
+function mismatch(server: string, got: string, pin: string): string {
+  return `${server} presented a certificate with fingerprint ${got}, not the pinned ${pin}: refused before any credentials were sent`;
+}
+
+// OpenSSL checks a trust anchor's dates and Node gives no way to skip that, so an expired pinned
+// certificate is said plainly here rather than as a handshake error.
+function expiry(der: Buffer): string | null {
+  try {
+    const cert = new X509Certificate(der);
+    const now = Date.now();
+    if (Date.parse(cert.validTo) < now)
+      return `the pinned certificate expired on ${cert.validTo}: the mesh must renew it`;
+    if (Date.parse(cert.validFrom) > now)
+      return `the pinned certificate is not valid until ${cert.validFrom}: is this machine's clock right?`;
+    return null;
+  } catch {
+    return "the server's certificate cannot be read";
+  }
+}
+
+/**
+ * The preflight: TCP, the server's INFO line, a TLS handshake that accepts any certificate, the
+ * certificate taken, the socket destroyed. Nothing but the handshake is ever written.
+ */
+export function peerCertificate(host: string, port: number, timeoutMs: number): Promise<Fetched> {
+  const server = `${host}:${port}`;
+  return new Promise((resolve) => {
+    let settled = false;
+    let tlsSocket: TLSSocket | null = null;
+    const socket: Socket = netConnect({ host, port });
+    const finish = (result: Fetched) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      tlsSocket?.destroy();
+      socket.destroy();
+      resolve(result);
+    };
+    const timer = setTimeout(
+      () =>
+        finish({
+          ok: false,
+          kind: "unreachable",
+          reason: `no TLS handshake with ${server} in ${timeoutMs} ms`,
+        }),
+      timeoutMs,
+    );
+    socket.setNoDelay(true);
+    socket.on("error", (e: NodeJS.ErrnoException) =>
+      finish({ ok: false, kind: "unreachable", reason: `cannot reach ${server}: ${e.code ?? e.message}` }),
+    );
+    socket.on("close", () =>
+      finish({
+        ok: false,
+        kind: "unreachable",
+        reason: `${server} closed the connection before showing a certificate`,
+      }),
+    );
+    let buffered = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      const eol = buffered.indexOf("\r\n");
+      if (eol < 0) {
+        if (buffered.length > MAX_INFO_BYTES)
+          finish({ ok: false, kind: "tls", reason: `${server} is not a NATS server` });
+        return;
+      }
+      socket.off("data", onData);
+      const problem = infoProblem(buffered.subarray(0, eol).toString("utf8"));
+      if (problem) return finish({ ok: false, kind: "tls", reason: `${server} ${problem}` });
+      const upgraded = tlsConnect({
+        socket,
+        rejectUnauthorized: false,
+        servername: isIP(host) ? undefined : host,
+      });
+      tlsSocket = upgraded;
+      upgraded.on("error", (e: NodeJS.ErrnoException) =>
+        finish({ ok: false, kind: "tls", reason: `TLS with ${server} failed: ${e.code ?? e.message}` }),
+      );
+      upgraded.once("secureConnect", () => {
+        const cert = upgraded.getPeerCertificate(true);
+        if (!cert?.raw)
+          return finish({ ok: false, kind: "tls", reason: `${server} presented no certificate` });
+        finish({ ok: true, der: Buffer.from(cert.raw) });
+      });
+    };
+    socket.on("data", onData);
+  });
+}
+
+function infoProblem(line: string): string | null {
+  if (!line.startsWith("INFO ")) return "did not greet as a NATS server";
+  let info: unknown;
+  try {
+    info = JSON.parse(line.slice(5));
+  } catch {
+    return "sent an INFO that is not JSON";
+  }
+  if ((info as { tls_required?: unknown })?.tls_required !== true)
+    return "does not require TLS: a node speaks to its mesh only over TLS";
+  return null;
+}
+
+function failureOf(e: unknown, server: string, user: string): Dialled {
+  const err = e as Error & { code?: string; cause?: { code?: string; message?: string } };
+  if (err instanceof errors.AuthorizationError)
+    return {
+      ok: false,
+      kind: "auth",
+      reason: `authentication error: ${server} refused user ${user} (${err.message})`,
+    };
+  const code = err.code ?? err.cause?.code;
+  const message = err.message || err.cause?.message || String(e);
+  if (message.includes("not the pinned") || (code && /CERT|SIGNATURE|ISSUER|ALTNAME/.test(code)))
+    return {
+      ok: false,
+      kind: "pin",
+      reason: `${server}: the certificate changed between the check and the dial (${message})`,
+    };
+  if (err instanceof errors.TimeoutError)
+    return { ok: false, kind: "unreachable", reason: `${server} did not answer in time` };
+  return { ok: false, kind: "unreachable", reason: `${server}: ${message}` };
+}
+
+export function hostPort(server: string): { host: string; port: number } | null {
+  const m = /^(?:nats|tls):\/\/(\[[^\]]+\]|[^\s/:]+):([0-9]{1,5})$/.exec(server);
+  if (!m) return null;
+  const port = Number(m[2]);
+  if (port < 1 || port > 65535) return null;
+  return { host: m[1]!.replace(/^\[(.*)\]$/, "$1"), port };
+}
+
+function pemOf(der: Buffer): string {
+  const b64 = der.toString("base64").replace(/(.{64})/g, "$1\n");
+  return `-----BEGIN CERTIFICATE-----\n${b64.trimEnd()}\n-----END CERTIFICATE-----\n`;
+}
+
+// No reason this file composes quotes the password, and a library's message should not either; if one
+// ever did, it is cut out here rather than trusted.
+function scrub(reason: string, password: string): string {
+  return password ? reason.replaceAll(password, "<password>") : reason;
+}

@@ -1,0 +1,23 @@
+// The link layer's whole surface: other layers import only this.
+export { type Answered, type Approach, type Asking, type AskOptions, ask } from "./asking.ts";
+export { CODE_PREFIX, type DecodedCode, decodeCode, encodeCode } from "./code.ts";
+export * from "./defaults.ts";
+export { type DialFailure, type Dialled, type DialOptions, dial, fingerprintOf } from "./dial.ts";
+export {
+  ed25519PublicFromB64,
+  makeMeshKey,
+  signEnvelope,
+  type Verified,
+  type VerifyOptions,
+  verifyEnvelope,
+} from "./envelope.ts";
+export {
+  type Bound,
+  type Delivered,
+  type Link,
+  type LinkOptions,
+  type Opened,
+  openLink,
+  type Reported,
+  type Sent,
+} from "./link.ts";

@@ -1,0 +1,390 @@
+// The link (architecture.md): dialling the bus as the membership's user, hearing declarations from the
+// consumer the mesh made, saying reports and heartbeats. It knows nothing of what a declaration means.
+//
+// It works under exactly the node's permissions (protocol.md): consumer info and next-message on
+// DECLARE/node-<n>, acks under $JS.ACK.DECLARE.node-<n>.>, its own report/heartbeat/rekey subjects, and
+// subscriptions only under _INBOX.node.<n>. So it calls no other JetStream API — no account info
+// (checkAPI off), no stream info — and creates nothing: a missing consumer is the mesh's to answer.
+import { createHash } from "node:crypto";
+import { type Consumer, type JetStreamClient, type JsMsg, jetstream } from "@nats-io/jetstream";
+import { headers, type NatsConnection } from "@nats-io/transport-node";
+import { Heartbeat, type Membership, Report } from "../vocabulary/index.ts";
+import {
+  heartbeatSubject,
+  nodeInboxPrefix,
+  nodeUser,
+  PULL_EXPIRES_MS,
+  PULL_FAILURES_MAX,
+  PULL_RETRY_MAX_MS,
+  PULL_RETRY_MS,
+  reportSubject,
+  SERVER_ACK_TIMEOUT_MS,
+} from "./defaults.ts";
+import { type DialFailure, dial } from "./dial.ts";
+import {
+  isClosed,
+  isConsumerNotFound,
+  isJetStreamDisabled,
+  isNoResponders,
+  isPermissionViolation,
+  isStreamNotFound,
+  isTimeout,
+  messageOf,
+} from "./failures.ts";
+
+export interface LinkOptions {
+  dialTimeoutMs?: number;
+  /** A pull request's life; the server's idle heartbeats keep it honest meanwhile. */
+  pullExpiresMs?: number;
+  /** How long a report, an ack or a term waits for the server's word. */
+  ackTimeoutMs?: number;
+}
+
+export type Opened =
+  | { ok: true; link: Link }
+  | { ok: false; kind: DialFailure | "membership"; reason: string };
+export type Bound = { ok: true } | { ok: false; kind: "missing" | "refused" | "unreachable"; reason: string };
+export type Reported = { ok: true; seq: number; duplicate: boolean } | { ok: false; reason: string };
+export type Sent = { ok: true } | { ok: false; reason: string };
+
+/** A declaration message as delivered: its bytes, where it stands, and how to settle it. */
+export interface Delivered {
+  /** The stream sequence it arrived with: a report's `declaration.seq`. */
+  seq: number;
+  data: Uint8Array;
+  /** How many more wait on the consumer after this one: above 0, this one is superseded. */
+  pending: number;
+  redelivered: boolean;
+  /** Keep it alive while an apply runs (an in-progress ack); no answer is waited for. */
+  working(): void;
+  /** Settle it; resolves when the server has confirmed. Again after settling does nothing. */
+  ack(): Promise<void>;
+  /** Settle it as never to be redelivered (a refused declaration); resolves when confirmed. */
+  term(): Promise<void>;
+}
+
+export interface Link {
+  readonly node: string;
+  /** The server it dialled. */
+  readonly server: string;
+  bind(): Promise<Bound>;
+  /** Delivered messages, one at a time, the next pulled only when the caller asks; ends when the link closes. */
+  declarations(): AsyncIterable<Delivered>;
+  /**
+   * How many declarations wait on the consumer now (consumer info). With the stream keeping one message
+   * per subject, a delivered message's own `pending` is 0 by construction; a newer declaration that arrives
+   * while an older one is in hand shows up here, so the hold can settle the older as superseded.
+   */
+  waiting(): Promise<number | null>;
+  /** JetStream publish to `mesh.report.<n>`, settled when the server acknowledges it. */
+  report(report: Report | Uint8Array): Promise<Reported>;
+  /** Core publish to `mesh.heartbeat.<n>`: may be lost, costs nothing. */
+  heartbeat(heartbeat: Heartbeat): Sent;
+  /** Resolves, with why, when the link closes for any reason. */
+  closed(): Promise<string>;
+  close(reason?: string): Promise<void>;
+}
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** Dial as the membership's user, exactly as the mesh composed it, with inbox prefix `_INBOX.node.<n>`. */
+export async function openLink(
+  membership: Membership,
+  node: string,
+  opts: LinkOptions = {},
+): Promise<Opened> {
+  if (membership.transport !== "nats" && membership.transport !== "")
+    return {
+      ok: false,
+      kind: "membership",
+      reason: `transport "${membership.transport}" is not one this host speaks (nats)`,
+    };
+  // the inbox this user may subscribe is composed from the node's name, so the two must agree
+  if (membership.user !== nodeUser(node))
+    return {
+      ok: false,
+      kind: "membership",
+      reason: `the membership's user is ${membership.user}, not ${nodeUser(node)}`,
+    };
+  const dialled = await dial({
+    servers: membership.servers,
+    fingerprint: membership.fingerprint,
+    user: membership.user,
+    password: membership.password,
+    inboxPrefix: nodeInboxPrefix(node),
+    name: membership.user,
+    timeoutMs: opts.dialTimeoutMs,
+  });
+  if (!dialled.ok) return dialled;
+  return { ok: true, link: new NatsLink(dialled.nc, dialled.server, membership, node, opts) };
+}
+
+class NatsLink implements Link {
+  private readonly js: JetStreamClient;
+  private consumer: Consumer | null = null;
+  private closeReason: string | null = null;
+  private readonly whenClosed: Promise<string>;
+  private readonly ackTimeoutMs: number;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    readonly server: string,
+    private readonly membership: Membership,
+    readonly node: string,
+    private readonly opts: LinkOptions,
+  ) {
+    // jetstream() makes no API call of its own (only jetstreamManager() asks $JS.API.INFO, not ours to ask)
+    this.js = jetstream(nc);
+    this.ackTimeoutMs = opts.ackTimeoutMs ?? SERVER_ACK_TIMEOUT_MS;
+    this.whenClosed = nc
+      .closed()
+      .then(
+        (err) =>
+          this.closeReason ??
+          (err
+            ? `the connection to ${server} closed: ${messageOf(err)}`
+            : `the connection to ${server} closed`),
+      );
+  }
+
+  closed(): Promise<string> {
+    return this.whenClosed;
+  }
+
+  async close(reason = "closed by the host"): Promise<void> {
+    this.closeReason ??= reason;
+    if (this.nc.isClosed()) return;
+    // a heartbeat just published still goes out, unless the server has stopped answering
+    await Promise.race([this.nc.flush().catch(() => undefined), sleep(this.ackTimeoutMs)]);
+    await this.nc.close().catch(() => undefined);
+  }
+
+  async bind(): Promise<Bound> {
+    const { stream, consumer, subject } = this.membership;
+    if (!stream || !consumer)
+      return { ok: false, kind: "refused", reason: "the membership names no stream or no consumer to bind" };
+    if (!subject)
+      return {
+        ok: false,
+        kind: "refused",
+        reason:
+          "the membership's subject is empty: a node binds by stream, consumer and subject, never to whatever a consumer delivers",
+      };
+    let bound: Consumer;
+    try {
+      bound = await this.js.consumers.get(stream, consumer);
+    } catch (e) {
+      return this.bindFailure(e);
+    }
+    const info = await bound.info(true);
+    const filters = [info.config.filter_subject, ...(info.config.filter_subjects ?? [])].filter(
+      (f): f is string => typeof f === "string" && f.length > 0,
+    );
+    if (!filters.includes(subject))
+      return {
+        ok: false,
+        kind: "refused",
+        reason: `consumer ${consumer} on ${stream} delivers ${filters.join(", ") || "every subject"}, not ${subject}`,
+      };
+    if (info.config.ack_policy !== "explicit")
+      return {
+        ok: false,
+        kind: "refused",
+        reason: `consumer ${consumer} on ${stream} does not take explicit acks (${info.config.ack_policy}): a declaration could be lost`,
+      };
+    this.consumer = bound;
+    return { ok: true };
+  }
+
+  private bindFailure(e: unknown): Bound {
+    const { stream, consumer } = this.membership;
+    if (isConsumerNotFound(e)) return { ok: false, kind: "missing", reason: this.missing() };
+    if (isStreamNotFound(e))
+      return {
+        ok: false,
+        kind: "missing",
+        reason: `stream ${stream} does not exist on this bus: the mesh creates it`,
+      };
+    if (isPermissionViolation(e))
+      return {
+        ok: false,
+        kind: "refused",
+        reason: `the server refused ${this.membership.user} the consumer info of ${stream}/${consumer}: ${messageOf(e)}`,
+      };
+    if (isJetStreamDisabled(e))
+      return {
+        ok: false,
+        kind: "refused",
+        reason: `JetStream is not enabled for ${this.membership.user}'s account: the mesh's account must have it`,
+      };
+    if (isClosed(e) || isTimeout(e))
+      return {
+        ok: false,
+        kind: "unreachable",
+        reason: `binding ${stream}/${consumer} failed: ${messageOf(e)}`,
+      };
+    return { ok: false, kind: "refused", reason: `binding ${stream}/${consumer} failed: ${messageOf(e)}` };
+  }
+
+  private missing(): string {
+    const { stream, consumer } = this.membership;
+    return `consumer ${consumer} on ${stream} does not exist: the mesh creates it at enrolment`;
+  }
+
+  async waiting(): Promise<number | null> {
+    if (!this.consumer) return null;
+    try {
+      return (await this.consumer.info()).num_pending;
+    } catch {
+      return null;
+    }
+  }
+
+  declarations(): AsyncIterable<Delivered> {
+    if (!this.consumer) throw new Error("bind() the link before hearing declarations");
+    return this.pull(this.consumer);
+  }
+
+  // One message per pull, the next pulled only when the caller asks for it: nothing waits in this
+  // process with its ack timer running while an earlier declaration is being applied.
+  private async *pull(consumer: Consumer): AsyncGenerator<Delivered> {
+    const expires = this.opts.pullExpiresMs ?? PULL_EXPIRES_MS;
+    let failures = 0;
+    while (!this.nc.isClosed()) {
+      try {
+        const batch = await consumer.fetch({ max_messages: 1, expires });
+        try {
+          for await (const m of batch) {
+            failures = 0;
+            yield this.delivered(m);
+          }
+        } finally {
+          batch.stop();
+        }
+      } catch (e) {
+        if (this.nc.isClosed()) return;
+        failures++;
+        if (!(await this.stillThere(e, failures))) return;
+        await sleep(Math.min(PULL_RETRY_MS * failures, PULL_RETRY_MAX_MS));
+      }
+    }
+  }
+
+  // A pull that failed: gone for good (the consumer was deleted) closes the link saying so; a pull that
+  // only missed heartbeats is tried again while the consumer still answers, a few times, then the link
+  // is closed so the hold dials afresh.
+  private async stillThere(e: unknown, failures: number): Promise<boolean> {
+    if (isConsumerNotFound(e)) {
+      await this.close(this.missing());
+      return false;
+    }
+    if (failures > PULL_FAILURES_MAX) {
+      await this.close(`pulling declarations failed ${failures} times in a row: ${messageOf(e)}`);
+      return false;
+    }
+    try {
+      await this.consumer?.info();
+      return true;
+    } catch (infoError) {
+      await this.close(
+        isConsumerNotFound(infoError)
+          ? this.missing()
+          : `the server stopped serving declarations: ${messageOf(e)}; then ${messageOf(infoError)}`,
+      );
+      return false;
+    }
+  }
+
+  private delivered(m: JsMsg): Delivered {
+    const reply = (m as unknown as { reply?: string }).reply ?? "";
+    let settled = false;
+    const settle = async (payload: string, what: string) => {
+      if (settled) return;
+      settled = true;
+      try {
+        // a request, not a publish: the server answers an ack that carries a reply, so this resolves
+        // only once the settlement is the server's
+        await this.nc.request(reply, enc.encode(payload), { timeout: this.ackTimeoutMs });
+      } catch (e) {
+        settled = false;
+        throw new Error(`the server did not confirm the ${what} of declaration ${m.seq}: ${messageOf(e)}`);
+      }
+    };
+    return {
+      seq: m.seq,
+      data: m.data,
+      pending: m.info.pending,
+      redelivered: m.redelivered,
+      working: () => {
+        if (!settled && !this.nc.isClosed()) m.working();
+      },
+      ack: () => settle("+ACK", "ack"),
+      term: () => settle("+TERM", "term"),
+    };
+  }
+
+  async report(report: Report | Uint8Array): Promise<Reported> {
+    const data = report instanceof Uint8Array ? report : enc.encode(JSON.stringify(report));
+    const problem = reportProblem(data, this.node);
+    if (problem) return { ok: false, reason: problem };
+    const subject = reportSubject(this.node);
+    const h = headers();
+    // the same bytes sent again (an outbox retry after a lost ack) are one message to the stream
+    h.set("Nats-Msg-Id", createHash("sha256").update(data).digest("hex"));
+    try {
+      const ack = await this.js.publish(subject, data, { headers: h, timeout: this.ackTimeoutMs });
+      return { ok: true, seq: ack.seq, duplicate: ack.duplicate };
+    } catch (e) {
+      if (isNoResponders(e))
+        return {
+          ok: false,
+          reason: `no stream on this bus keeps ${subject}: the mesh's REPORTS stream is missing`,
+        };
+      if (isPermissionViolation(e))
+        return { ok: false, reason: `the server refused the report: ${messageOf(e)}` };
+      if (isTimeout(e))
+        return {
+          ok: false,
+          reason: `the server did not acknowledge the report within ${this.ackTimeoutMs} ms`,
+        };
+      return { ok: false, reason: `the report was not acknowledged: ${messageOf(e)}` };
+    }
+  }
+
+  heartbeat(heartbeat: Heartbeat): Sent {
+    const parsed = Heartbeat.safeParse(heartbeat);
+    if (!parsed.success)
+      return { ok: false, reason: `the heartbeat is malformed: ${firstIssue(parsed.error)}` };
+    if (parsed.data.node !== this.node)
+      return { ok: false, reason: `the heartbeat is for node ${parsed.data.node}, not ${this.node}` };
+    try {
+      this.nc.publish(heartbeatSubject(this.node), JSON.stringify(heartbeat));
+      return { ok: true };
+    } catch (e) {
+      return { ok: false, reason: `the heartbeat was not sent: ${messageOf(e)}` };
+    }
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+function reportProblem(data: Uint8Array, node: string): string | null {
+  let json: unknown;
+  try {
+    json = JSON.parse(dec.decode(data));
+  } catch {
+    return "the report is not JSON";
+  }
+  const parsed = Report.safeParse(json);
+  if (!parsed.success) return `the report is malformed: ${firstIssue(parsed.error)}`;
+  if (parsed.data.node !== node) return `the report is for node ${parsed.data.node}, not ${node}`;
+  return null;
+}
+
+function firstIssue(error: { issues: { path: PropertyKey[]; message: string }[] }): string {
+  const issue = error.issues[0];
+  return issue ? `${issue.path.map(String).join(".") || "value"} ${issue.message}` : "invalid";
+}

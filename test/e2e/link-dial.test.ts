@@ -1,0 +1,174 @@
+// The pin (protocol.md "Transport"): a server presenting any certificate but the pinned one is refused
+// before a byte of credentials is sent. Proved against a listener that speaks just enough NATS to be
+// dialled (an INFO asking for TLS, then TLS with another certificate) and records every byte it is sent
+// — with a control showing that, given its own fingerprint, the same listener does receive CONNECT.
+import { mkdtempSync, rmSync } from "node:fs";
+import { connect, createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createServer as createTlsServer } from "node:tls";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dial, openLink } from "../../src/link/index.ts";
+import { freePort, type MadeCert, MeshDouble, makeCert } from "../mesh/index.ts";
+
+interface Impostor {
+  url: string;
+  server: Server;
+  /** Every byte the client sent inside TLS, and before it. */
+  plaintext: Buffer[];
+  raw: Buffer[];
+}
+
+// The outer listener greets as NATS and relays the client's bytes, recorded, to an inner TLS server holding
+// the impostor's certificate, which records what arrives inside TLS.
+async function impostor(cert: MadeCert): Promise<Impostor> {
+  const plaintext: Buffer[] = [];
+  const raw: Buffer[] = [];
+  const inner = createTlsServer({ cert: cert.certPem, key: cert.keyPem }, (tls) => {
+    tls.on("data", (d: Buffer) => plaintext.push(d));
+    tls.on("error", () => undefined);
+  });
+  inner.on("tlsClientError", () => undefined);
+  await new Promise<void>((resolve) => inner.listen(0, "127.0.0.1", resolve));
+  const innerPort = portOf(inner);
+  const server = createServer((client) => {
+    client.on("error", () => undefined);
+    const info = {
+      server_id: "IMPOSTOR",
+      version: "2.9.10",
+      proto: 1,
+      tls_required: true,
+      auth_required: true,
+      max_payload: 1048576,
+    };
+    client.write(`INFO ${JSON.stringify(info)}\r\n`);
+    const upstream = connect(innerPort, "127.0.0.1");
+    upstream.on("error", () => client.destroy());
+    client.on("data", (d: Buffer) => {
+      raw.push(d);
+      upstream.write(d);
+    });
+    upstream.pipe(client);
+    client.on("close", () => upstream.destroy());
+  });
+  server.on("close", () => inner.close());
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `nats://127.0.0.1:${portOf(server)}`, server, plaintext, raw };
+}
+
+function portOf(server: Server): number {
+  const address = server.address();
+  return typeof address === "object" && address ? address.port : 0;
+}
+
+describe("dialling with a pinned certificate", () => {
+  let mesh: MeshDouble;
+  let dir: string;
+  let other: MadeCert;
+
+  beforeAll(async () => {
+    mesh = await MeshDouble.start();
+    dir = mkdtempSync(join(tmpdir(), "link-dial-"));
+    other = makeCert(dir, "impostor", "impostor");
+  });
+
+  afterAll(async () => {
+    await mesh?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("refuses a server with another certificate before sending CONNECT, and says the fingerprints", async () => {
+    const fake = await impostor(other);
+    try {
+      const result = await dial({
+        servers: [fake.url],
+        fingerprint: mesh.fingerprint,
+        user: "node.alpha",
+        password: "the-password-123",
+        inboxPrefix: "_INBOX.node.alpha",
+      });
+      expect(result.ok).toBe(false);
+      if (result.ok) return;
+      expect(result.kind).toBe("pin");
+      expect(result.reason).toContain(other.fingerprint);
+      expect(result.reason).toContain(`not the pinned ${mesh.fingerprint}`);
+      expect(result.reason).not.toContain("the-password-123");
+      await new Promise((r) => setTimeout(r, 50));
+      // the listener saw a TLS handshake (it did get a connection) and not one byte of protocol
+      expect(fake.raw.length).toBeGreaterThan(0);
+      expect(Buffer.concat(fake.plaintext).length).toBe(0);
+      const everything = Buffer.concat([...fake.raw, ...fake.plaintext]).toString("latin1");
+      expect(everything).not.toContain("CONNECT");
+      expect(everything).not.toContain("the-password-123");
+    } finally {
+      fake.server.close();
+    }
+  });
+
+  it("control: the same listener does receive CONNECT when its own fingerprint is the pinned one", async () => {
+    const fake = await impostor(other);
+    try {
+      const result = await dial({
+        servers: [fake.url],
+        fingerprint: other.fingerprint,
+        user: "node.alpha",
+        password: "the-password-123",
+        inboxPrefix: "_INBOX.node.alpha",
+        timeoutMs: 500,
+      });
+      expect(result.ok).toBe(false); // it never answers CONNECT
+      expect(Buffer.concat(fake.plaintext).toString()).toMatch(/^CONNECT \{.*"user":"node\.alpha"/);
+    } finally {
+      fake.server.close();
+    }
+  });
+
+  it("refuses the real server when another fingerprint is pinned", async () => {
+    const membership = { ...(await mesh.admit("pinned")), fingerprint: other.fingerprint };
+    const opened = await openLink(membership, "pinned");
+    expect(opened).toMatchObject({ ok: false, kind: "pin" });
+    if (!opened.ok) expect(opened.reason).not.toContain(membership.password);
+  });
+
+  it("says a wrong password as an authentication error naming the user, never the password", async () => {
+    const membership = { ...(await mesh.admit("wrongpw")), password: "not-the-password-xyz" };
+    const opened = await openLink(membership, "wrongpw");
+    expect(opened.ok).toBe(false);
+    if (opened.ok) return;
+    expect(opened.kind).toBe("auth");
+    expect(opened.reason).toContain("authentication error");
+    expect(opened.reason).toContain("node.wrongpw");
+    expect(opened.reason).not.toContain("not-the-password-xyz");
+    expect(opened.reason).not.toContain(mesh.passwords.get("wrongpw"));
+  });
+
+  it("dials as the membership's user, never the bare name", async () => {
+    const membership = await mesh.admit("exact");
+    const opened = await openLink({ ...membership, user: "node.other" }, "exact");
+    expect(opened).toMatchObject({ ok: false, kind: "membership" });
+    const good = await openLink(membership, "exact");
+    expect(good.ok).toBe(true);
+    if (good.ok) {
+      const connz = (await (await fetch(`${mesh.monitorUrl}/connz?auth=true`)).json()) as {
+        connections: { authorized_user?: string; name?: string }[];
+      };
+      expect(connz.connections.map((c) => c.authorized_user)).toContain("node.exact");
+      await good.link.close();
+    }
+  });
+
+  it("says a server that is down as unreachable, quickly", async () => {
+    const port = await freePort();
+    const started = Date.now();
+    const result = await dial({
+      servers: [`nats://127.0.0.1:${port}`],
+      fingerprint: mesh.fingerprint,
+      user: "node.alpha",
+      password: "pw",
+      inboxPrefix: "_INBOX.node.alpha",
+    });
+    expect(result).toMatchObject({ ok: false, kind: "unreachable" });
+    if (!result.ok) expect(result.reason).toContain("ECONNREFUSED");
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+});

@@ -1,0 +1,162 @@
+// Enrolment against a real server (protocol.md "Enrolment"): the question through the mesh's ENROL stream,
+// the answer at the address in the payload, a refusal with its reason, a timeout that says so.
+import { arch, hostname, platform } from "node:os";
+import { jetstream } from "@nats-io/jetstream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { VERSION } from "../../src/defaults.ts";
+import { type Asking, ask, decodeCode, dial, openLink } from "../../src/link/index.ts";
+import { makeKeys, publicKeys } from "../../src/store/keys.ts";
+import { MeshDouble } from "../mesh/index.ts";
+
+const facts = { os: platform(), arch: arch(), hostname: hostname(), version: VERSION };
+
+async function asking(
+  mesh: MeshDouble,
+  node: string,
+): Promise<{ approach: Parameters<typeof ask>[0]; asked: Asking }> {
+  const { code } = await mesh.enrolmentCode(node);
+  const decoded = decodeCode(code);
+  if (!decoded.ok) throw new Error(decoded.reason);
+  const { servers, fingerprint, transport, token } = decoded.value;
+  return {
+    approach: { servers, fingerprint, transport },
+    asked: { node, token, keys: publicKeys(makeKeys()), facts },
+  };
+}
+
+describe("enrolment", () => {
+  let mesh: MeshDouble;
+
+  beforeAll(async () => {
+    mesh = await MeshDouble.start();
+  });
+
+  afterAll(async () => {
+    await mesh?.stop();
+  });
+
+  it("asks through the ENROL stream and is answered with a membership that links", async () => {
+    const { approach, asked } = await asking(mesh, "alpha");
+    const answered = await ask(approach, asked);
+    expect(answered.ok).toBe(true);
+    if (!answered.ok) return;
+    expect(answered.membership).toMatchObject({
+      user: "node.alpha",
+      stream: "DECLARE",
+      consumer: "node-alpha",
+      subject: "mesh.declare.alpha",
+      fingerprint: mesh.fingerprint,
+      mesh_key: mesh.meshKey.publicB64,
+    });
+    const seen = await mesh.awaitEnrolment(1);
+    expect(seen.subject).toBe("mesh.enrol.alpha");
+    expect(seen.question).toMatchObject({ v: 1, node: "alpha", keys: asked.keys, facts });
+    // the reply address travels in the payload, under the enrol user's inbox, with a random tail...
+    expect(seen.question?.reply).toMatch(/^_INBOX\.enrol\.alpha\.[0-9a-f]{24}$/);
+    // ...because by the time the mesh's consumer sees the message, the transport's reply field is the
+    // consumer's ack address, not the node's inbox
+    expect(seen.transportReply).not.toBe(seen.question?.reply);
+    expect(seen.transportReply).not.toMatch(/^_INBOX\./);
+    expect(seen.transportReply).toMatch(/^\$JS\.ACK\.ENROL\./);
+    // no private key travels
+    expect(JSON.stringify(seen.question)).not.toMatch(/private|seed/);
+
+    const opened = await openLink(answered.membership, "alpha");
+    expect(opened.ok).toBe(true);
+    if (!opened.ok) return;
+    expect(await opened.link.bind()).toEqual({ ok: true });
+    await opened.link.close();
+  });
+
+  it("a fresh reply tail per attempt", async () => {
+    const { approach, asked } = await asking(mesh, "twice");
+    const before = mesh.enrolments.length;
+    expect((await ask(approach, asked)).ok).toBe(true);
+    expect((await ask(approach, asked)).ok).toBe(true);
+    const [a, b] = mesh.enrolments.slice(before);
+    expect(a?.question?.reply).not.toBe(b?.question?.reply);
+  });
+
+  it("says the mesh's refusal with its reason", async () => {
+    const { approach, asked } = await asking(mesh, "refused");
+    mesh.setEnrolPolicy("refused", { answer: "refuse", reason: "this machine is not on the list" });
+    const answered = await ask(approach, asked);
+    expect(answered).toEqual({
+      ok: false,
+      kind: "refused",
+      reason: "the mesh refused the enrolment: this machine is not on the list",
+    });
+  });
+
+  it("says a timeout, and what happened to the question", async () => {
+    const { approach, asked } = await asking(mesh, "silent");
+    mesh.setEnrolPolicy("silent", { answer: "ignore" });
+    const started = Date.now();
+    const answered = await ask(approach, asked, { timeoutMs: 300 });
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(answered.ok).toBe(false);
+    if (answered.ok) return;
+    expect(answered.kind).toBe("timeout");
+    expect(answered.reason).toMatch(
+      /did not answer within 300 ms \(the question was kept as ENROL message \d+\)/,
+    );
+  });
+
+  it("a wrong token is an authentication error that never quotes the token", async () => {
+    const { approach, asked } = await asking(mesh, "badtoken");
+    const answered = await ask(approach, { ...asked, token: "wrong-token-secret-42" });
+    expect(answered.ok).toBe(false);
+    if (answered.ok) return;
+    expect(answered.kind).toBe("auth");
+    expect(answered.reason).toContain("authentication error");
+    expect(answered.reason).toContain("enrol.badtoken");
+    expect(answered.reason).not.toContain("wrong-token-secret-42");
+    expect(answered.reason).not.toContain(asked.token);
+  });
+
+  it("the enrolling user may ask for itself only, and listen only under its own inbox", async () => {
+    const { approach, asked } = await asking(mesh, "gamma");
+    // another node's token does not open this node's user
+    expect(await ask(approach, { ...asked, node: "delta" })).toMatchObject({ ok: false, kind: "auth" });
+    const dialled = await dial({
+      servers: approach.servers,
+      fingerprint: approach.fingerprint,
+      user: "enrol.gamma",
+      password: asked.token,
+      inboxPrefix: "_INBOX.enrol.gamma",
+    });
+    expect(dialled.ok).toBe(true);
+    if (!dialled.ok) return;
+    const nc = dialled.nc;
+    const js = jetstream(nc);
+    await expect(js.publish("mesh.enrol.delta", "{}", { timeout: 2000 })).rejects.toThrow(
+      'Permissions Violation for Publish to "mesh.enrol.delta"',
+    );
+    const sub = nc.subscribe("_INBOX.node.gamma.x");
+    await expect(sub.closed).resolves.toMatchObject({
+      message: expect.stringContaining('Permissions Violation for Subscription to "_INBOX.node.gamma.x"'),
+    });
+    await nc.close();
+  });
+
+  it("a refused or timed-out enrolment never quotes the token", async () => {
+    const { approach, asked } = await asking(mesh, "quiet");
+    mesh.setEnrolPolicy("quiet", { answer: "ignore" });
+    const answered = await ask(approach, asked, { timeoutMs: 200 });
+    expect(JSON.stringify(answered)).not.toContain(asked.token);
+  });
+
+  // last: it takes the mesh's ENROL stream away
+  it("a bus with no ENROL stream is said at once, not waited out", async () => {
+    const { approach, asked } = await asking(mesh, "early");
+    await mesh.jsm.streams.delete("ENROL");
+    const started = Date.now();
+    const answered = await ask(approach, asked);
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(answered).toEqual({
+      ok: false,
+      kind: "protocol",
+      reason: "no stream on this bus keeps mesh.enrol.early: the mesh is not taking enrolments here",
+    });
+  });
+});

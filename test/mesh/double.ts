@@ -1,0 +1,421 @@
+// The mesh double: a real nats-server with the mesh's streams and user list, and the controller's half of
+// the protocol — answering enrolments, signing declarations, reading reports and heartbeats. Test code.
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  AckPolicy,
+  type ConsumerInfo,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  jetstream,
+  jetstreamManager,
+} from "@nats-io/jetstream";
+import { connect, type NatsConnection, nanos, type Subscription } from "@nats-io/transport-node";
+import { encodeCode } from "../../src/link/code.ts";
+import { makeMeshKey, signEnvelope } from "../../src/link/envelope.ts";
+import {
+  EnrolQuestion,
+  type Heartbeat,
+  Heartbeat as HeartbeatSchema,
+  type Membership,
+  type Report,
+  Report as ReportSchema,
+} from "../../src/vocabulary/index.ts";
+import { type MadeCert, makeCert } from "./cert.ts";
+import { freePort, NatsServer, permissionsFor, type ServerUser } from "./server.ts";
+
+export const STREAMS = {
+  ENROL: "mesh.enrol.>",
+  DECLARE: "mesh.declare.>",
+  REPORTS: "mesh.report.>",
+  REKEY: "mesh.rekey.>",
+} as const;
+
+const WAIT_MS = 5_000;
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** What the double's ENROL consumer saw: the transport's reply field is kept so a test can look at it. */
+export interface SeenEnrolment {
+  subject: string;
+  /** The JetStream message's own reply field: the consumer's ack address, not the node's inbox. */
+  transportReply: string;
+  question: EnrolQuestion | null;
+  answered: "membership" | "refused" | "ignored" | "malformed";
+}
+
+/** A message the double read from a stream or a subject: its bytes, and its parsed value if it parsed. */
+export interface Received<T> {
+  subject: string;
+  /** Stream sequence for a report; 0 for a heartbeat (core). */
+  seq: number;
+  data: Uint8Array;
+  value: T | null;
+  problem: string | null;
+}
+
+export type EnrolPolicy =
+  | { answer: "membership" }
+  | { answer: "refuse"; reason: string }
+  | { answer: "ignore" };
+
+export class MeshDouble {
+  readonly enrolments: SeenEnrolment[] = [];
+  readonly reports: Received<Report>[] = [];
+  readonly heartbeats: Received<Heartbeat>[] = [];
+  readonly meshKey = makeMeshKey();
+  /** Node name → the password of its user, once it has one. */
+  readonly passwords = new Map<string, string>();
+  private readonly policies = new Map<string, EnrolPolicy>();
+  private readonly loops: Promise<void>[] = [];
+  private heartbeatSub: Subscription | null = null;
+  private stopped = false;
+
+  private constructor(
+    readonly dir: string,
+    readonly cert: MadeCert,
+    readonly server: NatsServer,
+    /** The mesh user's password, for a test that acts as the controller on its own connection. */
+    readonly meshPassword: string,
+    readonly nc: NatsConnection,
+    readonly js: JetStreamClient,
+    readonly jsm: JetStreamManager,
+  ) {}
+
+  /** Start a server on free loopback ports in a fresh temp directory, create the streams, start listening. */
+  static async start(): Promise<MeshDouble> {
+    const dir = mkdtempSync(join(tmpdir(), "mesh-double-"));
+    const cert = makeCert(dir);
+    const storeDir = join(dir, "jetstream");
+    mkdirSync(storeDir);
+    const server = new NatsServer({
+      dir,
+      port: await freePort(),
+      httpPort: await freePort(),
+      certFile: cert.certFile,
+      keyFile: cert.keyFile,
+      storeDir,
+    });
+    const meshPassword = secret();
+    server.users = [{ user: "mesh", password: meshPassword }];
+    await server.start();
+    const nc = await connect({
+      servers: server.url,
+      user: "mesh",
+      pass: meshPassword,
+      name: "mesh-double",
+      tls: { ca: cert.certPem },
+      reconnect: true,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 50,
+    });
+    const jsm = await jetstreamManager(nc);
+    const double = new MeshDouble(dir, cert, server, meshPassword, nc, jetstream(nc), jsm);
+    await double.createStreams();
+    double.listen();
+    return double;
+  }
+
+  get url(): string {
+    return this.server.url;
+  }
+
+  /** SHA-256 of the server's DER certificate, lower-case hex, no colons. */
+  get fingerprint(): string {
+    return this.cert.fingerprint;
+  }
+
+  get monitorUrl(): string {
+    return `http://127.0.0.1:${this.server.files.httpPort}`;
+  }
+
+  /** How the next enrolment of `node` is answered: a membership (the default), a refusal, or silence. */
+  setEnrolPolicy(node: string, policy: EnrolPolicy): void {
+    this.policies.set(node, policy);
+  }
+
+  /** A fresh one-time token for `node` (its enrol user's password) and the code that carries it. */
+  async enrolmentCode(node: string): Promise<{ code: string; token: string }> {
+    const token = secret();
+    this.setUser({ user: `enrol.${node}`, password: token, permissions: permissionsFor("enrol", node) });
+    await this.server.reload();
+    const code = encodeCode({
+      node,
+      servers: [this.url],
+      fingerprint: this.fingerprint,
+      transport: "nats",
+      token,
+    });
+    return { code, token };
+  }
+
+  /**
+   * What enrolment gives a node, without the conversation: its user (exactly the fixture's permissions),
+   * its durable pull consumer on DECLARE, and the membership that names them.
+   */
+  async admit(node: string, opts: { ackWaitMs?: number } = {}): Promise<Membership> {
+    let password = this.passwords.get(node);
+    if (!password) {
+      password = secret();
+      this.passwords.set(node, password);
+      this.setUser({ user: `node.${node}`, password, permissions: permissionsFor("node", node) });
+      await this.server.reload();
+    }
+    await this.jsm.consumers.add("DECLARE", {
+      durable_name: `node-${node}`,
+      filter_subject: `mesh.declare.${node}`,
+      ack_policy: AckPolicy.Explicit,
+      ...(opts.ackWaitMs ? { ack_wait: nanos(opts.ackWaitMs) } : {}),
+    });
+    return this.membershipOf(node);
+  }
+
+  membershipOf(node: string): Membership {
+    const password = this.passwords.get(node);
+    if (!password) throw new Error(`node ${node} has no user yet`);
+    return {
+      transport: "nats",
+      servers: [this.url],
+      fingerprint: this.fingerprint,
+      user: `node.${node}`,
+      password,
+      stream: "DECLARE",
+      consumer: `node-${node}`,
+      subject: `mesh.declare.${node}`,
+      mesh_key: this.meshKey.publicB64,
+    };
+  }
+
+  /** Sign `body` (a declaration, or its exact text) with the mesh key and publish it; the stream seq. */
+  async declare(node: string, body: object | string): Promise<number> {
+    const text = typeof body === "string" ? body : JSON.stringify(body);
+    return await this.publishEnvelope(node, signEnvelope(text, this.meshKey.privateKey));
+  }
+
+  /** Publish anything on `mesh.declare.<node>` — a forged envelope, raw bytes; the stream seq. */
+  async publishEnvelope(node: string, envelope: object | Uint8Array): Promise<number> {
+    const data = envelope instanceof Uint8Array ? envelope : enc.encode(JSON.stringify(envelope));
+    return (await this.js.publish(`mesh.declare.${node}`, data)).seq;
+  }
+
+  /** The `n`th report (1-based) received, of `node` only when given; waits for it. */
+  async awaitReport(n: number, opts: { node?: string; timeoutMs?: number } = {}): Promise<Received<Report>> {
+    const mine = () => this.reports.filter((r) => !opts.node || r.subject === `mesh.report.${opts.node}`);
+    await waitFor(() => mine().length >= n, opts.timeoutMs ?? WAIT_MS, `report ${n}`);
+    return mine()[n - 1]!;
+  }
+
+  async awaitHeartbeat(n: number, opts: { timeoutMs?: number } = {}): Promise<Received<Heartbeat>> {
+    await waitFor(() => this.heartbeats.length >= n, opts.timeoutMs ?? WAIT_MS, `heartbeat ${n}`);
+    return this.heartbeats[n - 1]!;
+  }
+
+  async awaitEnrolment(n: number, opts: { timeoutMs?: number } = {}): Promise<SeenEnrolment> {
+    await waitFor(() => this.enrolments.length >= n, opts.timeoutMs ?? WAIT_MS, `enrolment ${n}`);
+    return this.enrolments[n - 1]!;
+  }
+
+  async consumerInfo(node: string): Promise<ConsumerInfo> {
+    return await this.jsm.consumers.info("DECLARE", `node-${node}`);
+  }
+
+  async deleteConsumer(node: string): Promise<void> {
+    await this.jsm.consumers.delete("DECLARE", `node-${node}`);
+  }
+
+  /** How many messages DECLARE holds for `node`, and the sequence of the last. */
+  async declared(node: string): Promise<{ messages: number; lastSeq: number | null }> {
+    const info = await this.jsm.streams.info("DECLARE", { subjects_filter: `mesh.declare.${node}` });
+    const messages = info.state.subjects?.[`mesh.declare.${node}`] ?? 0;
+    if (messages === 0) return { messages, lastSeq: null };
+    const last = await this.jsm.streams.getMessage("DECLARE", { last_by_subj: `mesh.declare.${node}` });
+    return { messages, lastSeq: last?.seq ?? null };
+  }
+
+  /** Add or replace a user in the list; `reloadUsers()` (or a restart) makes the server read it. */
+  setUser(user: ServerUser): void {
+    this.server.users = [...this.server.users.filter((u) => u.user !== user.user), user];
+  }
+
+  removeUser(name: string): void {
+    this.server.users = this.server.users.filter((u) => u.user !== name);
+  }
+
+  async reloadUsers(): Promise<void> {
+    await this.server.reload();
+  }
+
+  /** Stop the server (same port and store kept), for a node to find the bus away. */
+  async stopServer(): Promise<void> {
+    await this.server.stop();
+  }
+
+  /** Start it again; resolves once the double's own connection is back and JetStream answers. */
+  async startServer(): Promise<void> {
+    await this.server.start();
+    await this.ready();
+  }
+
+  async restartServer(): Promise<void> {
+    await this.server.restart();
+    await this.ready();
+  }
+
+  private async ready(): Promise<void> {
+    await waitForAsync(
+      async () => {
+        try {
+          await this.nc.flush();
+          await this.jsm.streams.info("DECLARE");
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      WAIT_MS,
+      "JetStream after the server started",
+    );
+  }
+
+  /** Close everything the double started and remove its directory. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.heartbeatSub?.unsubscribe();
+    await this.nc.close().catch(() => undefined);
+    await Promise.allSettled(this.loops);
+    await this.server.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private async createStreams(): Promise<void> {
+    for (const [name, subject] of Object.entries(STREAMS)) {
+      await this.jsm.streams.add({
+        name,
+        subjects: [subject],
+        // last message per subject kept: a node that was away finds only the newest declaration
+        ...(name === "DECLARE" ? { max_msgs_per_subject: 1 } : {}),
+      });
+    }
+    for (const [stream, durable] of [
+      ["ENROL", "mesh-enrol"],
+      ["REPORTS", "mesh-reports"],
+    ] as const) {
+      await this.jsm.consumers.add(stream, { durable_name: durable, ack_policy: AckPolicy.Explicit });
+    }
+  }
+
+  private listen(): void {
+    this.loops.push(this.consumeLoop("ENROL", "mesh-enrol", (m) => this.answer(m)));
+    this.loops.push(
+      this.consumeLoop("REPORTS", "mesh-reports", async (m) => {
+        this.reports.push(received(m.subject, m.seq, m.data, ReportSchema));
+        m.ack();
+      }),
+    );
+    this.heartbeatSub = this.nc.subscribe("mesh.heartbeat.>", {
+      callback: (err, m) => {
+        if (!err) this.heartbeats.push(received(m.subject, 0, m.data, HeartbeatSchema));
+      },
+    });
+  }
+
+  private async consumeLoop(
+    stream: string,
+    durable: string,
+    handle: (m: JsMsg) => Promise<void>,
+  ): Promise<void> {
+    const consumer = await this.js.consumers.get(stream, durable);
+    const messages = await consumer.consume({ max_messages: 100 });
+    for await (const m of messages) {
+      try {
+        await handle(m);
+      } catch (e) {
+        if (!this.stopped) console.error(`mesh double: ${stream}: ${(e as Error).message}`);
+      }
+    }
+  }
+
+  private async answer(m: JsMsg): Promise<void> {
+    const transportReply = (m as unknown as { reply: string }).reply;
+    const parsed = EnrolQuestion.safeParse(safeJson(m.data));
+    if (!parsed.success) {
+      this.enrolments.push({ subject: m.subject, transportReply, question: null, answered: "malformed" });
+      m.ack();
+      return;
+    }
+    const question = parsed.data;
+    const policy = this.policies.get(question.node) ?? { answer: "membership" };
+    if (m.subject !== `mesh.enrol.${question.node}`) {
+      await this.reply(question.reply, {
+        v: 1,
+        ok: false,
+        reason: `asked on ${m.subject} for node ${question.node}`,
+      });
+      this.enrolments.push({ subject: m.subject, transportReply, question, answered: "refused" });
+    } else if (policy.answer === "ignore") {
+      this.enrolments.push({ subject: m.subject, transportReply, question, answered: "ignored" });
+    } else if (policy.answer === "refuse") {
+      await this.reply(question.reply, { v: 1, ok: false, reason: policy.reason });
+      this.enrolments.push({ subject: m.subject, transportReply, question, answered: "refused" });
+    } else {
+      const membership = await this.admit(question.node);
+      await this.reply(question.reply, { v: 1, ok: true, membership });
+      this.enrolments.push({ subject: m.subject, transportReply, question, answered: "membership" });
+    }
+    m.ack();
+  }
+
+  // The answer goes to the address in the payload; the message's own reply field is the ack address.
+  private async reply(address: string, answer: object): Promise<void> {
+    this.nc.publish(address, JSON.stringify(answer));
+    await this.nc.flush();
+  }
+}
+
+function received<T>(
+  subject: string,
+  seq: number,
+  data: Uint8Array,
+  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: Error } },
+): Received<T> {
+  const parsed = schema.safeParse(safeJson(data));
+  return {
+    subject,
+    seq,
+    data: Uint8Array.from(data),
+    value: parsed.success ? parsed.data : null,
+    problem: parsed.success ? null : parsed.error.message,
+  };
+}
+
+function safeJson(data: Uint8Array): unknown {
+  try {
+    return JSON.parse(dec.decode(data));
+  } catch {
+    return undefined;
+  }
+}
+
+function secret(): string {
+  return randomBytes(24).toString("base64url");
+}
+
+export async function waitFor(check: () => boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`mesh double: no ${what} within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+export async function waitForAsync(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`mesh double: no ${what} within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

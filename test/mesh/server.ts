@@ -1,0 +1,181 @@
+// Debian's nats-server as a child of the test: rendered from test/fixtures/nats-server.conf.tmpl, the
+// user list beside it, started, stopped and restarted on the same port and store, reloaded by SIGHUP.
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+
+// Debian installs it in /usr/sbin; MESH_NATS_SERVER names another.
+export const NATS_SERVER =
+  process.env.MESH_NATS_SERVER ??
+  ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"].find((p) =>
+    existsSync(p),
+  ) ??
+  "nats-server";
+const FIXTURES = new URL("../fixtures/", import.meta.url);
+const START_WAIT_MS = 10_000;
+const STOP_WAIT_MS = 5_000;
+
+export interface Permissions {
+  publish: { allow: string[] };
+  subscribe: { allow: string[] };
+}
+
+export interface ServerUser {
+  user: string;
+  password: string;
+  /** Absent: every subject (the mesh's own user). */
+  permissions?: Permissions;
+}
+
+/** The node's and the enrolling user's permissions as the fixture states them, `<n>` filled. */
+export function permissionsFor(kind: "node" | "enrol", node: string): Permissions {
+  const all = JSON.parse(readFileSync(new URL("node-permissions.json", FIXTURES), "utf8")) as Record<
+    string,
+    Permissions
+  >;
+  const set = all[`${kind}.<n>`];
+  if (!set) throw new Error(`node-permissions.json has no ${kind}.<n>`);
+  const fill = (s: string) => s.replaceAll("<n>", node);
+  return {
+    publish: { allow: set.publish.allow.map(fill) },
+    subscribe: { allow: set.subscribe.allow.map(fill) },
+  };
+}
+
+export async function freePort(): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const address = srv.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface ServerFiles {
+  dir: string;
+  port: number;
+  httpPort: number;
+  certFile: string;
+  keyFile: string;
+  storeDir: string;
+}
+
+// Killed by pid when the test process exits however it exits, so no server outlives its test.
+const running = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
+export class NatsServer {
+  users: ServerUser[] = [];
+  private child: ChildProcess | null = null;
+  private logText = "";
+
+  constructor(readonly files: ServerFiles) {}
+
+  get url(): string {
+    return `nats://127.0.0.1:${this.files.port}`;
+  }
+
+  get running(): boolean {
+    return this.child !== null;
+  }
+
+  get log(): string {
+    return this.logText;
+  }
+
+  get confFile(): string {
+    return join(this.files.dir, "server.conf");
+  }
+
+  /** Render both files and start; resolves when the server says it is ready. */
+  async start(): Promise<void> {
+    if (this.child) return;
+    this.render();
+    const child = spawn(NATS_SERVER, ["-c", this.confFile], { stdio: ["ignore", "ignore", "pipe"] });
+    this.child = child;
+    running.add(child);
+    child.once("error", (e) => {
+      this.logText += `\ncannot start ${NATS_SERVER}: ${e.message}\n`;
+      running.delete(child);
+      if (this.child === child) this.child = null;
+    });
+    child.stderr?.setEncoding("utf8");
+    child.stderr?.on("data", (chunk: string) => {
+      this.logText += chunk;
+    });
+    child.once("exit", () => {
+      running.delete(child);
+      if (this.child === child) this.child = null;
+    });
+    const from = this.logText.length;
+    await this.waitForLog("Server is ready", from, START_WAIT_MS);
+  }
+
+  /** SIGTERM, then SIGKILL if it lingers; resolves when the process has exited. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), STOP_WAIT_MS);
+    await exited;
+    clearTimeout(timer);
+    this.child = null;
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  /** Rewrite the user list and SIGHUP; resolves when the server says it reloaded. */
+  async reload(): Promise<void> {
+    this.render();
+    const child = this.child;
+    if (!child) return;
+    const from = this.logText.length;
+    child.kill("SIGHUP");
+    await this.waitForLog("Reloaded server configuration", from, START_WAIT_MS);
+  }
+
+  private render(): void {
+    const template = readFileSync(new URL("nats-server.conf.tmpl", FIXTURES), "utf8");
+    const values: Record<string, string> = {
+      port: String(this.files.port),
+      http_port: String(this.files.httpPort),
+      cert_file: this.files.certFile,
+      key_file: this.files.keyFile,
+      store_dir: this.files.storeDir,
+    };
+    const conf = template.replace(/\{\{(\w+)\}\}/g, (_, key: string) => {
+      const value = values[key];
+      if (value === undefined) throw new Error(`nats-server.conf.tmpl names {{${key}}}, which nothing fills`);
+      return value;
+    });
+    writeFileSync(this.confFile, conf);
+    writeFileSync(join(this.files.dir, "users.conf"), renderUsers(this.users));
+  }
+
+  private async waitForLog(line: string, from: number, ms: number): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (!this.logText.slice(from).includes(line)) {
+      if (!this.child) throw new Error(`nats-server exited before "${line}":\n${this.logText.slice(-2000)}`);
+      if (Date.now() > deadline)
+        throw new Error(`nats-server did not say "${line}" in ${ms} ms:\n${this.logText.slice(-2000)}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+}
+
+// The mesh's user list: one account with JetStream. Quoted strings are literal in the server's
+// config language, so "$JS.API..." is a subject and not a variable.
+function renderUsers(users: ServerUser[]): string {
+  const lines = users.map((u) => `    ${JSON.stringify(u)}`);
+  return `MESH {\n  jetstream: enabled\n  users: [\n${lines.join("\n")}\n  ]\n}\n`;
+}

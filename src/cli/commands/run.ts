@@ -57,7 +57,9 @@ export async function runCommand(ctx: Context): Promise<number> {
     throw new UsageError(
       `this node is not enrolled (no membership in ${ctx.state.dir}): run \`mesh-host enrol CODE\` first`,
     );
+  // the launcher names the installed path: after a rollback this process runs from a copy, which never changes
   const binary = runningBinary();
+  const installed = process.env.MESH_HOST_BIN ?? binary;
   const hold = new Hold({
     deps: {
       state: ctx.state,
@@ -73,7 +75,8 @@ export async function runCommand(ctx: Context): Promise<number> {
     log: ctx.log,
     heartbeatS: ctx.args.heartbeatS,
     driftS: ctx.args.driftS,
-    binaryPath: binary ?? undefined,
+    binaryPath: installed ?? undefined,
+    binaryDigest: process.env.MESH_HOST_INSTALLED_SHA256 || undefined,
     onConfirmed: () => confirmBinary(ctx.state, binary),
     notes: takeNotes(ctx.state),
     onMove: (to) => {

@@ -32,6 +32,9 @@ if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install 
 
 if [ -f build/build.mjs ]; then npm run --silent build; fi
 
+# the Arch appliers' tests boot a real systemd in a container of a Debian root: made once, cached
+if [ "$ci" -eq 1 ] && [ -f scripts/ci-arch-setup.sh ]; then sh scripts/ci-arch-setup.sh; fi
+
 if [ "$demo" -eq 1 ]; then
   npm run --silent demo
 fi

@@ -68,6 +68,8 @@ export interface Step {
   action: string;
   /** What the executor needs; never printed (it may carry unsealed bytes). */
   data?: unknown;
+  /** For a refusal (`action: "refuse"`): the resource's field it is about ("schedule", "name"); "path" if absent. */
+  field?: string;
 }
 
 export interface DecideContext {
@@ -80,6 +82,15 @@ export interface DecideContext {
   declaredPaths: ReadonlySet<string>;
   /** A named secret, unsealed; only a file applier asks, only to write it. */
   secret(name: string): Uint8Array;
+  /**
+   * The digest the host's records say it last wrote at `path`, as they stand when this resource is reached
+   * (a plan feeds its own writes forward; an apply, what it has executed); undefined: no record of it.
+   */
+  wrote?(path: string): string | undefined;
+  /** The declaration's mode: on an adopted node what the host found is held. */
+  mode?: "adopted" | "converged";
+  /** Every resource of the declaration, in order: what a runtime is asked about in one call. */
+  declared?: readonly Resource[];
 }
 
 export interface Executed<Rec> {

@@ -14,7 +14,7 @@ import {
   type Report,
   type ReportStep,
 } from "../vocabulary/index.ts";
-import { decider, declaredPaths, mapLimited, noteChange, type PlannedStep, planSteps } from "./plan.ts";
+import { decider, mapLimited, noteChange, type PlannedStep, planSteps, readsChanges } from "./plan.ts";
 
 export type Unseal = (sealed: string) => { ok: true; bytes: Uint8Array } | { ok: false; reason: string };
 
@@ -164,7 +164,7 @@ export async function applyDeclaration(req: ApplyRequest): Promise<ApplyResult> 
   const plan = steps.map(planLine);
   const refused = steps
     .filter((s) => s.action === "refuse")
-    .map((s) => ({ id: s.id, field: "path", reason: s.detail }));
+    .map((s) => ({ id: s.id, field: s.field ?? "path", reason: s.detail }));
   if (refused.length) return { ...refuse(refused), plan };
   if (req.dryRun)
     return {
@@ -266,11 +266,12 @@ async function execute(
   input: Parameters<typeof decider>[0],
   records: Records,
 ): Promise<ReportStep[]> {
-  const d = decider(input);
+  // decided against the records as the steps before have left them: `wrote` reads what was just written
+  const d = decider(input, records);
   const changed = new Set<string>();
   const made = new Set<string>();
   const out: ReportStep[] = [];
-  const ctx = () => ({ ...input.ctx, changed, made, declaredPaths: declaredPaths(input.declaration) });
+  const ctx = () => d.context(changed, made);
   let failed = false;
   const runOne = async (step: PlannedStep): Promise<ReportStep> => {
     if (failed)
@@ -294,9 +295,7 @@ async function execute(
     const first = batch[0]!;
     // what reads changes is decided again with what actually changed: the same function the plan used
     const fresh =
-      first.resource && (first.type === "action" || first.type === "service")
-        ? await d.decide(first.resource, changed, made)
-        : batch;
+      first.resource && readsChanges(first.resource) ? await d.decide(first.resource, changed, made) : batch;
     const results = await mapLimited(fresh, FILE_WRITE_CONCURRENCY, runOne);
     results.forEach((r, i) => {
       noteChange(fresh[i]!, r.did, changed, made);

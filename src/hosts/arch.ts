@@ -1,6 +1,13 @@
-// The Arch host's own appliers beyond the portable floor (service, package, process).
+// The Arch host's own appliers beyond the portable floor: systemd, pacman, processes.
+import { packageApplier } from "../appliers/package.ts";
+import { processApplier } from "../appliers/process.ts";
+import { serviceApplier } from "../appliers/service.ts";
 import type { Applier } from "../appliers/types.ts";
 
 export function archAppliers(): Applier[] {
-  return [];
+  return [
+    serviceApplier as unknown as Applier,
+    packageApplier as unknown as Applier,
+    processApplier as unknown as Applier,
+  ];
 }

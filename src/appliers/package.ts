@@ -1,0 +1,192 @@
+// package: installed by pacman, read back with `pacman -Q`; undeclared, removed only if the mesh installed it.
+import type { PackageResource } from "../vocabulary/index.ts";
+import { packageNameProblem } from "../vocabulary/index.ts";
+import {
+  errorLines,
+  type Installed,
+  PACMAN_CHANGE_TIMEOUT_MS,
+  pacman,
+  pacmanError,
+  queryPackage,
+  syncTarget,
+  versionMatches,
+} from "./pacman.ts";
+import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
+
+export interface PackageRecord extends RecordBase {
+  type: "package";
+  name: string;
+  /** Whether the package was installed when the host first touched it (and at which version): kept, never overwritten. */
+  found: { installed: boolean; version?: string };
+  /** The version last declared, if any. */
+  version?: string;
+}
+
+interface InstallData {
+  /** What an apply may journal before executing: what was found, kept even if the host dies mid-install. */
+  intent: PackageRecord;
+  name: string;
+  target: string;
+  version?: string;
+  record: PackageRecord;
+  /** The package this id named before, given back first when a declaration names another. */
+  previous?: PackageRecord;
+}
+
+const step = (
+  id: string,
+  did: Step["did"],
+  action: string,
+  detail: string,
+  data?: unknown,
+  field?: string,
+): Step => ({
+  id,
+  type: "package",
+  did,
+  action,
+  detail,
+  ...(data === undefined ? {} : { data }),
+  ...(field ? { field } : {}),
+});
+
+const foundOf = (now: Installed | null): PackageRecord["found"] =>
+  now ? { installed: true, version: now.version } : { installed: false };
+
+export const packageApplier: Applier<PackageResource, PackageRecord> = {
+  type: "package",
+
+  async decide(wanted, record, ctx) {
+    const { id, name, version } = wanted;
+    const problem = packageNameProblem(name);
+    if (problem) return step(id, "failed", "refuse", `name ${problem}`, undefined, "name");
+    const now = await queryPackage(ctx.ports.exec, name);
+    if (typeof now === "string") return step(id, "failed", "fail", now);
+    const previous = record && record.name !== name ? record : undefined;
+    const kept = previous ? undefined : record;
+    const next: PackageRecord = {
+      type: "package",
+      name,
+      found: kept?.found ?? foundOf(now),
+      ...(version ? { version } : {}),
+    };
+    const first = kept ? "" : now ? " (found installed: it stays when undeclared)" : "";
+    if (now && (!version || versionMatches(now.version, version)) && !previous)
+      return step(id, "unchanged", "record", `${name} ${now.version} is installed${first}`, {
+        name,
+        record: next,
+      });
+    const target = syncTarget(name, version);
+    const data: InstallData = { intent: next, name, target, version, record: next, previous };
+    const giveBack = previous ? `${previous.name} given back, then ` : "";
+    if (!now) {
+      const did = kept
+        ? kept.version === version
+          ? "repaired"
+          : "updated"
+        : previous
+          ? "updated"
+          : "created";
+      return step(id, did, "install", `${giveBack}install ${target}`, data);
+    }
+    const did = kept?.version === version ? "repaired" : "updated";
+    return step(
+      id,
+      did,
+      "install",
+      `${giveBack}${name} ${now.version} installed; install ${target}${first}`,
+      data,
+    );
+  },
+
+  async decideRemoval(id, record, ctx) {
+    const problem = packageNameProblem(record.name);
+    if (problem)
+      return step(
+        id,
+        "failed",
+        "refuse",
+        `the record names package "${record.name}", which ${problem}; nothing was removed`,
+        undefined,
+        "name",
+      );
+    if (record.found?.installed !== false)
+      return step(
+        id,
+        "unchanged",
+        "forget",
+        `${record.name} left installed: it was found installed${record.found?.version ? ` (${record.found.version})` : ""}`,
+      );
+    const now = await queryPackage(ctx.ports.exec, record.name);
+    if (typeof now === "string") return step(id, "failed", "fail", now);
+    if (!now) return step(id, "removed", "forget", `${record.name} was already gone`);
+    return step(id, "removed", "remove", `${record.name} ${now.version} removed (the mesh installed it)`, {
+      name: record.name,
+    });
+  },
+
+  async execute(s, _wanted, record, ctx): Promise<Executed<PackageRecord>> {
+    switch (s.action) {
+      case "record":
+        return { did: s.did, detail: s.detail, record: (s.data as { record: PackageRecord }).record };
+      case "install":
+        return install(s, s.data as InstallData, record, ctx);
+      case "remove": {
+        const gone = await remove((s.data as { name: string }).name, ctx);
+        return gone
+          ? { did: "failed", detail: gone, record: record ?? null }
+          : { did: "removed", detail: s.detail, record: null };
+      }
+      case "forget":
+        return { did: s.did, detail: s.detail, record: null };
+      default:
+        return { did: "failed", detail: s.detail, record: record ?? null };
+    }
+  },
+};
+
+/** `pacman -R` of a package the mesh installed, read back absent; null when it is gone, else pacman's words. */
+async function remove(name: string, ctx: DecideContext): Promise<string | null> {
+  const r = await pacman(ctx.ports.exec, ["-R", "--noconfirm", "--", name], PACMAN_CHANGE_TIMEOUT_MS);
+  if (r.code !== 0) return `pacman -R ${name}: ${pacmanError(r)}`;
+  const back = await queryPackage(ctx.ports.exec, name);
+  if (back === null) return null;
+  return typeof back === "string" ? back : `${name} ${back.version} is still installed after pacman -R`;
+}
+
+/** `pacman -S` the target and read it back with `pacman -Q`; the record (what was found) is kept whatever happens. */
+async function install(
+  s: Step,
+  data: InstallData,
+  old: PackageRecord | undefined,
+  ctx: DecideContext,
+): Promise<Executed<PackageRecord>> {
+  const { exec } = ctx.ports;
+  const { name, target, version, record } = data;
+  if (data.previous && data.previous.found.installed === false) {
+    const why = await remove(data.previous.name, ctx);
+    if (why)
+      return {
+        did: "failed",
+        detail: `giving back ${data.previous.name} failed: ${why}`,
+        record: old ?? null,
+      };
+  }
+  const r = await pacman(exec, ["-S", "--noconfirm", "--needed", "--", target], PACMAN_CHANGE_TIMEOUT_MS);
+  if (r.code !== 0) return { did: "failed", detail: `pacman -S ${target}: ${pacmanError(r)}`, record };
+  const back = await queryPackage(exec, name);
+  if (typeof back === "string") return { did: "failed", detail: back, record };
+  if (!back)
+    return { did: "failed", detail: `read back: ${name} is not installed after pacman -S ${target}`, record };
+  if (version && !versionMatches(back.version, version))
+    return {
+      did: "failed",
+      detail: `read back: ${name} ${back.version} is installed, declared ${version}`,
+      record,
+    };
+  // pacman exits 0 when an install scriptlet fails: its error lines still say so
+  const errors = errorLines(r);
+  if (errors.length)
+    return { did: "failed", detail: `pacman -S ${target} exited 0 but said: ${errors.join("; ")}`, record };
+  return { did: s.did, detail: `${s.detail}; read back ${name} ${back.version}`, record };
+}

@@ -1,0 +1,392 @@
+// systemd, reached only through the command port: what a unit is now, unit files the mesh writes, and the
+// few verbs the service and process appliers use. Nothing here pretends another init exists (ADR 0061).
+import { lstat, mkdir, readdir, readFile, rmdir, unlink } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE } from "../defaults.ts";
+import { writeFileAtomic } from "../store/atomic.ts";
+import { oneLine } from "../vocabulary/index.ts";
+import { sha256 } from "./file.ts";
+import { placeProblem, underRoot } from "./paths.ts";
+import type { DecideContext, Exec, ExecResult, RecordBase, Step } from "./types.ts";
+
+/** Where the mesh writes the unit files it owns or overrides: the administrator's directory, not the vendor's. */
+export const UNIT_DIR = "/etc/systemd/system";
+/** systemctl's words are parsed: keep them in one language. */
+const C_LOCALE = { LC_ALL: "C", SYSTEMD_PAGER: "", SYSTEMD_COLORS: "0" };
+export const SYSTEMCTL_TIMEOUT_MS = 90_000;
+
+/** What `systemctl show` says of a unit. `load: "not-found"` is absence, never "stopped". */
+export interface UnitState {
+  load: string;
+  active: string;
+  sub: string;
+  /** UnitFileState: enabled, disabled, static, masked, …; empty for a unit with no file. */
+  file: string;
+  /** The file on disk changed since systemd loaded it: anything read now would be the old unit. */
+  needReload: boolean;
+  invocation: string;
+}
+
+export const unitPath = (unit: string): string => `${UNIT_DIR}/${unit}`;
+
+/** One line a person can act on from a failed command: its own words, or how it ended. */
+export function failureText(r: ExecResult): string {
+  if (r.spawnError) return `could not start: ${r.spawnError}`;
+  if (r.timedOut) return "timed out";
+  const said = oneLine(r.stderr) || oneLine(r.stdout);
+  const how = r.code === null ? `killed by ${r.signal}` : `exit ${r.code}`;
+  return said ? `${said} (${how})` : how;
+}
+
+/** `systemctl …args`; null when it succeeded, else why not. */
+export async function systemctl(exec: Exec, ...args: string[]): Promise<string | null> {
+  const r = await exec.run(["systemctl", ...args], { env: C_LOCALE, timeoutMs: SYSTEMCTL_TIMEOUT_MS });
+  return r.code === 0 ? null : `systemctl ${args.join(" ")}: ${failureText(r)}`;
+}
+
+/** The unit as systemd has it loaded now, or why it could not be asked. */
+export async function showUnit(exec: Exec, unit: string): Promise<UnitState | string> {
+  const r = await exec.run(
+    [
+      "systemctl",
+      "show",
+      "-p",
+      "LoadState,ActiveState,SubState,UnitFileState,NeedDaemonReload,InvocationID",
+      "--",
+      unit,
+    ],
+    { env: C_LOCALE, timeoutMs: SYSTEMCTL_TIMEOUT_MS },
+  );
+  if (r.code !== 0) return `systemctl show ${unit}: ${failureText(r)}`;
+  const props = new Map<string, string>();
+  for (const line of r.stdout.split("\n")) {
+    const eq = line.indexOf("=");
+    if (eq > 0) props.set(line.slice(0, eq), line.slice(eq + 1));
+  }
+  const load = props.get("LoadState");
+  if (!load) return `systemctl show ${unit} gave no LoadState`;
+  return {
+    load,
+    active: props.get("ActiveState") ?? "",
+    sub: props.get("SubState") ?? "",
+    file: props.get("UnitFileState") ?? "",
+    needReload: props.get("NeedDaemonReload") === "yes",
+    invocation: props.get("InvocationID") ?? "",
+  };
+}
+
+export const isAbsent = (s: UnitState): boolean => s.load === "not-found";
+export const isEnabled = (fileState: string): boolean =>
+  fileState === "enabled" || fileState === "enabled-runtime";
+/** Running, or on its way there: what `stopped` must undo and `running` need not start again. */
+export const isActive = (activeState: string): boolean =>
+  activeState === "active" || activeState === "activating" || activeState === "reloading";
+
+/** Why systemd rejects `schedule` as a calendar expression, or null. Asked of systemd itself, where it runs. */
+export async function calendarProblem(exec: Exec, schedule: string): Promise<string | null> {
+  const r = await exec.run(["systemd-analyze", "calendar", "--", schedule], {
+    env: C_LOCALE,
+    timeoutMs: 10_000,
+  });
+  if (r.code === 0) return null;
+  return `systemd rejects "${schedule}": ${failureText(r)}`;
+}
+
+/**
+ * argv as one ExecStart= value: every word quoted, so spaces, quotes and backslashes arrive as given, and
+ * `%` and `$` doubled so systemd expands neither a specifier nor a variable in them.
+ */
+export function commandLine(argv: string[]): string {
+  return argv
+    .map(
+      (arg) =>
+        `"${arg.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/%/g, "%%").replace(/\$/g, "$$$$")}"`,
+    )
+    .join(" ");
+}
+
+export interface FoundFile {
+  sha: string;
+  bytes: Uint8Array;
+  mode: number;
+  uid: number;
+  gid: number;
+}
+
+/** A regular file at declared `path` under `root`: its digest, null when absent, or why it cannot be managed. */
+export async function readRegular(root: string, path: string): Promise<FoundFile | null | string> {
+  const problem = placeProblem(root, path);
+  if (problem) return problem;
+  const abs = underRoot(root, path);
+  try {
+    const st = await lstat(abs);
+    if (st.isSymbolicLink()) return `${path} is a symbolic link; it is not followed`;
+    if (!st.isFile()) return `${path} exists and is not a regular file`;
+    const bytes = await readFile(abs);
+    return { sha: sha256(bytes), bytes, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return null;
+    return `${path} cannot be read: ${code}`;
+  }
+}
+
+/** Write declared `path` under `root` atomically (temp file, fsync, rename), making its directory if need be. */
+export async function writeRegular(
+  root: string,
+  path: string,
+  bytes: Uint8Array,
+  mode = DEFAULT_FILE_MODE,
+  owner?: { uid: number; gid: number },
+): Promise<void> {
+  const problem = placeProblem(root, path);
+  if (problem) throw new Error(problem);
+  const abs = underRoot(root, path);
+  await mkdir(dirname(abs), { recursive: true, mode: DEFAULT_DIR_MODE });
+  await writeFileAtomic(abs, bytes, { mode, ...owner });
+}
+
+/** Remove a regular file or a link at declared `path` (never what a link points at); true if something went. */
+export async function removeRegular(root: string, path: string): Promise<boolean> {
+  const problem = placeProblem(root, path);
+  if (problem) throw new Error(problem);
+  const abs = underRoot(root, path);
+  try {
+    const st = await lstat(abs);
+    if (st.isDirectory()) throw new Error(`${path} is a directory`);
+    await unlink(abs);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw e;
+  }
+}
+
+/**
+ * Remove the directory at declared `path` and everything in it, following no link: a link inside is removed
+ * itself, and a `path` that is itself a link is left alone (with the reason). Returns how many files went,
+ * or why nothing was removed. Nothing above `path` is touched: the caller holds its name to the one rule.
+ */
+export async function removeTree(
+  root: string,
+  path: string,
+): Promise<{ files: number; existed: boolean } | string> {
+  const problem = placeProblem(root, path);
+  if (problem) return problem;
+  const abs = underRoot(root, path);
+  let st: Awaited<ReturnType<typeof lstat>>;
+  try {
+    st = await lstat(abs);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return { files: 0, existed: false };
+    throw e;
+  }
+  if (st.isSymbolicLink()) return `${path} is a symbolic link; it was left, not followed`;
+  if (!st.isDirectory()) return `${path} is not a directory; it was left`;
+  let files = 0;
+  const walk = async (dir: string): Promise<void> => {
+    for (const name of await readdir(dir)) {
+      const entry = join(dir, name);
+      const s = await lstat(entry);
+      if (s.isDirectory()) {
+        await walk(entry);
+        await rmdir(entry);
+      } else {
+        await unlink(entry);
+        files++;
+      }
+    }
+  };
+  await walk(abs);
+  await rmdir(abs);
+  return { files, existed: true };
+}
+
+// Giving a unit back when its service is undeclared: the record's, kept with the verbs that read it.
+
+/** What the host found the first time it touched a unit, one property at a time: kept, never overwritten. */
+export interface ServiceFound {
+  /** LoadState when first touched: "not-found" means the unit did not exist. */
+  load: string;
+  /** UnitFileState the first time the mesh set `enabled`. */
+  enabled?: string;
+  /** ActiveState the first time the mesh set `state`. */
+  active?: string;
+}
+
+export interface ServiceRecord extends RecordBase {
+  type: "service";
+  unit: string;
+  /** Absent only in a record written before the host kept what it found: such a unit is left alone. */
+  found?: ServiceFound;
+  /** The unit file the mesh wrote at /etc/systemd/system/<unit>; `created` when nothing was there before. */
+  file?: { created: boolean; wrote: string };
+  /** What was declared last (content by digest): a change the declaration did not ask for is a repair. */
+  declared?: { enabled?: boolean; state?: "running" | "stopped"; content?: string };
+}
+
+export const foundLine = (f: ServiceFound) =>
+  `found ${f.load}${f.enabled !== undefined ? `, ${f.enabled || "no file state"}` : ""}${f.active !== undefined ? `, ${f.active}` : ""}`;
+
+/** How an undeclared unit is given back: what was found restored, what the mesh made removed. */
+export interface GiveBack {
+  unit: string;
+  did: Step["did"];
+  detail: string;
+  /** Run while the mesh's file is still in place: its [Install] names the links `disable` removes. */
+  before: string[];
+  file?: "remove" | "restore";
+  reload: boolean;
+  /** Run once the original file is back: `enable` follows its [Install]. */
+  after: string[];
+  /** The unit is the mesh's own (it created its file over nothing): nothing of it may be left running. */
+  owned: boolean;
+}
+
+const PAST: Record<string, string> = {
+  stop: "stopped",
+  disable: "disabled",
+  enable: "enabled again, as found",
+};
+
+/** Directories a package puts unit files in: a file the mesh created in /etc over one of these is an override. */
+const VENDOR_DIRS = ["/usr/lib/systemd/system", "/lib/systemd/system"];
+
+async function hasVendorFile(root: string, unit: string): Promise<boolean> {
+  for (const dir of VENDOR_DIRS)
+    if (
+      await lstat(underRoot(root, `${dir}/${unit}`)).then(
+        () => true,
+        () => false,
+      )
+    )
+      return true;
+  return false;
+}
+
+/** Read only: what giving `record`'s unit back takes, or why the unit cannot be read. */
+export async function planGiveBack(
+  _id: string,
+  record: ServiceRecord,
+  ctx: DecideContext,
+): Promise<GiveBack | string> {
+  const { unit } = record;
+  const path = unitPath(unit);
+  const now = await showUnit(ctx.ports.exec, unit);
+  if (typeof now === "string") return now;
+  const none = { unit, before: [] as string[], after: [] as string[], reload: false, owned: false };
+  // whatever its record says of what was found: a unit whose file the mesh created, over no vendor file, is the mesh's
+  if (record.file?.created && !(await hasVendorFile(ctx.ports.root, unit))) {
+    const file = await readRegular(ctx.ports.root, path);
+    const before = [isActive(now.active) ? "stop" : "", isEnabled(now.file) ? "disable" : ""].filter(Boolean);
+    const present = file !== null;
+    const said = [...before.map((v) => PAST[v]), present ? `${path} removed` : `${path} was already gone`];
+    return {
+      ...none,
+      did: "removed",
+      detail: `${unit} is the mesh's (it created the unit file): ${said.join(", ")}`,
+      before,
+      file: present ? "remove" : undefined,
+      reload: present,
+      owned: true,
+    };
+  }
+  if (!record.found)
+    return {
+      ...none,
+      did: "unchanged",
+      detail: `${unit} left alone: its record was written before the host kept what it found`,
+    };
+  const found = record.found;
+  const before: string[] = [];
+  const after: string[] = [];
+  const said: string[] = [];
+  if (found.active !== undefined && !isAbsent(now)) {
+    if (!isActive(found.active) && isActive(now.active)) before.push("stop");
+    else if (isActive(found.active) && !isActive(now.active))
+      said.push("left stopped: nothing is started on the way out");
+    else said.push(isActive(now.active) ? "left running, as found" : "left stopped, as found");
+  }
+  if (found.enabled !== undefined && !isAbsent(now)) {
+    if (!isEnabled(found.enabled) && isEnabled(now.file)) before.push("disable");
+    else if (isEnabled(found.enabled) && now.file === "disabled") after.push("enable");
+  }
+  const file = record.file ? (record.file.created ? "remove" : "restore") : undefined;
+  const fileSaid =
+    file === "remove"
+      ? `${path} removed (the mesh's override)`
+      : file === "restore"
+        ? `${path} given back its original`
+        : "";
+  const all = [...before.map((v) => PAST[v]), fileSaid, ...after.map((v) => PAST[v]), ...said].filter(
+    Boolean,
+  );
+  const did = before.length || after.length || file ? "restored" : "unchanged";
+  const what =
+    isAbsent(now) && !file
+      ? "is not installed any more; nothing to give back"
+      : all.length
+        ? all.join(", ")
+        : "as found";
+  return {
+    ...none,
+    did,
+    detail: `${unit} ${foundLine(found)}: ${what}`,
+    before,
+    after,
+    file,
+    reload: file !== undefined,
+  };
+}
+
+/** Carry out a give-back and read the unit back; `ok: false` keeps the record, so the next apply tries again. */
+export async function giveBack(plan: GiveBack, ctx: DecideContext): Promise<{ ok: boolean; detail: string }> {
+  const { exec, root, holds } = ctx.ports;
+  const { unit } = plan;
+  const path = unitPath(unit);
+  const fail = (why: string) => ({ ok: false, detail: `${unit}: giving back failed: ${why}` });
+  try {
+    for (const verb of plan.before) {
+      const why = await systemctl(exec, verb, "--", unit);
+      if (why) return fail(why);
+    }
+    if (plan.file === "remove") await removeRegular(root, path);
+    if (plan.file === "restore") {
+      const original = await holds.original(path);
+      if (!original) return fail(`no original of ${path} is held`);
+      await writeRegular(
+        root,
+        path,
+        original.bytes,
+        original.meta.mode,
+        ctx.ports.rootless ? undefined : original.meta,
+      );
+      await holds.release(path);
+    }
+    if (plan.reload) {
+      const why = await systemctl(exec, "daemon-reload");
+      if (why) return fail(why);
+    }
+    for (const verb of plan.after) {
+      const why = await systemctl(exec, verb, "--", unit);
+      if (why) return fail(why);
+    }
+    const back = await showUnit(exec, unit);
+    if (typeof back === "string") return fail(back);
+    const wrong =
+      (plan.owned || plan.before.includes("stop")) && isActive(back.active)
+        ? `ActiveState=${back.active}`
+        : plan.before.includes("disable") && isEnabled(back.file)
+          ? `UnitFileState=${back.file}`
+          : plan.after.includes("enable") && !isEnabled(back.file)
+            ? `UnitFileState=${back.file}`
+            : null;
+    if (wrong) return fail(`read back ${wrong}`);
+    return {
+      ok: true,
+      detail: `${plan.detail}; read back ${back.load}, ${back.file || "no file state"}, ${back.active}`,
+    };
+  } catch (e) {
+    return fail(`${(e as NodeJS.ErrnoException).code ?? "error"}: ${(e as Error).message.split("\n")[0]}`);
+  }
+}

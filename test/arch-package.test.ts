@@ -1,0 +1,114 @@
+// package against real pacman: packages built by makepkg, served from a file:// repository, installed into a
+// throwaway root with a pacman config of its own. What was found installed stays installed.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseDeclaration } from "../src/vocabulary/index.ts";
+import { decl } from "./support/offline.ts";
+import { type PacmanRoot, pacmanRoot } from "./support/pacman.ts";
+import { type ArchMachine, archHost, archMachine, detailOf, dids } from "./support/systemd.ts";
+import { tempDir } from "./support/tmp.ts";
+
+let p: PacmanRoot;
+beforeAll(async () => {
+  p = await pacmanRoot([
+    { name: "mesh-test-hello", version: "1.0-1" },
+    { name: "mesh-test-found", version: "2.3-1" },
+    { name: "mesh-test-lib", version: "1.0-1" },
+    { name: "mesh-test-app", version: "1.0-1", depends: ["mesh-test-lib"] },
+    { name: "mesh-test-up", version: "1.0-1" },
+  ]);
+});
+afterAll(() => p?.remove());
+
+const fresh = (): ArchMachine => archMachine(p.root, p.exec, tempDir("mesh-arch-state-"));
+const nothing = decl([], { owns_nothing: true });
+const pkg = (id: string, name: string, version?: string) => ({
+  id,
+  type: "package",
+  name,
+  ...(version ? { version } : {}),
+});
+
+describe("package", () => {
+  it("installs what is absent, reads it back with pacman -Q, and removes it when undeclared", async () => {
+    const m = fresh();
+    const d = decl([pkg("hello", "mesh-test-hello")]);
+    const plan = await m.apply(d, { dryRun: true });
+    expect(plan.plan.map((s) => s.did)).toEqual(["created"]);
+    expect((await p.installed())["mesh-test-hello"]).toBeUndefined();
+    const r = await m.apply(d);
+    expect(dids(r)).toEqual(["hello:created"]);
+    expect(detailOf(r, "hello")).toContain("read back mesh-test-hello 1.0-1");
+    expect((await p.installed())["mesh-test-hello"]).toBe("1.0-1");
+    expect(m.records().hello).toMatchObject({ found: { installed: false } });
+    expect(dids(await m.apply(d))).toEqual(["hello:unchanged"]);
+    const gone = await m.apply(nothing);
+    expect(dids(gone)).toEqual(["hello:removed"]);
+    expect((await p.installed())["mesh-test-hello"]).toBeUndefined();
+  });
+
+  it("what was found installed stays installed when undeclared", async () => {
+    const m = fresh();
+    expect((await p.exec.run(["pacman", "-S", "--noconfirm", "mesh-test-found"])).code).toBe(0);
+    const r = await m.apply(decl([pkg("found", "mesh-test-found", "2.3-1")]));
+    expect(dids(r)).toEqual(["found:unchanged"]);
+    expect(m.records().found).toMatchObject({ found: { installed: true, version: "2.3-1" } });
+    const gone = await m.apply(nothing);
+    expect(dids(gone)).toEqual(["found:unchanged"]);
+    expect(detailOf(gone, "found")).toContain("left installed: it was found installed (2.3-1)");
+    expect((await p.installed())["mesh-test-found"]).toBe("2.3-1");
+  });
+
+  it("an exact version the repository does not carry fails with pacman's own words, and installs nothing", async () => {
+    const m = fresh();
+    const r = await m.apply(decl([pkg("v", "mesh-test-hello", "9.9-1")]));
+    expect(r.exit).toBe(1);
+    expect(dids(r)).toEqual(["v:failed"]);
+    expect(detailOf(r, "v")).toContain("error: target not found: mesh-test-hello=9.9-1");
+    expect((await p.installed())["mesh-test-hello"]).toBeUndefined();
+  });
+
+  it("a declared version is installed exactly: an upgrade to it says updated and reads it back", async () => {
+    const m = fresh();
+    await m.apply(decl([pkg("up", "mesh-test-up", "1.0-1")]));
+    await p.publish({ name: "mesh-test-up", version: "1.1-1" });
+    // still satisfied by what is installed: pinned, so no upgrade happens behind the declaration's back
+    expect(dids(await m.apply(decl([pkg("up", "mesh-test-up", "1.0-1")])))).toEqual(["up:unchanged"]);
+    const r = await m.apply(decl([pkg("up", "mesh-test-up", "1.1")]));
+    expect(dids(r)).toEqual(["up:updated"]);
+    expect((await p.installed())["mesh-test-up"]).toBe("1.1-1");
+    // still the mesh's: it was not installed when first touched
+    await m.apply(nothing);
+    expect((await p.installed())["mesh-test-up"]).toBeUndefined();
+  });
+
+  it("a removal pacman refuses is reported in pacman's words, and the record kept to try again", async () => {
+    const m = fresh();
+    await m.apply(decl([pkg("lib", "mesh-test-lib")]));
+    expect((await p.exec.run(["pacman", "-S", "--noconfirm", "mesh-test-app"])).code).toBe(0);
+    const r = await m.apply(nothing);
+    expect(dids(r)).toEqual(["lib:failed"]);
+    expect(detailOf(r, "lib")).toContain(
+      "removing mesh-test-lib breaks dependency 'mesh-test-lib' required by mesh-test-app",
+    );
+    expect(m.records().lib).toBeDefined();
+    expect((await p.exec.run(["pacman", "-R", "--noconfirm", "mesh-test-app"])).code).toBe(0);
+    expect(dids(await m.apply(nothing))).toEqual(["lib:removed"]);
+  });
+
+  it.each(["../x", "/usr/bin/x", "a/b", ".hidden", "-rf", "Caps"])(
+    "a package name %j is refused on arrival, naming the field",
+    (name) => {
+      const r = parseDeclaration(decl([pkg("bad", name)]), archHost().support);
+      expect(r.ok).toBe(false);
+      if (!r.ok) expect(r.refusals).toEqual([expect.objectContaining({ id: "bad", field: "name" })]);
+    },
+  );
+
+  it("a records file naming a path is refused at removal, and nothing is removed", async () => {
+    const m = fresh();
+    m.writeRecords({ evil: { type: "package", name: "../../x", found: { installed: false } } });
+    const r = await m.apply(nothing);
+    expect(r.exit).not.toBe(0);
+    expect(JSON.stringify(r.report)).toContain("names package");
+  });
+});

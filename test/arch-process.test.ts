@@ -1,0 +1,309 @@
+// process against a real systemd: a daemon or a timer run from a bundle under /var/lib/mesh/<name>; removed
+// whole when undeclared, and a name outside the one rule (".." once deleted /var/lib/mesh) refused both ways.
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { processApplier } from "../src/appliers/process.ts";
+import { showUnit, type UnitState } from "../src/appliers/systemd.ts";
+import type { DecideContext } from "../src/appliers/types.ts";
+import { State, StoreHolds } from "../src/store/index.ts";
+import { parseDeclaration } from "../src/vocabulary/index.ts";
+import { decl } from "./support/offline.ts";
+import {
+  type ArchMachine,
+  archHost,
+  archMachine,
+  bootContainer,
+  type Container,
+  detailOf,
+  dids,
+} from "./support/systemd.ts";
+import { tempDir } from "./support/tmp.ts";
+
+let c: Container;
+// the first run on a machine builds the cached root (~40-60 s, more on a slow mirror); later ones take ~2 s
+beforeAll(async () => {
+  c = await bootContainer();
+}, 600_000);
+afterAll(async () => {
+  await c?.stop();
+});
+
+const fresh = (): ArchMachine => archMachine(c.root, c.exec, tempDir("mesh-arch-state-"));
+const nothing = decl([], { owns_nothing: true });
+const at = (path: string) => join(c.root, path);
+const RUN = 'printf "%s\\n" "$@" > args.txt\nexec sleep infinity\n';
+
+const proc = (name: string, extra: Record<string, unknown> = {}) => ({
+  id: name,
+  type: "process",
+  name,
+  exec: ["/bin/sh", "run.sh"],
+  bundle: [{ path: "run.sh", content: RUN, mode: "0755" }],
+  ...extra,
+});
+
+async function state(unit: string): Promise<UnitState> {
+  const s = await showUnit(c.exec, unit);
+  if (typeof s === "string") throw new Error(s);
+  return s;
+}
+
+async function until(what: () => boolean, ms = 5_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!what()) {
+    if (Date.now() > end) throw new Error("timed out waiting");
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe("process: a daemon run from its bundle", () => {
+  it("writes the bundle and the unit, runs it with argv exactly as declared, restarts it when its bundle changes", async () => {
+    const m = fresh();
+    const args = ["a b", "it's", "$HOME", "100%", "back\\slash", '"q"', "$" + "{X}"];
+    const d = (run: string) =>
+      decl([
+        proc("echoer", {
+          exec: ["/bin/sh", "run.sh", ...args],
+          bundle: [
+            { path: "run.sh", content: run, mode: "0755" },
+            { path: "etc/conf", content: "x\n" },
+          ],
+        }),
+      ]);
+    const first = await m.apply(d(RUN));
+    expect(dids(first)).toEqual(["echoer:created"]);
+    expect(statSync(at("var/lib/mesh/echoer/run.sh")).mode & 0o777).toBe(0o755);
+    expect(statSync(at("var/lib/mesh/echoer/etc/conf")).mode & 0o777).toBe(0o644);
+    const unit = readFileSync(at("etc/systemd/system/mesh-process-echoer.service"), "utf8");
+    expect(unit).toContain("Type=exec");
+    expect(unit).toContain("WorkingDirectory=/var/lib/mesh/echoer");
+    const s = await state("mesh-process-echoer.service");
+    expect([s.file, s.active]).toEqual(["enabled", "active"]);
+    // every word arrives as declared: no splitting, no $ or % expansion by systemd
+    await until(() => existsSync(at("var/lib/mesh/echoer/args.txt")));
+    await until(
+      () => readFileSync(at("var/lib/mesh/echoer/args.txt"), "utf8").split("\n").length > args.length,
+    );
+    expect(readFileSync(at("var/lib/mesh/echoer/args.txt"), "utf8")).toBe(`${args.join("\n")}\n`);
+
+    expect(dids(await m.apply(d(RUN)))).toEqual(["echoer:unchanged"]);
+    const changed = await m.apply(d(`# v2\n${RUN}`));
+    expect(dids(changed)).toEqual(["echoer:updated"]);
+    expect(detailOf(changed, "echoer")).toContain("restart mesh-process-echoer.service");
+    expect((await state("mesh-process-echoer.service")).invocation).not.toBe(s.invocation);
+  });
+
+  it("a program that cannot be run fails the step with systemd's words (Type=exec), and is still removed whole", async () => {
+    const m = fresh();
+    const r = await m.apply(decl([proc("noprog", { exec: ["/nonexistent/prog"] })]));
+    expect(dids(r)).toEqual(["noprog:failed"]);
+    expect(detailOf(r, "noprog")).toContain("systemctl start mesh-process-noprog.service");
+    expect(m.records().noprog).toBeDefined();
+    expect(dids(await m.apply(nothing))).toEqual(["noprog:removed"]);
+    expect(existsSync(at("var/lib/mesh/noprog"))).toBe(false);
+  });
+
+  it("undeclared: unit and bundle removed, and the report says what was removed", async () => {
+    const m = fresh();
+    await m.apply(decl([proc("gone")]));
+    const r = await m.apply(nothing);
+    expect(dids(r)).toEqual(["gone:removed"]);
+    expect(detailOf(r, "gone")).toContain("stopped and disabled mesh-process-gone.service");
+    expect(detailOf(r, "gone")).toContain(
+      "removed /etc/systemd/system/mesh-process-gone.service, /var/lib/mesh/gone (",
+    );
+    expect((await state("mesh-process-gone.service")).load).toBe("not-found");
+    expect(existsSync(at("var/lib/mesh/gone"))).toBe(false);
+    expect(existsSync(at("var/lib/mesh"))).toBe(true);
+    expect(existsSync(at("etc/systemd/system/multi-user.target.wants/mesh-process-gone.service"))).toBe(
+      false,
+    );
+  });
+
+  it("renamed under the same id: the old process is removed, the new one made", async () => {
+    const m = fresh();
+    await m.apply(decl([proc("first")]));
+    const r = await m.apply(decl([{ ...proc("second"), id: "first" }]));
+    expect(dids(r)).toEqual(["first:updated"]);
+    expect((await state("mesh-process-first.service")).load).toBe("not-found");
+    expect(existsSync(at("var/lib/mesh/first"))).toBe(false);
+    expect((await state("mesh-process-second.service")).active).toBe("active");
+    await m.apply(nothing);
+    expect(existsSync(at("var/lib/mesh/second"))).toBe(false);
+  });
+});
+
+describe("process: on a schedule, a timer and a oneshot service", () => {
+  it("writes both, starts the timer (not the service), and removes all three when undeclared", async () => {
+    const m = fresh();
+    const r = await m.apply(
+      decl([
+        proc("nightly", { schedule: "*-*-* 03:00:00", bundle: [{ path: "run.sh", content: "echo ran\n" }] }),
+      ]),
+    );
+    expect(dids(r)).toEqual(["nightly:created"]);
+    const service = readFileSync(at("etc/systemd/system/mesh-process-nightly.service"), "utf8");
+    expect(service).toContain("Type=oneshot");
+    expect(service).not.toContain("[Install]");
+    expect(readFileSync(at("etc/systemd/system/mesh-process-nightly.timer"), "utf8")).toContain(
+      "OnCalendar=*-*-* 03:00:00",
+    );
+    const timer = await state("mesh-process-nightly.timer");
+    expect([timer.file, timer.active]).toEqual(["enabled", "active"]);
+    const svc = await state("mesh-process-nightly.service");
+    expect([svc.file, svc.active]).toEqual(["static", "inactive"]);
+
+    const gone = await m.apply(nothing);
+    expect(detailOf(gone, "nightly")).toContain(
+      "removed /etc/systemd/system/mesh-process-nightly.service, /etc/systemd/system/mesh-process-nightly.timer, /var/lib/mesh/nightly (1 file)",
+    );
+    for (const unit of ["mesh-process-nightly.timer", "mesh-process-nightly.service"])
+      expect((await state(unit)).load).toBe("not-found");
+    expect(existsSync(at("var/lib/mesh/nightly"))).toBe(false);
+  });
+
+  it("a daemon turned timer stops being a daemon, and back", async () => {
+    const m = fresh();
+    await m.apply(decl([proc("turn")]));
+    expect((await state("mesh-process-turn.service")).active).toBe("active");
+    const timed = await m.apply(decl([proc("turn", { schedule: "hourly" })]));
+    expect(dids(timed)).toEqual(["turn:updated"]);
+    const svc = await state("mesh-process-turn.service");
+    expect([svc.file, svc.active]).toEqual(["static", "inactive"]);
+    expect((await state("mesh-process-turn.timer")).active).toBe("active");
+    expect(existsSync(at("etc/systemd/system/multi-user.target.wants/mesh-process-turn.service"))).toBe(
+      false,
+    );
+    const back = await m.apply(decl([proc("turn")]));
+    expect(dids(back)).toEqual(["turn:updated"]);
+    expect((await state("mesh-process-turn.timer")).load).toBe("not-found");
+    expect((await state("mesh-process-turn.service")).active).toBe("active");
+    await m.apply(nothing);
+  });
+
+  it("a schedule systemd rejects is refused before anything is touched, naming the field", async () => {
+    const m = fresh();
+    const r = await m.apply(decl([proc("badcal", { schedule: "every other tuesday" })]));
+    expect(r.exit).toBe(2);
+    expect(r.report.refusals).toEqual([
+      expect.objectContaining({ id: "badcal", reason: expect.stringContaining("schedule: systemd rejects") }),
+    ]);
+    expect(existsSync(at("etc/systemd/system/mesh-process-badcal.service"))).toBe(false);
+    expect(existsSync(at("var/lib/mesh/badcal"))).toBe(false);
+    const parsed = parseDeclaration(
+      decl([proc("badcal", { schedule: "every other tuesday" })]),
+      archHost().support,
+    );
+    if (!parsed.ok) throw new Error("refused on arrival");
+    const step = await processApplier.decide(parsed.value.resources[0] as never, undefined, context(c.root));
+    expect(step).toMatchObject({ did: "failed", action: "refuse", field: "schedule" });
+  });
+});
+
+/** A context for calling the applier alone, commands run in the container. */
+function context(root: string): DecideContext {
+  const state = new State(tempDir("mesh-arch-state-"));
+  return {
+    ports: {
+      root,
+      exec: c.exec,
+      rootless: false,
+      log: { info() {}, warn() {}, error() {}, debug() {} },
+      holds: new StoreHolds(state),
+    },
+    changed: new Set(),
+    made: new Set(),
+    declaredPaths: new Set(),
+    secret: () => new Uint8Array(),
+  } as DecideContext;
+}
+
+describe("process: the one rule, on arrival and before removal", () => {
+  it.each([
+    ["name", ".."],
+    ["name", "../x"],
+    ["name", "a/b"],
+    ["name", "Web"],
+    ["bundle.0.path", "../escape"],
+    ["bundle.0.path", "/etc/passwd"],
+    ["bundle.0.path", "a/../../b"],
+    ["exec.1", "two\nlines"],
+    ["schedule", "daily\nExecStartPre=/bin/evil"],
+  ])("refused on arrival: %s %j", (field, value) => {
+    const p: Record<string, unknown> = proc("ok");
+    if (field === "name") p.name = value;
+    if (field === "bundle.0.path") p.bundle = [{ path: value, content: "x" }];
+    if (field === "exec.1") p.exec = ["/bin/echo", value];
+    if (field === "schedule") p.schedule = value;
+    const r = parseDeclaration(decl([p]), archHost().support);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.refusals).toEqual([expect.objectContaining({ id: "ok", field })]);
+  });
+
+  it("a records file naming process '..' is refused at removal, and /var/lib/mesh is left whole", async () => {
+    const m = fresh();
+    await m.apply(decl([proc("dotdot")]));
+    mkdirSync(at("var/lib/mesh/other"), { recursive: true });
+    writeFileSync(at("var/lib/mesh/other/keep"), "keep\n");
+    // the records file edited by hand: the process's name is now ".."
+    const records = m.records();
+    records.dotdot = { ...records.dotdot!, name: ".." };
+    m.writeRecords(records);
+    const r = await m.apply(nothing);
+    expect(r.exit).not.toBe(0);
+    expect(JSON.stringify(r.report)).toContain('the record\'s name \\"..\\"');
+    expect(readFileSync(at("var/lib/mesh/other/keep"), "utf8")).toBe("keep\n");
+    expect(existsSync(at("var/lib/mesh/dotdot/run.sh"))).toBe(true);
+
+    // and the applier alone: decided as a refusal, executing it removes nothing
+    const ctx = context(c.root);
+    const step = await processApplier.decideRemoval("dotdot", records.dotdot as never, ctx);
+    expect(step).toMatchObject({ did: "failed", action: "refuse", field: "name" });
+    const done = await processApplier.execute(step, undefined, records.dotdot as never, ctx);
+    expect(done.did).toBe("failed");
+    expect(existsSync(at("var/lib/mesh/other/keep"))).toBe(true);
+    expect(existsSync(at("var/lib/mesh/dotdot/run.sh"))).toBe(true);
+  });
+
+  it("removal never follows a link: a link inside the bundle goes, what it points at stays; a linked bundle is left", async () => {
+    const outside = mkdtempSync(join(tmpdir(), "mesh-outside-"));
+    try {
+      writeFileSync(join(outside, "precious"), "precious\n");
+      const m = fresh();
+      await m.apply(decl([proc("linky")]));
+      symlinkSync(outside, at("var/lib/mesh/linky/escape"));
+      const r = await m.apply(nothing);
+      expect(dids(r)).toEqual(["linky:removed"]);
+      // run.sh, the link, and args.txt once the process has written it
+      expect(detailOf(r, "linky")).toMatch(/\/var\/lib\/mesh\/linky \([23] files\)/);
+      expect(existsSync(at("var/lib/mesh/linky"))).toBe(false);
+      expect(readFileSync(join(outside, "precious"), "utf8")).toBe("precious\n");
+
+      // the bundle directory itself swapped for a link to elsewhere
+      const n = fresh();
+      await n.apply(decl([proc("swapped")]));
+      renameSync(at("var/lib/mesh/swapped"), at("var/lib/mesh/swapped.moved"));
+      symlinkSync(outside, at("var/lib/mesh/swapped"));
+      const s = await n.apply(nothing);
+      expect(dids(s)).toEqual(["swapped:failed"]);
+      expect(detailOf(s, "swapped")).toContain("is a symbolic link; it was left, not followed");
+      expect(lstatSync(at("var/lib/mesh/swapped")).isSymbolicLink()).toBe(true);
+      expect(readFileSync(join(outside, "precious"), "utf8")).toBe("precious\n");
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,305 @@
+// service against a real systemd (PID 1 of a container): absence is not "stopped", a written unit is read
+// after the reload that loads it, and undeclaring gives back what was found instead of stopping it.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { showUnit, type UnitState } from "../src/appliers/systemd.ts";
+import { parseDeclaration } from "../src/vocabulary/index.ts";
+import { decl } from "./support/offline.ts";
+import {
+  type ArchMachine,
+  archHost,
+  archMachine,
+  bootContainer,
+  type Container,
+  detailOf,
+  dids,
+} from "./support/systemd.ts";
+import { tempDir } from "./support/tmp.ts";
+
+let c: Container;
+// the first run on a machine builds the cached root (~40-60 s, more on a slow mirror); later ones take ~2 s
+beforeAll(async () => {
+  c = await bootContainer();
+}, 600_000);
+afterAll(async () => {
+  await c?.stop();
+});
+
+const fresh = (): ArchMachine => archMachine(c.root, c.exec, tempDir("mesh-arch-state-"));
+const nothing = decl([], { owns_nothing: true });
+const unitFile = (description: string, extra = "") =>
+  `[Unit]\nDescription=${description}\n\n[Service]\nExecStart=/bin/sleep infinity\n${extra}\n[Install]\nWantedBy=multi-user.target\n`;
+const unitAt = (unit: string) => join(c.root, "etc/systemd/system", unit);
+
+/** A unit the machine had before the mesh: written, loaded, and (if asked) enabled and started by hand. */
+async function plant(unit: string, content: string, ...verbs: string[]): Promise<void> {
+  writeFileSync(unitAt(unit), content);
+  expect((await c.systemctl("daemon-reload")).code).toBe(0);
+  for (const verb of verbs) expect((await c.systemctl(verb, unit)).code).toBe(0);
+}
+
+async function state(unit: string): Promise<UnitState> {
+  const s = await showUnit(c.exec, unit);
+  if (typeof s === "string") throw new Error(s);
+  return s;
+}
+
+async function prop(unit: string, name: string): Promise<string> {
+  return (await c.systemctl("show", "-p", name, "--value", unit)).stdout.trim();
+}
+
+describe("service: reading a unit", () => {
+  it("a unit that does not exist is absent, never 'stopped', and nothing records it as found stopped", async () => {
+    const m = fresh();
+    const d = decl([{ id: "ghost", type: "service", unit: "mesh-ghost.service", state: "stopped" }]);
+    const plan = await m.apply(d, { dryRun: true });
+    expect(plan.plan.map((s) => s.did)).toEqual(["failed"]);
+    const r = await m.apply(d);
+    expect(r.exit).toBe(1);
+    expect(dids(r)).toEqual(["ghost:failed"]);
+    expect(detailOf(r, "ghost")).toContain("LoadState=not-found");
+    expect(detailOf(r, "ghost")).toContain("not stopped");
+    expect(m.records().ghost).toBeUndefined();
+  });
+
+  it("writes the unit file, reloads, then reads it: a changed file is what systemd runs", async () => {
+    const m = fresh();
+    const svc = (v: string) =>
+      decl([
+        {
+          id: "web",
+          type: "service",
+          unit: "mesh-web.service",
+          enabled: true,
+          state: "running",
+          content: unitFile(`mesh web ${v}`),
+        },
+      ]);
+    const first = await m.apply(svc("v1"));
+    expect(dids(first)).toEqual(["web:created"]);
+    expect(readFileSync(unitAt("mesh-web.service"), "utf8")).toContain("mesh web v1");
+    const s1 = await state("mesh-web.service");
+    expect([s1.load, s1.file, s1.active]).toEqual(["loaded", "enabled", "active"]);
+    expect(m.records().web).toMatchObject({ found: { load: "not-found" }, file: { created: true } });
+
+    const second = await m.apply(svc("v2"));
+    expect(dids(second)).toEqual(["web:updated"]);
+    expect(detailOf(second, "web")).toMatch(/write .*daemon-reload, restart/);
+    // read after the reload: systemd has the new file, and the running unit was restarted onto it
+    expect(await prop("mesh-web.service", "Description")).toBe("mesh web v2");
+    expect(await prop("mesh-web.service", "NeedDaemonReload")).toBe("no");
+    expect((await state("mesh-web.service")).invocation).not.toBe(s1.invocation);
+
+    expect(dids(await m.apply(svc("v2")))).toEqual(["web:unchanged"]);
+  });
+
+  it("puts back a unit stopped by hand and says repaired", async () => {
+    const m = fresh();
+    const d = decl([
+      { id: "rep", type: "service", unit: "mesh-rep.service", state: "running", content: unitFile("rep") },
+    ]);
+    await m.apply(d);
+    await c.systemctl("stop", "mesh-rep.service");
+    const r = await m.apply(d);
+    expect(dids(r)).toEqual(["rep:repaired"]);
+    expect((await state("mesh-rep.service")).active).toBe("active");
+  });
+
+  it("restart_on restarts the unit when a named resource changed in this apply, and only then", async () => {
+    const m = fresh();
+    mkdirSync(join(c.root, "etc/mesh-test"), { recursive: true });
+    const d = (conf: string) =>
+      decl([
+        { id: "conf", type: "file", path: "/etc/mesh-test/ro.conf", content: conf },
+        {
+          id: "ro",
+          type: "service",
+          unit: "mesh-ro.service",
+          state: "running",
+          restart_on: ["conf"],
+          content: unitFile("ro"),
+        },
+      ]);
+    expect(dids(await m.apply(d("a\n")))).toEqual(["conf:created", "ro:created"]);
+    const before = (await state("mesh-ro.service")).invocation;
+    expect(dids(await m.apply(d("a\n")))).toEqual(["conf:unchanged", "ro:unchanged"]);
+    expect((await state("mesh-ro.service")).invocation).toBe(before);
+    const changed = await m.apply(d("b\n"));
+    expect(dids(changed)).toEqual(["conf:updated", "ro:updated"]);
+    expect(detailOf(changed, "ro")).toContain("restart (conf changed)");
+    expect((await state("mesh-ro.service")).invocation).not.toBe(before);
+  });
+
+  it("the plan says what the apply does, step for step", async () => {
+    const m = fresh();
+    await plant("mesh-pl.service", unitFile("pl"));
+    const d = decl([
+      { id: "pl", type: "service", unit: "mesh-pl.service", enabled: true, state: "running" },
+      { id: "pw", type: "service", unit: "mesh-pw.service", state: "running", content: unitFile("pw") },
+    ]);
+    const plan = await m.apply(d, { dryRun: true });
+    expect((await state("mesh-pl.service")).active).toBe("inactive");
+    expect(existsSync(unitAt("mesh-pw.service"))).toBe(false);
+    const applied = await m.apply(d);
+    expect(plan.plan.map((s) => `${s.id}:${s.did}`)).toEqual(dids(applied));
+    expect(dids(applied)).toEqual(["pl:updated", "pw:created"]);
+  });
+});
+
+describe("service: undeclared, given back as found", () => {
+  it("found running stays running (and enabled)", async () => {
+    const m = fresh();
+    await plant("mesh-fa.service", unitFile("fa"), "enable", "start");
+    const r = await m.apply(
+      decl([{ id: "fa", type: "service", unit: "mesh-fa.service", enabled: true, state: "running" }]),
+    );
+    expect(dids(r)).toEqual(["fa:unchanged"]);
+    expect(m.records().fa).toMatchObject({ found: { load: "loaded", enabled: "enabled", active: "active" } });
+    const gone = await m.apply(nothing);
+    expect(dids(gone)).toEqual(["fa:unchanged"]);
+    expect(detailOf(gone, "fa")).toContain("left running, as found");
+    const s = await state("mesh-fa.service");
+    expect([s.file, s.active]).toEqual(["enabled", "active"]);
+    expect(m.records().fa).toBeUndefined();
+  });
+
+  it("started (and enabled) by the mesh is stopped (and disabled) again; the found file stays", async () => {
+    const m = fresh();
+    await plant("mesh-fb.service", unitFile("fb"));
+    await m.apply(
+      decl([{ id: "fb", type: "service", unit: "mesh-fb.service", enabled: true, state: "running" }]),
+    );
+    expect((await state("mesh-fb.service")).active).toBe("active");
+    const gone = await m.apply(nothing);
+    expect(dids(gone)).toEqual(["fb:restored"]);
+    expect(detailOf(gone, "fb")).toMatch(/stopped, disabled/);
+    const s = await state("mesh-fb.service");
+    expect([s.load, s.file, s.active]).toEqual(["loaded", "disabled", "inactive"]);
+    expect(existsSync(unitAt("mesh-fb.service"))).toBe(true);
+  });
+
+  it("nothing is started on the way out: found running, stopped by the mesh, stays stopped", async () => {
+    const m = fresh();
+    await plant("mesh-fc.service", unitFile("fc"), "start");
+    await m.apply(decl([{ id: "fc", type: "service", unit: "mesh-fc.service", state: "stopped" }]));
+    expect((await state("mesh-fc.service")).active).toBe("inactive");
+    const gone = await m.apply(nothing);
+    expect(detailOf(gone, "fc")).toContain("nothing is started on the way out");
+    expect((await state("mesh-fc.service")).active).toBe("inactive");
+  });
+
+  it("a unit whose file the mesh created is the mesh's, whatever the record says of what was found", async () => {
+    const m = fresh();
+    const d = (id: string, unit: string) => ({
+      id,
+      type: "service",
+      unit,
+      enabled: true,
+      state: "running",
+      content: unitFile(id),
+    });
+    await m.apply(decl([d("own", "mesh-own.service"), d("old", "mesh-old.service")]));
+    // a record claiming the unit was found running, and one written before Found existed
+    const records = m.records();
+    records.own = { ...records.own!, found: { load: "loaded", enabled: "enabled", active: "active" } };
+    records.old = { type: "service", unit: "mesh-old.service", file: { created: true, wrote: "" } };
+    m.writeRecords(records);
+    const gone = await m.apply(nothing);
+    expect(dids(gone).sort()).toEqual(["old:removed", "own:removed"]);
+    for (const unit of ["mesh-own.service", "mesh-old.service"]) {
+      const s = await state(unit);
+      expect([s.load, s.active]).toEqual(["not-found", "inactive"]);
+      expect(existsSync(unitAt(unit))).toBe(false);
+      expect(existsSync(join(c.root, "etc/systemd/system/multi-user.target.wants", unit))).toBe(false);
+    }
+    expect(detailOf(gone, "own")).toContain("is the mesh's");
+  });
+
+  it("a record written before Found existed leaves the unit alone", async () => {
+    const m = fresh();
+    await plant("mesh-pre.service", unitFile("pre"), "enable", "start");
+    m.writeRecords({ pre: { type: "service", unit: "mesh-pre.service" } });
+    const gone = await m.apply(nothing);
+    expect(dids(gone)).toEqual(["pre:unchanged"]);
+    expect(detailOf(gone, "pre")).toContain("left alone");
+    const s = await state("mesh-pre.service");
+    expect([s.file, s.active]).toEqual(["enabled", "active"]);
+  });
+
+  it("found is kept the moment it is read: a first apply that enabled and then failed is not the machine's", async () => {
+    const m = fresh();
+    await plant(
+      "mesh-ff.service",
+      "[Service]\nType=oneshot\nExecStart=/bin/false\n[Install]\nWantedBy=multi-user.target\n",
+    );
+    const d = decl([{ id: "ff", type: "service", unit: "mesh-ff.service", enabled: true, state: "running" }]);
+    const first = await m.apply(d);
+    expect(dids(first)).toEqual(["ff:failed"]);
+    expect(detailOf(first, "ff")).toContain("systemctl start");
+    expect((await state("mesh-ff.service")).file).toBe("enabled");
+    expect(m.records().ff).toMatchObject({ found: { enabled: "disabled", active: "inactive" } });
+    // a second apply finds it enabled, by the mesh's own doing: that is not what was found
+    expect(dids(await m.apply(d))).toEqual(["ff:failed"]);
+    expect(m.records().ff).toMatchObject({ found: { enabled: "disabled" } });
+    const gone = await m.apply(nothing);
+    expect(dids(gone)).toEqual(["ff:restored"]);
+    expect((await state("mesh-ff.service")).file).toBe("disabled");
+  });
+
+  it("a found unit file the mesh wrote over is held, and given back (reloaded) when undeclared", async () => {
+    const m = fresh();
+    await plant("mesh-held.service", unitFile("the original"), "start");
+    const r = await m.apply(
+      decl([
+        {
+          id: "h",
+          type: "service",
+          unit: "mesh-held.service",
+          state: "running",
+          content: unitFile("the mesh's"),
+        },
+      ]),
+    );
+    expect(dids(r)).toEqual(["h:updated"]);
+    expect(detailOf(r, "h")).toContain("the original held");
+    expect(await prop("mesh-held.service", "Description")).toBe("the mesh's");
+    const gone = await m.apply(nothing);
+    expect(dids(gone)).toEqual(["h:restored"]);
+    expect(readFileSync(unitAt("mesh-held.service"), "utf8")).toBe(unitFile("the original"));
+    expect(await prop("mesh-held.service", "Description")).toBe("the original");
+    expect((await state("mesh-held.service")).active).toBe("active");
+  });
+
+  it("moved to another unit: the old one is given back, the new one found afresh", async () => {
+    const m = fresh();
+    await m.apply(
+      decl([
+        { id: "mv", type: "service", unit: "mesh-mv1.service", state: "running", content: unitFile("mv1") },
+      ]),
+    );
+    await plant("mesh-mv2.service", unitFile("mv2"));
+    const r = await m.apply(
+      decl([{ id: "mv", type: "service", unit: "mesh-mv2.service", state: "running" }]),
+    );
+    expect(dids(r)).toEqual(["mv:updated"]);
+    expect((await state("mesh-mv1.service")).load).toBe("not-found");
+    expect(m.records().mv).toMatchObject({
+      unit: "mesh-mv2.service",
+      found: { load: "loaded", active: "inactive" },
+    });
+    await m.apply(nothing);
+    expect((await state("mesh-mv2.service")).active).toBe("inactive");
+  });
+});
+
+describe("service: bad input is refused on arrival, naming the field", () => {
+  it.each(["../../etc/evil.service", "Sshd.service", "sshd", "a b.service", "..", "x@y.service"])(
+    "unit %j",
+    (unit) => {
+      const r = parseDeclaration(decl([{ id: "s", type: "service", unit }]), archHost().support);
+      expect(r.ok).toBe(false);
+      if (!r.ok) expect(r.refusals).toEqual([expect.objectContaining({ id: "s", field: "unit" })]);
+    },
+  );
+});

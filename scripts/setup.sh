@@ -34,6 +34,8 @@ if [ -f build/build.mjs ]; then npm run --silent build; fi
 
 # the Arch appliers' tests boot a real systemd in a container of a Debian root: made once, cached
 if [ "$ci" -eq 1 ] && [ -f scripts/ci-arch-setup.sh ]; then sh scripts/ci-arch-setup.sh; fi
+# docker.io and podman for the container appliers' tests (the tests start their own daemons)
+if [ "$ci" -eq 1 ] && [ -f scripts/ci-containers-setup.sh ]; then sh scripts/ci-containers-setup.sh; fi
 
 if [ "$demo" -eq 1 ]; then
   npm run --silent demo

@@ -59,6 +59,9 @@ describe("holds", () => {
     // a fresh reader sees the same index
     expect(new StoreHolds(state).list()).toEqual(holds.list());
     await holds.release("/etc/x");
+    // given back, but ended only once the records no longer name it
+    expect(readdirSync(join(state.dir, "holds"))).toHaveLength(3);
+    holds.commit(0);
     expect(readdirSync(join(state.dir, "holds"))).toEqual(["index.json"]);
   });
 });

@@ -20,6 +20,8 @@ interface DirData {
   create: boolean;
   purge: string[];
   foundMode?: number;
+  /** The record this id will have once made: journalled before anything is touched. */
+  intent: DirectoryRecord;
 }
 
 async function statDir(abs: string): Promise<{ mode: number; uid: number; gid: number } | null | string> {
@@ -68,7 +70,16 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
     if (typeof ids === "string") return refuse(wanted.id, ids);
     const mode = parseMode(wanted.mode);
     const purge = wanted.purge ? await unmanagedEntries(wanted.path, abs, ctx.declaredPaths) : [];
-    const data: DirData = { mode, ...ids, create: found === null, purge, foundMode: found?.mode };
+    // a path another id recorded is the mesh's already: never taken as found
+    const prior = record ?? (ctx.claimed?.(wanted.path, wanted.id) as DirectoryRecord | undefined);
+    const intent: DirectoryRecord = {
+      type: "directory",
+      path: wanted.path,
+      created: prior ? prior.created : found === null,
+      mode: wanted.mode,
+      found_mode: prior ? prior.found_mode : found ? octal(found.mode) : undefined,
+    };
+    const data: DirData = { mode, ...ids, create: found === null, purge, foundMode: found?.mode, intent };
     if (found === null) {
       const did = record?.created ? "repaired" : "created";
       return { id: wanted.id, type: "directory", did, action: "make", detail: `${wanted.path} ${did}`, data };
@@ -102,6 +113,8 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
   async decideRemoval(id, record, ctx) {
     const problem = placeProblem(ctx.ports.root, record.path);
     if (problem) return refuse(id, problem);
+    if (ctx.declaredPaths.has(record.path))
+      return { id, type: "directory", did: "unchanged", action: "forget", detail: `${record.path} is now declared by another resource` };
     const found = await statDir(underRoot(ctx.ports.root, record.path));
     if (found === null)
       return {
@@ -194,19 +207,7 @@ async function makeAndReadBack(
     if (!placeProblem(ctx.ports.root, entry))
       await rm(underRoot(ctx.ports.root, entry), { recursive: true, force: true });
   }
-  const created = record ? record.created : data.create;
-  const foundMode = record
-    ? record.found_mode
-    : data.foundMode === undefined
-      ? undefined
-      : octal(data.foundMode);
-  const next: DirectoryRecord = {
-    type: "directory",
-    path: wanted.path,
-    created,
-    mode: wanted.mode,
-    found_mode: foundMode,
-  };
+  const next: DirectoryRecord = data.intent;
   const back = await statDir(abs);
   if (typeof back !== "object" || back === null || (data.mode !== undefined && back.mode !== data.mode))
     return { did: "failed", detail: `${wanted.path} read back differently from what was made`, record: next };

@@ -35,6 +35,8 @@ interface WriteData {
   gid?: number;
   /** The found content to hold before it is overwritten. */
   hold?: Found;
+  /** The record this id will have once written: journalled before anything is touched. */
+  intent: FileRecord;
 }
 
 export const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex");
@@ -108,21 +110,26 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
       found.mode === mode &&
       (ids.uid === undefined || ids.uid === found.uid) &&
       (ids.gid === undefined || ids.gid === found.gid);
+    // a path another id recorded is the mesh's already: never taken as found
+    const prior = record ?? (ctx.claimed?.(wanted.path, wanted.id) as FileRecord | undefined);
     if (matches) {
       // found already right and never recorded: take it over (holding it) without writing
-      const action = record ? "none" : "adopt";
+      // a record that does not say what is there (a kill after the write, before the records were saved) is set right
+      const current = record && record.wrote === sha && record.mode === wanted.mode;
+      const action = current ? "none" : prior ? "claim" : "adopt";
+      const intent: FileRecord = { type: "file", path: wanted.path, created: prior?.created ?? false, wrote: sha, mode: wanted.mode };
       return {
         id: wanted.id,
         type: "file",
         did: "unchanged",
         action,
         detail: `${wanted.path} is as declared${ignored}`,
-        data: { abs, hold: found, sha },
+        data: { abs, hold: found, sha, intent },
       };
     }
-    const did = writeDid(found, record, sha, wanted.mode);
+    const did = writeDid(found, prior, sha, wanted.mode);
     // the first original is the record's; content found later at a held path is kept once beside it
-    const hold = found && !record?.created && found.sha !== record?.wrote ? found : undefined;
+    const hold = found && !prior?.created && found.sha !== prior?.wrote ? found : undefined;
     const what =
       did === "repaired"
         ? "put back after a change the mesh did not make"
@@ -130,7 +137,9 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
           ? "created"
           : "rewritten";
     const held = hold && !record ? "; the original is held" : "";
-    const data: WriteData = { abs, bytes, sha, mode, ...ids, hold };
+    const created = prior ? prior.created : hold === undefined;
+    const intent: FileRecord = { type: "file", path: wanted.path, created, wrote: sha, mode: wanted.mode };
+    const data: WriteData = { abs, bytes, sha, mode, ...ids, hold, intent };
     return {
       id: wanted.id,
       type: "file",
@@ -145,6 +154,8 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
     const { root } = ctx.ports;
     const problem = placeProblem(root, record.path);
     if (problem) return refuse({ id }, problem);
+    if (ctx.declaredPaths.has(record.path))
+      return { id, type: "file", did: "unchanged", action: "forget", detail: `${record.path} is now declared by another resource` };
     const found = await readFound(underRoot(root, record.path));
     if (!record.created)
       return {
@@ -193,6 +204,8 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
     switch (step.action) {
       case "none":
         return { did: step.did, detail: step.detail, record: record ?? null };
+      case "claim":
+        return { did: "unchanged", detail: step.detail, record: (step.data as { intent: FileRecord }).intent };
       case "adopt": {
         const { hold, sha } = step.data as { hold: Found; sha: string };
         const original = await holds.keep(path, hold.bytes, hold);
@@ -231,8 +244,7 @@ async function writeAndReadBack(
   await mkdir(dirname(data.abs), { recursive: true, mode: DEFAULT_DIR_MODE });
   await writeFileAtomic(data.abs, data.bytes, { mode: data.mode, uid: data.uid, gid: data.gid });
   const back = await readFound(data.abs);
-  const created = record ? record.created : data.hold === undefined;
-  const next: FileRecord = { type: "file", path, created, wrote: data.sha, mode: wanted.mode };
+  const next: FileRecord = data.intent;
   if (typeof back !== "object" || back === null || back.sha !== data.sha || back.mode !== data.mode)
     return {
       did: "failed",

@@ -87,6 +87,11 @@ export interface DecideContext {
    * (a plan feeds its own writes forward; an apply, what it has executed); undefined: no record of it.
    */
   wrote?(path: string): string | undefined;
+  /**
+   * The record of another id that names `path`: a path moving from one id to another is still the mesh's,
+   * never "found" (its content would be held as an original and given back instead of removed).
+   */
+  claimed?(path: string, id: string): (RecordBase & { created?: boolean }) | undefined;
   /** The declaration's mode: on an adopted node what the host found is held. */
   mode?: "adopted" | "converged";
   /** Every resource of the declaration, in order: what a runtime is asked about in one call. */

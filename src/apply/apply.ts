@@ -174,15 +174,16 @@ export async function applyDeclaration(req: ApplyRequest): Promise<ApplyResult> 
     };
   req.onPlan?.(plan);
   const notes = recordNode(req);
-  await sweepTemps(req.ports.root, d);
+  req.state.sweepTemps();
+  await sweepTemps(req.ports.root, d, records);
   const next = { ...records };
-  journal(req.state, next, order, steps);
-  const executed = await execute(steps, input, next);
+  await journal(req.state, req.holds, next, order, steps);
+  const orderOf = () => [...d.resources.map((r) => r.id), ...order].filter((id, i, all) => next[id] && all.indexOf(id) === i);
+  const executed = await execute(steps, input, next, () => req.state.writeRecords(next, orderOf()));
   const outcome: Outcome = executed.some((s) => s.did === "failed") ? "failed" : "applied";
-  const nextOrder = [...d.resources.map((r) => r.id), ...order].filter(
-    (id, i, all) => next[id] && all.indexOf(id) === i,
-  );
+  const nextOrder = orderOf();
   req.state.writeRecords(next, nextOrder);
+  req.holds.commit(nextOrder.length);
   req.state.writeLast({ seq: req.seq, outcome, at: now() });
   const report: Report = {
     v: 1,
@@ -219,39 +220,31 @@ function recordNode(req: ApplyRequest): string[] {
 }
 
 /**
- * Before touching anything, write down what is about to be created, so a crash mid-apply cannot make the
- * mesh's own file look "found" on the next start (and be held and given back instead of removed).
+ * Before touching anything: keep every found original the apply is about to write over, then write down the
+ * record each new resource will have, so a crash at any instant cannot make the mesh's own file look "found"
+ * on the next start, nor leave a found one recorded without its original (the chaos suite's kill -9 found
+ * both: a directory's found mode recorded after its chmod, and a taken file's hold not yet kept).
  */
-function journal(state: State, next: Records, order: string[], steps: PlannedStep[]): void {
+async function journal(state: State, holds: StoreHolds, next: Records, order: string[], steps: PlannedStep[]): Promise<void> {
   let intents = 0;
   for (const s of steps) {
-    const data = s.data as { sha?: string } | undefined;
-    if (
-      s.type !== "file" ||
-      s.record ||
-      !s.resource ||
-      s.resource.type !== "file" ||
-      (s.action !== "write" && s.action !== "adopt")
-    )
-      continue;
-    const created = s.action === "write" && !(s.data as { hold?: unknown }).hold;
-    next[s.id] = {
-      type: "file",
-      path: s.resource.path,
-      created,
-      wrote: data?.sha ?? "",
-      mode: s.resource.mode,
-    };
+    const data = s.data as { intent?: Records[string]; hold?: { bytes: Uint8Array; mode: number; uid: number; gid: number } } | undefined;
+    if (data?.hold && s.resource && "path" in s.resource) await holds.keep(s.resource.path, data.hold.bytes, data.hold);
+    // an id still recorded as something else keeps that record until its removal has run
+    if (s.record || !data?.intent || next[s.id]) continue;
+    next[s.id] = data.intent;
     intents++;
   }
   if (intents) state.writeRecords(next, [...new Set([...Object.keys(next), ...order])]);
 }
 
-/** Temporary files a crash left beside declared files: swept before writing anew. */
-async function sweepTemps(root: string, d: Declaration): Promise<void> {
-  const dirs = new Set(
-    d.resources.flatMap((r) => (r.type === "file" ? [dirname(underRoot(root, r.path))] : [])),
+/** Temporary files a crash left beside declared or recorded files: swept before writing anew. */
+async function sweepTemps(root: string, d: Declaration, records: Records): Promise<void> {
+  const declared = d.resources.flatMap((r) => (r.type === "file" ? [r.path] : []));
+  const recorded = Object.values(records).flatMap((r) =>
+    r.type === "file" && typeof r.path === "string" ? [r.path] : [],
   );
+  const dirs = new Set([...declared, ...recorded].map((p) => dirname(underRoot(root, p))));
   await Promise.all(
     [...dirs].map(async (dir) => {
       const names = await readdir(dir).catch(() => [] as string[]);
@@ -265,6 +258,7 @@ async function execute(
   steps: PlannedStep[],
   input: Parameters<typeof decider>[0],
   records: Records,
+  saveRecords: () => void,
 ): Promise<ReportStep[]> {
   // decided against the records as the steps before have left them: `wrote` reads what was just written
   const d = decider(input, records);
@@ -277,8 +271,16 @@ async function execute(
     if (failed)
       return { ...planLine(step), did: "not-reached", detail: "not reached: an earlier step failed" };
     const applier = input.host.appliers.get(step.type)!;
+    // an id that named something else until the removal just before: its new record is journalled now
+    const intent = (step.data as { intent?: Records[string] } | undefined)?.intent;
+    if (intent && step.resource && !step.record && !records[step.id]) {
+      records[step.id] = intent;
+      saveRecords();
+    }
     try {
-      const done = await applier.execute(step, step.resource, step.record ?? records[step.id], ctx());
+      // the applier is told exactly the record its decision saw (a removal: the one it gives back)
+      const record = step.resource ? step.record : (step.record ?? records[step.id]);
+      const done = await applier.execute(step, step.resource, record, ctx());
       if (done.record) records[step.id] = done.record as Records[string];
       else if (!step.resource) delete records[step.id];
       return { id: step.id, type: step.type, did: done.did, detail: done.detail };

@@ -56,8 +56,22 @@ export async function mapLimited<T, U>(items: T[], limit: number, fn: (item: T) 
   return out;
 }
 
-/** Actions and services look at what changed before them; everything else can be decided side by side. */
-const readsChanges = (r: Resource) => r.type === "action" || r.type === "service";
+/**
+ * Actions and services look at what changed before them, and a container (or an image loaded from a tarball)
+ * at what was written before it is reached: decided in order, and again when the apply reaches them;
+ * everything else side by side.
+ */
+export const readsChanges = (r: Resource) =>
+  r.type === "action" || r.type === "service" || r.type === "container" || (r.type === "image" && !!r.load);
+
+/** The digest the records say the host last wrote at `path`, as they stand. */
+export function wroteIn(records: Records, path: string): string | undefined {
+  for (const r of Object.values(records)) {
+    const f = r as { type: string; path?: string; wrote?: string };
+    if (f.type === "file" && f.path === path && f.wrote) return f.wrote;
+  }
+  return undefined;
+}
 
 export interface Decider {
   /** Decide the step for `r` now, with what has changed so far. */
@@ -66,17 +80,36 @@ export interface Decider {
   removals(changed: ReadonlySet<string>): Promise<PlannedStep[]>;
   /** Decide a run of resources that read no changes, concurrently. */
   decideBatch(rs: Resource[]): Promise<PlannedStep[][]>;
+  /** The context a step is decided and executed in, with the records as they stand now. */
+  context(changed: ReadonlySet<string>, made?: ReadonlySet<string>): DecideContext;
+  /** A plan's own file write, fed forward into the records a later `wrote` reads. */
+  noteWrite(step: PlannedStep): void;
 }
 
-/** The decision function both the plan and the apply call, so the preview cannot lie. */
-export function decider(input: PlanInput): Decider {
+/**
+ * The decision function both the plan and the apply call, so the preview cannot lie. `live`: the records as
+ * the apply updates them (a plan keeps its own copy, fed by `noteWrite`).
+ */
+export function decider(input: PlanInput, live: Records = { ...input.records }): Decider {
   const { declaration, records, order, host } = input;
   const paths = declaredPaths(declaration);
+  const claims = new Map<string, { id: string; record: Records[string] }>();
+  for (const [id, record] of Object.entries(records)) {
+    const path = (record as { path?: unknown }).path;
+    if (typeof path === "string") claims.set(path, { id, record });
+  }
   const ctxFor = (changed: ReadonlySet<string>, made: ReadonlySet<string> = new Set()): DecideContext => ({
     ...input.ctx,
     changed,
     made,
     declaredPaths: paths,
+    wrote: (path) => wroteIn(live, path),
+    claimed: (path, id) => {
+      const claim = claims.get(path);
+      return claim && claim.id !== id ? claim.record : undefined;
+    },
+    mode: declaration.mode,
+    declared: declaration.resources,
   });
   const declaredIds = new Set(declaration.resources.map((r) => r.id));
 
@@ -100,6 +133,12 @@ export function decider(input: PlanInput): Decider {
 
   return {
     decide,
+    context: ctxFor,
+    noteWrite(step) {
+      const sha = (step.data as { sha?: unknown } | undefined)?.sha;
+      if (step.resource?.type === "file" && typeof sha === "string" && step.action !== "refuse")
+        live[step.id] = { type: "file", path: step.resource.path, wrote: sha } as Records[string];
+    },
     decideBatch: (rs) => mapLimited(rs, FILE_READ_CONCURRENCY, (r) => decide(r, new Set())),
     async removals(changed) {
       const gone = [...order].reverse().filter((id) => !declaredIds.has(id) && records[id]);
@@ -156,6 +195,7 @@ export async function planSteps(input: PlanInput): Promise<PlannedStep[]> {
     for (const group of decided)
       for (const step of group) {
         noteChange(step, step.did, changed, made);
+        d.noteWrite(step);
         steps.push(step);
       }
   }

@@ -1,4 +1,5 @@
-// The Arch host's own appliers beyond the portable floor: systemd, pacman, processes.
+// The Arch host's own appliers beyond the portable floor: systemd, pacman, processes, containers, the overlay.
+import { runtimeAppliers } from "../appliers/container.ts";
 import { packageApplier } from "../appliers/package.ts";
 import { processApplier } from "../appliers/process.ts";
 import { serviceApplier } from "../appliers/service.ts";
@@ -9,5 +10,6 @@ export function archAppliers(): Applier[] {
     serviceApplier as unknown as Applier,
     packageApplier as unknown as Applier,
     processApplier as unknown as Applier,
+    ...runtimeAppliers(),
   ];
 }

@@ -16,6 +16,8 @@ const INDEX = "holds/index.json";
 
 export class StoreHolds implements Holds {
   private entries: Record<string, Entry> | null = null;
+  /** Holds given back in this apply, ended only once the records no longer name them (see `commit`). */
+  private readonly releasing = new Set<string>();
 
   constructor(private readonly state: State) {}
 
@@ -39,6 +41,7 @@ export class StoreHolds implements Holds {
 
   /** Synchronous on purpose: parallel file steps must not interleave the index's read-modify-write. */
   async keep(path: string, bytes: Uint8Array, meta: HeldMeta): Promise<string> {
+    this.releasing.delete(path);
     const sha = createHash("sha256").update(bytes).digest("hex");
     const entry = this.index()[path];
     if (entry && (entry.original === sha || entry.kept.includes(sha))) return sha;
@@ -55,17 +58,37 @@ export class StoreHolds implements Holds {
     return { bytes: readFileSync(this.blobPath(entry.original)), meta: entry.meta, sha: entry.original };
   }
 
+  /**
+   * The original was given back: the hold ends, but only at `commit`, after the records stop naming it. Ending
+   * it at once left a window where a kill -9 kept a record saying "held" with nothing held, and every later
+   * undeclare failed ("no original is held to give back").
+   */
   async release(path: string): Promise<void> {
+    this.releasing.add(path);
+  }
+
+  /**
+   * End the holds given back, once the records are written. With no records left at all, nothing the mesh
+   * manages can name a hold, so any left by a crash between a records write and a commit end too.
+   */
+  commit(recordsLeft: number): void {
     const entries = this.index();
-    const entry = entries[path];
-    if (!entry) return;
-    delete entries[path];
-    this.saveIndex();
-    const stillUsed = new Set(Object.values(entries).flatMap((e) => [e.original, ...e.kept]));
-    for (const sha of [entry.original, ...entry.kept]) {
-      if (stillUsed.has(sha)) continue;
+    const ending = recordsLeft === 0 ? Object.keys(entries) : [...this.releasing].filter((p) => entries[p]);
+    this.releasing.clear();
+    if (ending.length) {
+      for (const p of ending) delete entries[p];
+      this.saveIndex();
+    }
+    if (ending.length || recordsLeft === 0) this.dropUnusedBlobs();
+  }
+
+  /** Blobs no hold names: those just ended, and any a kill left between a blob's write and the index's. */
+  private dropUnusedBlobs(): void {
+    const used = new Set(Object.values(this.index()).flatMap((e) => [e.original, ...e.kept]));
+    for (const name of this.state.list("holds")) {
+      if (!/^[0-9a-f]{64}$/.test(name) || used.has(name)) continue;
       try {
-        unlinkSync(this.blobPath(sha));
+        unlinkSync(this.blobPath(name));
       } catch {
         // already gone
       }
@@ -74,7 +97,9 @@ export class StoreHolds implements Holds {
 
   /** Every path held now, with its original's digest: what `status` and reports show. */
   list(): { path: string; original: string; kept: number }[] {
-    return Object.entries(this.index()).map(([path, e]) => ({
+    return Object.entries(this.index())
+      .filter(([path]) => !this.releasing.has(path))
+      .map(([path, e]) => ({
       path,
       original: e.original,
       kept: e.kept.length,

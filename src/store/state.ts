@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { STATE_DIR_MODE, STATE_FORMAT } from "../defaults.ts";
 import { Membership, Mode } from "../vocabulary/index.ts";
-import { writeFileAtomicSync } from "./atomic.ts";
+import { isTempName, writeFileAtomicSync } from "./atomic.ts";
 
 /** A state file this host cannot read: newer than it knows, or not what it should be. Exit 2. */
 export class StateError extends Error {}
@@ -58,6 +58,20 @@ export class State {
 
   path(name: string): string {
     return join(this.dir, name);
+  }
+
+  /** Temporary files a kill left in the state directory: swept by whoever next holds the lock. */
+  sweepTemps(): void {
+    for (const sub of ["", "holds", "outbox", "identity"]) {
+      for (const name of this.list(sub)) {
+        if (!isTempName(name)) continue;
+        try {
+          unlinkSync(join(this.dir, sub, name));
+        } catch {
+          // gone already
+        }
+      }
+    }
   }
 
   readNode(): NodeFile | null {

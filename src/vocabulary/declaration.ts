@@ -1,6 +1,7 @@
 // The declaration: the whole of what the mesh wants on one node, refused on arrival if malformed.
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { containerCrossChecks } from "./containers.ts";
 import { parseJsonBytes } from "./json.ts";
 import type { Parsed, Refusal } from "./refusal.ts";
 import { refusalsFromIssues } from "./refusal.ts";
@@ -121,6 +122,7 @@ function crossChecks(head: z.infer<typeof DeclarationHead>, resources: Resource[
       paths.set(r.path, r.id);
     }
   }
+  refusals.push(...containerCrossChecks(resources));
   for (const r of resources) {
     const refs = r.type === "action" ? r.on : r.type === "service" ? r.restart_on : undefined;
     const field = r.type === "action" ? "on" : "restart_on";

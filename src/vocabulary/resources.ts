@@ -1,6 +1,9 @@
 // Every resource type as a zod schema; the TypeScript types are inferred from them, never written twice.
 import { z } from "zod";
+import { ContainerResource, ImageResource, NetworkResource, VolumeResource } from "./containers.ts";
 import { nameProblem, pathProblem } from "./names.ts";
+
+export * from "./containers.ts";
 
 export const Name = z.string().superRefine((v, ctx) => {
   const problem = nameProblem(v);
@@ -200,10 +203,14 @@ export const RESOURCE_SCHEMAS = {
   service: ServiceResource,
   package: PackageResource,
   process: ProcessResource,
+  image: ImageResource,
+  network: NetworkResource,
+  volume: VolumeResource,
+  container: ContainerResource,
 } as const;
 
 /** Types the vocabulary names but whose schema later work defines (containers.md, overlay.md). */
-export const PENDING_TYPES = ["container", "network", "volume", "image", "overlay"] as const;
+export const PENDING_TYPES = ["overlay"] as const;
 
 export type ResourceType = keyof typeof RESOURCE_SCHEMAS;
 export type FileResource = z.infer<typeof FileResource>;

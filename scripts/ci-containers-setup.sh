@@ -1,0 +1,23 @@
+#!/bin/sh
+# What the container tests need on a Debian 12 machine (run as root), idempotent (containers.md, "Testing here"):
+#  - dockerd from Debian's docker.io, started by the tests with their own roots and socket (test/support/runtimes.ts);
+#  - podman 4.3 with runc, netavark and aardvark-dns for its networks;
+#  - busybox-static: the one binary every test image is made of (no registry is reachable).
+set -eu
+packages="docker.io containerd runc tini iptables podman conmon netavark aardvark-dns catatonit uidmap busybox-static"
+missing=""
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  # the packages' own services are not wanted: the tests start each daemon with its own roots
+  policy=/usr/sbin/policy-rc.d
+  made_policy=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && made_policy=1
+  fi
+  # shellcheck disable=SC2086
+  apt-get install -y --no-install-recommends $missing || { apt-get update && apt-get install -y --no-install-recommends $missing; }
+  [ -z "$made_policy" ] || rm -f "$policy"
+fi

@@ -1,0 +1,199 @@
+// network: made as declared and read back by `network inspect`; one the mesh made is recreated when its
+// definition changes (the containers declared on it are recreated by their own digest), one it found is never
+// replaced; undeclared, removed only when the mesh made it.
+import type { NetworkResource, RuntimeKind } from "../vocabulary/index.ts";
+import {
+  isError,
+  machineRuntimes,
+  type NetworkInfo,
+  type Runtime,
+  type RuntimeFinder,
+  sessionOf,
+} from "./runtime.ts";
+import type { Applier, Executed, RecordBase, Step } from "./types.ts";
+
+export interface NetworkRecord extends RecordBase {
+  type: "network";
+  name: string;
+  runtime: RuntimeKind;
+  /** True when the mesh made it: then, and only then, undeclaring removes it. */
+  created: boolean;
+}
+
+const step = (id: string, did: Step["did"], action: string, detail: string, data?: unknown, field?: string) =>
+  ({ id, type: "network", did, action, detail, data, ...(field ? { field } : {}) }) as Step;
+
+/** How the found network differs from the declared one, one phrase each. */
+function differences(w: NetworkResource, f: NetworkInfo): string[] {
+  const subnets = f.subnets.map((s) => s.subnet).join(", ") || "none";
+  return [
+    f.driver !== w.driver ? `driver ${f.driver} → ${w.driver}` : "",
+    w.subnet && !f.subnets.some((s) => s.subnet === w.subnet) ? `subnet ${subnets} → ${w.subnet}` : "",
+    w.gateway && !f.subnets.some((s) => s.gateway === w.gateway) ? `gateway → ${w.gateway}` : "",
+    f.internal !== w.internal ? `internal ${f.internal} → ${w.internal}` : "",
+  ].filter(Boolean);
+}
+
+function createArgv(w: NetworkResource): string[] {
+  return [
+    "network",
+    "create",
+    "--driver",
+    w.driver,
+    ...(w.subnet ? ["--subnet", w.subnet] : []),
+    ...(w.gateway ? ["--gateway", w.gateway] : []),
+    ...(w.internal ? ["--internal"] : []),
+    w.name,
+  ];
+}
+
+export function networkApplier(
+  finder: RuntimeFinder = machineRuntimes(),
+): Applier<NetworkResource, NetworkRecord> {
+  return {
+    type: "network",
+
+    async decide(w, record, ctx) {
+      const s = sessionOf(ctx, finder);
+      const rt = s.runtime(w.runtime ?? record?.runtime);
+      if (typeof rt === "string") return step(w.id, "failed", "refuse", rt, undefined, "runtime");
+      const found = await s.ask(rt, "network", w.name);
+      if (isError(found)) return step(w.id, "failed", "fail", found.error);
+      const mine = record?.created === true;
+      const next: NetworkRecord = {
+        type: "network",
+        name: w.name,
+        runtime: rt.kind,
+        created: mine || !found,
+      };
+      if (!found)
+        return step(
+          w.id,
+          mine ? "repaired" : "created",
+          "create",
+          `${w.name} ${mine ? "created again: it was gone" : "created"}`,
+          next,
+        );
+      const diff = differences(w, found);
+      if (!diff.length)
+        return step(
+          w.id,
+          "unchanged",
+          record ? "none" : "note",
+          `${w.name} is as declared${mine ? "" : " (found, not the mesh's)"}`,
+          next,
+        );
+      if (!mine)
+        return step(
+          w.id,
+          "failed",
+          "fail",
+          `${w.name} exists as the mesh did not make it (${diff.join(", ")}); it is not replaced`,
+        );
+      return step(w.id, "updated", "recreate", `${w.name} recreated: ${diff.join(", ")}`, next);
+    },
+
+    async decideRemoval(id, record, ctx) {
+      if (!record.created)
+        return step(id, "unchanged", "forget", `${record.name} left in place: the mesh did not create it`);
+      const s = sessionOf(ctx, finder);
+      const rt = s.runtime(record.runtime);
+      if (typeof rt === "string") return step(id, "failed", "fail", rt);
+      const found = await s.ask(rt, "network", record.name);
+      if (isError(found)) return step(id, "failed", "fail", found.error);
+      if (!found) return step(id, "removed", "forget", `${record.name} was already gone`);
+      return step(id, "removed", "remove", `${record.name} removed (the mesh created it)`);
+    },
+
+    async execute(st, w, record, ctx): Promise<Executed<NetworkRecord>> {
+      const next = (st.data as NetworkRecord | undefined) ?? record ?? null;
+      if (st.action === "none" || st.action === "note")
+        return { did: st.did, detail: st.detail, record: next };
+      if (st.action === "forget") return { did: st.did, detail: st.detail, record: null };
+      const s = sessionOf(ctx, finder);
+      const rt = s.runtime(next?.runtime);
+      if (st.action === "fail" || st.action === "refuse" || typeof rt === "string" || !next)
+        return { did: "failed", detail: typeof rt === "string" ? rt : st.detail, record: record ?? null };
+      s.forget(rt, "network", next.name);
+      if (st.action === "remove") {
+        const r = await rt.must(["network", "rm", next.name]);
+        if (isError(r))
+          return { did: "failed", detail: `${next.name} could not be removed: ${r.error}`, record: next };
+        return { did: "removed", detail: st.detail, record: null };
+      }
+      let reattach: string[] = [];
+      if (st.action === "recreate") {
+        const out = await recreateFirst(rt, w!, ctx.declared ?? []);
+        if (isError(out)) return { did: "failed", detail: out.error, record: next };
+        reattach = out;
+      }
+      const made = await rt.must(createArgv(w!));
+      if (isError(made))
+        return {
+          did: "failed",
+          detail: `${w!.name} could not be created: ${made.error}`,
+          record: record ?? null,
+        };
+      for (const c of reattach) await rt.run(["network", "connect", w!.name, c]);
+      s.forget(rt, "network", w!.name);
+      const back = await s.ask(rt, "network", w!.name);
+      if (isError(back) || !back)
+        return {
+          did: "failed",
+          detail: `${w!.name} read back: ${isError(back) ? back.error : "not there"}`,
+          record: next,
+        };
+      const diff = differences(w!, back);
+      if (diff.length)
+        return {
+          did: "failed",
+          detail: `${w!.name} read back differently: ${diff.join(", ")}`,
+          record: next,
+        };
+      const sub = back.subnets.map((x) => x.subnet).join(", ");
+      return {
+        did: st.did,
+        detail: `${st.detail}; read back ${back.driver}${sub ? ` ${sub}` : ""}`,
+        record: next,
+      };
+    },
+  };
+}
+
+/**
+ * Before a network the mesh made is made again: every container on it is disconnected, and it is removed.
+ * The ones this declaration does not put on it are given back afterwards (those it does are recreated).
+ */
+async function recreateFirst(
+  rt: Runtime,
+  w: NetworkResource,
+  declared: readonly { type: string }[],
+): Promise<string[] | { error: string }> {
+  const listed = await rt.must([
+    "container",
+    "ls",
+    "--all",
+    "--filter",
+    `network=${w.name}`,
+    "--format",
+    "{{.Names}}",
+  ]);
+  if (isError(listed)) return listed;
+  const attached = listed
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
+  for (const c of attached) await rt.run(["network", "disconnect", "-f", w.name, c]);
+  const removed = await rt.must(["network", "rm", w.name]);
+  if (isError(removed)) return { error: `${w.name} could not be removed to be recreated: ${removed.error}` };
+  const onIt = new Set(
+    declared.flatMap((r) =>
+      r.type === "container"
+        ? ((r as { networks?: { name: string }[] }).networks ?? []).some((n) => n.name === w.name)
+          ? [(r as unknown as { name: string }).name]
+          : []
+        : [],
+    ),
+  );
+  return attached.filter((c) => !onIt.has(c));
+}

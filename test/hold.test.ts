@@ -22,7 +22,12 @@ describe("the hold, one link's life", () => {
     const state = new State(join(base, "state"));
     const mesh = makeMeshKey();
     const body = (c: string) =>
-      JSON.stringify({ v: 1, node: "n1", mode: "converged", resources: [{ id: "f", type: "file", path: "/f", content: c }] });
+      JSON.stringify({
+        v: 1,
+        node: "n1",
+        mode: "converged",
+        resources: [{ id: "f", type: "file", path: "/f", content: c }],
+      });
     const settled: string[] = [];
     const said: Report[] = [];
     const delivery = (seq: number, c: string, pending: number): Delivery => ({

@@ -114,7 +114,13 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
     const problem = placeProblem(ctx.ports.root, record.path);
     if (problem) return refuse(id, problem);
     if (ctx.declaredPaths.has(record.path))
-      return { id, type: "directory", did: "unchanged", action: "forget", detail: `${record.path} is now declared by another resource` };
+      return {
+        id,
+        type: "directory",
+        did: "unchanged",
+        action: "forget",
+        detail: `${record.path} is now declared by another resource`,
+      };
     const found = await statDir(underRoot(ctx.ports.root, record.path));
     if (found === null)
       return {
@@ -165,7 +171,7 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
     switch (step.action) {
       case "make":
       case "adopt":
-        return makeAndReadBack(step, wanted!, record, abs, ctx);
+        return makeAndReadBack(step, wanted!, abs, ctx);
       case "none":
         return { did: step.did, detail: step.detail, record: record ?? null };
       case "remove":
@@ -194,7 +200,6 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
 async function makeAndReadBack(
   step: Step,
   wanted: DirectoryResource,
-  record: DirectoryRecord | undefined,
   abs: string,
   ctx: DecideContext,
 ): Promise<Executed<DirectoryRecord>> {

@@ -117,7 +117,13 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
       // a record that does not say what is there (a kill after the write, before the records were saved) is set right
       const current = record && record.wrote === sha && record.mode === wanted.mode;
       const action = current ? "none" : prior ? "claim" : "adopt";
-      const intent: FileRecord = { type: "file", path: wanted.path, created: prior?.created ?? false, wrote: sha, mode: wanted.mode };
+      const intent: FileRecord = {
+        type: "file",
+        path: wanted.path,
+        created: prior?.created ?? false,
+        wrote: sha,
+        mode: wanted.mode,
+      };
       return {
         id: wanted.id,
         type: "file",
@@ -155,7 +161,13 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
     const problem = placeProblem(root, record.path);
     if (problem) return refuse({ id }, problem);
     if (ctx.declaredPaths.has(record.path))
-      return { id, type: "file", did: "unchanged", action: "forget", detail: `${record.path} is now declared by another resource` };
+      return {
+        id,
+        type: "file",
+        did: "unchanged",
+        action: "forget",
+        detail: `${record.path} is now declared by another resource`,
+      };
     const found = await readFound(underRoot(root, record.path));
     if (!record.created)
       return {
@@ -205,7 +217,11 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
       case "none":
         return { did: step.did, detail: step.detail, record: record ?? null };
       case "claim":
-        return { did: "unchanged", detail: step.detail, record: (step.data as { intent: FileRecord }).intent };
+        return {
+          did: "unchanged",
+          detail: step.detail,
+          record: (step.data as { intent: FileRecord }).intent,
+        };
       case "adopt": {
         const { hold, sha } = step.data as { hold: Found; sha: string };
         const original = await holds.keep(path, hold.bytes, hold);
@@ -217,7 +233,7 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
         };
       }
       case "write":
-        return writeAndReadBack(step, path, wanted!, record, ctx);
+        return writeAndReadBack(step, path, ctx);
       case "remove":
         await unlink(underRoot(ctx.ports.root, path));
         return { did: "removed", detail: step.detail, record: null };
@@ -231,13 +247,7 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
   },
 };
 
-async function writeAndReadBack(
-  step: Step,
-  path: string,
-  wanted: FileResource,
-  record: FileRecord | undefined,
-  ctx: DecideContext,
-): Promise<Executed<FileRecord>> {
+async function writeAndReadBack(step: Step, path: string, ctx: DecideContext): Promise<Executed<FileRecord>> {
   const data = step.data as WriteData;
   let held: Executed<FileRecord>["held"];
   if (data.hold) held = { path, original: await ctx.ports.holds.keep(path, data.hold.bytes, data.hold) };

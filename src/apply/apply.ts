@@ -178,7 +178,8 @@ export async function applyDeclaration(req: ApplyRequest): Promise<ApplyResult> 
   await sweepTemps(req.ports.root, d, records);
   const next = { ...records };
   await journal(req.state, req.holds, next, order, steps);
-  const orderOf = () => [...d.resources.map((r) => r.id), ...order].filter((id, i, all) => next[id] && all.indexOf(id) === i);
+  const orderOf = () =>
+    [...d.resources.map((r) => r.id), ...order].filter((id, i, all) => next[id] && all.indexOf(id) === i);
   const executed = await execute(steps, input, next, () => req.state.writeRecords(next, orderOf()));
   const outcome: Outcome = executed.some((s) => s.did === "failed") ? "failed" : "applied";
   const nextOrder = orderOf();
@@ -225,11 +226,20 @@ function recordNode(req: ApplyRequest): string[] {
  * on the next start, nor leave a found one recorded without its original (the chaos suite's kill -9 found
  * both: a directory's found mode recorded after its chmod, and a taken file's hold not yet kept).
  */
-async function journal(state: State, holds: StoreHolds, next: Records, order: string[], steps: PlannedStep[]): Promise<void> {
+async function journal(
+  state: State,
+  holds: StoreHolds,
+  next: Records,
+  order: string[],
+  steps: PlannedStep[],
+): Promise<void> {
   let intents = 0;
   for (const s of steps) {
-    const data = s.data as { intent?: Records[string]; hold?: { bytes: Uint8Array; mode: number; uid: number; gid: number } } | undefined;
-    if (data?.hold && s.resource && "path" in s.resource) await holds.keep(s.resource.path, data.hold.bytes, data.hold);
+    const data = s.data as
+      | { intent?: Records[string]; hold?: { bytes: Uint8Array; mode: number; uid: number; gid: number } }
+      | undefined;
+    if (data?.hold && s.resource && "path" in s.resource)
+      await holds.keep(s.resource.path, data.hold.bytes, data.hold);
     // an id still recorded as something else keeps that record until its removal has run
     if (s.record || !data?.intent || next[s.id]) continue;
     next[s.id] = data.intent;

@@ -100,9 +100,9 @@ export class StoreHolds implements Holds {
     return Object.entries(this.index())
       .filter(([path]) => !this.releasing.has(path))
       .map(([path, e]) => ({
-      path,
-      original: e.original,
-      kept: e.kept.length,
-    }));
+        path,
+        original: e.original,
+        kept: e.kept.length,
+      }));
   }
 }

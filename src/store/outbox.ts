@@ -36,7 +36,12 @@ export class Outbox {
       .filter((n) => n.endsWith(".json"))
       .flatMap((name) => {
         try {
-          return [{ name, report: (JSON.parse(readFileSync(join(this.dir(), name), "utf8")) as { report: Report }).report }];
+          return [
+            {
+              name,
+              report: (JSON.parse(readFileSync(join(this.dir(), name), "utf8")) as { report: Report }).report,
+            },
+          ];
         } catch {
           return [];
         }

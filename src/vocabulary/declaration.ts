@@ -5,7 +5,14 @@ import { containerCrossChecks } from "./containers.ts";
 import { parseJsonBytes } from "./json.ts";
 import type { Parsed, Refusal } from "./refusal.ts";
 import { refusalsFromIssues } from "./refusal.ts";
-import { isResourceType, Name, NodeName, PENDING_TYPES, RESOURCE_SCHEMAS, type Resource } from "./resources.ts";
+import {
+  isResourceType,
+  Name,
+  NodeName,
+  PENDING_TYPES,
+  RESOURCE_SCHEMAS,
+  type Resource,
+} from "./resources.ts";
 
 export const Mode = z.enum(["adopted", "converged"]);
 export type Mode = z.infer<typeof Mode>;

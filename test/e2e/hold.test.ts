@@ -145,7 +145,10 @@ describe("mesh-host enrol and run against a real bus", () => {
       await mesh.awaitHeartbeat(1);
       const slow = (content: string) => ({
         ...decl(node, content),
-        resources: [...decl(node, content).resources, { id: "slow", type: "action", run: ["sleep", "1"], on: ["conf"] }],
+        resources: [
+          ...decl(node, content).resources,
+          { id: "slow", type: "action", run: ["sleep", "1"], on: ["conf"] },
+        ],
       });
       const first = await mesh.declare(node, slow("one\n"));
       // "one" is in hand once its file is written; its slow action is still running
@@ -154,7 +157,8 @@ describe("mesh-host enrol and run against a real bus", () => {
       const third = await mesh.declare(node, slow("three\n"));
       // the stream keeps the last message per subject: "two" was replaced before the busy node could take it
       const reports = [];
-      for (let i = 1; i <= 2; i++) reports.push((await mesh.awaitReport(i, { node, timeoutMs: 20_000 })).value!);
+      for (let i = 1; i <= 2; i++)
+        reports.push((await mesh.awaitReport(i, { node, timeoutMs: 20_000 })).value!);
       expect(reports.map((r) => [r.declaration.seq, r.outcome])).toEqual([
         [first, "applied"],
         [third, "applied"],

@@ -63,6 +63,14 @@ describe("apply, read back, say so", () => {
     expect(readFileSync(join(m.root, "etc/app.conf"), "utf8")).toBe("v2\n");
   });
 
+  it("holds nothing of the mesh's own: a created file applied again unchanged is no original", async () => {
+    const m = setup();
+    const d = decl([file("f", "/made", "x")]);
+    await m.apply(d);
+    const again = await m.apply(d);
+    expect(again.report.holds).toEqual([]);
+  });
+
   it("writes content_b64 bytes exactly", async () => {
     const m = setup();
     await m.apply(

@@ -1,7 +1,7 @@
 // directory: created with its parents, read back by stat; removed only when the mesh made it and it is empty.
 import { chmod, chown, lstat, mkdir, readdir, rm, rmdir } from "node:fs/promises";
 import type { DirectoryResource } from "../vocabulary/index.ts";
-import { octal, parseMode, placeProblem, resolveIds, underRoot } from "./paths.ts";
+import { octal, ownerIgnored, parseMode, placeProblem, resolveIds, underRoot } from "./paths.ts";
 import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
 
 export interface DirectoryRecord extends RecordBase {
@@ -67,6 +67,7 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
     const found = await statDir(abs);
     if (typeof found === "string") return refuse(wanted.id, `${wanted.path} ${found}`);
     const ids = rootless ? {} : resolveIds(root, wanted.owner, wanted.group);
+    const ignored = ownerIgnored(rootless, wanted);
     if (typeof ids === "string") return refuse(wanted.id, ids);
     const mode = parseMode(wanted.mode);
     const purge = wanted.purge ? await unmanagedEntries(wanted.path, abs, ctx.declaredPaths) : [];
@@ -82,7 +83,14 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
     const data: DirData = { mode, ...ids, create: found === null, purge, foundMode: found?.mode, intent };
     if (found === null) {
       const did = record?.created ? "repaired" : "created";
-      return { id: wanted.id, type: "directory", did, action: "make", detail: `${wanted.path} ${did}`, data };
+      return {
+        id: wanted.id,
+        type: "directory",
+        did,
+        action: "make",
+        detail: `${wanted.path} ${did}${ignored}`,
+        data,
+      };
     }
     const wrong = [
       mode !== undefined && mode !== found.mode ? `mode ${octal(found.mode)} → ${octal(mode)}` : "",
@@ -96,7 +104,7 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
         type: "directory",
         did: "unchanged",
         action: record ? "none" : "adopt",
-        detail: `${wanted.path} is as declared`,
+        detail: `${wanted.path} is as declared${ignored}`,
         data,
       };
     const did = record && record.mode === wanted.mode && !purge.length ? "repaired" : "updated";
@@ -105,7 +113,7 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
       type: "directory",
       did,
       action: "make",
-      detail: `${wanted.path}: ${wrong.join(", ")}`,
+      detail: `${wanted.path}: ${wrong.join(", ")}${ignored}`,
       data,
     };
   },

@@ -5,7 +5,7 @@ import { dirname } from "node:path";
 import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE } from "../defaults.ts";
 import { writeFileAtomic } from "../store/atomic.ts";
 import type { FileResource } from "../vocabulary/index.ts";
-import { octal, parseMode, placeProblem, resolveIds, underRoot } from "./paths.ts";
+import { octal, ownerIgnored, parseMode, placeProblem, resolveIds, underRoot } from "./paths.ts";
 import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
 
 export interface FileRecord extends RecordBase {
@@ -100,10 +100,7 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
     const bytes = wantedBytes(wanted, ctx);
     const sha = sha256(bytes);
     const mode = parseMode(wanted.mode) ?? found?.mode ?? DEFAULT_FILE_MODE;
-    const ignored =
-      rootless && (wanted.owner !== undefined || wanted.group !== undefined)
-        ? "; owner/group ignored: running without root"
-        : "";
+    const ignored = ownerIgnored(rootless, wanted);
     const matches =
       found !== null &&
       found.sha === sha &&
@@ -130,7 +127,8 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
         did: "unchanged",
         action,
         detail: `${wanted.path} is as declared${ignored}`,
-        data: { abs, hold: found, sha, intent },
+        // only a take-over holds what it found: an unchanged file of the mesh's own is no original
+        data: { abs, hold: action === "adopt" ? found : undefined, sha, intent },
       };
     }
     const did = writeDid(found, prior, sha, wanted.mode);

@@ -76,3 +76,10 @@ export function octal(mode: number): string {
 export function parseMode(mode: string | undefined): number | undefined {
   return mode === undefined ? undefined : Number.parseInt(mode, 8);
 }
+
+/** What a report says when owner/group were declared but the host runs without root (Android, a user's shell). */
+export function ownerIgnored(rootless: boolean, wanted: { owner?: unknown; group?: unknown }): string {
+  return rootless && (wanted.owner !== undefined || wanted.group !== undefined)
+    ? "; owner/group ignored: running without root"
+    : "";
+}

@@ -299,7 +299,7 @@ async function execute(
         id: step.id,
         type: step.type,
         did: "failed",
-        detail: `${(e as NodeJS.ErrnoException).code ?? "error"}: ${(e as Error).message.split("\n")[0]}`,
+        detail: failureDetail(e, step),
       };
     }
   };
@@ -316,6 +316,17 @@ async function execute(
     });
   }
   return out;
+}
+
+/** One line for an executor that threw: the declared path, never the temp file beside it, and the code once. */
+function failureDetail(e: unknown, step: PlannedStep): string {
+  const err = e as NodeJS.ErrnoException;
+  const path = step.resource && "path" in step.resource ? step.resource.path : undefined;
+  let message = (err.message ?? String(e))
+    .split("\n")[0]!
+    .replace(/'[^']*\.mesh-tmp-[^']*'/g, path ? `'${path}'` : "a temporary file");
+  if (err.code && !message.startsWith(err.code)) message = `${err.code}: ${message}`;
+  return message;
 }
 
 /** Steps grouped so that consecutive file writes run side by side (their fsyncs overlap) and all else one at a time. */

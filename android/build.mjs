@@ -1,0 +1,387 @@
+#!/usr/bin/env node
+// `npm run build:android -- --runtime PATH [flags]`: the Android executable and its init service,
+//   dist/android/mesh-host-<version>-android-<arch> and dist/android/mesh-host.rc.
+//
+// 1. esbuild bundles src/cli/main.ts as the Linux build does, with only the Android host's appliers (the
+//    portable floor): android/bundle.mjs swaps src/hosts/arch.ts for src/hosts/floor-only.ts and stubs every
+//    other Arch module a shared one imports. The build fails if the metafile still lists an Arch module, or
+//    anything external but Node's built-ins.
+// 2. The SEA blob is made by a Node runtime running here (`<node> --experimental-sea-config`). Node ties a blob
+//    to the version that made it, so the blob maker must be the Android runtime's version. The Android runtime
+//    makes its own blob when it can run on this machine (a stand-in, or a build on the device); otherwise
+//    --blob-runtime names a Node of the same version that runs here, and the blob goes without V8's code cache
+//    (a code cache is specific to the platform that compiled it: Node's docs say cross-platform blobs need
+//    useCodeCache and useSnapshot false). The code cache saves ~7 ms of start-up, nothing else.
+// 3. postject injects the blob into a copy of the Android runtime and flips the SEA fuse. The runtime is not
+//    stripped here (its strip is the NDK's; stripping after injection breaks a SEA).
+// 4. mesh-host.rc is written from android/rc.mjs.
+//
+// The npm registry ships no Android Node runtime: without --runtime (or MESH_ANDROID_RUNTIME) the build stops,
+// saying what to give it (exit 2). Any Node binary runs the whole pipeline: the tests use the pinned Linux
+// runtime as a stand-in, and the build says when a runtime is not Android's (its ELF interpreter is not
+// /system/bin/linker*).
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { createRequire } from "node:module";
+import { basename, isAbsolute, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { foreignExternals } from "../build/bundle.mjs";
+import { androidBundleOptions, archModulesIn, ROOT, stubsIn } from "./bundle.mjs";
+import { elfOf } from "./elf.mjs";
+import { RC_DEFAULTS, rcProblem, rcText } from "./rc.mjs";
+
+const SENTINEL_FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
+const LOCK_WAIT_MS = 10 * 60 * 1000;
+/** Bump when this script changes what it makes from the same inputs, so an old stamp is not trusted. */
+const RECIPE = "android-sea-1";
+const USAGE =
+  "flags: --runtime PATH  --blob-runtime PATH  --out DIR  --user NAME  --group NAME  --start class|boot-completed  --launcher  --seclabel CONTEXT  --force";
+
+const started = performance.now();
+const require = createRequire(import.meta.url);
+
+/** A refusal of what the build was given: one line, exit 2 (nothing was built). */
+function refuse(message) {
+  process.stderr.write(`build:android: ${message}\n`);
+  process.exit(2);
+}
+
+/** A step that failed: exit 1. */
+function fail(message) {
+  process.stderr.write(`build:android: ${message}\n`);
+  process.exit(1);
+}
+
+function say(message) {
+  process.stdout.write(`build:android: ${message}\n`);
+}
+
+const since = (t) => `${Math.round(performance.now() - t)} ms`;
+const mib = (bytes) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+const sha256 = (data) => createHash("sha256").update(data).digest("hex");
+const rel = (p) => relative(ROOT, p) || ".";
+
+function parseFlags(argv, env) {
+  const flags = {
+    runtime: env.MESH_ANDROID_RUNTIME || null,
+    blobRuntime: env.MESH_ANDROID_BLOB_RUNTIME || null,
+    out: join(ROOT, "dist", "android"),
+    user: RC_DEFAULTS.user,
+    group: RC_DEFAULTS.group,
+    start: RC_DEFAULTS.start,
+    launcher: false,
+    seclabel: null,
+    force: false,
+  };
+  const valued = {
+    "--runtime": "runtime",
+    "--blob-runtime": "blobRuntime",
+    "--out": "out",
+    "--user": "user",
+    "--group": "group",
+    "--start": "start",
+    "--seclabel": "seclabel",
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const eq = a.indexOf("=");
+    const name = eq > 0 ? a.slice(0, eq) : a;
+    if (a === "--force") flags.force = true;
+    else if (a === "--launcher") flags.launcher = true;
+    else if (valued[name]) {
+      const value = eq > 0 ? a.slice(eq + 1) : argv[++i];
+      if (value === undefined || value === "") refuse(`${name} needs a value (${USAGE})`);
+      flags[valued[name]] = value;
+    } else refuse(`unknown flag "${a}" (${USAGE})`);
+  }
+  return flags;
+}
+
+/** `node --version` of a binary that runs here, or null when it cannot run on this machine. */
+function runsHere(file) {
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS;
+  const r = spawnSync(file, ["--version"], { encoding: "utf8", env, timeout: 30_000 });
+  if (r.error || r.status !== 0) return null;
+  const v = r.stdout.trim();
+  return /^v\d+\.\d+\.\d+/.test(v) ? v : null;
+}
+
+/** The Node version a binary carries in its text (the inspector's `node.js/vX` or the release URL), or null. */
+function versionInside(bytes) {
+  const text = bytes.toString("latin1");
+  const m =
+    /node\.js\/(v\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?)\0/.exec(text) ??
+    /download\/release\/(v\d+\.\d+\.\d+)\//.exec(text);
+  return m ? m[1] : null;
+}
+
+function gitCommit() {
+  const r = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" });
+  return r.status === 0 && r.stdout.trim() ? r.stdout.trim() : "unknown";
+}
+
+function run(argv, opts = {}) {
+  const r = spawnSync(argv[0], argv.slice(1), { encoding: "utf8", ...opts });
+  if (r.error) fail(`${argv[0]}: ${r.error.message}`);
+  if (r.status !== 0) fail(`${argv.join(" ")} exited ${r.status ?? r.signal}:\n${r.stderr}${r.stdout}`);
+  return r.stdout;
+}
+
+/** The Android runtime as given: a readable ELF with the SEA fuse. Its arch names the output. */
+function checkRuntime(path) {
+  const file = resolve(path);
+  let st;
+  try {
+    st = statSync(file);
+  } catch (e) {
+    refuse(`--runtime ${path}: ${e.code === "ENOENT" ? "no such file" : e.code}`);
+  }
+  if (!st.isFile()) refuse(`--runtime ${path} is not a file`);
+  const elf = elfOf(file);
+  if (!elf) refuse(`--runtime ${path} is not an ELF executable: give a Node binary built for Android`);
+  if (!elf.arch) refuse(`--runtime ${path} is for ELF machine ${elf.machine}, which no Android Node runs on`);
+  const bytes = readFileSync(file);
+  if (!bytes.includes(SENTINEL_FUSE))
+    refuse(
+      `--runtime ${path} has no single-executable fuse: give a Node build with SEA support (Node 20 or later)`,
+    );
+  const interpreter = elf.interpreter?.path ?? null;
+  // Bionic's dynamic linker; a static runtime has none (and is not a glibc one either: it could be Android's)
+  const android = interpreter === null || /^\/system\/bin\/linker(64)?$/.test(interpreter);
+  return {
+    file,
+    size: st.size,
+    mtimeMs: st.mtimeMs,
+    arch: elf.arch,
+    interpreter,
+    android,
+    inside: versionInside(bytes),
+  };
+}
+
+/**
+ * Who makes the blob, and its version. The Android runtime itself when it runs here; else --blob-runtime,
+ * which must run here and be the same version.
+ */
+function blobMaker(runtime, blobRuntimePath) {
+  const own = runsHere(runtime.file);
+  const version = own ?? runtime.inside;
+  if (!blobRuntimePath) {
+    if (own) return { file: runtime.file, version: own, own: true };
+    refuse(
+      `the Android runtime cannot run on this machine to make the SEA blob: give --blob-runtime PATH (or MESH_ANDROID_BLOB_RUNTIME), a Node ${version ?? "of the same version"} that runs here`,
+    );
+  }
+  const file = resolve(blobRuntimePath);
+  const blobVersion = existsSync(file) ? runsHere(file) : null;
+  if (!blobVersion) refuse(`--blob-runtime ${blobRuntimePath} does not run here as node --version`);
+  if (version && version !== blobVersion)
+    refuse(
+      `--blob-runtime ${blobRuntimePath} is node ${blobVersion}, the Android runtime is ${version}: Node ties a blob to the version that made it`,
+    );
+  if (!version)
+    say(`could not read the Android runtime's version: trusting the blob runtime's ${blobVersion} to match`);
+  return { file, version: blobVersion, own: file === runtime.file };
+}
+
+async function bundle(work, version, commit) {
+  const esbuild = require("esbuild");
+  const t = performance.now();
+  const outfile = join(work, "mesh-host.cjs");
+  const result = await esbuild.build(androidBundleOptions({ outfile, version, commit }));
+  const meta = join(work, "meta.json");
+  writeFileSync(meta, JSON.stringify(result.metafile));
+  const foreign = foreignExternals(result.metafile);
+  if (foreign.length)
+    fail(
+      `the bundle leaves ${foreign.join(", ")} external: a SEA can require only built-in modules (${rel(meta)})`,
+    );
+  const arch = archModulesIn(result.metafile);
+  if (arch.length) fail(`the Android bundle still carries ${arch.join(", ")} (${rel(meta)})`);
+  const stubs = stubsIn(result.metafile);
+  say(
+    `bundle ${rel(outfile)} ${mib(statSync(outfile).size)} in ${since(t)}: the floor only${stubs.length ? `; left out, refusing if called: ${stubs.join(", ")}` : ""}`,
+  );
+  return outfile;
+}
+
+/** One build at a time per output directory and architecture (test files build in parallel). */
+function lock(work) {
+  const file = join(work, "lock");
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  let said = false;
+  for (;;) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: "wx" });
+      process.on("exit", () => rmSync(file, { force: true }));
+      return;
+    } catch (e) {
+      if (e.code !== "EEXIST") throw e;
+    }
+    const holder = Number.parseInt(readFileSync(file, "utf8"), 10);
+    if (holder > 0 && !alive(holder)) {
+      rmSync(file, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline) fail(`${rel(file)} is held by pid ${holder} for too long`);
+    if (!said) say(`waiting for the build in pid ${holder}`);
+    said = true;
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+  }
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === "EPERM";
+  }
+}
+
+function writeAtomic(file, text, mode = 0o644) {
+  const temp = `${file}.${process.pid}.tmp`;
+  writeFileSync(temp, text, { mode });
+  chmodSync(temp, mode);
+  renameSync(temp, file);
+}
+
+async function main() {
+  const flags = parseFlags(process.argv.slice(2), process.env);
+  if (!flags.runtime)
+    refuse(
+      "no Android Node runtime: give its path with --runtime PATH or MESH_ANDROID_RUNTIME (the npm registry ships none; build one from Node's sources with its android-configure)",
+    );
+  const rcOptions = {
+    user: flags.user,
+    group: flags.group,
+    start: flags.start,
+    launcher: flags.launcher ? "/system/bin/mesh-host-launch" : null,
+    seclabel: flags.seclabel,
+  };
+  const rcWrong = rcProblem({ ...RC_DEFAULTS, ...rcOptions });
+  if (rcWrong) refuse(rcWrong);
+
+  const runtime = checkRuntime(flags.runtime);
+  const maker = blobMaker(runtime, flags.blobRuntime);
+  say(
+    `runtime ${flags.runtime}: ${runtime.arch}, ${maker.version ?? runtime.inside ?? "version unknown"}, ${mib(runtime.size)}${runtime.android ? "" : ` (not an Android binary: its interpreter is ${runtime.interpreter}; built anyway, as a stand-in)`}`,
+  );
+
+  const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
+  const { version } = pkg;
+  const commit = gitCommit();
+  const out = isAbsolute(flags.out) ? flags.out : resolve(flags.out);
+  const work = join(out, ".build", runtime.arch);
+  mkdirSync(work, { recursive: true });
+  lock(work);
+  const name = `mesh-host-${version}-android-${runtime.arch}`;
+  const output = join(out, name);
+
+  const main = await bundle(work, version, commit);
+  const seaConfig = {
+    main: basename(main),
+    output: "sea-prep.blob",
+    disableExperimentalSEAWarning: true,
+    // only a blob made by the runtime that runs it may carry V8's code cache (see the top of this file)
+    useCodeCache: maker.own,
+    // a startup snapshot crashes once node:tls loads (packaging.md): never
+    useSnapshot: false,
+    // NODE_OPTIONS and friends never reach the runtime, so they cannot --require code into the host
+    execArgvExtension: "none",
+  };
+  writeFileSync(join(work, "sea-config.json"), `${JSON.stringify(seaConfig, null, 2)}\n`);
+
+  const stampText = JSON.stringify({
+    recipe: RECIPE,
+    script: sha256(readFileSync(fileURLToPath(import.meta.url))),
+    bundle: sha256(readFileSync(main)),
+    seaConfig,
+    runtime: { file: runtime.file, size: runtime.size, mtimeMs: runtime.mtimeMs },
+    maker: maker.file,
+  });
+  const stampFile = join(work, "stamp.json");
+  const stamp = sha256(stampText);
+  const upToDate =
+    !flags.force &&
+    existsSync(output) &&
+    existsSync(stampFile) &&
+    readFileSync(stampFile, "utf8").trim() === stamp;
+
+  if (upToDate) say(`${rel(output)} is up to date (same bundle, config and runtime; --force rebuilds)`);
+  else {
+    rmSync(stampFile, { force: true });
+    let t = performance.now();
+    const env = { ...process.env };
+    delete env.NODE_OPTIONS;
+    run([maker.file, "--experimental-sea-config", "sea-config.json"], { cwd: work, env });
+    const blob = readFileSync(join(work, seaConfig.output));
+    say(
+      `blob ${mib(blob.length)} by node ${maker.version}${maker.own ? " (the runtime itself, with its code cache)" : ` (${maker.file}, without a code cache)`} in ${since(t)}`,
+    );
+
+    t = performance.now();
+    const temp = join(out, `.${name}.${process.pid}.tmp`);
+    process.on("exit", () => rmSync(temp, { force: true }));
+    copyFileSync(runtime.file, temp);
+    chmodSync(temp, 0o755);
+    const { inject } = require("postject");
+    // LIEF (inside postject) warns about section names it cannot resolve in Node's binary: harmless, so counted.
+    const warn = console.warn;
+    let sectionNameWarnings = 0;
+    console.warn = (...args) => {
+      if (/Can't find string offset for section name/.test(args.join(" "))) sectionNameWarnings++;
+      else warn(...args);
+    };
+    try {
+      await inject(temp, "NODE_SEA_BLOB", blob, { sentinelFuse: SENTINEL_FUSE });
+    } finally {
+      console.warn = warn;
+    }
+    chmodSync(temp, 0o755);
+    renameSync(temp, output);
+    say(
+      `injected in ${since(t)}${sectionNameWarnings ? ` (${sectionNameWarnings} section-name warnings from LIEF, harmless)` : ""}`,
+    );
+    writeFileSync(stampFile, `${stamp}\n`);
+  }
+
+  const rcFile = join(out, "mesh-host.rc");
+  writeAtomic(rcFile, rcText(rcOptions));
+  say(
+    `${rel(rcFile)}: user ${flags.user}, group ${flags.group} inet, started by ${flags.start === "class" ? "class late_start" : "sys.boot_completed=1"}${flags.launcher ? ", through the launcher" : ""}`,
+  );
+  if (flags.launcher) {
+    const launcher = join(out, "mesh-host-launch");
+    writeAtomic(launcher, readFileSync(join(ROOT, "pkgbuild/launch"), "utf8"), 0o755);
+    say(`${rel(launcher)}: the rollback launcher (POSIX sh; Android's mksh runs it)`);
+  }
+
+  // The proof a build worked is running it, where it can run.
+  if (runsHere(runtime.file)) {
+    const t = performance.now();
+    const r = spawnSync(output, ["version", "--json", "--host", "android"], {
+      encoding: "utf8",
+      env: { PATH: "/usr/bin:/bin" },
+    });
+    if (r.status !== 0) fail(`${name} version exited ${r.status ?? r.signal}: ${r.stderr}`);
+    say(`runs: ${JSON.stringify(JSON.parse(r.stdout))} (${since(t)})`);
+  } else say(`${name} is for ${runtime.arch} Android: not run on this machine`);
+  say(
+    `${rel(output)} ${mib(statSync(output).size)}, ${((performance.now() - started) / 1000).toFixed(1)} s in all`,
+  );
+}
+
+main().catch((e) => fail(e?.stack ?? String(e)));

@@ -1,4 +1,5 @@
 // package: installed by pacman, read back with `pacman -Q`; undeclared, removed only if the mesh installed it.
+
 import type { PackageResource } from "../vocabulary/index.ts";
 import { packageNameProblem } from "../vocabulary/index.ts";
 import {
@@ -11,6 +12,7 @@ import {
   syncTarget,
   versionMatches,
 } from "./pacman.ts";
+import { stepsOf } from "./step.ts";
 import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
 
 export interface PackageRecord extends RecordBase {
@@ -33,22 +35,7 @@ interface InstallData {
   previous?: PackageRecord;
 }
 
-const step = (
-  id: string,
-  did: Step["did"],
-  action: string,
-  detail: string,
-  data?: unknown,
-  field?: string,
-): Step => ({
-  id,
-  type: "package",
-  did,
-  action,
-  detail,
-  ...(data === undefined ? {} : { data }),
-  ...(field ? { field } : {}),
-});
+const step = stepsOf("package");
 
 const foundOf = (now: Installed | null): PackageRecord["found"] =>
   now ? { installed: true, version: now.version } : { installed: false };

@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import { bundlePathProblem, nameProblem, type ProcessResource } from "../vocabulary/index.ts";
 import { sha256 } from "./file.ts";
 import { octal } from "./paths.ts";
+import { stepsOf } from "./step.ts";
 import {
   calendarProblem,
   commandLine,
@@ -108,22 +109,7 @@ interface ApplyData {
   record: ProcessRecord;
 }
 
-const step = (
-  id: string,
-  did: Step["did"],
-  action: string,
-  detail: string,
-  data?: unknown,
-  field?: string,
-): Step => ({
-  id,
-  type: "process",
-  did,
-  action,
-  detail,
-  ...(data === undefined ? {} : { data }),
-  ...(field ? { field } : {}),
-});
+const step = stepsOf("process");
 
 const digestOf = (p: ProcessResource): string => {
   const { id: _id, ...rest } = p;

@@ -1,8 +1,10 @@
 // service: a systemd unit made to match (enabled, state, restart_on, a unit file the mesh writes), read back
 // after the daemon-reload that loads it; undeclared, given back as it was found, never simply stopped.
+
 import type { ServiceResource } from "../vocabulary/index.ts";
 import { unitNameProblem } from "../vocabulary/index.ts";
 import { sha256 } from "./file.ts";
+import { stepsOf } from "./step.ts";
 import {
   type FoundFile,
   foundLine,
@@ -50,22 +52,7 @@ interface ApplyData {
   moved?: GiveBack;
 }
 
-const step = (
-  id: string,
-  did: Step["did"],
-  action: string,
-  detail: string,
-  data?: unknown,
-  field?: string,
-): Step => ({
-  id,
-  type: "service",
-  did,
-  action,
-  detail,
-  ...(data === undefined ? {} : { data }),
-  ...(field ? { field } : {}),
-});
+const step = stepsOf("service");
 
 /** The record after this apply: what was found is the earlier record's, plus what is found now for the first time. */
 function nextFound(

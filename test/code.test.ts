@@ -175,8 +175,8 @@ describe("a malformed code is refused naming the part, never the token", () => {
   });
 
   it("says only the part when a reason would otherwise hold the token", () => {
-    // the name rule quotes "." back; with "." as the token too, the reason must not carry it
-    const decoded = decodeCode(codeOf({ ...parts, node: ".", token: "." }));
+    // the node-name rule's reason says "takes no dot"; with that as the token too, the reason must not carry it
+    const decoded = decodeCode(codeOf({ ...parts, node: "a.b", token: "takes no dot" }));
     expect(decoded).toEqual({ ok: false, reason: "enrolment code node: not valid" });
   });
 

@@ -36,6 +36,8 @@ if [ -f build/build.mjs ]; then npm run --silent build; fi
 if [ "$ci" -eq 1 ] && [ -f scripts/ci-arch-setup.sh ]; then sh scripts/ci-arch-setup.sh; fi
 # docker.io and podman for the container appliers' tests (the tests start their own daemons)
 if [ "$ci" -eq 1 ] && [ -f scripts/ci-containers-setup.sh ]; then sh scripts/ci-containers-setup.sh; fi
+# wireguard-tools and wireguard-go for the overlay's tests (network namespaces, no kernel module)
+if [ "$ci" -eq 1 ] && [ -f scripts/ci-overlay-setup.sh ]; then sh scripts/ci-overlay-setup.sh; fi
 
 if [ "$demo" -eq 1 ]; then
   npm run --silent demo

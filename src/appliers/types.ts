@@ -55,6 +55,8 @@ export interface Ports {
   rootless: boolean;
   log: Logger;
   holds: Holds;
+  /** The state directory: the node's keys and the overlay's journal and retirement ledger. */
+  stateDir?: string;
 }
 
 /** One step of a plan: plain data, keyed by `action`, carried out by the applier of `type`. */

@@ -342,6 +342,14 @@ function batches(steps: PlannedStep[]): PlannedStep[][] {
 }
 
 function heldNow(holds: StoreHolds, records: Records): Report["holds"] {
-  const idOf = new Map(Object.entries(records).map(([id, r]) => [(r as { path?: string }).path, id]));
+  // a record names what it holds by its own path, or (an overlay's takeover) by the found file's
+  const idOf = new Map(
+    Object.entries(records).flatMap(([id, r]) => {
+      const { path, takeover } = r as { path?: string; takeover?: { path?: string } };
+      return [path, takeover?.path]
+        .filter((p): p is string => typeof p === "string")
+        .map((p) => [p, id] as const);
+    }),
+  );
   return holds.list().map((h) => ({ id: idOf.get(h.path) ?? "", path: h.path, original: h.original }));
 }

@@ -16,6 +16,7 @@ export const COMMANDS = [
   "status",
   "install-service",
   "version",
+  "overlay",
   "help",
 ] as const;
 export type Command = (typeof COMMANDS)[number];
@@ -30,6 +31,7 @@ const OPTIONS = {
   fingerprint: { type: "string" },
   node: { type: "string" },
   token: { type: "string" },
+  tunnel: { type: "string" },
   mode: { type: "string" },
   "heartbeat-s": { type: "string" },
   "drift-s": { type: "string" },
@@ -50,6 +52,8 @@ export interface Args {
   fingerprint?: string;
   node?: string;
   token?: string;
+  /** `overlay take --tunnel <if>`: the found WireGuard interface whose key becomes the overlay key. */
+  tunnel?: string;
   mode?: "adopted" | "converged";
   heartbeatS: number;
   driftS: number;
@@ -99,6 +103,7 @@ function defaults(values: Record<string, unknown>): Omit<Args, "command" | "posi
     fingerprint: v.fingerprint as string | undefined,
     node: v.node as string | undefined,
     token: v.token as string | undefined,
+    tunnel: v.tunnel as string | undefined,
     mode: v.mode as Args["mode"],
     heartbeatS: seconds("heartbeat-s", v["heartbeat-s"] as string | undefined, HEARTBEAT_S),
     driftS: seconds("drift-s", v["drift-s"] as string | undefined, DRIFT_S),

@@ -15,6 +15,7 @@ const USAGE = `usage: mesh-host <command> [flags]
   run                      hold the node in its mesh until stopped
   reconcile [BUNDLE] [--dry-run]  apply the mesh's last declaration (or the consumed bundle) again, now
   status                   identity, bus, last declaration, holds, mode
+  overlay take --tunnel IF take a found WireGuard tunnel's key as the overlay key; the mesh told first
   install-service          write the unit and the launcher where no package did
   version                  version, commit, Node runtime, host kind
 global flags: --state DIR  --root DIR  --host arch|android|linux  --json`;
@@ -29,6 +30,7 @@ const HANDLERS: Partial<Record<Args["command"], Handler>> = {
   enrol: async (ctx) => (await import("./commands/enrol.ts")).enrolCommand(ctx),
   reconcile: reconcileCommand,
   run: async (ctx) => (await import("./commands/run.ts")).runCommand(ctx),
+  overlay: async (ctx) => (await import("./commands/overlay.ts")).overlayCommand(ctx),
   "install-service": async (ctx) => (await import("./commands/install.ts")).installServiceCommand(ctx),
   status: statusCommand,
   version: versionCommand,

@@ -42,7 +42,13 @@ export function makeContext(args: Args): Context {
 }
 
 export function portsOf(ctx: Context) {
-  return { root: ctx.args.root, exec: localExec(), rootless: ctx.rootless, log: ctx.log };
+  return {
+    root: ctx.args.root,
+    exec: localExec(),
+    rootless: ctx.rootless,
+    log: ctx.log,
+    stateDir: ctx.state.dir,
+  };
 }
 
 /** A refusal as one line, and as an error that exits 2. */

@@ -2,8 +2,10 @@
 import { z } from "zod";
 import { ContainerResource, ImageResource, NetworkResource, VolumeResource } from "./containers.ts";
 import { nameProblem, pathProblem } from "./names.ts";
+import { OverlayResource } from "./overlay.ts";
 
 export * from "./containers.ts";
+export { OverlayResource } from "./overlay.ts";
 
 export const Name = z.string().superRefine((v, ctx) => {
   const problem = nameProblem(v);
@@ -207,10 +209,11 @@ export const RESOURCE_SCHEMAS = {
   network: NetworkResource,
   volume: VolumeResource,
   container: ContainerResource,
+  overlay: OverlayResource,
 } as const;
 
 /** Types the vocabulary names but whose schema later work defines (containers.md, overlay.md). */
-export const PENDING_TYPES = ["overlay"] as const;
+export const PENDING_TYPES = [] as const;
 
 export type ResourceType = keyof typeof RESOURCE_SCHEMAS;
 export type FileResource = z.infer<typeof FileResource>;

@@ -1,9 +1,12 @@
 // `enrol CODE` (or the per-part flags): make keys, ask the mesh, save the membership. The token is never printed.
 import { arch, hostname } from "node:os";
+import { localExec } from "../../appliers/exec.ts";
+import { meshInterfaces, facts as tunnelFacts } from "../../appliers/overlay.ts";
+import { type Found, findTunnel, type TunnelFacts } from "../../appliers/wireguard.ts";
 import { BUILD } from "../../build-info.ts";
 import { ask } from "../../link/asking.ts";
 import { decodeCode } from "../../link/code.ts";
-import { acquireLock, ensureKeys, publicKeys } from "../../store/index.ts";
+import { acquireLock, ensureKeys, overlayKeyFromB64, publicKeys, saveKey } from "../../store/index.ts";
 import { EnrolmentCode } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import type { Context } from "../context.ts";
@@ -41,6 +44,8 @@ export async function enrolCommand(ctx: Context): Promise<number> {
     );
   const lock = await acquireLock(ctx.state.ensure().dir);
   try {
+    const found = await foundTunnel(ctx);
+    const tunnel = found.kind === "one" ? takeKey(ctx, found) : undefined;
     const keys = ensureKeys(ctx.state.dir);
     if (!keys.ok) throw new UsageError(keys.reason);
     const answer = await ask(
@@ -50,6 +55,7 @@ export async function enrolCommand(ctx: Context): Promise<number> {
         token: code.token,
         keys: publicKeys(keys.keys),
         facts: { os: ctx.host.kind, arch: arch(), hostname: hostname(), version: BUILD.version },
+        ...(tunnel ? { tunnel } : {}),
       },
     );
     if (!answer.ok) {
@@ -61,11 +67,63 @@ export async function enrolCommand(ctx: Context): Promise<number> {
     ctx.state.writeMembership(answer.membership);
     ctx.state.writeNode({ node: code.node, mode: known?.mode ?? null });
     ctx.log.info({ node: code.node, servers: answer.membership.servers }, "enrolled");
-    const doc = { node: code.node, user: answer.membership.user, servers: answer.membership.servers };
+    const doc = {
+      node: code.node,
+      user: answer.membership.user,
+      servers: answer.membership.servers,
+      tunnel: tunnel ?? null,
+      ...(found.kind === "many" ? { tunnels_found: found.interfaces } : {}),
+    };
     if (ctx.args.json) writeJson(doc);
-    else writeOut(`enrolled ${doc.node} as ${doc.user} on ${doc.servers.join(", ")}`);
+    else
+      writeOut(
+        [
+          `enrolled ${doc.node} as ${doc.user} on ${doc.servers.join(", ")}`,
+          ...tunnelLines(found, tunnel),
+        ].join("\n"),
+      );
     return 0;
   } finally {
     lock.release();
   }
+}
+
+/** The WireGuard tunnels up besides the mesh's, where this host runs an overlay; none where it does not. */
+async function foundTunnel(ctx: Context): Promise<Found> {
+  if (!ctx.host.appliers.has("overlay")) return { kind: "none" };
+  const found = await findTunnel(localExec(), ctx.args.root, meshInterfaces(ctx.state.readRecords().records));
+  if (found.kind === "unknown")
+    ctx.log.warn({ reason: found.reason }, "could not look for a WireGuard tunnel");
+  return found;
+}
+
+/**
+ * Exactly one tunnel up besides the mesh's: its private key becomes the node's overlay key (the one credential
+ * the mesh takes rather than mints), saved where a made one is, never printed, never sent. Not enrolled yet,
+ * so a key an earlier attempt made is replaced: only an answered question makes a key the mesh's.
+ */
+function takeKey(ctx: Context, found: Extract<Found, { kind: "one" }>): TunnelFacts | undefined {
+  const pair = overlayKeyFromB64(found.found.privateKey);
+  if (!pair) {
+    ctx.log.warn(
+      { interface: found.found.tunnel.interface },
+      "the found tunnel's key is not a WireGuard key: not taken",
+    );
+    return undefined;
+  }
+  saveKey(ctx.state.ensure().dir, "overlay", pair);
+  ctx.log.info({ interface: found.found.tunnel.interface }, "the overlay key is taken from the found tunnel");
+  return found.found.tunnel;
+}
+
+function tunnelLines(found: Found, tunnel: TunnelFacts | undefined): string[] {
+  if (tunnel)
+    return [
+      `took the overlay key of WireGuard interface ${tunnel.interface} (${tunnel.address || "no address"}; ${tunnelFacts(tunnel)}): the mesh composes from it`,
+    ];
+  if (found.kind === "many")
+    return [
+      `found ${found.interfaces.length} WireGuard interfaces (${found.interfaces.join(", ")}): none taken; \`mesh-host overlay take --tunnel <if>\` takes one`,
+    ];
+  return [];
 }

@@ -3,6 +3,7 @@ import { BUILD } from "../../build-info.ts";
 import { moveInProgress } from "../../store/index.ts";
 import type { Context } from "../context.ts";
 import { writeJson, writeOut } from "../output.ts";
+import { overlayStatus, overlayStatusLines } from "./overlay.ts";
 
 export function versionCommand(ctx: Context): number {
   const doc = { version: BUILD.version, commit: BUILD.commit, node: process.version, host: ctx.host.kind };
@@ -29,6 +30,9 @@ export function statusDoc(ctx: Context) {
     confirmed: ctx.state.readText("confirmed")?.trim() ?? null,
     outbox: ctx.state.list("outbox").filter((n) => n.endsWith(".json")).length,
     move: moveInProgress(ctx.state),
+    overlay: ctx.host.appliers.has("overlay")
+      ? overlayStatus(ctx.state.dir, ctx.state.readRecords().records)
+      : null,
   };
 }
 
@@ -62,6 +66,9 @@ export function statusCommand(ctx: Context): number {
     `bus:         ${doc.bus ? `${doc.bus.servers.join(", ")} as ${doc.bus.user} (pinned ${doc.bus.fingerprint.slice(0, 16)}…)` : "(not enrolled)"}`,
     `declaration: ${doc.declaration ? `seq ${doc.declaration.seq}, sha256:${doc.declaration.digest.slice(0, 12)}` : "(none from the mesh)"}`,
     `last:        ${doc.last ? `${doc.last.outcome} at ${doc.last.at} (seq ${doc.last.seq})` : "(never applied)"}`,
+    ...(doc.overlay
+      ? overlayStatusLines(doc.overlay).map((l, i) => `${i ? " ".repeat(13) : "overlay:     "}${l}`)
+      : []),
     `holds:       ${doc.holds.length ? doc.holds.map((h) => h.path).join(", ") : "(none)"}`,
     `confirmed:   ${doc.confirmed ? `sha256:${doc.confirmed.slice(0, 12)}` : "(not yet)"}`,
     `outbox:      ${doc.outbox} report(s) waiting`,

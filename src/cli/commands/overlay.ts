@@ -1,0 +1,176 @@
+// `overlay take --tunnel <if>` (overlay.md): for a node that enrolled before the mesh knew to take a tunnel over.
+// The found interface's key becomes the overlay key — identity and sealing keys untouched, so nothing sealed to
+// the node is remade — and the mesh is told first, written second: the signed rekey is acknowledged by the
+// stream before the key is saved, so a run again puts right whichever half did not happen.
+// Also what `status` shows of the overlay (overlayStatus, overlayStatusLines): this file loads no bus client.
+import { join } from "node:path";
+import { localExec } from "../../appliers/exec.ts";
+import {
+  facts,
+  meshInterfaces,
+  type OverlayRecord,
+  retiredTunnels,
+  type Takeover,
+  takeovers,
+} from "../../appliers/overlay.ts";
+import { readTunnel } from "../../appliers/wireguard.ts";
+import type { Rekey } from "../../link/rekey.ts";
+import { acquireLock, loadKeys, overlayKeyFromB64, publicB64, saveKey } from "../../store/index.ts";
+import { interfaceNameProblem } from "../../vocabulary/overlay.ts";
+import { UsageError } from "../args.ts";
+import type { Context } from "../context.ts";
+import { writeJson, writeOut } from "../output.ts";
+
+/** What was last told, kept so a run after the key was written can say exactly the same again. */
+const TOLD = "overlay-rekey.json";
+
+export async function overlayCommand(ctx: Context): Promise<number> {
+  const [verb, ...extra] = ctx.args.positionals;
+  if (verb !== "take" || extra.length)
+    throw new UsageError("usage: mesh-host overlay take --tunnel <interface>");
+  const iface = ctx.args.tunnel;
+  if (!iface)
+    throw new UsageError("overlay take needs --tunnel <interface>: the WireGuard interface to take");
+  const problem = interfaceNameProblem(iface);
+  if (problem) throw new UsageError(`--tunnel ${problem}`);
+  const membership = ctx.state.readMembership();
+  const node = ctx.state.readNode();
+  if (!membership || !node)
+    throw new UsageError("this node is not enrolled: `mesh-host enrol CODE` takes a tunnel found then");
+  // the bus client is loaded here, not at the top: `status` reads this file and must start without it
+  const { signRekey, tellRekey } = await import("../../link/rekey.ts");
+  const lock = await acquireLock(ctx.state.ensure().dir);
+  try {
+    if (meshInterfaces(ctx.state.readRecords().records).has(iface))
+      throw new UsageError(`${iface} is the mesh's own interface, not a tunnel to take`);
+    const keys = loadKeys(ctx.state.dir);
+    if (!keys.ok) throw new UsageError(keys.reason);
+    const found = await readTunnel(localExec(), ctx.args.root, iface);
+    if (typeof found === "string") throw new UsageError(`cannot take ${iface}: ${found}`);
+    const pair = overlayKeyFromB64(found.privateKey);
+    if (!pair) throw new UsageError(`cannot take ${iface}: its private key is not a WireGuard key`);
+    const taken = publicB64(pair.publicKey);
+    const current = publicB64(keys.keys.overlay.publicKey);
+    const told = readTold(ctx);
+    const written = current === taken;
+    if (written && told?.taken !== taken) {
+      // the key was taken at enrolment: the question carried it and the tunnel, so there is nothing to tell
+      say(
+        ctx,
+        { node: node.node, interface: iface, taken, told: null, written: false },
+        `${iface}'s key is already this node's overlay key (taken at enrolment): nothing to tell`,
+      );
+      return 0;
+    }
+    // the same message again when only the write was left undone; otherwise a fresh one over the key left
+    const rekey: Rekey =
+      told && told.taken === taken && (written || told.left === current)
+        ? told
+        : signRekey(
+            { v: 1, node: node.node, left: current, taken, tunnel: found.tunnel },
+            keys.keys.identity.privateKey,
+          );
+    const said = await tellRekey(membership, rekey);
+    if (!said.ok) {
+      process.stderr.write(
+        `mesh-host: ${said.reason}; nothing was written: run it again once the bus is there\n`,
+      );
+      return 1;
+    }
+    ctx.state.writeVersioned(TOLD, { rekey, seq: said.seq, at: new Date().toISOString() });
+    if (!written) saveKey(ctx.state.dir, "overlay", pair);
+    ctx.log.info({ interface: iface, seq: said.seq }, "overlay key taken; the mesh was told");
+    const t = rekey.tunnel;
+    say(
+      ctx,
+      {
+        node: node.node,
+        interface: iface,
+        taken,
+        left: rekey.left,
+        tunnel: t,
+        told: { seq: said.seq, duplicate: said.duplicate },
+        written: !written,
+      },
+      written
+        ? `${iface}'s key was already this node's overlay key; the mesh was told again (REKEY message ${said.seq}${said.duplicate ? ", the same one" : ""})`
+        : `took ${iface}'s key as this node's overlay key (${t.address || "no address"}; ${facts(t)}); the mesh was told first (REKEY message ${said.seq})`,
+    );
+    return 0;
+  } finally {
+    lock.release();
+  }
+}
+
+function readTold(ctx: Context): Rekey | null {
+  const text = ctx.state.readText(TOLD);
+  if (!text) return null;
+  try {
+    return (JSON.parse(text) as { rekey?: Rekey }).rekey ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function say(ctx: Context, doc: object, line: string): void {
+  if (ctx.args.json) writeJson(doc);
+  else writeOut(line);
+}
+
+// What `status` shows of the overlay, from the state alone (no command is run): the mesh's interface, and the
+// account of the tunnel it took — taken and held until a handshake, retired, not taken, or down.
+
+export interface OverlayStatus {
+  interface: string | null;
+  config: string | null;
+  /** The found tunnel it takes: the account, its facts, where its original is. */
+  takeover: (Takeover & { original?: string }) | null;
+}
+
+export function overlayStatus(stateDir: string, records: Record<string, { type: string }>): OverlayStatus[] {
+  const journal = takeovers(stateDir);
+  const retired = retiredTunnels(stateDir);
+  const out: OverlayStatus[] = [];
+  const seen = new Set<string>();
+  for (const r of Object.values(records)) {
+    if (r.type !== "overlay") continue;
+    const rec = r as OverlayRecord;
+    const t = rec.takeover ? (journal[rec.takeover.interface] ?? rec.takeover) : null;
+    if (t) seen.add(t.interface);
+    const gone = t ? retired[t.interface] : undefined;
+    out.push({
+      interface: rec.interface,
+      config: rec.path,
+      takeover: t
+        ? { ...t, ...(gone ? { retired: gone.at, original: join(stateDir, gone.kept) } : {}) }
+        : null,
+    });
+  }
+  for (const [name, gone] of Object.entries(retired))
+    if (!seen.has(name) && journal[name])
+      out.push({
+        interface: null,
+        config: null,
+        takeover: { ...journal[name], retired: gone.at, original: join(stateDir, gone.kept) },
+      });
+  return out;
+}
+
+/** One line each, as `status` prints them after `overlay:`. */
+export function overlayStatusLines(status: OverlayStatus[]): string[] {
+  if (!status.length) return ["(none declared)"];
+  return status.map((o) => {
+    const t = o.takeover;
+    const own = `${o.interface} (${o.config})`;
+    if (!t) return own;
+    if (!o.interface)
+      return `${t.interface} retired at ${t.retired}, its original at ${t.original} (no overlay declared now)`;
+    const head = `${own} takes ${t.interface}: ${t.state} (${facts(t)}) at ${t.at}`;
+    if (t.retired) return `${head}; ${t.interface} retired at ${t.retired}, its original at ${t.original}`;
+    if (t.state === "taken")
+      return `${head}; ${t.interface}'s configuration held until a peer handshakes with ${o.interface}`;
+    if (t.state === "not taken")
+      return `${head}; ${t.interface} runs as it was found (the last report says why)`;
+    return `${head}; neither may be up: \`systemctl start wg-quick@${t.interface}\` (or \`wg-quick up ${t.interface}\`) puts the found tunnel back`;
+  });
+}

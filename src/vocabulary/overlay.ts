@@ -1,0 +1,103 @@
+// overlay (overlay.md): the node's WireGuard interface as the mesh assigns it. The private key is never here:
+// it is the node's overlay key, read from the state directory where the config is written.
+import { isIP } from "node:net";
+import { z } from "zod";
+import { nameProblem } from "./names.ts";
+
+/** The kernel's limit on an interface name (IFNAMSIZ less its NUL). */
+export const INTERFACE_NAME_MAX = 15;
+
+/** Why `name` is not an interface a declaration may name: the one rule, and at most 15 characters. */
+export function interfaceNameProblem(name: unknown): string | null {
+  const rule = nameProblem(name);
+  if (rule) return rule;
+  if ((name as string).length > INTERFACE_NAME_MAX)
+    return `must be at most ${INTERFACE_NAME_MAX} characters (an interface name)`;
+  return null;
+}
+
+/** An address with its prefix length ("10.8.0.1/24", "fd00::1/64"), or why it is not one. */
+export function cidrProblem(value: unknown): string | null {
+  if (typeof value !== "string") return "must be a string";
+  const [ip, prefix, ...rest] = value.split("/");
+  if (rest.length || prefix === undefined || !/^[0-9]{1,3}$/.test(prefix))
+    return "must be an address with a prefix length, such as 10.8.0.1/24";
+  const family = isIP(ip ?? "");
+  if (family === 0) return `"${ip}" is not an IP address`;
+  if (Number(prefix) > (family === 4 ? 32 : 128)) return `prefix /${prefix} is too long for the address`;
+  return null;
+}
+
+const HOST_NAME =
+  /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+/** `host:port` or `[v6]:port`, the form WireGuard's Endpoint takes, or why it is not one. */
+export function endpointProblem(value: unknown): string | null {
+  if (typeof value !== "string") return "must be a string";
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):([0-9]{1,5})$/.exec(value);
+  if (!m) return "must be host:port or [v6 address]:port";
+  const port = Number(m[3]);
+  if (port < 1 || port > 65535) return "port must be between 1 and 65535";
+  if (m[1] !== undefined) return isIP(m[1]) === 6 ? null : `"${m[1]}" is not an IPv6 address`;
+  return isIP(m[2]!) === 4 || HOST_NAME.test(m[2]!) ? null : `"${m[2]}" is not an address or a host name`;
+}
+
+const refined = (problem: (v: unknown) => string | null) =>
+  z.string().superRefine((v, ctx) => {
+    const p = problem(v);
+    if (p) ctx.addIssue({ code: "custom", message: p });
+  });
+
+export const InterfaceName = refined(interfaceNameProblem);
+export const Cidr = refined(cidrProblem);
+/** A WireGuard public key: standard base64, padded, of its raw 32 bytes. */
+export const WireguardKey = z
+  .string()
+  .regex(/^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$/, "must be a WireGuard public key");
+export const Port = z.number().int().min(1).max(65535);
+
+export const OverlayPeer = z.strictObject({
+  public_key: WireguardKey,
+  endpoint: refined(endpointProblem).optional(),
+  allowed_ips: z.array(Cidr).min(1, "must name at least one range"),
+  keepalive_s: z.number().int().min(0).max(65535).optional(),
+});
+
+export const OverlayResource = z
+  .strictObject({
+    id: z.string().superRefine((v, ctx) => {
+      const p = nameProblem(v);
+      if (p) ctx.addIssue({ code: "custom", message: p });
+    }),
+    type: z.literal("overlay"),
+    interface: InterfaceName,
+    address: Cidr,
+    listen_port: Port.optional(),
+    /** None means no MTU line: wg-quick then picks one from the route (1420 on a 1500 link). */
+    mtu: z.number().int().min(576).max(9200).optional(),
+    peers: z.array(OverlayPeer),
+    /** The found interface this one takes over (overlay.md, ADR 0105). */
+    takes: InterfaceName.optional(),
+  })
+  .superRefine((r, ctx) => {
+    if (r.takes !== undefined && r.takes === r.interface)
+      ctx.addIssue({
+        code: "custom",
+        path: ["takes"],
+        message:
+          "names the interface itself: a takeover brings the found tunnel up under the mesh's own name",
+      });
+    const seen = new Set<string>();
+    r.peers.forEach((p, i) => {
+      if (seen.has(p.public_key))
+        ctx.addIssue({
+          code: "custom",
+          path: ["peers", i, "public_key"],
+          message: "is given more than once",
+        });
+      seen.add(p.public_key);
+    });
+  });
+
+export type OverlayResource = z.infer<typeof OverlayResource>;
+export type OverlayPeer = z.infer<typeof OverlayPeer>;

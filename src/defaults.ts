@@ -56,3 +56,9 @@ export const MAX_CODE_CHARS = 16 * 1024;
 export const UPGRADE_CHECK_MS = 2_000;
 /** A replaced binary must stand still this long before the host restarts onto it. */
 export const UPGRADE_SETTLE_MS = 1_500;
+
+/** A binary is hashed this much at a time, never read whole. */
+export const HASH_CHUNK_BYTES = 1024 * 1024;
+
+/** Files at most this large are read synchronously (cheaper than the thread pool's round trips). */
+export const SYNC_READ_MAX_BYTES = 64 * 1024;

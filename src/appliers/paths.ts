@@ -12,18 +12,30 @@ function inside(base: string, candidate: string): boolean {
   return base === "/" || candidate === base || candidate.startsWith(base + sep);
 }
 
-/** The nearest existing ancestor of `abs`, resolved through any links. */
+/** The nearest existing ancestor of `abs`, resolved through any links (the kernel's realpath: one call). */
 function resolvedAncestor(abs: string): string {
   let dir = dirname(abs);
   for (;;) {
     try {
-      return realpathSync(dir);
+      return realpathSync.native(dir);
     } catch {
       const up = dirname(dir);
       if (up === dir) return dir;
       dir = up;
     }
   }
+}
+
+const realRoots = new Map<string, string>();
+
+/** The root resolved once: it is the machine's given root and does not move under a running host. */
+function realRootOf(root: string): string {
+  let real = realRoots.get(root);
+  if (real === undefined) {
+    real = realpathSync.native(root);
+    realRoots.set(root, real);
+  }
+  return real;
 }
 
 /**
@@ -33,7 +45,7 @@ function resolvedAncestor(abs: string): string {
 export function placeProblem(root: string, path: string): string | null {
   const rule = pathProblem(path);
   if (rule) return `path ${rule}`;
-  const realRoot = realpathSync(root);
+  const realRoot = realRootOf(root);
   const parent = resolvedAncestor(underRoot(root, path));
   if (!inside(realRoot, parent)) return `a parent of ${path} is a symbolic link that leaves the root`;
   return null;

@@ -178,14 +178,17 @@ export async function applyDeclaration(req: ApplyRequest): Promise<ApplyResult> 
   await sweepTemps(req.ports.root, d, records);
   const next = { ...records };
   await journal(req.state, req.holds, next, order, steps);
-  const orderOf = () =>
-    [...d.resources.map((r) => r.id), ...order].filter((id, i, all) => next[id] && all.indexOf(id) === i);
+  const orderOf = () => [...new Set([...d.resources.map((r) => r.id), ...order])].filter((id) => next[id]);
   const executed = await execute(steps, input, next, () => req.state.writeRecords(next, orderOf()));
   const outcome: Outcome = executed.some((s) => s.did === "failed") ? "failed" : "applied";
   const nextOrder = orderOf();
-  req.state.writeRecords(next, nextOrder);
+  // a no-op (the drift check, most of the time) writes nothing: two fsyncs were most of its cost
+  if (JSON.stringify([next, nextOrder]) !== JSON.stringify([records, order]))
+    req.state.writeRecords(next, nextOrder);
   req.holds.commit(nextOrder.length);
-  req.state.writeLast({ seq: req.seq, outcome, at: now() });
+  const last = req.state.readLast();
+  if (last?.seq !== req.seq || last.outcome !== outcome)
+    req.state.writeLast({ seq: req.seq, outcome, at: now() });
   const report: Report = {
     v: 1,
     node: d.node,
@@ -238,8 +241,10 @@ async function journal(
     const data = s.data as
       | { intent?: Records[string]; hold?: { bytes: Uint8Array; mode: number; uid: number; gid: number } }
       | undefined;
-    if (data?.hold && s.resource && "path" in s.resource)
-      await holds.keep(s.resource.path, data.hold.bytes, data.hold);
+    if (data?.hold && s.resource && "path" in s.resource) {
+      const { bytes, mode, uid, gid } = data.hold;
+      await holds.keep(s.resource.path, bytes, { mode, uid, gid });
+    }
     // an id still recorded as something else keeps that record until its removal has run
     if (s.record || !data?.intent || next[s.id]) continue;
     next[s.id] = data.intent;

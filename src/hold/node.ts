@@ -1,9 +1,10 @@
 // Applying what the mesh sends, under the lock: verify, apply, keep, report into the outbox.
 import { createHash } from "node:crypto";
-import { readFileSync, statSync } from "node:fs";
+import { closeSync, openSync, readSync, statSync } from "node:fs";
 import type { Ports } from "../appliers/types.ts";
 import type { PlanLine, Unseal } from "../apply/index.ts";
 import { applyDeclaration, refusedReport } from "../apply/index.ts";
+import { HASH_CHUNK_BYTES } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
 import { verifyEnvelope } from "../link/envelope.ts";
 import { acquireLock, type Outbox, type State, type StoreHolds } from "../store/index.ts";
@@ -114,10 +115,18 @@ export function keptEnvelope(state: State): { seq: number; bytes: Buffer; meshKe
 
 /** SHA-256 of the file at `path`: the binary's identity for `confirmed` and for noticing an upgrade. */
 export function digestOfFile(path: string): string | null {
+  // in chunks: reading a 100 MB executable whole cost the running host 100 MB of RSS for ever after
+  let fd: number | null = null;
   try {
-    return createHash("sha256").update(readFileSync(path)).digest("hex");
+    fd = openSync(path, "r");
+    const hash = createHash("sha256");
+    const chunk = Buffer.allocUnsafe(HASH_CHUNK_BYTES);
+    for (let n = readSync(fd, chunk); n > 0; n = readSync(fd, chunk)) hash.update(chunk.subarray(0, n));
+    return hash.digest("hex");
   } catch {
     return null;
+  } finally {
+    if (fd !== null) closeSync(fd);
   }
 }
 

@@ -70,7 +70,42 @@ export async function writeFileAtomic(
     await unlink(temp).catch(() => {});
     throw e;
   }
-  if (!opts.skipDirSync) await fsyncDir(dirname(path));
+  if (!opts.skipDirSync) await fsyncDirShared(dirname(path));
+}
+
+interface DirSync {
+  running: Promise<void> | null;
+  queued: Promise<void> | null;
+}
+const dirSyncs = new Map<string, DirSync>();
+
+/**
+ * An fsync of `dir` that starts after this call, shared by every writer that asks before it starts: a
+ * thousand renames into one directory need not be a thousand directory fsyncs. Each caller has renamed
+ * before asking, so the shared fsync still covers its rename.
+ */
+export function fsyncDirShared(dir: string): Promise<void> {
+  let entry = dirSyncs.get(dir);
+  if (!entry) {
+    entry = { running: null, queued: null };
+    dirSyncs.set(dir, entry);
+  }
+  if (entry.queued) return entry.queued;
+  const e = entry;
+  const queued = (async () => {
+    if (e.running) await e.running.catch(() => {});
+    e.queued = null;
+    const running = fsyncDir(dir);
+    e.running = running;
+    try {
+      await running;
+    } finally {
+      if (e.running === running) e.running = null;
+      if (!e.running && !e.queued) dirSyncs.delete(dir);
+    }
+  })();
+  e.queued = queued;
+  return queued;
 }
 
 export async function fsyncDir(dir: string): Promise<void> {

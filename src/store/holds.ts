@@ -47,7 +47,13 @@ export class StoreHolds implements Holds {
     if (entry && (entry.original === sha || entry.kept.includes(sha))) return sha;
     this.saveBlob(sha, bytes);
     if (entry) entry.kept.push(sha);
-    else this.index()[path] = { original: sha, meta, kept: [] };
+    // only the mode and owner: a caller may hand over the whole found file, bytes and all
+    else
+      this.index()[path] = {
+        original: sha,
+        meta: { mode: meta.mode, uid: meta.uid, gid: meta.gid },
+        kept: [],
+      };
     this.saveIndex();
     return sha;
   }

@@ -159,7 +159,8 @@ export async function applyDeclaration(req: ApplyRequest): Promise<ApplyResult> 
   const { moveTo, refusals: moveRefusals } = openMembership(req);
   if (refusals.length || moveRefusals.length) return refuse([...refusals, ...moveRefusals]);
   const { records, order } = req.state.readRecords();
-  const input = { declaration: d, records, order, host: req.host, ctx: contextFor(req, secrets) };
+  const owed = new Set(req.state.readOwed());
+  const input = { declaration: d, records, order, host: req.host, ctx: contextFor(req, secrets), owed };
   const steps = await planSteps(input);
   const plan = steps.map(planLine);
   const refused = steps
@@ -179,8 +180,16 @@ export async function applyDeclaration(req: ApplyRequest): Promise<ApplyResult> 
   const next = { ...records };
   await journal(req.state, req.holds, next, order, steps);
   const orderOf = () => [...new Set([...d.resources.map((r) => r.id), ...order])].filter((id) => next[id]);
-  const executed = await execute(steps, input, next, () => req.state.writeRecords(next, orderOf()));
+  const executed = await execute(
+    steps,
+    input,
+    next,
+    () => req.state.writeRecords(next, orderOf()),
+    (changed) => req.state.writeOwed([...changed]),
+  );
   const outcome: Outcome = executed.some((s) => s.did === "failed") ? "failed" : "applied";
+  // every dependent ran: nothing is owed; a failed apply keeps what it changed owed for the next one
+  if (outcome === "applied") req.state.writeOwed([]);
   const nextOrder = orderOf();
   // a no-op (the drift check, most of the time) writes nothing: two fsyncs were most of its cost
   if (JSON.stringify([next, nextOrder]) !== JSON.stringify([records, order]))
@@ -274,10 +283,11 @@ async function execute(
   input: Parameters<typeof decider>[0],
   records: Records,
   saveRecords: () => void,
+  saveOwed: (changed: ReadonlySet<string>) => void,
 ): Promise<ReportStep[]> {
   // decided against the records as the steps before have left them: `wrote` reads what was just written
   const d = decider(input, records);
-  const changed = new Set<string>();
+  const changed = new Set<string>(input.owed ?? []);
   const made = new Set<string>();
   const out: ReportStep[] = [];
   const ctx = () => d.context(changed, made);
@@ -314,11 +324,14 @@ async function execute(
     const fresh =
       first.resource && readsChanges(first.resource) ? await d.decide(first.resource, changed, made) : batch;
     const results = await mapLimited(fresh, FILE_WRITE_CONCURRENCY, runOne);
+    const before = changed.size;
     results.forEach((r, i) => {
       noteChange(fresh[i]!, r.did, changed, made);
       if (r.did === "failed") failed = true;
       out.push(r);
     });
+    // on disk before anything that reads it runs: a kill from here on leaves the change owed, not forgotten
+    if (changed.size !== before) saveOwed(changed);
   }
   return out;
 }

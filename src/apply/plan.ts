@@ -29,6 +29,8 @@ export interface PlanInput {
   order: string[];
   host: Host;
   ctx: Omit<DecideContext, "changed" | "declaredPaths" | "made">;
+  /** Ids an earlier apply changed before it was killed or failed: what reads changes still owes them. */
+  owed?: ReadonlySet<string>;
 }
 
 /** The record of `id` if it still describes the same thing; a type or path change is a removal plus a new resource. */
@@ -185,7 +187,7 @@ export function noteChange(step: PlannedStep, did: Did, changed: Set<string>, ma
 /** The whole plan: every step the apply would take, in its order, with what each would change fed forward. */
 export async function planSteps(input: PlanInput): Promise<PlannedStep[]> {
   const d = decider(input);
-  const changed = new Set<string>();
+  const changed = new Set<string>(input.owed ?? []);
   const made = new Set<string>();
   const steps: PlannedStep[] = [];
   for (const run of runsOf(input.declaration.resources)) {

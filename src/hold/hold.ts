@@ -151,7 +151,11 @@ export class Hold {
   /** One link's life: flush what waited, heartbeats and drift on timers, declarations as they come. */
   private async hear(link: Link): Promise<void> {
     await this.flush(link);
-    const beat = () => link.heartbeat(this.heartbeat());
+    const beat = () => {
+      link.heartbeat(this.heartbeat());
+      // a report the bus refused (a stream leader changing) waits no longer than a heartbeat while the link holds
+      if (this.reportsWaiting) void this.serial(() => this.flush(link));
+    };
     beat();
     const heartbeats = setInterval(beat, this.o.heartbeatS * 1000);
     try {
@@ -234,10 +238,15 @@ export class Hold {
   private async flush(link: Link): Promise<void> {
     try {
       await this.o.deps.outbox.flush((r) => link.report(r));
+      this.reportsWaiting = false;
     } catch (e) {
+      this.reportsWaiting = true;
       this.o.log.warn({ err: (e as Error).message }, "a report waits in the outbox");
     }
   }
+
+  /** Set when a flush stopped at a report the bus did not take. */
+  private reportsWaiting = false;
 
   private heartbeat(): Heartbeat {
     const last = this.o.deps.state.readLast();

@@ -40,6 +40,8 @@ export interface DeliveredOptions {
   onPlan?: (plan: PlanLine[]) => void;
   /** Verify against this key instead of the membership's: the kept declaration's own. */
   meshKey?: string;
+  /** The caller holds the state lock already (applyKept): the lock is not re-entrant. */
+  locked?: boolean;
 }
 
 export async function applyDelivered(
@@ -61,7 +63,7 @@ export async function applyDelivered(
       plan: [],
       exit: 2,
     };
-  const lock = dryRun ? null : await acquireLock(deps.state.ensure().dir);
+  const lock = dryRun || opts.locked ? null : await acquireLock(deps.state.ensure().dir);
   try {
     if (keep && !dryRun)
       deps.state.writeDeclared({
@@ -90,6 +92,29 @@ export async function applyDelivered(
       exit: result.exit,
       move: dryRun ? undefined : result.moveTo,
     };
+  } finally {
+    lock?.release();
+  }
+}
+
+/**
+ * The kept declaration applied again, read only once the lock is held: a `reconcile` that waited for the lock
+ * while `run` applied a newer delivery applies that one, never the one it read before it waited.
+ */
+export async function applyKept(
+  deps: NodeDeps,
+  opts: Omit<DeliveredOptions, "keep" | "meshKey" | "locked"> = {},
+): Promise<Applied | null> {
+  const lock = opts.dryRun ? null : await acquireLock(deps.state.ensure().dir);
+  try {
+    const kept = keptEnvelope(deps.state);
+    if (!kept) return null;
+    return await applyDelivered(deps, kept.seq, kept.bytes, {
+      ...opts,
+      keep: false,
+      meshKey: kept.meshKey,
+      locked: true,
+    });
   } finally {
     lock?.release();
   }

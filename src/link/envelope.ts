@@ -2,7 +2,7 @@
 // Checked in order — the message's size, encoding and JSON; its shape; the signature; the body's schema; the
 // node — so nothing unsigned is ever parsed as a declaration, and each refusal is one line naming its field.
 import { createPublicKey, generateKeyPairSync, type KeyObject, sign, verify } from "node:crypto";
-import { MAX_ENVELOPE_BYTES } from "../defaults.ts";
+import { MAX_BODY_BYTES, MAX_ENVELOPE_BYTES } from "../defaults.ts";
 import {
   ALL_TYPES,
   type Declaration,
@@ -65,6 +65,10 @@ export function verifyEnvelope(bytes: Uint8Array, opts: VerifyOptions): Verified
   if (!envelope.success)
     return { ok: false, refusals: refusalsFromIssues("declaration", envelope.error.issues) };
   const { body, sig } = envelope.data;
+  // refused by its size before it is copied, checked for lone surrogates and hashed (the body check's words)
+  const size = Buffer.byteLength(body, "utf8");
+  if (size > MAX_BODY_BYTES)
+    return refused("", `the body is ${size} bytes, more than the ${MAX_BODY_BYTES} allowed`);
   const bodyBytes = Buffer.from(body, "utf8");
   // a lone surrogate becomes U+FFFD in UTF-8, so two different bodies would share one signature
   if (bodyBytes.toString("utf8") !== body)

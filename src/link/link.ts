@@ -339,7 +339,8 @@ class NatsLink implements Link {
       if (isNoResponders(e))
         return {
           ok: false,
-          reason: `no stream on this bus keeps ${subject}: the mesh's REPORTS stream is missing`,
+          // also what a replicated stream answers while it elects a new leader
+          reason: `no stream answered for ${subject}: the mesh's REPORTS stream is missing or changing leader`,
         };
       if (isPermissionViolation(e))
         return { ok: false, reason: `the server refused the report: ${messageOf(e)}` };

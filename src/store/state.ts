@@ -35,6 +35,8 @@ const MembershipFile = z.object({ format: z.number().int(), membership: Membersh
 const GenesisFile = z.object({ format: z.number().int(), digest: z.string(), mode: Mode, at: z.string() });
 export type GenesisFile = z.infer<typeof GenesisFile>;
 
+const OwedFile = z.object({ format: z.number().int(), ids: z.array(z.string()) });
+
 const LastFile = z.object({
   format: z.number().int(),
   seq: z.number().int(),
@@ -125,6 +127,17 @@ export class State {
 
   writeGenesis(value: Omit<GenesisFile, "format">): void {
     this.writeVersioned("genesis.json", value);
+  }
+
+  /** Ids changed by an apply that did not complete: their `on`/`restart_on` dependents are still owed. */
+  readOwed(): string[] {
+    return this.readVersioned("owed.json", OwedFile)?.ids ?? [];
+  }
+
+  writeOwed(ids: string[]): void {
+    if (!ids.length && this.readText("owed.json") === null) return;
+    if (!ids.length) this.remove("owed.json");
+    else this.writeVersioned("owed.json", { ids });
   }
 
   readLast(): LastFile | null {

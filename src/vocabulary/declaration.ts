@@ -3,8 +3,9 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { containerCrossChecks } from "./containers.ts";
 import { parseJsonBytes } from "./json.ts";
+import { nameProblem } from "./names.ts";
 import type { Parsed, Refusal } from "./refusal.ts";
-import { refusalsFromIssues } from "./refusal.ts";
+import { printable, refusalsFromIssues } from "./refusal.ts";
 import {
   isResourceType,
   Name,
@@ -79,14 +80,15 @@ function parseResource(raw: unknown, index: number, support: TypeSupport): Parse
   if (typeof raw !== "object" || raw === null || Array.isArray(raw))
     return { ok: false, refusals: [{ id: label, field: "", reason: "must be an object" }] };
   const { id, type } = raw as { id?: unknown; type?: unknown };
-  const name = typeof id === "string" && id.length <= 63 ? id : label;
+  // the id names a refusal only when it is a name: anything else may carry a line break, or be of any length
+  const name = nameProblem(id) === null ? (id as string) : label;
   if (typeof type !== "string")
     return { ok: false, refusals: [{ id: name, field: "type", reason: "is required" }] };
   if (!isResourceType(type)) {
     const pending = (PENDING_TYPES as readonly string[]).includes(type);
     const reason =
       pending && support.supports(type)
-        ? `type "${type}" is not supported by this version of mesh-host`
+        ? `type ${quoted(type)} is not supported by this version of mesh-host`
         : undefined;
     return {
       ok: false,
@@ -96,15 +98,20 @@ function parseResource(raw: unknown, index: number, support: TypeSupport): Parse
   if (!support.supports(type))
     return {
       ok: false,
-      refusals: [{ id: name, field: "type", reason: `type "${type}": ${support.reason}` }],
+      refusals: [{ id: name, field: "type", reason: `type ${quoted(type)}: ${support.reason}` }],
     };
   const parsed = RESOURCE_SCHEMAS[type].safeParse(raw);
   if (!parsed.success) return { ok: false, refusals: refusalsFromIssues(name, parsed.error.issues) };
   return { ok: true, value: parsed.data as Resource };
 }
 
+/** A type from the input, quoted for a refusal: escaped and cut short. */
+function quoted(type: string): string {
+  return `"${printable(type, 40)}"`;
+}
+
 function unsupported(type: string, pending: boolean, support: TypeSupport): string {
-  return pending ? `type "${type}": ${support.reason}` : `unknown type "${type}"`;
+  return pending ? `type ${quoted(type)}: ${support.reason}` : `unknown type ${quoted(type)}`;
 }
 
 /** What no single resource can know: unique ids and paths, references to ids that exist, emptiness meant. */

@@ -1,4 +1,5 @@
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from "../defaults.ts";
+import { printable } from "./refusal.ts";
 
 export type JsonResult = { ok: true; value: unknown } | { ok: false; reason: string };
 
@@ -23,7 +24,11 @@ export function parseJsonBytes(bytes: Uint8Array | string, maxBytes = MAX_BODY_B
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch (e) {
-    return { ok: false, reason: `is not JSON (${(e as Error).message.split("\n")[0]})` };
+    // V8 quotes the text it choked on: the attacker's bytes, escaped before they reach a line
+    return {
+      ok: false,
+      reason: `is not JSON (${printable((e as Error).message.split("\n")[0] ?? "", 200)})`,
+    };
   }
 }
 

@@ -1,6 +1,6 @@
 // `reconcile [BUNDLE] [--dry-run]`: the mesh's last signed declaration applied again now, under the lock; shown before it acts.
 import { CHANGING, modeRefusal } from "../../apply/index.ts";
-import { applyDelivered, keptEnvelope } from "../../hold/index.ts";
+import { applyKept, keptEnvelope } from "../../hold/index.ts";
 import { Outbox } from "../../store/index.ts";
 import { type Declaration, digestOf } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
@@ -56,12 +56,13 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
     node: node.node,
     membership,
   };
-  const result = await applyDelivered(deps, kept.seq, kept.bytes, {
-    keep: false,
-    meshKey: kept.meshKey,
+  // read again under the lock: `run` may apply a newer delivery while this waits for it
+  const applied = await applyKept(deps, {
     dryRun,
     onPlan: ctx.args.json ? undefined : (plan) => writeOut(`plan:\n${table(plan)}`),
   });
+  if (!applied) throw new UsageError("this node holds no declaration from the mesh to reconcile");
+  const result = applied;
   if (result.exit === 2) throw new Refused(result.report.refusals);
   // said to the mesh by the running host's next flush, like any report made while the bus is away
   const said =

@@ -1,0 +1,238 @@
+// What the bus scenarios (3, 6, 7, 8) share: a node enrolled with the mesh double through the CLI, `mesh-host
+// run` as a process that can be stopped or SIGKILLed, its reports counted at the double and in its own logs,
+// and the check that its server user holds exactly protocol.md's permissions.
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Report } from "../../src/vocabulary/index.ts";
+import type { Received } from "../mesh/index.ts";
+import { MeshDouble, permissionsFor } from "../mesh/index.ts";
+import { describeExit, type Exit, meshHost, type Running, sleep, tempDir } from "./support.ts";
+
+export const BUS_WAIT_MS = 45_000;
+
+/** protocol.md, "The node's permissions", as written there: the fixture must say exactly this. */
+export function protocolPermissions(n: string) {
+  return {
+    publish: {
+      allow: [
+        `mesh.report.${n}`,
+        `mesh.heartbeat.${n}`,
+        `mesh.rekey.${n}`,
+        `$JS.API.CONSUMER.INFO.DECLARE.node-${n}`,
+        `$JS.API.CONSUMER.MSG.NEXT.DECLARE.node-${n}`,
+        `$JS.ACK.DECLARE.node-${n}.>`,
+      ],
+    },
+    subscribe: { allow: [`_INBOX.node.${n}.>`] },
+  };
+}
+
+/** The node's user on the double's server: exactly protocol.md's permissions, no more, no fewer. */
+export function permissionProblems(mesh: MeshDouble, node: string): string[] {
+  const user = mesh.server.users.find((u) => u.user === `node.${node}`);
+  if (!user) return [`the server has no user node.${node}`];
+  const want = protocolPermissions(node);
+  const problems: string[] = [];
+  if (JSON.stringify(permissionsFor("node", node)) !== JSON.stringify(want))
+    problems.push("test/fixtures/node-permissions.json is not protocol.md's permission set");
+  if (JSON.stringify(user.permissions) !== JSON.stringify(want))
+    problems.push(`node.${node} runs with ${JSON.stringify(user.permissions)}, not protocol.md's set`);
+  return problems;
+}
+
+export class BusNode {
+  readonly base: string;
+  readonly root: string;
+  readonly state: string;
+  /** stdout and stderr of every command this node ran, in order: what a secrets check reads. */
+  readonly outputs: string[] = [];
+  /** The stderr of every `run`, for counting the reports it said it made. */
+  readonly runLogs: string[] = [];
+  host: Running | null = null;
+  token = "";
+
+  constructor(
+    readonly mesh: MeshDouble,
+    readonly name: string,
+  ) {
+    this.base = tempDir(`mesh-chaos-${name}-`);
+    this.root = join(this.base, "root");
+    this.state = join(this.base, "state");
+    mkdirSync(this.root);
+  }
+
+  /** Enrol through the CLI with a fresh code; `ackWaitMs` re-creates the consumer so a redelivery comes soon. */
+  static async enrolled(mesh: MeshDouble, name: string, opts: { ackWaitMs?: number } = {}): Promise<BusNode> {
+    const node = new BusNode(mesh, name);
+    const { code, token } = await mesh.enrolmentCode(name);
+    node.token = token;
+    const exit = await node.cli(["enrol", code]);
+    if (exit.code !== 0) throw new Error(`enrol ${name}: ${describeExit(exit)}`);
+    if (opts.ackWaitMs) {
+      await mesh.deleteConsumer(name);
+      await mesh.admit(name, { ackWaitMs: opts.ackWaitMs });
+    }
+    return node;
+  }
+
+  get password(): string {
+    return this.mesh.passwords.get(this.name) ?? "";
+  }
+
+  async cli(args: string[], env: Record<string, string> = {}): Promise<Exit> {
+    const run = await meshHost([...args, "--state", this.state, "--root", this.root, "--host", "linux"], {
+      env,
+    });
+    const exit = await run.exited;
+    this.outputs.push(exit.stdout, exit.stderr);
+    return exit;
+  }
+
+  /** `mesh-host run`, logging at `level` (debug for the secrets flow). */
+  async start(opts: { driftS?: number; level?: string } = {}): Promise<Running> {
+    const host = await meshHost(
+      [
+        "run",
+        "--state",
+        this.state,
+        "--root",
+        this.root,
+        "--host",
+        "linux",
+        "--heartbeat-s",
+        "1",
+        "--drift-s",
+        String(opts.driftS ?? 3600),
+      ],
+      { env: { MESH_LOG: opts.level ?? "info" }, timeoutMs: 30 * 60_000 },
+    );
+    this.host = host;
+    host.exited.then((exit) => {
+      this.outputs.push(exit.stdout, exit.stderr);
+      this.runLogs.push(exit.stderr);
+    });
+    return host;
+  }
+
+  /** SIGTERM, as the service manager stops it: it must exit 0. */
+  async stop(): Promise<string[]> {
+    const host = this.host;
+    this.host = null;
+    if (!host) return [];
+    host.child.kill("SIGTERM");
+    const exit = await host.exited;
+    await sleep(0);
+    return exit.code === 0 ? [] : [`run did not exit 0 on SIGTERM: ${describeExit(exit)}`];
+  }
+
+  async kill(): Promise<Exit | null> {
+    const host = this.host;
+    this.host = null;
+    if (!host) return null;
+    const exit = await host.kill();
+    await sleep(0);
+    return exit;
+  }
+
+  reports(): Received<Report>[] {
+    return this.mesh.reports.filter((r) => r.subject === `mesh.report.${this.name}`);
+  }
+
+  /** Wait for a report of `seq` (of `outcome` when given); a string says what did not come. */
+  async report(seq: number, outcome?: string, timeoutMs = BUS_WAIT_MS): Promise<Received<Report> | string> {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      const found = this.reports().find(
+        (r) => r.value?.declaration.seq === seq && (!outcome || r.value.outcome === outcome),
+      );
+      if (found) return found;
+      if (performance.now() > deadline) {
+        const got = this.reports().map((r) => `${r.value?.declaration.seq}:${r.value?.outcome}`);
+        const tail = this.host ? "" : " (run is not running)";
+        return `no ${outcome ?? ""} report of seq ${seq} within ${timeoutMs} ms (got ${got.join(" ") || "none"})${tail}`;
+      }
+      await sleep(20);
+    }
+  }
+
+  /** The reports `run` said it made (settled, superseded, a reconcile that changed something), by seq:outcome. */
+  saidReports(): string[] {
+    const out: string[] = [];
+    for (const log of this.runLogs)
+      for (const line of log.split("\n")) {
+        let entry: { msg?: string; seq?: number; outcome?: string; changed?: boolean };
+        try {
+          entry = JSON.parse(line);
+        } catch {
+          continue;
+        }
+        if (entry.msg === "declaration settled") out.push(`${entry.seq}:${entry.outcome}`);
+        else if (entry.msg === "declaration superseded by a newer one") out.push(`${entry.seq}:superseded`);
+      }
+    return out;
+  }
+
+  /** Every report `run` said it made arrived at the double, and nothing waits in the outbox. */
+  lostReports(): string[] {
+    const received = this.reports().map((r) => `${r.value?.declaration.seq}:${r.value?.outcome}`);
+    const problems: string[] = [];
+    for (const said of this.saidReports()) {
+      const i = received.indexOf(said);
+      if (i < 0) problems.push(`the report ${said} run logged never arrived`);
+      else received.splice(i, 1);
+    }
+    const waiting = this.outbox();
+    if (waiting.length) problems.push(`${waiting.length} reports still wait in the outbox`);
+    return problems;
+  }
+
+  outbox(): string[] {
+    try {
+      return readdirSync(join(this.state, "outbox")).filter((n) => n.endsWith(".json"));
+    } catch {
+      return [];
+    }
+  }
+
+  fileText(path: string): string | null {
+    try {
+      return readFileSync(join(this.root, path), "utf8");
+    } catch {
+      return null;
+    }
+  }
+}
+
+/** Wait for `what` to hold, polling; false after `timeoutMs`. */
+export async function until(what: () => boolean, timeoutMs = BUS_WAIT_MS): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  while (performance.now() < deadline) {
+    if (what()) return true;
+    await sleep(10);
+  }
+  return what();
+}
+
+/** The pid of the nats-server started with `confFile`, found in /proc: to SIGKILL it rather than stop it politely. */
+export function serverPid(confFile: string): number {
+  for (const entry of readdirSync("/proc")) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      if (argv.includes(confFile)) return Number(entry);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  throw new Error(`no nats-server runs with ${confFile}`);
+}
+
+/** A double for one scenario: started, handed over, stopped however the scenario ends. */
+export async function withMesh<T>(fn: (mesh: MeshDouble) => Promise<T>): Promise<T> {
+  const mesh = await MeshDouble.start();
+  try {
+    return await fn(mesh);
+  } finally {
+    await mesh.stop();
+  }
+}

@@ -1,0 +1,336 @@
+// Scenario 3's last fault: a three-node JetStream cluster on loopback, its streams with three replicas, and the
+// node's membership naming all three servers. The DECLARE stream's leader is SIGKILLed, then the server the node
+// is connected to: each time the node binds again and the next declaration is applied and reported.
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { AckPolicy, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection, nanos } from "@nats-io/transport-node";
+import { makeMeshKey, signEnvelope } from "../../src/link/envelope.ts";
+import { ensureKeys, State } from "../../src/store/index.ts";
+import { type Report, Report as ReportSchema } from "../../src/vocabulary/index.ts";
+import { freePort, makeCert, NATS_SERVER, permissionsFor } from "../mesh/index.ts";
+import { describeExit, meshHost, removeTemp, sleep, tempDir } from "./support.ts";
+
+const NODE = "clustered";
+/** How long a node may take to bind again and apply: the hold's capped backoff grows while JetStream elects. */
+const WAIT_MS = 150_000;
+/** Once applied, its report: the link is up, so it should not wait for the next declaration. */
+const REPORT_WAIT_MS = 30_000;
+
+interface Member {
+  name: string;
+  port: number;
+  clusterPort: number;
+  httpPort: number;
+  conf: string;
+  child: ChildProcess | null;
+  log: string;
+}
+
+class Cluster {
+  readonly members: Member[] = [];
+  readonly meshPassword = randomBytes(18).toString("base64url");
+  readonly nodePassword = randomBytes(18).toString("base64url");
+  readonly cert;
+
+  constructor(readonly dir: string) {
+    this.cert = makeCert(dir, "server", "mesh-cluster");
+  }
+
+  async configure(): Promise<void> {
+    for (let i = 0; i < 3; i++)
+      this.members.push({
+        name: `c${i}`,
+        port: await freePort(),
+        clusterPort: await freePort(),
+        httpPort: await freePort(),
+        conf: join(this.dir, `c${i}.conf`),
+        child: null,
+        log: "",
+      });
+    const users = [
+      { user: "mesh", password: this.meshPassword },
+      { user: `node.${NODE}`, password: this.nodePassword, permissions: permissionsFor("node", NODE) },
+    ];
+    writeFileSync(
+      join(this.dir, "users.conf"),
+      `MESH {\n  jetstream: enabled\n  users: [\n${users.map((u) => `    ${JSON.stringify(u)}`).join("\n")}\n  ]\n}\n`,
+    );
+    for (const m of this.members) {
+      const store = join(this.dir, `js-${m.name}`);
+      mkdirSync(store, { recursive: true });
+      const routes = this.members
+        .filter((o) => o !== m)
+        .map((o) => `"nats-route://127.0.0.1:${o.clusterPort}"`)
+        .join(", ");
+      writeFileSync(
+        m.conf,
+        [
+          `listen: "127.0.0.1:${m.port}"`,
+          `http: "127.0.0.1:${m.httpPort}"`,
+          `server_name: "${m.name}"`,
+          `tls { cert_file: "${this.cert.certFile}", key_file: "${this.cert.keyFile}", timeout: 2 }`,
+          `jetstream { store_dir: "${store}", max_memory_store: 64MB, max_file_store: 1GB }`,
+          `cluster { name: "chaos", listen: "127.0.0.1:${m.clusterPort}", routes: [${routes}] }`,
+          `accounts { include "users.conf" }`,
+          "",
+        ].join("\n"),
+      );
+    }
+  }
+
+  get urls(): string[] {
+    return this.members.map((m) => `nats://127.0.0.1:${m.port}`);
+  }
+
+  async start(m: Member): Promise<void> {
+    const child = spawn(NATS_SERVER, ["-c", m.conf], { stdio: ["ignore", "ignore", "pipe"] });
+    m.child = child;
+    const from = m.log.length;
+    child.stderr!.setEncoding("utf8");
+    child.stderr!.on("data", (c: string) => (m.log += c));
+    child.once("exit", () => {
+      if (m.child === child) m.child = null;
+    });
+    const deadline = Date.now() + 15_000;
+    while (!m.log.slice(from).includes("Server is ready")) {
+      if (!m.child || Date.now() > deadline) throw new Error(`${m.name} did not start: ${m.log.slice(-500)}`);
+      await sleep(20);
+    }
+  }
+
+  kill(m: Member): void {
+    m.child?.kill("SIGKILL");
+    m.child = null;
+  }
+
+  byName(name: string | undefined): Member | undefined {
+    return this.members.find((m) => m.name === name);
+  }
+
+  /** The member the node's user is connected to, from each server's own /connz. */
+  async nodeServer(): Promise<Member | undefined> {
+    for (const m of this.members) {
+      if (!m.child) continue;
+      try {
+        const connz = (await (await fetch(`http://127.0.0.1:${m.httpPort}/connz?auth=true`)).json()) as {
+          connections?: { authorized_user?: string }[];
+        };
+        if (connz.connections?.some((c) => c.authorized_user === `node.${NODE}`)) return m;
+      } catch {
+        // this one is not answering
+      }
+    }
+    return undefined;
+  }
+
+  stopAll(): void {
+    for (const m of this.members) this.kill(m);
+  }
+}
+
+/** Retry `fn` until it resolves: JetStream answers only once the cluster has leaders again. */
+async function retry<T>(fn: () => Promise<T>, what: string, ms = WAIT_MS): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      return await fn();
+    } catch (e) {
+      last = e;
+      await sleep(250);
+    }
+  }
+  throw new Error(`${what}: ${(last as Error)?.message}`);
+}
+
+/** Reports read straight from the REPORTS stream by sequence, so a leader change loses none of them. */
+async function reportsIn(jsm: JetStreamManager): Promise<Report[]> {
+  const info = await jsm.streams.info("REPORTS");
+  const out: Report[] = [];
+  for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+    const m = await jsm.streams.getMessage("REPORTS", { seq });
+    const parsed = m ? ReportSchema.safeParse(m.json()) : null;
+    if (parsed?.success) out.push(parsed.data);
+  }
+  return out;
+}
+
+export async function clusterLeaderKilled(notes: string[] = []): Promise<string[]> {
+  const dir = tempDir("mesh-chaos-cluster-");
+  const cluster = new Cluster(dir);
+  const problems: string[] = [];
+  const timings: string[] = [];
+  let nc: NatsConnection | null = null;
+  let host: Awaited<ReturnType<typeof meshHost>> | null = null;
+  try {
+    await cluster.configure();
+    await Promise.all(cluster.members.map((m) => cluster.start(m)));
+    nc = await connect({
+      servers: cluster.urls,
+      user: "mesh",
+      pass: cluster.meshPassword,
+      tls: { ca: cluster.cert.certPem },
+      reconnect: true,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 100,
+    });
+    const conn = nc;
+    const jsm = await retry(() => jetstreamManager(conn), "JetStream in the cluster");
+    const js = jetstream(nc);
+    await retry(
+      () =>
+        jsm.streams.add({
+          name: "DECLARE",
+          subjects: ["mesh.declare.>"],
+          max_msgs_per_subject: 1,
+          num_replicas: 3,
+        }),
+      "DECLARE with three replicas",
+    );
+    await retry(
+      () => jsm.streams.add({ name: "REPORTS", subjects: ["mesh.report.>"], num_replicas: 3 }),
+      "REPORTS",
+    );
+    await retry(
+      () =>
+        jsm.consumers.add("DECLARE", {
+          durable_name: `node-${NODE}`,
+          filter_subject: `mesh.declare.${NODE}`,
+          ack_policy: AckPolicy.Explicit,
+          ack_wait: nanos(3_000),
+        }),
+      "the node's consumer",
+    );
+    // the node as enrolment leaves it: keys, the membership naming all three servers, its name
+    const root = join(dir, "root");
+    const stateDir = join(dir, "state");
+    mkdirSync(root);
+    const keys = ensureKeys(stateDir);
+    if (!keys.ok) throw new Error(keys.reason);
+    const meshKey = makeMeshKey();
+    const state = new State(stateDir);
+    state.writeMembership({
+      transport: "nats",
+      servers: cluster.urls,
+      fingerprint: cluster.cert.fingerprint,
+      user: `node.${NODE}`,
+      password: cluster.nodePassword,
+      stream: "DECLARE",
+      consumer: `node-${NODE}`,
+      subject: `mesh.declare.${NODE}`,
+      mesh_key: meshKey.publicB64,
+    });
+    state.writeNode({ node: NODE, mode: null });
+    host = await meshHost(
+      [
+        "run",
+        "--state",
+        stateDir,
+        "--root",
+        root,
+        "--host",
+        "linux",
+        "--heartbeat-s",
+        "1",
+        "--drift-s",
+        "3600",
+      ],
+      { timeoutMs: 10 * 60_000, env: { MESH_LOG: "info" } },
+    );
+    const declare = async (tag: string): Promise<number> => {
+      const body = JSON.stringify({
+        v: 1,
+        node: NODE,
+        mode: "converged",
+        resources: [
+          { id: "conf", type: "file", path: "/etc/cluster.conf", content: `${tag}\n`, mode: "0644" },
+        ],
+      });
+      const ack = await retry(
+        () =>
+          js.publish(`mesh.declare.${NODE}`, JSON.stringify(signEnvelope(body, meshKey.privateKey)), {
+            timeout: 2_000,
+          }),
+        `publishing ${tag}`,
+      );
+      return ack.seq;
+    };
+    const outbox = join(stateDir, "outbox");
+    const fileSays = () => {
+      try {
+        return readFileSync(join(root, "etc/cluster.conf"), "utf8");
+      } catch {
+        return null;
+      }
+    };
+    // applied (the file says so), then reported: each within its own bound, each latency noted
+    const applied = async (seq: number, tag: string): Promise<string[]> => {
+      const t0 = Date.now();
+      while (fileSays() !== `${tag}\n`) {
+        if (Date.now() - t0 > WAIT_MS) return [`${tag} (seq ${seq}) not applied within ${WAIT_MS} ms`];
+        await sleep(50);
+      }
+      const t1 = Date.now();
+      timings.push(`${tag} applied after ${t1 - t0} ms`);
+      while (Date.now() - t1 < REPORT_WAIT_MS) {
+        const reports = await reportsIn(jsm).catch(() => [] as Report[]);
+        if (reports.some((r) => r.declaration.seq === seq && r.outcome === "applied")) {
+          timings.push(`reported ${Date.now() - t1} ms later`);
+          return [];
+        }
+        await sleep(200);
+      }
+      const waiting = readdirSync(outbox).filter((n) => n.endsWith(".json")).length;
+      return [
+        `${tag} applied, but its report did not reach REPORTS within ${REPORT_WAIT_MS} ms with the link up (${waiting} waiting in the outbox: nothing flushes it before the next declaration or drift tick)`,
+      ];
+    };
+    problems.push(...(await applied(await declare("one"), "one")));
+    // the DECLARE stream's leader, killed
+    const leader = cluster.byName(
+      (await retry(() => jsm.streams.info("DECLARE"), "stream info")).cluster?.leader,
+    );
+    if (!leader) return [...problems, "the DECLARE stream has no leader to kill"];
+    cluster.kill(leader);
+    problems.push(
+      ...(await applied(await declare("two"), "two")).map(
+        (p) => `after the stream leader ${leader.name} was killed: ${p}`,
+      ),
+    );
+    // back, then the server the node is on, killed: it must dial another and bind again
+    await cluster.start(leader);
+    const on = await cluster.nodeServer();
+    if (on) {
+      cluster.kill(on);
+      problems.push(
+        ...(await applied(await declare("three"), "three")).map(
+          (p) => `after the node's own server ${on.name} was killed: ${p}`,
+        ),
+      );
+    } else problems.push("could not tell which server the node is connected to");
+    // nothing applied twice to another outcome: a seq reported more than once changed nothing the second time
+    const reports = await retry(() => reportsIn(jsm), "reading the reports");
+    const seen = new Set<number>();
+    for (const r of reports) {
+      if (seen.has(r.declaration.seq) && r.steps.some((s) => s.did !== "unchanged"))
+        problems.push(`seq ${r.declaration.seq} applied again and changed the machine`);
+      seen.add(r.declaration.seq);
+    }
+    host.child.kill("SIGTERM");
+    const exit = await host.exited;
+    host = null;
+    if (exit.code !== 0) problems.push(`run did not exit 0 on SIGTERM: ${describeExit(exit)}`);
+    notes.push(`cluster: ${timings.join(", ")}`);
+    if (process.env.CHAOS_DEBUG) process.stderr.write(`${exit.stderr}\n`);
+    return problems;
+  } finally {
+    if (host) await host.kill();
+    await nc?.close().catch(() => {});
+    cluster.stopAll();
+    await sleep(100);
+    removeTemp(dir);
+  }
+}

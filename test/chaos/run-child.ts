@@ -1,0 +1,69 @@
+// What `mesh-host run` does with declarations, without the bus: the real Hold, fed by a link that delivers
+// signed envelopes read from files, one after the other, then stops. Scenario 5 runs `reconcile` against it.
+// Beside the real `run` on the mesh double (concurrency.ts does both), this one places `reconcile` between two
+// deliveries exactly, with no bus timing in the way.
+// argv: STATE ROOT SEQ:ENVELOPE_FILE…
+import { readFileSync } from "node:fs";
+import { localExec } from "../../src/appliers/index.ts";
+import { unsealerFor } from "../../src/cli/unseal.ts";
+import { type Delivery, Hold, type Link } from "../../src/hold/index.ts";
+import { makeHost } from "../../src/hosts/index.ts";
+import { Outbox, State, StoreHolds } from "../../src/store/index.ts";
+
+const [stateDir, root, ...given] = process.argv.slice(2) as [string, string, ...string[]];
+const quiet = { info() {}, warn() {}, error() {}, debug() {} };
+const state = new State(stateDir);
+const membership = state.readMembership();
+const node = state.readNode();
+if (!membership || !node) throw new Error("run-child: the state holds no membership or node");
+const host = makeHost("linux");
+
+const deliveries: Delivery[] = given.map((arg) => {
+  const at = arg.indexOf(":");
+  return {
+    seq: Number(arg.slice(0, at)),
+    data: readFileSync(arg.slice(at + 1)),
+    pending: 0,
+    working() {},
+    async ack() {},
+    async term() {},
+  };
+});
+
+const reports: string[] = [];
+let hold: Hold;
+const link: Link = {
+  async *declarations() {
+    for (const d of deliveries) {
+      process.stdout.write(`delivering ${d.seq}\n`);
+      yield d;
+    }
+    hold.stop();
+  },
+  async report(r) {
+    reports.push(`${r.declaration.seq}:${r.outcome}`);
+  },
+  heartbeat() {},
+  async close() {},
+};
+
+hold = new Hold({
+  deps: {
+    state,
+    holds: new StoreHolds(state),
+    outbox: new Outbox(state),
+    host,
+    ports: { root, exec: localExec(), rootless: process.getuid?.() !== 0, log: quiet },
+    unseal: unsealerFor(state),
+    node: node.node,
+    membership,
+  },
+  dial: async () => link,
+  log: quiet,
+  heartbeatS: 86_400,
+  driftS: 86_400,
+});
+
+hold.run().then((reason) => {
+  process.stdout.write(`stopped ${reason}; reports ${reports.join(" ")}\n`);
+});

@@ -21,7 +21,6 @@
 // runtime as a stand-in, and the build says when a runtime is not Android's (its ELF interpreter is not
 // /system/bin/linker*).
 import { spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
 import {
   chmodSync,
   copyFileSync,
@@ -37,12 +36,20 @@ import { createRequire } from "node:module";
 import { basename, isAbsolute, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { foreignExternals } from "../build/bundle.mjs";
+import {
+  buildLock,
+  gitCommit,
+  mib,
+  reporter,
+  runner,
+  SENTINEL_FUSE,
+  sha256,
+  since,
+} from "../build/tools.mjs";
 import { androidBundleOptions, archModulesIn, ROOT, stubsIn } from "./bundle.mjs";
 import { elfOf } from "./elf.mjs";
 import { RC_DEFAULTS, rcProblem, rcText } from "./rc.mjs";
 
-const SENTINEL_FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
-const LOCK_WAIT_MS = 10 * 60 * 1000;
 /** Bump when this script changes what it makes from the same inputs, so an old stamp is not trusted. */
 const RECIPE = "android-sea-1";
 const USAGE =
@@ -51,25 +58,8 @@ const USAGE =
 const started = performance.now();
 const require = createRequire(import.meta.url);
 
-/** A refusal of what the build was given: one line, exit 2 (nothing was built). */
-function refuse(message) {
-  process.stderr.write(`build:android: ${message}\n`);
-  process.exit(2);
-}
-
-/** A step that failed: exit 1. */
-function fail(message) {
-  process.stderr.write(`build:android: ${message}\n`);
-  process.exit(1);
-}
-
-function say(message) {
-  process.stdout.write(`build:android: ${message}\n`);
-}
-
-const since = (t) => `${Math.round(performance.now() - t)} ms`;
-const mib = (bytes) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
-const sha256 = (data) => createHash("sha256").update(data).digest("hex");
+const { say, fail, refuse } = reporter("build:android");
+const run = runner(fail);
 const rel = (p) => relative(ROOT, p) || ".";
 
 function parseFlags(argv, env) {
@@ -125,18 +115,6 @@ function versionInside(bytes) {
     /node\.js\/(v\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?)\0/.exec(text) ??
     /download\/release\/(v\d+\.\d+\.\d+)\//.exec(text);
   return m ? m[1] : null;
-}
-
-function gitCommit() {
-  const r = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" });
-  return r.status === 0 && r.stdout.trim() ? r.stdout.trim() : "unknown";
-}
-
-function run(argv, opts = {}) {
-  const r = spawnSync(argv[0], argv.slice(1), { encoding: "utf8", ...opts });
-  if (r.error) fail(`${argv[0]}: ${r.error.message}`);
-  if (r.status !== 0) fail(`${argv.join(" ")} exited ${r.status ?? r.signal}:\n${r.stderr}${r.stdout}`);
-  return r.stdout;
 }
 
 /** The Android runtime as given: a readable ELF with the SEA fuse. Its arch names the output. */
@@ -217,38 +195,8 @@ async function bundle(work, version, commit) {
   return outfile;
 }
 
-/** One build at a time per output directory and architecture (test files build in parallel). */
 function lock(work) {
-  const file = join(work, "lock");
-  const deadline = Date.now() + LOCK_WAIT_MS;
-  let said = false;
-  for (;;) {
-    try {
-      writeFileSync(file, String(process.pid), { flag: "wx" });
-      process.on("exit", () => rmSync(file, { force: true }));
-      return;
-    } catch (e) {
-      if (e.code !== "EEXIST") throw e;
-    }
-    const holder = Number.parseInt(readFileSync(file, "utf8"), 10);
-    if (holder > 0 && !alive(holder)) {
-      rmSync(file, { force: true });
-      continue;
-    }
-    if (Date.now() > deadline) fail(`${rel(file)} is held by pid ${holder} for too long`);
-    if (!said) say(`waiting for the build in pid ${holder}`);
-    said = true;
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
-  }
-}
-
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return e.code === "EPERM";
-  }
+  buildLock(work, { say, fail, name: rel });
 }
 
 function writeAtomic(file, text, mode = 0o644) {
@@ -282,7 +230,7 @@ async function main() {
 
   const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
   const { version } = pkg;
-  const commit = gitCommit();
+  const commit = gitCommit(ROOT);
   const out = isAbsolute(flags.out) ? flags.out : resolve(flags.out);
   const work = join(out, ".build", runtime.arch);
   mkdirSync(work, { recursive: true });

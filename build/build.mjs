@@ -13,7 +13,6 @@
 // The expensive part (2-3) is skipped when the bundle, the SEA config and the runtime are those of the last
 // build (a stamp beside the output): tests call this script freely. `--force` rebuilds anyway.
 import { spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
 import {
   chmodSync,
   copyFileSync,
@@ -31,37 +30,18 @@ import { arch as hostArchOf } from "node:os";
 import { basename, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleOptions, ENTRY, externalsOf, foreignExternals, ROOT } from "./bundle.mjs";
+import { buildLock, gitCommit, mib, reporter, runner, SENTINEL_FUSE, sha256, since } from "./tools.mjs";
 
 const DIST = join(ROOT, "dist");
-const SENTINEL_FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
 const ARCHES = ["x64", "arm64"];
-const LOCK_WAIT_MS = 10 * 60 * 1000;
 /** Bump when this script changes what it makes from the same bundle, so an old stamp is not trusted. */
 const RECIPE = "sea-1";
 
 const started = performance.now();
 const require = createRequire(import.meta.url);
 
-function fail(message) {
-  process.stderr.write(`build: ${message}\n`);
-  process.exit(1);
-}
-
-function say(message) {
-  process.stdout.write(`build: ${message}\n`);
-}
-
-function since(t) {
-  return `${Math.round(performance.now() - t)} ms`;
-}
-
-function mib(bytes) {
-  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
-}
-
-function sha256(data) {
-  return createHash("sha256").update(data).digest("hex");
-}
+const { say, fail } = reporter("build");
+const run = runner(fail);
 
 function parseFlags(argv) {
   const flags = { arch: hostArchOf(), force: false };
@@ -74,18 +54,6 @@ function parseFlags(argv) {
   }
   if (!ARCHES.includes(flags.arch)) fail(`--arch must be one of ${ARCHES.join(", ")}, not "${flags.arch}"`);
   return flags;
-}
-
-function run(argv, opts = {}) {
-  const r = spawnSync(argv[0], argv.slice(1), { encoding: "utf8", ...opts });
-  if (r.error) fail(`${argv[0]}: ${r.error.message}`);
-  if (r.status !== 0) fail(`${argv.join(" ")} exited ${r.status ?? r.signal}:\n${r.stderr}${r.stdout}`);
-  return r.stdout;
-}
-
-function gitCommit() {
-  const r = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" });
-  return r.status === 0 && r.stdout.trim() ? r.stdout.trim() : "unknown";
 }
 
 /** The exact runtime version package.json pins (a range would make two builds of one commit differ). */
@@ -152,41 +120,8 @@ async function bundle(work, version, commit) {
   return outfile;
 }
 
-/**
- * One build at a time per architecture: test files run in parallel and each may ask for the executable. The
- * lock holds the builder's pid; a lock whose process is gone is taken over.
- */
 function lock(work) {
-  const file = join(work, "lock");
-  const deadline = Date.now() + LOCK_WAIT_MS;
-  let said = false;
-  for (;;) {
-    try {
-      writeFileSync(file, String(process.pid), { flag: "wx" });
-      process.on("exit", () => rmSync(file, { force: true }));
-      return;
-    } catch (e) {
-      if (e.code !== "EEXIST") throw e;
-    }
-    const holder = Number.parseInt(readFileSync(file, "utf8"), 10);
-    if (holder > 0 && !alive(holder)) {
-      rmSync(file, { force: true });
-      continue;
-    }
-    if (Date.now() > deadline) fail(`${relative(ROOT, file)} is held by pid ${holder} for too long`);
-    if (!said) say(`waiting for the build in pid ${holder}`);
-    said = true;
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
-  }
-}
-
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return e.code === "EPERM";
-  }
+  buildLock(work, { say, fail, name: (f) => relative(ROOT, f) });
 }
 
 function strip(file, arch, hostArch) {
@@ -205,7 +140,7 @@ async function main() {
   const flags = parseFlags(process.argv.slice(2));
   const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
   const { version } = pkg;
-  const commit = gitCommit();
+  const commit = gitCommit(ROOT);
   const nodeVersion = pinnedNodeVersion(pkg);
   const hostArch = hostArchOf();
   const cross = flags.arch !== hostArch;

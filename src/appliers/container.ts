@@ -2,6 +2,7 @@
 // what it reads at creation (env-files, files bind-mounted directly; nothing inside a mounted directory), read
 // as the state stands when the apply reaches it. A mismatch recreates it (stop, remove, create, start) and says
 // which file or field changed; `restart` is never the answer to a changed env-file (containers.md).
+
 import { createHash } from "node:crypto";
 import { readFile, stat } from "node:fs/promises";
 import type { ContainerResource, NetworkResource, RuntimeKind } from "../vocabulary/index.ts";
@@ -20,6 +21,7 @@ import {
   type Session,
   sessionOf,
 } from "./runtime.ts";
+import { stepsOf } from "./step.ts";
 import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
 import { volumeApplier } from "./volume.ts";
 
@@ -159,8 +161,7 @@ function whatChanged(
   return [record?.spec === found.spec ? "what it reads changed" : "its spec differs from its label"];
 }
 
-const step = (id: string, did: Step["did"], action: string, detail: string, data?: unknown, field?: string) =>
-  ({ id, type: "container", did, action, detail, data, ...(field ? { field } : {}) }) as Step;
+const step = stepsOf("container");
 
 /** A static address on a network this declaration does not define: checked against the runtime's subnet. */
 async function addressProblems(

@@ -1,6 +1,7 @@
 // image: there by its reference (pulled when missing, always, or never), or loaded from a tarball a file
 // resource wrote (loaded again when the tarball's content changes, then tagged as the declared reference);
 // read back by the image's id. Undeclared, an image is left: a container outside the mesh may run it.
+
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import type { ImageResource, RuntimeKind } from "../vocabulary/index.ts";
@@ -13,7 +14,8 @@ import {
   sessionOf,
   shortRef,
 } from "./runtime.ts";
-import type { Applier, Executed, RecordBase, Step } from "./types.ts";
+import { stepsOf } from "./step.ts";
+import type { Applier, Executed, RecordBase } from "./types.ts";
 
 export interface ImageRecord extends RecordBase {
   type: "image";
@@ -25,8 +27,7 @@ export interface ImageRecord extends RecordBase {
   loaded?: string;
 }
 
-const step = (id: string, did: Step["did"], action: string, detail: string, data?: unknown, field?: string) =>
-  ({ id, type: "image", did, action, detail, data, ...(field ? { field } : {}) }) as Step;
+const step = stepsOf("image");
 
 interface ImageData {
   runtime: RuntimeKind;

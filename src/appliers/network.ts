@@ -1,6 +1,7 @@
 // network: made as declared and read back by `network inspect`; one the mesh made is recreated when its
 // definition changes (the containers declared on it are recreated by their own digest), one it found is never
 // replaced; undeclared, removed only when the mesh made it.
+
 import type { NetworkResource, RuntimeKind } from "../vocabulary/index.ts";
 import {
   isError,
@@ -10,7 +11,8 @@ import {
   type RuntimeFinder,
   sessionOf,
 } from "./runtime.ts";
-import type { Applier, Executed, RecordBase, Step } from "./types.ts";
+import { stepsOf } from "./step.ts";
+import type { Applier, Executed, RecordBase } from "./types.ts";
 
 export interface NetworkRecord extends RecordBase {
   type: "network";
@@ -20,8 +22,7 @@ export interface NetworkRecord extends RecordBase {
   created: boolean;
 }
 
-const step = (id: string, did: Step["did"], action: string, detail: string, data?: unknown, field?: string) =>
-  ({ id, type: "network", did, action, detail, data, ...(field ? { field } : {}) }) as Step;
+const step = stepsOf("network");
 
 /** How the found network differs from the declared one, one phrase each. */
 function differences(w: NetworkResource, f: NetworkInfo): string[] {

@@ -4,6 +4,7 @@
 // key; the found configuration is held, its unit stopped and disabled, nothing flushed; a mesh interface that
 // fails to start has the found one started again. Once a peer has handshaken with the mesh's interface, the
 // found configuration is retired: removed from where its unit reads it, recorded apart from holds.
+
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
@@ -13,6 +14,7 @@ import type { OverlayResource } from "../vocabulary/index.ts";
 import { interfaceNameProblem } from "../vocabulary/overlay.ts";
 import { sha256 } from "./file.ts";
 import { placeProblem } from "./paths.ts";
+import { stepsOf } from "./step.ts";
 import { type FoundFile, readRegular, removeRegular, type UnitState, writeRegular } from "./systemd.ts";
 import type { Applier, DecideContext, Executed, Ports, RecordBase, Step } from "./types.ts";
 import {
@@ -224,22 +226,7 @@ interface ApplyData {
   record: OverlayRecord;
 }
 
-const stepOf = (
-  id: string,
-  did: Step["did"],
-  action: string,
-  detail: string,
-  data?: unknown,
-  field?: string,
-) => ({
-  id,
-  type: "overlay",
-  did,
-  action,
-  detail,
-  ...(data === undefined ? {} : { data }),
-  ...(field ? { field } : {}),
-});
+const stepOf = stepsOf("overlay");
 
 const refuse = (id: string, detail: string, field = "interface"): Step =>
   stepOf(id, "failed", "refuse", detail, undefined, field);

@@ -1,8 +1,10 @@
 // volume: made as declared, read back by `volume inspect`; never recreated (its data would go with it);
 // undeclared, removed only when the mesh made it and the declaration said `remove_data: true`, else kept and said.
+
 import type { RuntimeKind, VolumeResource } from "../vocabulary/index.ts";
 import { isError, machineRuntimes, type RuntimeFinder, sessionOf, type VolumeInfo } from "./runtime.ts";
-import type { Applier, Executed, RecordBase, Step } from "./types.ts";
+import { stepsOf } from "./step.ts";
+import type { Applier, Executed, RecordBase } from "./types.ts";
 
 export interface VolumeRecord extends RecordBase {
   type: "volume";
@@ -13,8 +15,7 @@ export interface VolumeRecord extends RecordBase {
   remove_data: boolean;
 }
 
-const step = (id: string, did: Step["did"], action: string, detail: string, data?: unknown, field?: string) =>
-  ({ id, type: "volume", did, action, detail, data, ...(field ? { field } : {}) }) as Step;
+const step = stepsOf("volume");
 
 function differences(w: VolumeResource, f: VolumeInfo): string[] {
   const labels = Object.entries(w.labels ?? {}).filter(([k, v]) => f.labels[k] !== v);

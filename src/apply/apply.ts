@@ -14,7 +14,15 @@ import {
   type Report,
   type ReportStep,
 } from "../vocabulary/index.ts";
-import { decider, mapLimited, noteChange, type PlannedStep, planSteps, readsChanges } from "./plan.ts";
+import {
+  CHANGING,
+  decider,
+  mapLimited,
+  noteChange,
+  type PlannedStep,
+  planSteps,
+  readsChanges,
+} from "./plan.ts";
 
 export type Unseal = (sealed: string) => { ok: true; bytes: Uint8Array } | { ok: false; reason: string };
 
@@ -178,15 +186,12 @@ export async function applyDeclaration(req: ApplyRequest): Promise<ApplyResult> 
   req.state.sweepTemps();
   await sweepTemps(req.ports.root, d, records);
   const next = { ...records };
+  // owed before anything changes: a kill between a change and what is `on` it must not forget the dependent
+  const changing = steps.filter((s) => CHANGING.has(s.did)).map((s) => s.id);
+  if (changing.length) req.state.writeOwed([...new Set([...owed, ...changing])]);
   await journal(req.state, req.holds, next, order, steps);
   const orderOf = () => [...new Set([...d.resources.map((r) => r.id), ...order])].filter((id) => next[id]);
-  const executed = await execute(
-    steps,
-    input,
-    next,
-    () => req.state.writeRecords(next, orderOf()),
-    (changed) => req.state.writeOwed([...changed]),
-  );
+  const executed = await execute(steps, input, next, () => req.state.writeRecords(next, orderOf()));
   const outcome: Outcome = executed.some((s) => s.did === "failed") ? "failed" : "applied";
   // every dependent ran: nothing is owed; a failed apply keeps what it changed owed for the next one
   if (outcome === "applied") req.state.writeOwed([]);
@@ -283,7 +288,6 @@ async function execute(
   input: Parameters<typeof decider>[0],
   records: Records,
   saveRecords: () => void,
-  saveOwed: (changed: ReadonlySet<string>) => void,
 ): Promise<ReportStep[]> {
   // decided against the records as the steps before have left them: `wrote` reads what was just written
   const d = decider(input, records);
@@ -324,14 +328,11 @@ async function execute(
     const fresh =
       first.resource && readsChanges(first.resource) ? await d.decide(first.resource, changed, made) : batch;
     const results = await mapLimited(fresh, FILE_WRITE_CONCURRENCY, runOne);
-    const before = changed.size;
     results.forEach((r, i) => {
       noteChange(fresh[i]!, r.did, changed, made);
       if (r.did === "failed") failed = true;
       out.push(r);
     });
-    // on disk before anything that reads it runs: a kill from here on leaves the change owed, not forgotten
-    if (changed.size !== before) saveOwed(changed);
   }
   return out;
 }

@@ -1,7 +1,9 @@
 // directory: created with its parents, read back by stat; removed only when the mesh made it and it is empty.
+
 import { chmod, chown, lstat, mkdir, readdir, rm, rmdir } from "node:fs/promises";
 import type { DirectoryResource } from "../vocabulary/index.ts";
 import { octal, ownerIgnored, parseMode, placeProblem, resolveIds, underRoot } from "./paths.ts";
+import { stepsOf } from "./step.ts";
 import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
 
 export interface DirectoryRecord extends RecordBase {
@@ -19,7 +21,6 @@ interface DirData {
   gid?: number;
   create: boolean;
   purge: string[];
-  foundMode?: number;
   /** The record this id will have once made: journalled before anything is touched. */
   intent: DirectoryRecord;
 }
@@ -48,13 +49,9 @@ async function unmanagedEntries(path: string, abs: string, declared: ReadonlySet
   return names.map((n) => `${path}/${n}`).filter((p) => !keep(p));
 }
 
-const refuse = (id: string, detail: string): Step => ({
-  id,
-  type: "directory",
-  did: "failed",
-  action: "refuse",
-  detail,
-});
+const step = stepsOf("directory");
+
+const refuse = (id: string, detail: string): Step => step(id, "failed", "refuse", detail);
 
 export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
   type: "directory",
@@ -80,17 +77,10 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
       mode: wanted.mode,
       found_mode: prior ? prior.found_mode : found ? octal(found.mode) : undefined,
     };
-    const data: DirData = { mode, ...ids, create: found === null, purge, foundMode: found?.mode, intent };
+    const data: DirData = { mode, ...ids, create: found === null, purge, intent };
     if (found === null) {
       const did = record?.created ? "repaired" : "created";
-      return {
-        id: wanted.id,
-        type: "directory",
-        did,
-        action: "make",
-        detail: `${wanted.path} ${did}${ignored}`,
-        data,
-      };
+      return step(wanted.id, did, "make", `${wanted.path} ${did}${ignored}`, data);
     }
     const wrong = [
       mode !== undefined && mode !== found.mode ? `mode ${octal(found.mode)} → ${octal(mode)}` : "",
@@ -99,78 +89,31 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
       purge.length ? `purge ${purge.length} unmanaged entr${purge.length === 1 ? "y" : "ies"}` : "",
     ].filter(Boolean);
     if (!wrong.length)
-      return {
-        id: wanted.id,
-        type: "directory",
-        did: "unchanged",
-        action: record ? "none" : "adopt",
-        detail: `${wanted.path} is as declared${ignored}`,
+      return step(
+        wanted.id,
+        "unchanged",
+        record ? "none" : "adopt",
+        `${wanted.path} is as declared${ignored}`,
         data,
-      };
+      );
     const did = record && record.mode === wanted.mode && !purge.length ? "repaired" : "updated";
-    return {
-      id: wanted.id,
-      type: "directory",
-      did,
-      action: "make",
-      detail: `${wanted.path}: ${wrong.join(", ")}${ignored}`,
-      data,
-    };
+    return step(wanted.id, did, "make", `${wanted.path}: ${wrong.join(", ")}${ignored}`, data);
   },
 
   async decideRemoval(id, record, ctx) {
     const problem = placeProblem(ctx.ports.root, record.path);
     if (problem) return refuse(id, problem);
     if (ctx.declaredPaths.has(record.path))
-      return {
-        id,
-        type: "directory",
-        did: "unchanged",
-        action: "forget",
-        detail: `${record.path} is now declared by another resource`,
-      };
+      return step(id, "unchanged", "forget", `${record.path} is now declared by another resource`);
     const found = await statDir(underRoot(ctx.ports.root, record.path));
-    if (found === null)
-      return {
-        id,
-        type: "directory",
-        did: "removed",
-        action: "forget",
-        detail: `${record.path} was already gone`,
-      };
+    if (found === null) return step(id, "removed", "forget", `${record.path} was already gone`);
     if (typeof found === "string")
-      return {
-        id,
-        type: "directory",
-        did: "unchanged",
-        action: "forget",
-        detail: `${record.path} left in place: it ${found}`,
-      };
-    if (record.created)
-      return {
-        id,
-        type: "directory",
-        did: "removed",
-        action: "remove",
-        detail: `${record.path} removed (the mesh created it)`,
-      };
+      return step(id, "unchanged", "forget", `${record.path} left in place: it ${found}`);
+    if (record.created) return step(id, "removed", "remove", `${record.path} removed (the mesh created it)`);
     const back = parseMode(record.found_mode);
     if (back !== undefined && back !== found.mode)
-      return {
-        id,
-        type: "directory",
-        did: "restored",
-        action: "restore",
-        detail: `${record.path} given back mode ${record.found_mode}`,
-        data: back,
-      };
-    return {
-      id,
-      type: "directory",
-      did: "unchanged",
-      action: "forget",
-      detail: `${record.path} left as it was found`,
-    };
+      return step(id, "restored", "restore", `${record.path} given back mode ${record.found_mode}`, back);
+    return step(id, "unchanged", "forget", `${record.path} left as it was found`);
   },
 
   async execute(step, wanted, record, ctx): Promise<Executed<DirectoryRecord>> {

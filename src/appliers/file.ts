@@ -1,4 +1,5 @@
 // file: written atomically, read back by digest and mode; what was found is held, never lost.
+
 import { createHash } from "node:crypto";
 import { lstatSync, readFileSync, type Stats } from "node:fs";
 import { mkdir, readFile, unlink } from "node:fs/promises";
@@ -7,6 +8,7 @@ import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, SYNC_READ_MAX_BYTES } from "../def
 import { writeFileAtomic } from "../store/atomic.ts";
 import type { FileResource } from "../vocabulary/index.ts";
 import { octal, ownerIgnored, parseMode, placeProblem, resolveIds, underRoot } from "./paths.ts";
+import { stepsOf } from "./step.ts";
 import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
 
 export interface FileRecord extends RecordBase {
@@ -71,13 +73,9 @@ function wantedBytes(wanted: FileResource, ctx: DecideContext): Uint8Array {
   return ctx.secret(wanted.secret!);
 }
 
-const refuse = (wanted: { id: string }, detail: string): Step => ({
-  id: wanted.id,
-  type: "file",
-  did: "failed",
-  action: "refuse",
-  detail,
-});
+const step = stepsOf("file");
+
+const refuse = (wanted: { id: string }, detail: string): Step => step(wanted.id, "failed", "refuse", detail);
 
 /** Which word describes writing over what is there: put back, changed by the mesh, or made. */
 function writeDid(
@@ -126,15 +124,9 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
         wrote: sha,
         mode: wanted.mode,
       };
-      return {
-        id: wanted.id,
-        type: "file",
-        did: "unchanged",
-        action,
-        detail: `${wanted.path} is as declared${ignored}`,
-        // only a take-over holds what it found: an unchanged file of the mesh's own is no original
-        data: { abs, hold: action === "adopt" ? found : undefined, sha, intent },
-      };
+      // only a take-over holds what it found: an unchanged file of the mesh's own is no original
+      const data = { abs, hold: action === "adopt" ? found : undefined, sha, intent };
+      return step(wanted.id, "unchanged", action, `${wanted.path} is as declared${ignored}`, data);
     }
     const did = writeDid(found, prior, sha, wanted.mode);
     // the first original is the record's; content found later at a held path is kept once beside it
@@ -149,14 +141,7 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
     const created = prior ? prior.created : hold === undefined;
     const intent: FileRecord = { type: "file", path: wanted.path, created, wrote: sha, mode: wanted.mode };
     const data: WriteData = { abs, bytes, sha, mode, ...ids, hold, intent };
-    return {
-      id: wanted.id,
-      type: "file",
-      did,
-      action: "write",
-      detail: `${wanted.path} ${what}${held}${ignored}`,
-      data,
-    };
+    return step(wanted.id, did, "write", `${wanted.path} ${what}${held}${ignored}`, data);
   },
 
   async decideRemoval(id, record, ctx) {
@@ -164,53 +149,20 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
     const problem = placeProblem(root, record.path);
     if (problem) return refuse({ id }, problem);
     if (ctx.declaredPaths.has(record.path))
-      return {
-        id,
-        type: "file",
-        did: "unchanged",
-        action: "forget",
-        detail: `${record.path} is now declared by another resource`,
-      };
+      return step(id, "unchanged", "forget", `${record.path} is now declared by another resource`);
     const found = await readFound(underRoot(root, record.path));
-    if (!record.created)
-      return {
-        id,
-        type: "file",
-        did: "restored",
-        action: "restore",
-        detail: `${record.path} given back its original`,
-      };
-    if (found === null)
-      return {
-        id,
-        type: "file",
-        did: "removed",
-        action: "forget",
-        detail: `${record.path} was already gone`,
-      };
+    if (!record.created) return step(id, "restored", "restore", `${record.path} given back its original`);
+    if (found === null) return step(id, "removed", "forget", `${record.path} was already gone`);
     if (typeof found === "string")
-      return {
-        id,
-        type: "file",
-        did: "unchanged",
-        action: "forget",
-        detail: `${record.path} left in place: it ${found}`,
-      };
+      return step(id, "unchanged", "forget", `${record.path} left in place: it ${found}`);
     if (found.sha !== record.wrote)
-      return {
+      return step(
         id,
-        type: "file",
-        did: "unchanged",
-        action: "forget",
-        detail: `${record.path} left in place: changed by hand since the mesh wrote it`,
-      };
-    return {
-      id,
-      type: "file",
-      did: "removed",
-      action: "remove",
-      detail: `${record.path} removed (the mesh created it)`,
-    };
+        "unchanged",
+        "forget",
+        `${record.path} left in place: changed by hand since the mesh wrote it`,
+      );
+    return step(id, "removed", "remove", `${record.path} removed (the mesh created it)`);
   },
 
   async execute(step, wanted, record, ctx): Promise<Executed<FileRecord>> {
@@ -226,14 +178,9 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
           record: (step.data as { intent: FileRecord }).intent,
         };
       case "adopt": {
-        const { hold, sha } = step.data as { hold: Found; sha: string };
+        const { hold, intent } = step.data as { hold: Found; intent: FileRecord };
         const original = await holds.keep(path, hold.bytes, hold);
-        return {
-          did: "unchanged",
-          detail: step.detail,
-          record: { type: "file", path, created: false, wrote: sha, mode: wanted?.mode },
-          held: { path, original },
-        };
+        return { did: "unchanged", detail: step.detail, record: intent, held: { path, original } };
       }
       case "write":
         return writeAndReadBack(step, path, ctx);

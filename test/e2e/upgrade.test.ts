@@ -78,6 +78,12 @@ async function installedNode(node: string) {
   return { base, bin, state, root };
 }
 
+/** The launcher's `confirmed` says `digest` (read as a+ so a missing file reads empty). */
+function confirmedAs(state: string, digest: string, what: string): Promise<void> {
+  const confirmed = () => readFileSync(join(state, "confirmed"), { flag: "a+" }).toString().trim();
+  return waitFor(() => confirmed() === digest, 20_000, what);
+}
+
 /** What pacman does: the new file beside the old, renamed over it. */
 function replace(bin: string, from: string): void {
   copyFileSync(from, `${bin}.new`);
@@ -99,11 +105,7 @@ describe("upgrade and rollback under the launcher", () => {
     const v1 = sha(m.bin);
     const loop = new RestartLoop(m.bin, m.state, m.root);
     try {
-      await waitFor(
-        () => readFileSync(join(m.state, "confirmed"), { flag: "a+" }).toString().trim() === v1,
-        20_000,
-        "v1 confirmed",
-      );
+      await confirmedAs(m.state, v1, "v1 confirmed");
       await mesh.declare(node, decl(node, "from v1\n"));
       await mesh.awaitReport(1, { node });
       const v2 = seaVariant(join(m.base, "v2"), "v2");
@@ -122,7 +124,6 @@ describe("upgrade and rollback under the launcher", () => {
       );
     } finally {
       await loop.stop();
-      if (process.env.DEBUG_UPGRADE) console.log(loop.exits, loop.log.slice(-4000));
     }
     expect(loop.exits.slice(0, -1).every((e) => e === 0)).toBe(true);
   });
@@ -133,11 +134,7 @@ describe("upgrade and rollback under the launcher", () => {
     const v1 = sha(m.bin);
     const loop = new RestartLoop(m.bin, m.state, m.root);
     try {
-      await waitFor(
-        () => readFileSync(join(m.state, "confirmed"), { flag: "a+" }).toString().trim() === v1,
-        20_000,
-        "v1 confirmed",
-      );
+      await confirmedAs(m.state, v1, "v1 confirmed");
       await mesh.declare(node, decl(node, "from v1\n"));
       await mesh.awaitReport(1, { node });
       const broken = join(m.base, "v2-broken");
@@ -147,11 +144,7 @@ describe("upgrade and rollback under the launcher", () => {
       expect(note.value!.notes?.[0]).toBe(`rolled back from ${sha(broken)} to ${v1} after 3 failed starts`);
       expect(loop.exits.filter((e) => e === 1)).toHaveLength(3);
       // the rolled-back v1 confirms itself again and keeps running: no ping-pong
-      await waitFor(
-        () => readFileSync(join(m.state, "confirmed"), { flag: "a+" }).toString().trim() === v1,
-        20_000,
-        "v1 confirmed again",
-      );
+      await confirmedAs(m.state, v1, "v1 confirmed again");
       const startsThen = loop.starts;
       await new Promise((r) => setTimeout(r, 3_000));
       expect(loop.starts).toBe(startsThen);

@@ -323,19 +323,36 @@ export class MeshDouble {
     });
   }
 
+  /**
+   * Read a stream through a durable until the double stops. A consumer that could not be reached, or a consume
+   * that ended (a busy machine's missed heartbeats, a restart), is taken up again: a loop that died silently
+   * once left a whole test file's enrolments unanswered.
+   */
   private async consumeLoop(
     stream: string,
     durable: string,
     handle: (m: JsMsg) => Promise<void>,
   ): Promise<void> {
-    const consumer = await this.js.consumers.get(stream, durable);
-    const messages = await consumer.consume({ max_messages: 100 });
-    for await (const m of messages) {
+    let said = false;
+    while (!this.stopped) {
       try {
-        await handle(m);
+        const consumer = await this.js.consumers.get(stream, durable);
+        said = false;
+        const messages = await consumer.consume({ max_messages: 100 });
+        for await (const m of messages) {
+          try {
+            await handle(m);
+          } catch (e) {
+            if (!this.stopped) console.error(`mesh double: ${stream}: ${(e as Error).message}`);
+          }
+        }
       } catch (e) {
-        if (!this.stopped) console.error(`mesh double: ${stream}: ${(e as Error).message}`);
+        // said once a streak: while a test has stopped the server this fails until it is back
+        if (!this.stopped && !said)
+          console.error(`mesh double: ${stream} consumer: ${(e as Error).message}; again`);
+        said = true;
       }
+      if (!this.stopped) await new Promise((r) => setTimeout(r, 250));
     }
   }
 

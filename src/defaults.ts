@@ -8,6 +8,8 @@ export const DEFAULT_ROOT = "/";
 
 /** Largest declaration body accepted, checked before parsing so a huge body costs nothing. */
 export const MAX_BODY_BYTES = 16 * 1024 * 1024;
+/** A secret the installer gives genesis in a file: a password or a key, never a payload. */
+export const MAX_INSTALLER_SECRET_BYTES = 64 * 1024;
 /** JSON nested deeper than this is refused before JSON.parse can blow the stack. */
 export const MAX_JSON_DEPTH = 64;
 

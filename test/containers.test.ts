@@ -5,6 +5,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { type GivenSecrets, readGivenSecrets } from "../src/cli/unseal.ts";
 import {
   IMAGE,
   type RuntimeMachine,
@@ -14,6 +15,7 @@ import {
   startPodman,
   type TestRuntime,
 } from "./support/runtimes.ts";
+import { tempDir } from "./support/tmp.ts";
 
 const started = await Promise.all([startDocker(), startPodman()]);
 
@@ -43,8 +45,8 @@ for (const [index, rt] of started.entries()) {
 
 function containerSuite(rt: TestRuntime, index: number) {
   const machines: RuntimeMachine[] = [];
-  const fresh = (secrets?: Record<string, Uint8Array>) => {
-    const m = runtimeMachine(rt, secrets);
+  const fresh = (secrets?: Record<string, Uint8Array>, given?: GivenSecrets) => {
+    const m = runtimeMachine(rt, secrets, given);
     machines.push(m);
     return m;
   };
@@ -244,6 +246,42 @@ function containerSuite(rt: TestRuntime, index: number) {
     expect(got.stdout.replace(/\s+/g, "")).toBe("tok3n-no-newline");
     const wc = await out("container", "exec", "svc", "wc", "-c", "/run/secrets/api-key");
     expect(wc.split(/\s+/)[0]).toBe(String(bytes.length));
+  });
+
+  it("adopts a store in place: the secret genesis wrote is the value alone, so the mesh's declaration of the same container reconciles", async () => {
+    const value = "superuser-pw-41d";
+    // what the installer handed genesis: `echo value > file`, line ending and all
+    const file = join(tempDir("mesh-installer-"), "superuser");
+    writeFileSync(file, `${value}\n`);
+    const given = readGivenSecrets([`superuser=${file}`]);
+    const m = fresh({ "v1:AAAA:BBBB:CCCC": Buffer.from(value) }, given);
+    const store = (secret: string, id: string) =>
+      [
+        { id, type: "file", path: "/srv/store/superuser", secret, mode: "0600" },
+        {
+          id: "store",
+          type: "container",
+          name: "store",
+          image: IMAGE,
+          command: SLEEPER,
+          mounts: [{ type: "bind", source: "/srv/store/superuser", target: "/run/secrets/superuser" }],
+        },
+      ] as object[];
+    const genesis = await m.apply(
+      decl(store("superuser", "superuser"), { mode: "adopted", secrets: { superuser: "installer" } }),
+    );
+    expect(genesis.exit, JSON.stringify(genesis.report.steps)).toBe(0);
+    const created = await idOf("store");
+    const mesh = decl(store("postgres.superuser", "postgres.superuser"), {
+      mode: "adopted",
+      secrets: { "postgres.superuser": "v1:AAAA:BBBB:CCCC" },
+    });
+    const plan = await m.apply(mesh, { dryRun: true });
+    const applied = await m.apply(mesh);
+    // the bundle's id for the file is undeclared, but the path is the mesh's id's now: nothing is removed
+    expect(dids(applied)).toEqual(["postgres.superuser:unchanged", "store:unchanged", "superuser:unchanged"]);
+    expect(plan.plan.map((s) => `${s.id}:${s.did}`)).toEqual(dids(applied));
+    expect(await idOf("store")).toBe(created);
   });
 
   it("removes a container that failed to start after create, rather than leave it Created", async () => {

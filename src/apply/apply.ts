@@ -24,7 +24,11 @@ import {
   readsChanges,
 } from "./plan.ts";
 
-export type Unseal = (sealed: string) => { ok: true; bytes: Uint8Array } | { ok: false; reason: string };
+/** Opens a value of `secrets` (named, so an installer's secret can be found by its name) or the membership. */
+export type Unseal = (
+  sealed: string,
+  name?: string,
+) => { ok: true; bytes: Uint8Array } | { ok: false; reason: string };
 
 export interface ApplyRequest {
   declaration: Declaration;
@@ -116,7 +120,7 @@ function unsealAll(req: ApplyRequest): { secrets: Map<string, Uint8Array>; refus
     if (r.type !== "file" || !r.secret || secrets.has(r.secret)) continue;
     const sealed = req.declaration.secrets?.[r.secret];
     const opened = sealed
-      ? req.unseal(sealed)
+      ? req.unseal(sealed, r.secret)
       : { ok: false as const, reason: "is not carried by the declaration" };
     if (opened.ok) secrets.set(r.secret, opened.bytes);
     else refusals.push({ id: r.id, field: "secret", reason: `secret "${r.secret}" ${opened.reason}` });

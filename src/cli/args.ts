@@ -20,6 +20,8 @@ export const COMMANDS = [
   "help",
 ] as const;
 export type Command = (typeof COMMANDS)[number];
+/** The commands that may apply a bundle, and so may be given its installer secrets. */
+const SECRET_TAKERS: readonly string[] = ["genesis", "apply", "plan", "reconcile"];
 
 const OPTIONS = {
   state: { type: "string" },
@@ -33,6 +35,7 @@ const OPTIONS = {
   token: { type: "string" },
   tunnel: { type: "string" },
   mode: { type: "string" },
+  secret: { type: "string", multiple: true },
   "heartbeat-s": { type: "string" },
   "drift-s": { type: "string" },
   "move-grace-s": { type: "string" },
@@ -55,6 +58,8 @@ export interface Args {
   /** `overlay take --tunnel <if>`: the found WireGuard interface whose key becomes the overlay key. */
   tunnel?: string;
   mode?: "adopted" | "converged";
+  /** `--secret NAME=FILE`: a secret the installer gives a bundle that names it as `"installer"`. */
+  secret: string[];
   heartbeatS: number;
   driftS: number;
   moveGraceS: number;
@@ -82,6 +87,8 @@ export function parseCli(argv: string[]): Args {
     throw new UsageError(`unknown command "${command}" (commands: ${COMMANDS.join(", ")})`);
   if (values.mode !== undefined && values.mode !== "adopted" && values.mode !== "converged")
     throw new UsageError(`--mode must be adopted or converged, not "${values.mode}"`);
+  if (values.secret?.length && !SECRET_TAKERS.includes(command))
+    throw new UsageError(`--secret is for ${SECRET_TAKERS.join(", ")}: the commands that apply a bundle`);
   if (values.host !== undefined && !(HOST_KINDS as readonly string[]).includes(values.host))
     throw new UsageError(`--host must be one of ${HOST_KINDS.join(", ")}, not "${values.host}"`);
   return { ...defaults(values), command: command as Command, positionals: rest };
@@ -105,6 +112,7 @@ function defaults(values: Record<string, unknown>): Omit<Args, "command" | "posi
     token: v.token as string | undefined,
     tunnel: v.tunnel as string | undefined,
     mode: v.mode as Args["mode"],
+    secret: (v.secret as string[] | undefined) ?? [],
     heartbeatS: seconds("heartbeat-s", v["heartbeat-s"] as string | undefined, HEARTBEAT_S),
     driftS: seconds("drift-s", v["drift-s"] as string | undefined, DRIFT_S),
     moveGraceS: seconds("move-grace-s", v["move-grace-s"] as string | undefined, MOVE_GRACE_S),

@@ -10,7 +10,9 @@ import { writeOut } from "./output.ts";
 const USAGE = `usage: mesh-host <command> [flags]
   apply FILE [--dry-run]   make this machine match the declaration in FILE (no mesh)
   plan FILE                the same as apply --dry-run
-  genesis BUNDLE --mode M  the machine's first declaration (adopted|converged), marked consumed
+  genesis BUNDLE --mode M [--secret NAME=FILE]...
+                           the machine's first declaration (adopted|converged), marked consumed;
+                           a secret the bundle names "installer" is read from FILE, the value alone
   enrol CODE               make keys, ask the mesh, save the membership
   run                      hold the node in its mesh until stopped
   reconcile [BUNDLE] [--dry-run]  apply the mesh's last declaration (or the consumed bundle) again, now

@@ -5,10 +5,16 @@ import type { Unseal } from "../apply/index.ts";
 import { DEFAULT_ANDROID_STATE_DIR, MAX_BODY_BYTES } from "../defaults.ts";
 import { detectHostKind, type Host, makeHost } from "../hosts/index.ts";
 import { State, StoreHolds } from "../store/index.ts";
-import { type Declaration, parseDeclarationBody, type Refusal, refusalLine } from "../vocabulary/index.ts";
+import {
+  type Declaration,
+  INSTALLER_SECRET,
+  parseDeclarationBody,
+  type Refusal,
+  refusalLine,
+} from "../vocabulary/index.ts";
 import { type Args, UsageError } from "./args.ts";
 import { type Log, makeLog } from "./log.ts";
-import { unsealerFor } from "./unseal.ts";
+import { type GivenSecrets, readGivenSecrets, unsealerFor } from "./unseal.ts";
 
 export interface Context {
   args: Args;
@@ -17,6 +23,8 @@ export interface Context {
   holds: StoreHolds;
   log: Log;
   rootless: boolean;
+  /** What `--secret NAME=FILE` gave: only a bundle naming them `"installer"` may use them. */
+  given: GivenSecrets;
   unseal: Unseal;
 }
 
@@ -30,6 +38,7 @@ export function makeContext(args: Args): Context {
   }
   const state = new State(stateDir);
   const rootless = typeof process.getuid === "function" && process.getuid() !== 0;
+  const given = readGivenSecrets(args.secret);
   return {
     args,
     host,
@@ -37,7 +46,8 @@ export function makeContext(args: Args): Context {
     holds: new StoreHolds(state),
     log: makeLog(),
     rootless,
-    unseal: unsealerFor(state),
+    given,
+    unseal: unsealerFor(state, given),
   };
 }
 
@@ -77,4 +87,14 @@ export function readDeclarationFile(path: string, host: Host): { declaration: De
   const parsed = parseDeclarationBody(bytes, host.support);
   if (!parsed.ok) throw new Refused(parsed.refusals);
   return { declaration: parsed.value, bytes };
+}
+
+/**
+ * Every `--secret` given must be one the bundle names as the installer's: a misspelt name would otherwise leave
+ * the file it was meant for refused, or worse, a value given for nothing.
+ */
+export function checkGiven(ctx: Context, declaration: Declaration): void {
+  for (const name of ctx.given.keys())
+    if (declaration.secrets?.[name] !== INSTALLER_SECRET)
+      throw new UsageError(`--secret ${name}: the declaration names no installer secret "${name}"`);
 }

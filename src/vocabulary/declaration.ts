@@ -23,13 +23,26 @@ export const Sealed = z
   .string()
   .regex(/^v1:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/, "must be a sealed value (v1:…)");
 
+/**
+ * In a bundle, in a sealed value's place: a secret the installer gives genesis (`--secret NAME=FILE`). The first
+ * machine has no mesh to seal anything to it yet; a declaration from the mesh carries its secrets sealed.
+ */
+export const INSTALLER_SECRET = "installer";
+
+const SecretValue = z
+  .string()
+  .refine(
+    (v) => v === INSTALLER_SECRET || Sealed.safeParse(v).success,
+    `must be a sealed value (v1:…) or "${INSTALLER_SECRET}"`,
+  );
+
 const DeclarationHead = z.strictObject({
   v: z.literal(1),
   node: NodeName,
   mode: Mode,
   owns_nothing: z.boolean().optional(),
   resources: z.array(z.unknown()),
-  secrets: z.record(Name, Sealed).optional(),
+  secrets: z.record(Name, SecretValue).optional(),
   membership: Sealed.optional(),
 });
 

@@ -1,9 +1,9 @@
 // Genesis and modes that cannot drift: the seed's incident (hq issue 104) replayed, each rule a test.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { makeMeshKey, signEnvelope } from "../../src/link/index.ts";
-import { State } from "../../src/store/index.ts";
+import { ensureKeys, publicKeys, State, seal } from "../../src/store/index.ts";
 import { runCli } from "../support/cli.ts";
 import { snapshot, tempDir } from "../support/tmp.ts";
 
@@ -131,5 +131,189 @@ describe("genesis", () => {
     ]);
     expect(m.mode()).toBe("converged");
     expect(readFileSync(join(m.root, "etc/store.conf"), "utf8")).toBe("the mesh's\n");
+  });
+});
+
+/** Every file under `dir`, as text: where a secret must never be found. */
+function everything(dir: string): string {
+  if (!existsSync(dir)) return "";
+  return readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .map((rel) => join(dir, rel))
+    .filter((p) => statSync(p).isFile())
+    .map((p) => readFileSync(p, "latin1"))
+    .join("\n");
+}
+
+describe("a secret the installer gives genesis", () => {
+  const VALUE = "pg-superuser-7f3a9c";
+  const bundleNaming = (m: ReturnType<typeof machine>, name = "superuser") => {
+    const file = join(m.base, `bundle-secret-${name}.json`);
+    writeFileSync(
+      file,
+      JSON.stringify({
+        v: 1,
+        node: "ctl",
+        mode: "adopted",
+        secrets: { [name]: "installer" },
+        resources: [
+          { id: "superuser", type: "file", path: "/etc/store/superuser", secret: name, mode: "0600" },
+        ],
+      }),
+    );
+    return file;
+  };
+  const given = (m: ReturnType<typeof machine>, bytes: string) => {
+    const file = join(m.base, "installer-secret");
+    writeFileSync(file, bytes, { mode: 0o600 });
+    return file;
+  };
+  const written = (m: ReturnType<typeof machine>) => readFileSync(join(m.root, "etc/store/superuser"));
+
+  it("is written as the value alone (no line ending), and is never printed or kept in the state", async () => {
+    for (const ending of ["\n", "\r\n", ""]) {
+      const m = machine();
+      const r = await m.cli(
+        "genesis",
+        bundleNaming(m),
+        "--mode",
+        "adopted",
+        "--secret",
+        `superuser=${given(m, VALUE + ending)}`,
+        "--json",
+      );
+      expect(r.code, r.stderr).toBe(0);
+      expect(written(m)).toEqual(Buffer.from(VALUE));
+      expect((statSync(join(m.root, "etc/store/superuser")).mode & 0o777).toString(8)).toBe("600");
+      expect(r.stdout + r.stderr + everything(m.state)).not.toContain(VALUE);
+    }
+  });
+
+  it("is the value the mesh later seals for the same file: its declaration reconciles, unchanged", async () => {
+    const m = machine();
+    const r = await m.cli(
+      "genesis",
+      bundleNaming(m),
+      "--mode",
+      "adopted",
+      "--secret",
+      `superuser=${given(m, `${VALUE}\n`)}`,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    // the node enrols (its keys), and the mesh declares the same file with the value sealed to it
+    const keys = ensureKeys(m.state);
+    if (!keys.ok) throw new Error(keys.reason);
+    const mesh = makeMeshKey();
+    const state = new State(m.state);
+    state.writeMembership({
+      transport: "nats",
+      servers: ["nats://127.0.0.1:4222"],
+      fingerprint: "0".repeat(64),
+      user: "node.ctl",
+      password: "pw",
+      stream: "DECLARE",
+      consumer: "node-ctl",
+      subject: "mesh.declare.ctl",
+      mesh_key: mesh.publicB64,
+    });
+    const body = JSON.stringify({
+      v: 1,
+      node: "ctl",
+      mode: "adopted",
+      secrets: { "postgres.superuser": seal(Buffer.from(VALUE), publicKeys(keys.keys).sealing) },
+      resources: [
+        {
+          id: "postgres.superuser",
+          type: "file",
+          path: "/etc/store/superuser",
+          secret: "postgres.superuser",
+          mode: "0600",
+        },
+      ],
+    });
+    state.writeDeclared({
+      seq: 3,
+      digest: "d",
+      received_at: new Date().toISOString(),
+      envelope: signEnvelope(body, mesh.privateKey),
+    });
+    const before = statSync(join(m.root, "etc/store/superuser")).mtimeMs;
+    const again = await m.cli("reconcile", "--json");
+    expect(again.code, again.stderr).toBe(0);
+    const steps = JSON.parse(again.stdout).report.steps;
+    expect(steps.map((s: { id: string; did: string }) => `${s.id}:${s.did}`)).toContain(
+      "postgres.superuser:unchanged",
+    );
+    expect(statSync(join(m.root, "etc/store/superuser")).mtimeMs).toBe(before);
+    expect(again.stdout + again.stderr).not.toContain(VALUE);
+  });
+
+  it("refuses, changing nothing, a bundle whose installer secret is not given, a name the bundle does not name, an empty file", async () => {
+    const m = machine();
+    const before = snapshot(m.root);
+    const missing = await m.cli("genesis", bundleNaming(m), "--mode", "adopted");
+    expect(missing.code).toBe(2);
+    expect(missing.stderr.trim().split("\n")).toHaveLength(1);
+    expect(missing.stderr).toMatch(/secret "superuser" is the installer's, and none was given/);
+    const typo = await m.cli(
+      "genesis",
+      bundleNaming(m),
+      "--mode",
+      "adopted",
+      "--secret",
+      `superuser=${given(m, VALUE)}`,
+      "--secret",
+      `superusr=${given(m, VALUE)}`,
+    );
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toMatch(/--secret superusr: the declaration names no installer secret "superusr"/);
+    const empty = await m.cli(
+      "genesis",
+      bundleNaming(m),
+      "--mode",
+      "adopted",
+      "--secret",
+      `superuser=${given(m, "\n")}`,
+    );
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toMatch(/--secret superuser: .* is empty/);
+    const elsewhere = await m.cli("status", "--secret", `superuser=${given(m, VALUE)}`);
+    expect(elsewhere.code).toBe(2);
+    expect(elsewhere.stderr).toMatch(/--secret is for genesis, apply, plan, reconcile/);
+    for (const r of [missing, typo, empty, elsewhere]) expect(r.stdout + r.stderr).not.toContain(VALUE);
+    expect(snapshot(m.root)).toEqual(before);
+    expect(existsSync(join(m.state, "genesis.json"))).toBe(false);
+  });
+
+  it("a declaration from the mesh naming an installer secret is refused: the mesh seals its values", async () => {
+    const m = machine();
+    await m.cli("genesis", m.bundle("adopted"), "--mode", "adopted");
+    const mesh = makeMeshKey();
+    const state = new State(m.state);
+    state.writeMembership({
+      transport: "nats",
+      servers: ["nats://127.0.0.1:4222"],
+      fingerprint: "0".repeat(64),
+      user: "node.ctl",
+      password: "pw",
+      stream: "DECLARE",
+      consumer: "node-ctl",
+      subject: "mesh.declare.ctl",
+      mesh_key: mesh.publicB64,
+    });
+    const body = JSON.parse(readFileSync(bundleNaming(m), "utf8"));
+    state.writeDeclared({
+      seq: 3,
+      digest: "d",
+      received_at: new Date().toISOString(),
+      envelope: signEnvelope(JSON.stringify(body), mesh.privateKey),
+    });
+    const before = snapshot(m.root);
+    const r = await m.cli("reconcile");
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/secret "superuser" is the installer's, and none was given/);
+    const withFlag = await m.cli("reconcile", "--secret", `superuser=${given(m, VALUE)}`);
+    expect(withFlag.code).toBe(2);
+    expect(withFlag.stderr).toMatch(/--secret is for a bundle, and the mesh has spoken/);
+    expect(snapshot(m.root)).toEqual(before);
   });
 });

@@ -19,9 +19,16 @@ import { actionApplier, directoryApplier, fileApplier, localExec } from "../../s
 import { givenRuntimes, type RuntimeCommand } from "../../src/appliers/runtime.ts";
 import type { Applier, Exec, ExecResult } from "../../src/appliers/types.ts";
 import { type ApplyResult, applyDeclaration } from "../../src/apply/index.ts";
+import { type GivenSecrets, unsealerFor } from "../../src/cli/unseal.ts";
 import type { Host } from "../../src/hosts/index.ts";
 import { State, StoreHolds } from "../../src/store/index.ts";
-import { type Declaration, digestOf, parseDeclaration, refusalLine } from "../../src/vocabulary/index.ts";
+import {
+  type Declaration,
+  digestOf,
+  INSTALLER_SECRET,
+  parseDeclaration,
+  refusalLine,
+} from "../../src/vocabulary/index.ts";
 
 export const IMAGE = "mesh-test/busybox:1";
 /** PID 1 that stops at once on SIGTERM (a bare `sleep` as PID 1 ignores it, and every stop would wait 10 s). */
@@ -279,7 +286,12 @@ export interface RuntimeMachine {
 }
 
 /** A host with the floor and the four runtime appliers over `rt`, applying to a temporary root. */
-export function runtimeMachine(rt: TestRuntime, secrets: Record<string, Uint8Array> = {}): RuntimeMachine {
+/** `secrets`: sealed value → bytes; `given`: what `--secret NAME=FILE` gave, opened by the CLI's own unsealer. */
+export function runtimeMachine(
+  rt: TestRuntime,
+  secrets: Record<string, Uint8Array> = {},
+  given: GivenSecrets = new Map(),
+): RuntimeMachine {
   const base = mkdtempSync("/tmp/mesh-ctest-");
   const root = join(base, "root");
   mkdirSync(root);
@@ -310,10 +322,12 @@ export function runtimeMachine(rt: TestRuntime, secrets: Record<string, Uint8Arr
         state,
         holds: new StoreHolds(state),
         ports: { root, exec: counted, rootless: false, log: quiet },
-        unseal: (sealed) =>
-          secrets[sealed]
-            ? { ok: true, bytes: secrets[sealed]! }
-            : { ok: false, reason: "is not sealed to this node" },
+        unseal: (sealed, name) =>
+          sealed === INSTALLER_SECRET
+            ? unsealerFor(state, given)(sealed, name)
+            : secrets[sealed]
+              ? { ok: true, bytes: secrets[sealed]! }
+              : { ok: false, reason: "is not sealed to this node" },
       });
     },
   };

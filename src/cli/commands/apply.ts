@@ -3,7 +3,7 @@ import { applyDeclaration, modeRefusal } from "../../apply/index.ts";
 import { acquireLock } from "../../store/index.ts";
 import { type Declaration, digestOf } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
-import { type Context, portsOf, Refused, readDeclarationFile } from "../context.ts";
+import { type Context, checkGiven, portsOf, Refused, readDeclarationFile } from "../context.ts";
 import { summary, table, writeJson, writeOut } from "../output.ts";
 
 /** The one FILE a command takes, parsed; refused once the mesh has spoken, since its word is the node's now. */
@@ -16,6 +16,7 @@ export function offlineDeclaration(ctx: Context): { declaration: Declaration; by
     throw new UsageError(
       `${ctx.args.command} FILE is for a machine the mesh has not spoken to; this node holds a declaration from the mesh (use \`mesh-host reconcile\`)`,
     );
+  checkGiven(ctx, parsed.declaration);
   return parsed;
 }
 

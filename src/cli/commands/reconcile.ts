@@ -4,7 +4,7 @@ import { applyKept, keptEnvelope } from "../../hold/index.ts";
 import { Outbox } from "../../store/index.ts";
 import { type Declaration, digestOf } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
-import { type Context, portsOf, Refused, readDeclarationFile } from "../context.ts";
+import { type Context, checkGiven, portsOf, Refused, readDeclarationFile } from "../context.ts";
 import { summary, table, writeJson, writeOut } from "../output.ts";
 import { applyOffline } from "./apply.ts";
 
@@ -23,6 +23,7 @@ function checkBundle(ctx: Context): { declaration: Declaration; bytes: Buffer } 
     throw new Refused([modeRefusal(bundle.declaration.mode, recorded)]);
   const consumed = ctx.state.readGenesis();
   const digest = digestOf(bundle.bytes);
+  checkGiven(ctx, bundle.declaration);
   if (consumed?.digest !== digest) {
     const why = consumed
       ? `is not what genesis applied (sha256 ${digest.slice(0, 12)}, genesis applied ${consumed.digest.slice(0, 12)})`
@@ -41,6 +42,10 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
   if (!membership || !node || !kept)
     throw new UsageError(
       "this node holds no declaration from the mesh to reconcile (give the bundle genesis applied)",
+    );
+  if (ctx.given.size)
+    throw new UsageError(
+      "--secret is for a bundle, and the mesh has spoken: its declaration carries its secrets sealed",
     );
   if (bundle && !ctx.args.json)
     writeOut("the mesh has spoken: its last signed declaration is reconciled, never the bundle");

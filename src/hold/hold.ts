@@ -50,6 +50,8 @@ export interface HoldOptions {
   onConfirmed?: () => void;
   /** Notes to carry in the first report (the launcher's rollback note, a failed move). */
   notes?: string[];
+  /** The notes are in a report in the outbox: durable, so their files may go. */
+  onNotesKept?: () => void;
   /** A declaration moved the node to another bus: save it; the hold then exits 0 to be restarted onto it. */
   onMove?: (to: Membership) => void;
   /** A declaration was delivered and settled on this bus (a move is then complete). */
@@ -192,7 +194,7 @@ export class Hold {
         this.o.deps.host,
         "superseded",
       );
-      this.o.deps.outbox.put(this.withNotes(report));
+      this.putReport(report);
       await d.ack();
       this.o.log.info({ seq: d.seq }, "declaration superseded by a newer one");
       return;
@@ -204,7 +206,7 @@ export class Hold {
     } finally {
       clearInterval(alive);
     }
-    this.o.deps.outbox.put(this.withNotes(applied.report));
+    this.putReport(applied.report);
     // acked once its report is safely in the outbox; a refused one is terminated so it is never redelivered
     if (applied.report.outcome === "refused") await d.term();
     else await d.ack();
@@ -222,16 +224,20 @@ export class Hold {
       meshKey: kept.meshKey,
     });
     const did = report.outcome !== "applied" || report.steps.some((s) => CHANGING.has(s.did));
-    if (did || this.notes.length) this.o.deps.outbox.put(this.withNotes(report));
+    if (did || this.notes.length) this.putReport(report);
     this.o.log.info({ why, outcome: report.outcome, changed: did }, "reconciled the kept declaration");
     if (why === "drift" && this.link) await this.flush(this.link);
   }
 
-  private withNotes(report: Report): Report {
-    if (!this.notes.length) return report;
-    const notes = [...this.notes, ...(report.notes ?? [])];
+  /** Into the outbox, carrying the notes not yet said; once it is there, the notes are said. */
+  private putReport(report: Report): void {
+    if (!this.notes.length) {
+      this.o.deps.outbox.put(report);
+      return;
+    }
+    this.o.deps.outbox.put({ ...report, notes: [...this.notes, ...(report.notes ?? [])] });
     this.notes = [];
-    return { ...report, notes };
+    this.o.onNotesKept?.();
   }
 
   /** Waiting reports, in order; one the bus does not take stays for the next link. */

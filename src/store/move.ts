@@ -45,13 +45,28 @@ export function returnFromMove(state: State, reason: string): boolean {
   return true;
 }
 
-/** Notes left for the next report: the launcher's rollback, a failed move. Cleared once read. */
-export function takeNotes(state: State): string[] {
-  const notes: string[] = [];
+/** Notes left for the next report (the launcher's rollback, a failed move), and how to clear the ones read. */
+export interface PendingNotes {
+  notes: string[];
+  /** Once a report carrying them is in the outbox: each file goes only if it still says what was read. */
+  clear(): void;
+}
+
+/**
+ * Read, not cleared: a note is the only record of a rollback or a failed move, so it stays on disk until a
+ * report carrying it is durable in the outbox; a host killed before then says it again on its next start.
+ */
+export function pendingNotes(state: State): PendingNotes {
+  const read: { name: string; text: string }[] = [];
   for (const name of ["rollback-note", NOTE]) {
-    const text = state.readText(name)?.trim();
-    if (text) notes.push(text);
-    state.remove(name);
+    const text = state.readText(name);
+    if (text?.trim()) read.push({ name, text });
+    else if (text !== null) state.remove(name);
   }
-  return notes;
+  return {
+    notes: read.map((r) => r.text.trim()),
+    clear() {
+      for (const r of read) if (state.readText(r.name) === r.text) state.remove(r.name);
+    },
+  };
 }

@@ -203,6 +203,34 @@ describe("mesh-host enrol and run against a real bus", () => {
     }
   });
 
+  it("a rollback note outlives a kill before any report, and is said once, in the first report", async () => {
+    const node = "hold-n";
+    const { state, root } = await enrolled(node);
+    const note = "rolled back from 2.0.0 (aaaa) to 1.0.0 (bbbb) after 3 failed starts";
+    writeFileSync(join(state, "rollback-note"), `${note}\n`);
+    const first = run(state, root);
+    const beat = () => mesh.heartbeats.some((h) => h.value?.node === node);
+    try {
+      await waitFor(beat, 15_000, "a heartbeat from the node");
+    } finally {
+      await first.stop("SIGKILL");
+    }
+    // nothing was reported yet: the note is still the only record of the rollback
+    expect(readFileSync(join(state, "rollback-note"), "utf8").trim()).toBe(note);
+    const second = run(state, root);
+    try {
+      await mesh.declare(node, decl(node, "one\n"));
+      const report = await mesh.awaitReport(1, { node, timeoutMs: 30_000 });
+      expect(report.value!.notes).toEqual([note]);
+      expect(existsSync(join(state, "rollback-note"))).toBe(false);
+      await mesh.declare(node, decl(node, "two\n"));
+      const next = await mesh.awaitReport(2, { node, timeoutMs: 30_000 });
+      expect(next.value!.notes ?? []).toEqual([]);
+    } finally {
+      await second.stop();
+    }
+  });
+
   it("refuses apply FILE and runs reconcile once the node holds the mesh's declaration", async () => {
     const node = "hold-e";
     const { state, root } = await enrolled(node);

@@ -15,6 +15,8 @@ beforeAll(async () => {
     { name: "mesh-test-lib", version: "1.0-1" },
     { name: "mesh-test-app", version: "1.0-1", depends: ["mesh-test-lib"] },
     { name: "mesh-test-up", version: "1.0-1" },
+    { name: "mesh-test-adopt", version: "1.0-1" },
+    { name: "mesh-test-aside", version: "1.0-1" },
   ]);
 });
 afterAll(() => p?.remove());
@@ -110,5 +112,69 @@ describe("package", () => {
     const r = await m.apply(nothing);
     expect(r.exit).not.toBe(0);
     expect(JSON.stringify(r.report)).toContain("names package");
+  });
+});
+
+describe("package on an adopted node", () => {
+  const adopted = (resources: unknown[]) => decl(resources, { mode: "adopted" });
+  const adoptedNothing = decl([], { mode: "adopted", owns_nothing: true });
+
+  it("another version found installed is held until takes: true installs the declared one", async () => {
+    const m = fresh();
+    expect((await p.exec.run(["pacman", "-S", "--noconfirm", "mesh-test-adopt"])).code).toBe(0);
+    await p.publish({ name: "mesh-test-adopt", version: "1.1-1" });
+    const d = adopted([pkg("ad", "mesh-test-adopt", "1.1-1")]);
+    const plan = await m.apply(d, { dryRun: true });
+    const r = await m.apply(d);
+    expect(dids(r)).toEqual(["ad:unchanged"]);
+    expect(plan.plan.map((s) => `${s.id}:${s.did}:${s.detail}`)).toEqual(
+      r.report.steps.map((s) => `${s.id}:${s.did}:${s.detail}`),
+    );
+    expect(detailOf(r, "ad")).toBe(
+      "mesh-test-adopt 1.0-1 held: found installed on this adopted node (takes: true installs 1.1-1)",
+    );
+    expect((await p.installed())["mesh-test-adopt"]).toBe("1.0-1");
+    expect(m.records().ad).toEqual({
+      type: "package",
+      name: "mesh-test-adopt",
+      found: { installed: true, version: "1.0-1" },
+      held: true,
+    });
+    expect(dids(await m.apply(d))).toEqual(["ad:unchanged"]);
+
+    const taken = await m.apply(adopted([{ ...pkg("ad", "mesh-test-adopt", "1.1-1"), takes: true }]));
+    expect(dids(taken)).toEqual(["ad:updated"]);
+    expect(detailOf(taken, "ad")).toContain("read back mesh-test-adopt 1.1-1");
+    expect((await p.installed())["mesh-test-adopt"]).toBe("1.1-1");
+    const record = m.records().ad as Record<string, unknown>;
+    expect(record.held).toBeUndefined();
+    expect(record.found).toEqual({ installed: true, version: "1.0-1" });
+
+    // found installed, so it stays installed when undeclared
+    const gone = await m.apply(adoptedNothing);
+    expect(dids(gone)).toEqual(["ad:unchanged"]);
+    expect(detailOf(gone, "ad")).toContain("left installed: it was found installed (1.0-1)");
+    expect((await p.installed())["mesh-test-adopt"]).toBe("1.1-1");
+  });
+
+  it("found installed and first declared without a version, a later version is held all the same", async () => {
+    const m = fresh();
+    expect((await p.exec.run(["pacman", "-S", "--noconfirm", "mesh-test-aside"])).code).toBe(0);
+    expect(dids(await m.apply(adopted([pkg("as", "mesh-test-aside")])))).toEqual(["as:unchanged"]);
+    await p.publish({ name: "mesh-test-aside", version: "1.1-1" });
+    const r = await m.apply(adopted([pkg("as", "mesh-test-aside", "1.1-1")]));
+    expect(dids(r)).toEqual(["as:unchanged"]);
+    expect(detailOf(r, "as")).toContain("held");
+    expect((await p.installed())["mesh-test-aside"]).toBe("1.0-1");
+  });
+
+  it("converged, the same mismatch is installed as declared", async () => {
+    const m = fresh();
+    await p.publish({ name: "mesh-test-conv", version: "1.0-1" });
+    expect((await p.exec.run(["pacman", "-S", "--noconfirm", "mesh-test-conv"])).code).toBe(0);
+    await p.publish({ name: "mesh-test-conv", version: "1.1-1" });
+    const r = await m.apply(decl([pkg("cv", "mesh-test-conv", "1.1-1")]));
+    expect(dids(r)).toEqual(["cv:updated"]);
+    expect((await p.installed())["mesh-test-conv"]).toBe("1.1-1");
   });
 });

@@ -213,6 +213,81 @@ describe("process: on a schedule, a timer and a oneshot service", () => {
   });
 });
 
+describe("process on an adopted node", () => {
+  const adopted = (resources: unknown[]) => decl(resources, { mode: "adopted" });
+  const adoptedNothing = decl([], { mode: "adopted", owns_nothing: true });
+  const FOUND_UNIT = "[Unit]\nDescription=found by hand\n\n[Service]\nExecStart=/bin/sleep infinity\n";
+
+  /** A unit under the process's name, written and started by hand before the mesh came. */
+  async function plantRunning(name: string): Promise<UnitState> {
+    writeFileSync(at(`etc/systemd/system/mesh-process-${name}.service`), FOUND_UNIT);
+    expect((await c.systemctl("daemon-reload")).code).toBe(0);
+    expect((await c.systemctl("start", `mesh-process-${name}.service`)).code).toBe(0);
+    return state(`mesh-process-${name}.service`);
+  }
+
+  it("one found running is held: nothing written, left as found when undeclared, made the mesh's by takes: true", async () => {
+    const m = fresh();
+    const unit = "mesh-process-aheld.service";
+    const before = await plantRunning("aheld");
+    const d = adopted([proc("aheld")]);
+    const plan = await m.apply(d, { dryRun: true });
+    const r = await m.apply(d);
+    expect(dids(r)).toEqual(["aheld:unchanged"]);
+    expect(plan.plan.map((s) => `${s.id}:${s.did}:${s.detail}`)).toEqual(
+      r.report.steps.map((s) => `${s.id}:${s.did}:${s.detail}`),
+    );
+    expect(detailOf(r, "aheld")).toBe(
+      `${unit} held: found running on this adopted node (takes: true makes it the mesh's)`,
+    );
+    expect(m.records().aheld).toMatchObject({ name: "aheld", held: true, bundle: {} });
+    expect(readFileSync(at(`etc/systemd/system/${unit}`), "utf8")).toBe(FOUND_UNIT);
+    expect(existsSync(at("var/lib/mesh/aheld"))).toBe(false);
+    expect((await state(unit)).invocation).toBe(before.invocation);
+
+    const gone = await m.apply(adoptedNothing);
+    expect(dids(gone)).toEqual(["aheld:unchanged"]);
+    expect(detailOf(gone, "aheld")).toBe("aheld left as it was found: it was held, never the mesh's");
+    expect(m.records().aheld).toBeUndefined();
+    expect(readFileSync(at(`etc/systemd/system/${unit}`), "utf8")).toBe(FOUND_UNIT);
+    expect((await state(unit)).invocation).toBe(before.invocation);
+
+    expect(dids(await m.apply(d))).toEqual(["aheld:unchanged"]);
+    const taken = await m.apply(adopted([proc("aheld", { takes: true })]));
+    expect(dids(taken)).toEqual(["aheld:updated"]);
+    expect(readFileSync(at(`etc/systemd/system/${unit}`), "utf8")).toContain("Written by mesh-host");
+    const s = await state(unit);
+    expect([s.file, s.active]).toEqual(["enabled", "active"]);
+    expect(s.invocation).not.toBe(before.invocation);
+    expect((m.records().aheld as Record<string, unknown>).held).toBeUndefined();
+    expect(dids(await m.apply(nothing))).toEqual(["aheld:removed"]);
+    expect((await state(unit)).load).toBe("not-found");
+  });
+
+  it("one found stopped is not held: it is made and started as declared", async () => {
+    const m = fresh();
+    writeFileSync(at("etc/systemd/system/mesh-process-astop.service"), FOUND_UNIT);
+    expect((await c.systemctl("daemon-reload")).code).toBe(0);
+    const r = await m.apply(adopted([proc("astop")]));
+    expect(dids(r)).toEqual(["astop:updated"]);
+    expect((await state("mesh-process-astop.service")).active).toBe("active");
+    expect(dids(await m.apply(adoptedNothing))).toEqual(["astop:removed"]);
+  });
+
+  it("renamed off a held process: that one is left as found, the new one made", async () => {
+    const m = fresh();
+    const before = await plantRunning("aren1");
+    expect(dids(await m.apply(adopted([proc("aren1")])))).toEqual(["aren1:unchanged"]);
+    const r = await m.apply(adopted([{ ...proc("aren2"), id: "aren1" }]));
+    expect(dids(r)).toEqual(["aren1:updated"]);
+    expect((await state("mesh-process-aren1.service")).invocation).toBe(before.invocation);
+    expect((await state("mesh-process-aren2.service")).active).toBe("active");
+    await m.apply(adoptedNothing);
+    expect((await state("mesh-process-aren2.service")).load).toBe("not-found");
+    expect((await state("mesh-process-aren1.service")).invocation).toBe(before.invocation);
+  });
+});
+
 /** A context for calling the applier alone, commands run in the container. */
 function context(root: string): DecideContext {
   const state = new State(tempDir("mesh-arch-state-"));

@@ -293,6 +293,185 @@ describe("service: undeclared, given back as found", () => {
   });
 });
 
+describe("service on an adopted node", () => {
+  const adopted = (resources: unknown[]) => decl(resources, { mode: "adopted" });
+  const adoptedNothing = decl([], { mode: "adopted", owns_nothing: true });
+  const svc = (id: string, unit: string, extra: Record<string, unknown> = {}) => ({
+    id,
+    type: "service",
+    unit,
+    ...extra,
+  });
+
+  it("a unit found running is held: nothing written, nothing run, and left as found when undeclared", async () => {
+    const m = fresh();
+    await plant("mesh-ah.service", unitFile("ah found"), "enable", "start");
+    const before = await state("mesh-ah.service");
+    const d = adopted([
+      svc("ah", "mesh-ah.service", { enabled: false, state: "stopped", content: unitFile("ah mesh") }),
+    ]);
+    const plan = await m.apply(d, { dryRun: true });
+    expect(plan.plan.map((s) => `${s.id}:${s.did}`)).toEqual(["ah:unchanged"]);
+    const r = await m.apply(d);
+    expect(dids(r)).toEqual(["ah:unchanged"]);
+    expect(detailOf(r, "ah")).toBe(
+      "mesh-ah.service held: found running on this adopted node (takes: true makes it the mesh's)",
+    );
+    expect(plan.plan[0]!.detail).toBe(detailOf(r, "ah"));
+    expect(m.records().ah).toEqual({
+      type: "service",
+      unit: "mesh-ah.service",
+      held: true,
+      found: { load: "loaded", enabled: "enabled", active: "active" },
+    });
+    // held again on the next apply, whatever the declaration says
+    expect(dids(await m.apply(d))).toEqual(["ah:unchanged"]);
+    const held = await state("mesh-ah.service");
+    expect([held.invocation, held.active, held.file]).toEqual([before.invocation, "active", "enabled"]);
+    expect(readFileSync(unitAt("mesh-ah.service"), "utf8")).toBe(unitFile("ah found"));
+
+    const gone = await m.apply(adoptedNothing);
+    expect(dids(gone)).toEqual(["ah:unchanged"]);
+    expect(detailOf(gone, "ah")).toBe("mesh-ah.service left as it was found: it was held, never the mesh's");
+    expect(m.records().ah).toBeUndefined();
+    expect((await state("mesh-ah.service")).invocation).toBe(before.invocation);
+    expect(readFileSync(unitAt("mesh-ah.service"), "utf8")).toBe(unitFile("ah found"));
+  });
+
+  it("takes: true makes a held unit the mesh's, with what was found when held, and gives that back", async () => {
+    const m = fresh();
+    await plant("mesh-at.service", unitFile("at found"), "enable", "start");
+    const before = await state("mesh-at.service");
+    const want = (extra: Record<string, unknown>) =>
+      adopted([svc("at", "mesh-at.service", { state: "running", content: unitFile("at mesh"), ...extra })]);
+    expect(dids(await m.apply(want({})))).toEqual(["at:unchanged"]);
+    expect(m.records().at).toMatchObject({ held: true });
+
+    const taken = await m.apply(want({ takes: true }));
+    expect(dids(taken)).toEqual(["at:updated"]);
+    expect(detailOf(taken, "at")).toContain("the original held");
+    expect(detailOf(taken, "at")).toContain("restart");
+    expect(detailOf(taken, "at")).toContain("found loaded, enabled, active");
+    expect(await prop("mesh-at.service", "Description")).toBe("at mesh");
+    const s = await state("mesh-at.service");
+    expect(s.active).toBe("active");
+    expect(s.invocation).not.toBe(before.invocation);
+    const record = m.records().at as Record<string, unknown>;
+    expect(record.held).toBeUndefined();
+    expect(record.found).toEqual({ load: "loaded", enabled: "enabled", active: "active" });
+    expect(dids(await m.apply(want({ takes: true })))).toEqual(["at:unchanged"]);
+
+    const gone = await m.apply(adoptedNothing);
+    expect(dids(gone)).toEqual(["at:restored"]);
+    expect(readFileSync(unitAt("mesh-at.service"), "utf8")).toBe(unitFile("at found"));
+    expect(await prop("mesh-at.service", "Description")).toBe("at found");
+    const back = await state("mesh-at.service");
+    expect([back.file, back.active]).toEqual(["enabled", "active"]);
+  });
+
+  it("takes: true stops a held unit declared stopped, and the way out starts nothing", async () => {
+    const m = fresh();
+    await plant("mesh-ap.service", unitFile("ap"), "start");
+    const d = (takes: boolean) => adopted([svc("ap", "mesh-ap.service", { state: "stopped", takes })]);
+    expect(dids(await m.apply(d(false)))).toEqual(["ap:unchanged"]);
+    expect((await state("mesh-ap.service")).active).toBe("active");
+    const taken = await m.apply(d(true));
+    expect(dids(taken)).toEqual(["ap:updated"]);
+    expect(detailOf(taken, "ap")).toContain("mesh-ap.service: stop");
+    expect((await state("mesh-ap.service")).active).toBe("inactive");
+    const gone = await m.apply(adoptedNothing);
+    expect(detailOf(gone, "ap")).toContain("nothing is started on the way out");
+    expect((await state("mesh-ap.service")).active).toBe("inactive");
+  });
+
+  it("a unit found stopped is not held: it is started as declared, and stopped again when undeclared", async () => {
+    const m = fresh();
+    await plant("mesh-as.service", unitFile("as"));
+    const r = await m.apply(adopted([svc("as", "mesh-as.service", { state: "running" })]));
+    expect(dids(r)).toEqual(["as:updated"]);
+    expect((await state("mesh-as.service")).active).toBe("active");
+    const record = m.records().as as Record<string, unknown>;
+    expect(record.held).toBeUndefined();
+    expect(record.found).toMatchObject({ load: "loaded", active: "inactive" });
+    const gone = await m.apply(adoptedNothing);
+    expect(dids(gone)).toEqual(["as:restored"]);
+    expect((await state("mesh-as.service")).active).toBe("inactive");
+  });
+
+  it("an id moved off a held unit leaves that unit as found", async () => {
+    const m = fresh();
+    await plant("mesh-am1.service", unitFile("am1"), "start");
+    const before = await state("mesh-am1.service");
+    expect(dids(await m.apply(adopted([svc("am", "mesh-am1.service", { state: "stopped" })])))).toEqual([
+      "am:unchanged",
+    ]);
+    const d = adopted([svc("am", "mesh-am2.service", { state: "running", content: unitFile("am2") })]);
+    const plan = await m.apply(d, { dryRun: true });
+    const r = await m.apply(d);
+    expect(dids(r)).toEqual(["am:created"]);
+    expect(plan.plan.map((s) => `${s.id}:${s.did}`)).toEqual(dids(r));
+    expect(detailOf(r, "am")).toContain(
+      "mesh-am1.service left as it was found: it was held, never the mesh's",
+    );
+    expect((await state("mesh-am1.service")).invocation).toBe(before.invocation);
+    expect((await state("mesh-am2.service")).active).toBe("active");
+    expect(m.records().am).toMatchObject({ unit: "mesh-am2.service", file: { created: true } });
+    await m.apply(adoptedNothing);
+    expect((await state("mesh-am2.service")).load).toBe("not-found");
+    expect((await state("mesh-am1.service")).invocation).toBe(before.invocation);
+  });
+
+  it("an id moved off the mesh's unit onto one found running gives the old one back and holds the new", async () => {
+    const m = fresh();
+    await m.apply(adopted([svc("an", "mesh-an1.service", { state: "running", content: unitFile("an1") })]));
+    expect((await state("mesh-an1.service")).active).toBe("active");
+    await plant("mesh-an2.service", unitFile("an2"), "start");
+    const before = await state("mesh-an2.service");
+    const d = adopted([svc("an", "mesh-an2.service", { state: "stopped" })]);
+    const plan = await m.apply(d, { dryRun: true });
+    const r = await m.apply(d);
+    expect(dids(r)).toEqual(["an:updated"]);
+    expect(plan.plan.map((s) => `${s.id}:${s.did}:${s.detail}`)).toEqual(
+      r.report.steps.map((s) => `${s.id}:${s.did}:${s.detail}`),
+    );
+    expect(detailOf(r, "an")).toMatch(/mesh-an1.service is the mesh's.*; then mesh-an2.service held/);
+    expect((await state("mesh-an1.service")).load).toBe("not-found");
+    expect((await state("mesh-an2.service")).invocation).toBe(before.invocation);
+    expect(m.records().an).toMatchObject({ unit: "mesh-an2.service", held: true });
+  });
+
+  it("the plan says what the apply does, step for step: a held unit, a taken unit and a file", async () => {
+    const m = fresh();
+    mkdirSync(join(c.root, "etc/mesh-test"), { recursive: true });
+    await plant("mesh-ph.service", unitFile("ph"), "start");
+    await plant("mesh-pt.service", unitFile("pt"), "start");
+    const held = (await state("mesh-ph.service")).invocation;
+    const d = adopted([
+      { id: "conf", type: "file", path: "/etc/mesh-test/adopted.conf", content: "a\n" },
+      svc("ph", "mesh-ph.service", { state: "running", restart_on: ["conf"] }),
+      svc("pt", "mesh-pt.service", { state: "running", restart_on: ["conf"], takes: true }),
+    ]);
+    const plan = await m.apply(d, { dryRun: true });
+    expect(existsSync(join(c.root, "etc/mesh-test/adopted.conf"))).toBe(false);
+    const applied = await m.apply(d);
+    expect(applied.exit).toBe(0);
+    const lines = (steps: { id: string; did: string; detail: string }[]) =>
+      steps.map((s) => `${s.id}:${s.did}:${s.detail}`);
+    // an apply's detail adds what it read back to what the plan said
+    expect(plan.plan.map((s) => `${s.id}:${s.did}`)).toEqual(dids(applied));
+    applied.report.steps.forEach((s, i) => {
+      expect(s.detail.startsWith(plan.plan[i]!.detail)).toBe(true);
+    });
+    expect(lines(plan.plan).filter((l) => l.startsWith("ph:"))).toEqual(
+      lines(applied.report.steps).filter((l) => l.startsWith("ph:")),
+    );
+    expect(dids(applied)).toEqual(["conf:created", "ph:unchanged", "pt:updated"]);
+    expect(detailOf(applied, "ph")).toContain("held");
+    expect(detailOf(applied, "pt")).toContain("restart (conf changed)");
+    expect((await state("mesh-ph.service")).invocation).toBe(held);
+  });
+});
+
 describe("service: bad input is refused on arrival, naming the field", () => {
   it.each(["../../etc/evil.service", "Sshd.service", "sshd", "a b.service", "..", "x@y.service"])(
     "unit %j",

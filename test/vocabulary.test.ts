@@ -57,6 +57,17 @@ describe("a declaration on arrival", () => {
     expect(parsed.ok).toBe(true);
   });
 
+  it("takes: a boolean on a service, a package and a process, refused naming the field otherwise", () => {
+    const arch = makeHost("arch");
+    const svc = { id: "s", type: "service", unit: "a.service", takes: true };
+    const pkg = { id: "p", type: "package", name: "a", version: "1.0-1", takes: false };
+    const proc = { id: "q", type: "process", name: "q", exec: ["/bin/true"], takes: true };
+    expect(parseDeclaration(decl([svc, pkg, proc], { mode: "adopted" }), arch.support).ok).toBe(true);
+    expect(refusals(decl([{ ...svc, takes: "yes" }]), arch)).toEqual([
+      expect.objectContaining({ id: "s", field: "takes" }),
+    ]);
+  });
+
   it("refuses an unknown field naming the resource and the field", () => {
     const [r] = refusals(decl([file({ colour: "red" })]));
     expect(r).toEqual({ id: "f", field: "colour", reason: "unknown field" });

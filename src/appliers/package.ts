@@ -22,6 +22,14 @@ export interface PackageRecord extends RecordBase {
   found: { installed: boolean; version?: string };
   /** The version last declared, if any. */
   version?: string;
+  /** Found installed at another version on an adopted node and held: the mesh has installed nothing of it. */
+  held?: true;
+}
+
+interface HoldData {
+  record: PackageRecord;
+  /** The package this id named before, given back first (as for an install). */
+  previous?: PackageRecord;
 }
 
 interface InstallData {
@@ -40,6 +48,37 @@ const step = stepsOf("package");
 const foundOf = (now: Installed | null): PackageRecord["found"] =>
   now ? { installed: true, version: now.version } : { installed: false };
 
+/** On an adopted node, a package the mesh has installed nothing of yet (nor been told it takes) is the host's. */
+const hostsOwn = (wanted: PackageResource, kept: PackageRecord | undefined, ctx: DecideContext): boolean =>
+  ctx.mode === "adopted" && !wanted.takes && (!kept || kept.held === true);
+
+/** The host's own package, found installed at another version than declared: held until a declaration takes it. */
+function isHeld(
+  wanted: PackageResource,
+  kept: PackageRecord | undefined,
+  now: Installed | null,
+  ctx: DecideContext,
+): boolean {
+  if (!now || !wanted.version || versionMatches(now.version, wanted.version)) return false;
+  return hostsOwn(wanted, kept, ctx);
+}
+
+/** Nothing installed: the record keeps what was found, and no version, so a later take reads as an update. */
+function holdStep(
+  wanted: PackageResource,
+  kept: PackageRecord | undefined,
+  now: Installed,
+  previous: PackageRecord | undefined,
+): Step {
+  const { id, name, version } = wanted;
+  const record: PackageRecord = { type: "package", name, found: kept?.found ?? foundOf(now), held: true };
+  // an id that named a package the mesh installed gives that one back first, as an install would
+  const givesBack = previous?.found.installed === false;
+  const before = givesBack ? `${previous!.name} given back, then ` : "";
+  const detail = `${before}${name} ${now.version} held: found installed on this adopted node (takes: true installs ${version})`;
+  return step(id, givesBack ? "updated" : "unchanged", "hold", detail, { record, previous });
+}
+
 export const packageApplier: Applier<PackageResource, PackageRecord> = {
   type: "package",
 
@@ -51,13 +90,17 @@ export const packageApplier: Applier<PackageResource, PackageRecord> = {
     if (typeof now === "string") return step(id, "failed", "fail", now);
     const previous = record && record.name !== name ? record : undefined;
     const kept = previous ? undefined : record;
+    if (isHeld(wanted, kept, now, ctx)) return holdStep(wanted, kept, now!, previous);
     const next: PackageRecord = {
       type: "package",
       name,
       found: kept?.found ?? foundOf(now),
       ...(version ? { version } : {}),
+      // found installed as declared, it stays the host's: a later version is held like one found at first
+      ...(now && hostsOwn(wanted, kept, ctx) ? { held: true as const } : {}),
     };
-    const first = kept ? "" : now ? " (found installed: it stays when undeclared)" : "";
+    // a held package taken now is touched for the first time
+    const first = kept && !kept.held ? "" : now ? " (found installed: it stays when undeclared)" : "";
     if (now && (!version || versionMatches(now.version, version)) && !previous)
       return step(id, "unchanged", "record", `${name} ${now.version} is installed${first}`, {
         name,
@@ -118,6 +161,8 @@ export const packageApplier: Applier<PackageResource, PackageRecord> = {
         return { did: s.did, detail: s.detail, record: (s.data as { record: PackageRecord }).record };
       case "install":
         return install(s, s.data as InstallData, record, ctx);
+      case "hold":
+        return hold(s, s.data as HoldData, record, ctx);
       case "remove": {
         const gone = await remove((s.data as { name: string }).name, ctx);
         return gone
@@ -141,6 +186,25 @@ async function remove(name: string, ctx: DecideContext): Promise<string | null> 
   return typeof back === "string" ? back : `${name} ${back.version} is still installed after pacman -R`;
 }
 
+/** The package this id named before, removed if the mesh installed it; null when done, else why not. */
+async function givePrevious(previous: PackageRecord | undefined, ctx: DecideContext): Promise<string | null> {
+  if (previous?.found.installed !== false) return null;
+  const why = await remove(previous.name, ctx);
+  return why ? `giving back ${previous.name} failed: ${why}` : null;
+}
+
+/** A held package is left as found; only an id that named another package gives that one back first. */
+async function hold(
+  s: Step,
+  data: HoldData,
+  old: PackageRecord | undefined,
+  ctx: DecideContext,
+): Promise<Executed<PackageRecord>> {
+  const why = await givePrevious(data.previous, ctx);
+  if (why) return { did: "failed", detail: why, record: old ?? null };
+  return { did: s.did, detail: s.detail, record: data.record };
+}
+
 /** `pacman -S` the target and read it back with `pacman -Q`; the record (what was found) is kept whatever happens. */
 async function install(
   s: Step,
@@ -150,15 +214,8 @@ async function install(
 ): Promise<Executed<PackageRecord>> {
   const { exec } = ctx.ports;
   const { name, target, version, record } = data;
-  if (data.previous && data.previous.found.installed === false) {
-    const why = await remove(data.previous.name, ctx);
-    if (why)
-      return {
-        did: "failed",
-        detail: `giving back ${data.previous.name} failed: ${why}`,
-        record: old ?? null,
-      };
-  }
+  const why = await givePrevious(data.previous, ctx);
+  if (why) return { did: "failed", detail: why, record: old ?? null };
   const r = await pacman(exec, ["-S", "--noconfirm", "--needed", "--", target], PACMAN_CHANGE_TIMEOUT_MS);
   if (r.code !== 0) return { did: "failed", detail: `pacman -S ${target}: ${pacmanError(r)}`, record };
   const back = await queryPackage(exec, name);

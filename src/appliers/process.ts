@@ -40,6 +40,8 @@ export interface ProcessRecord extends RecordBase {
   bundle: Record<string, string>;
   /** Digest of the declaration (less its id) last applied: a change it did not ask for is a repair. */
   declared: string;
+  /** Found running on an adopted node and held: nothing of it was written, so nothing is removed. */
+  held?: true;
 }
 
 /** The unit files a process is run by, by declared path. */
@@ -109,12 +111,49 @@ interface ApplyData {
   record: ProcessRecord;
 }
 
+interface HoldData {
+  record: ProcessRecord;
+  /** The process this id named before, removed first. */
+  previous?: RemoveData;
+}
+
 const step = stepsOf("process");
 
 const digestOf = (p: ProcessResource): string => {
   const { id: _id, ...rest } = p;
   return createHash("sha256").update(JSON.stringify(rest)).digest("hex");
 };
+
+/**
+ * On an adopted node a process found running under its units (its timer, if scheduled) is the host's, held
+ * until a declaration takes it; once held it stays held, whatever it does since.
+ */
+function isHeld(
+  wanted: ProcessResource,
+  kept: ProcessRecord | undefined,
+  running: UnitState,
+  ctx: DecideContext,
+): boolean {
+  if (ctx.mode !== "adopted" || wanted.takes) return false;
+  return kept ? kept.held === true : running.load === "loaded" && isActive(running.active);
+}
+
+/** Nothing written, no unit touched; an id renamed off a process of the mesh's still removes that one first. */
+function holdStep(wanted: ProcessResource, unit: string, previous: RemoveData | undefined): Step {
+  const { id, name } = wanted;
+  const record: ProcessRecord = {
+    type: "process",
+    name,
+    scheduled: wanted.schedule !== undefined,
+    bundle: {},
+    declared: digestOf(wanted),
+    held: true,
+  };
+  const before = previous ? `remove process ${previous.name}, then ` : "";
+  const detail = `${before}${unit} held: found running on this adopted node (takes: true makes it the mesh's)`;
+  const data: HoldData = { record, previous };
+  return step(id, previous ? "updated" : "unchanged", "hold", detail, data);
+}
 
 /** Why any name or path this process would touch breaks the rule, or null. */
 function ruleProblem(p: {
@@ -160,20 +199,27 @@ export const processApplier: Applier<ProcessResource, ProcessRecord> = {
     const { root, exec } = ctx.ports;
     const rule = ruleProblem(wanted);
     if (rule) return step(id, "failed", "refuse", rule.reason, undefined, rule.field);
-    // renamed under the same id: the old process is removed first, as if undeclared
+    // renamed under the same id: the old process is removed first, as if undeclared (a held one is only dropped)
+    const renamed = record !== undefined && record.name !== name;
     let previous: RemoveData | undefined;
-    if (record && record.name !== name) {
+    if (renamed && !record.held) {
       const gone = await processApplier.decideRemoval(id, record, ctx);
       if (gone.action !== "remove") return gone;
       previous = gone.data as RemoveData;
     }
-    const kept = previous ? undefined : record;
+    const kept = renamed ? undefined : record;
     // systemd itself judges the calendar, where it will run; refused before anything is touched
     if (wanted.schedule !== undefined) {
       const bad = await calendarProblem(exec, wanted.schedule);
       if (bad) return step(id, "failed", "refuse", `schedule: ${bad}`, undefined, "schedule");
     }
     const scheduled = wanted.schedule !== undefined;
+    const svc = await showUnit(exec, serviceUnit(name));
+    if (typeof svc === "string") return step(id, "failed", "fail", svc);
+    const timer = await showUnit(exec, timerUnit(name));
+    if (typeof timer === "string") return step(id, "failed", "fail", timer);
+    if (isHeld(wanted, kept, scheduled ? timer : svc, ctx))
+      return holdStep(wanted, scheduled ? timerUnit(name) : serviceUnit(name), previous);
     const files: FileWrite[] = [
       ...Object.entries(renderUnits(wanted)).map(([path, text]) => ({
         path,
@@ -197,10 +243,6 @@ export const processApplier: Applier<ProcessResource, ProcessRecord> = {
     const stale = Object.keys(kept?.bundle ?? {})
       .filter((rel) => !declaredBundle.has(rel) && !bundlePathProblem(rel))
       .map((rel) => `${bundleDir(name)}/${rel}`);
-    const svc = await showUnit(exec, serviceUnit(name));
-    if (typeof svc === "string") return step(id, "failed", "fail", svc);
-    const timer = await showUnit(exec, timerUnit(name));
-    if (typeof timer === "string") return step(id, "failed", "fail", timer);
     const hadTimer = !isAbsent(timer);
     const before: string[][] = [];
     // a daemon turned timer is stopped and unhooked from boot first (never a scheduled run under way)
@@ -268,6 +310,13 @@ export const processApplier: Applier<ProcessResource, ProcessRecord> = {
         undefined,
         rule.field,
       );
+    if (record.held)
+      return step(
+        id,
+        "unchanged",
+        "forget",
+        `${record.name} left as it was found: it was held, never the mesh's`,
+      );
     const { name } = record;
     const loaded: string[] = [];
     for (const unit of [timerUnit(name), serviceUnit(name)]) {
@@ -287,6 +336,8 @@ export const processApplier: Applier<ProcessResource, ProcessRecord> = {
     try {
       if (s.action === "apply") return await applyProcess(s, s.data as ApplyData, record, ctx);
       if (s.action === "remove") return await removeProcess(s.data as RemoveData, record, ctx);
+      if (s.action === "hold") return await holdProcess(s, s.data as HoldData, record, ctx);
+      if (s.action === "forget") return { did: s.did, detail: s.detail, record: null };
       return { did: "failed", detail: s.detail, record: record ?? null };
     } catch (e) {
       return {
@@ -298,6 +349,20 @@ export const processApplier: Applier<ProcessResource, ProcessRecord> = {
     }
   },
 };
+
+/** A held process is left as it is; only an id renamed off a process of the mesh's removes that one first. */
+async function holdProcess(
+  s: Step,
+  data: HoldData,
+  old: ProcessRecord | undefined,
+  ctx: DecideContext,
+): Promise<Executed<ProcessRecord>> {
+  if (data.previous) {
+    const gone = await removeProcess(data.previous, old, ctx);
+    if (gone.did === "failed") return gone;
+  }
+  return { did: s.did, detail: s.detail, record: data.record };
+}
 
 async function applyProcess(
   s: Step,

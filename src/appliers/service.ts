@@ -52,7 +52,44 @@ interface ApplyData {
   moved?: GiveBack;
 }
 
+interface HoldData {
+  record: ServiceRecord;
+  /** The unit this id named before, given back first (as for an apply). */
+  moved?: GiveBack;
+}
+
 const step = stepsOf("service");
+
+/**
+ * On an adopted node the host's own running units stay the host's: a unit found running (or held before) is
+ * held until a declaration takes it; one the mesh already manages, or found stopped, is not the host's to keep.
+ */
+function isHeld(
+  wanted: ServiceResource,
+  kept: ServiceRecord | undefined,
+  now: UnitState,
+  ctx: DecideContext,
+): boolean {
+  if (ctx.mode !== "adopted" || wanted.takes) return false;
+  return kept ? kept.held === true : isActive(now.active);
+}
+
+/** Nothing written, no verb run: the record keeps what was found the first time, for the day it is taken. */
+function holdStep(
+  id: string,
+  unit: string,
+  kept: ServiceRecord | undefined,
+  now: UnitState,
+  moved: GiveBack | undefined,
+): Step {
+  const found = kept?.found ?? { load: now.load, enabled: now.file, active: now.active };
+  const record: ServiceRecord = { type: "service", unit, held: true, found };
+  const data: HoldData = { record, moved };
+  const movedLine = moved ? `${moved.detail}; then ` : "";
+  const did = moved && moved.did !== "unchanged" ? "updated" : "unchanged";
+  const detail = `${movedLine}${unit} held: found running on this adopted node (takes: true makes it the mesh's)`;
+  return step(id, did, "hold", detail, data);
+}
 
 /** The record after this apply: what was found is the earlier record's, plus what is found now for the first time. */
 function nextFound(
@@ -133,6 +170,7 @@ export const serviceApplier: Applier<ServiceResource, ServiceRecord> = {
     const kept = moved ? undefined : record;
     const now = await showUnit(ctx.ports.exec, unit);
     if (typeof now === "string") return step(id, "failed", "fail", now);
+    if (isHeld(wanted, kept, now, ctx)) return holdStep(id, unit, kept, now, moved);
     const file = wanted.content === undefined ? undefined : await readRegular(ctx.ports.root, unitPath(unit));
     if (typeof file === "string") return step(id, "failed", "fail", file);
     const write = planWrite(wanted, kept, file);
@@ -169,7 +207,8 @@ export const serviceApplier: Applier<ServiceResource, ServiceRecord> = {
     const adopt = !write && file && !kept?.file ? file : undefined;
     const intent = write ? { ...next, file: { created: write.created, wrote: write.sha } } : next;
     const data: ApplyData = { unit, record: next, intent, write, adopt, reload, verbs, moved };
-    const firstTouch = !kept ? `; ${foundLine(found!)}` : "";
+    // a held unit taken now is touched for the first time: what was found when it was held is said
+    const firstTouch = !kept || kept.held ? `; ${foundLine(found!)}` : "";
     const movedLine = moved ? `${moved.detail}; then ` : "";
     if (!write && !reload && verbs.length === 0 && !moved)
       return step(id, "unchanged", "apply", `${unit} is as declared${firstTouch}`, data);
@@ -201,6 +240,8 @@ export const serviceApplier: Applier<ServiceResource, ServiceRecord> = {
     switch (s.action) {
       case "apply":
         return applyUnit(s, s.data as ApplyData, record, ctx);
+      case "hold":
+        return holdUnit(s, s.data as HoldData, record, ctx);
       case "give-back": {
         const done = await giveBack(s.data as GiveBack, ctx);
         return {
@@ -214,6 +255,20 @@ export const serviceApplier: Applier<ServiceResource, ServiceRecord> = {
     }
   },
 };
+
+/** A held unit is left as it is; only an id moved off another unit gives that one back first. */
+async function holdUnit(
+  s: Step,
+  data: HoldData,
+  old: ServiceRecord | undefined,
+  ctx: DecideContext,
+): Promise<Executed<ServiceRecord>> {
+  if (data.moved) {
+    const back = await giveBack(data.moved, ctx);
+    if (!back.ok) return { did: "failed", detail: back.detail, record: old ?? null };
+  }
+  return { did: s.did, detail: s.detail, record: data.record };
+}
 
 /** Carry out a decided apply. The record (with what was found) is returned whatever fails, so it is never lost. */
 async function applyUnit(

@@ -223,6 +223,8 @@ export interface ServiceRecord extends RecordBase {
   file?: { created: boolean; wrote: string };
   /** What was declared last (content by digest): a change the declaration did not ask for is a repair. */
   declared?: { enabled?: boolean; state?: "running" | "stopped"; content?: string };
+  /** Found running on an adopted node and held: never touched, so nothing is owed back when undeclared. */
+  held?: true;
 }
 
 export const foundLine = (f: ServiceFound) =>
@@ -241,6 +243,8 @@ export interface GiveBack {
   after: string[];
   /** The unit is the mesh's own (it created its file over nothing): nothing of it may be left running. */
   owned: boolean;
+  /** The unit was held, never touched: giving it back touches (and reads) nothing. */
+  held?: true;
 }
 
 const PAST: Record<string, string> = {
@@ -271,10 +275,17 @@ export async function planGiveBack(
   ctx: DecideContext,
 ): Promise<GiveBack | string> {
   const { unit } = record;
+  const none = { unit, before: [] as string[], after: [] as string[], reload: false, owned: false };
+  if (record.held)
+    return {
+      ...none,
+      did: "unchanged",
+      detail: `${unit} left as it was found: it was held, never the mesh's`,
+      held: true,
+    };
   const path = unitPath(unit);
   const now = await showUnit(ctx.ports.exec, unit);
   if (typeof now === "string") return now;
-  const none = { unit, before: [] as string[], after: [] as string[], reload: false, owned: false };
   // whatever its record says of what was found: a unit whose file the mesh created, over no vendor file, is the mesh's
   if (record.file?.created && !(await hasVendorFile(ctx.ports.root, unit))) {
     const file = await readRegular(ctx.ports.root, path);
@@ -345,6 +356,7 @@ export async function giveBack(plan: GiveBack, ctx: DecideContext): Promise<{ ok
   const { unit } = plan;
   const path = unitPath(unit);
   const fail = (why: string) => ({ ok: false, detail: `${unit}: giving back failed: ${why}` });
+  if (plan.held) return { ok: true, detail: plan.detail };
   try {
     for (const verb of plan.before) {
       const why = await systemctl(exec, verb, "--", unit);

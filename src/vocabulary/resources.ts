@@ -1,5 +1,5 @@
 // Every resource type as a zod schema; the TypeScript types are inferred from them, never written twice.
-import { z } from "zod";
+import * as z from "zod";
 import { ContainerResource, ImageResource, NetworkResource, VolumeResource } from "./containers.ts";
 import { nameProblem, pathProblem } from "./names.ts";
 import { OverlayResource } from "./overlay.ts";
@@ -135,6 +135,8 @@ export const ServiceResource = z.strictObject({
     .string()
     .refine((s) => !s.includes("\0"), "must not contain NUL")
     .optional(),
+  /** On an adopted node: make the unit found running the mesh's rather than hold it. */
+  takes: z.boolean().optional(),
 });
 
 export const PackageResource = z.strictObject({
@@ -150,6 +152,8 @@ export const PackageResource = z.strictObject({
     .regex(/^([0-9]+:)?[0-9A-Za-z._+~]+(-[0-9]+(\.[0-9]+)?)?$/, "must be an exact version such as 1.2.3-1")
     .max(64)
     .optional(),
+  /** On an adopted node: install the declared version over the one found rather than hold it. */
+  takes: z.boolean().optional(),
 });
 
 const BundleFile = z
@@ -177,6 +181,8 @@ export const ProcessResource = z
     bundle: z.array(BundleFile).optional(),
     /** A systemd calendar expression (systemd.time(7)); systemd itself judges it where it is applied. */
     schedule: UnitLine.pipe(z.string().min(1).max(200)).optional(),
+    /** On an adopted node: make the process found running under its units the mesh's rather than hold it. */
+    takes: z.boolean().optional(),
   })
   .superRefine((r, ctx) => {
     const seen = new Set<string>();

@@ -66,6 +66,37 @@ describe("the overlay schema", () => {
   });
 });
 
+describe("an overlay among the other resources", () => {
+  const together = (...resources: unknown[]) => {
+    const parsed = parseDeclaration({ v: 1, node: "n1", mode: "adopted", resources });
+    return parsed.ok ? [] : parsed.refusals.map((x) => `${x.id}.${x.field}: ${x.reason}`);
+  };
+
+  it("refuses two overlays on one interface, one tunnel taken twice, and taking an interface the mesh declares", () => {
+    expect(together(overlay(), overlay({ id: "second", address: "10.79.0.1/24" }))).toEqual([
+      'second.interface: mesh0 is also declared by "overlay"',
+    ]);
+    expect(
+      together(overlay({ takes: "wg0" }), overlay({ id: "second", interface: "mesh1", takes: "wg0" })),
+    ).toEqual(['second.takes: wg0 is also taken by "overlay"']);
+    expect(together(overlay(), overlay({ id: "second", interface: "mesh1", takes: "mesh0" }))).toEqual([
+      'second.takes: mesh0 is the interface "overlay" declares: a tunnel the mesh declares is not found, it is the mesh\'s',
+    ]);
+  });
+
+  it("refuses a file or directory at the config the overlay writes, and takes one beside it", () => {
+    const file = { id: "conf", type: "file", path: "/etc/wireguard/mesh0.conf", content: "[Interface]\n" };
+    expect(together(overlay(), file)).toEqual([
+      'conf.path: is the configuration the overlay "overlay" writes; declare the tunnel there, not its file',
+    ]);
+    expect(
+      together(overlay(), { id: "d", type: "directory", path: "/etc/wireguard/mesh0.conf" }),
+    ).toHaveLength(1);
+    expect(together(overlay(), { ...file, path: "/etc/wireguard/other.conf" })).toEqual([]);
+    expect(together(file)).toEqual([]);
+  });
+});
+
 describe("what WireGuard says", () => {
   it("parses `wg show <if> dump`: the interface line, then each peer with its last handshake", () => {
     const dump = parseDump(

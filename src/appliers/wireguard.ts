@@ -5,7 +5,13 @@
 import { mkdirSync } from "node:fs";
 import { isIP } from "node:net";
 import { SECRET_FILE_MODE, STATE_DIR_MODE } from "../defaults.ts";
-import { type EnrolQuestion, type OverlayResource, oneLine } from "../vocabulary/index.ts";
+import {
+  configPath,
+  type EnrolQuestion,
+  type OverlayResource,
+  oneLine,
+  WIREGUARD_DIR,
+} from "../vocabulary/index.ts";
 import { underRoot } from "./paths.ts";
 import {
   type FoundFile,
@@ -19,8 +25,6 @@ import {
 } from "./systemd.ts";
 import type { Exec, ExecResult } from "./types.ts";
 
-/** Where wg-quick reads `<if>.conf`, on the machine (a declared path under the root for writes). */
-export const WIREGUARD_DIR = "/etc/wireguard";
 export const WG_TIMEOUT_MS = 30_000;
 /** How long an interface is given to go after its unit stopped, or to come back after it started again. */
 export const INTERFACE_SETTLE_MS = 3_000;
@@ -28,7 +32,7 @@ export const INTERFACE_SETTLE_MS = 3_000;
 export const LOOK_AGAIN_MS = 1_500;
 const POLL_MS = 100;
 
-export const configPath = (iface: string): string => `${WIREGUARD_DIR}/${iface}.conf`;
+export { configPath, WIREGUARD_DIR };
 export const quickUnit = (iface: string): string => `wg-quick@${iface}.service`;
 
 export interface DumpPeer {

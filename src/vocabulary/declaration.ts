@@ -1,9 +1,10 @@
 // The declaration: the whole of what the mesh wants on one node, refused on arrival if malformed.
 import { createHash } from "node:crypto";
-import { z } from "zod";
+import * as z from "zod";
 import { containerCrossChecks } from "./containers.ts";
 import { parseJsonBytes } from "./json.ts";
 import { nameProblem } from "./names.ts";
+import { overlayCrossChecks } from "./overlay.ts";
 import type { Parsed, Refusal } from "./refusal.ts";
 import { printable, refusalsFromIssues } from "./refusal.ts";
 import {
@@ -150,6 +151,7 @@ function crossChecks(head: z.infer<typeof DeclarationHead>, resources: Resource[
     }
   }
   refusals.push(...containerCrossChecks(resources));
+  refusals.push(...overlayCrossChecks(resources));
   for (const r of resources) {
     const refs = r.type === "action" ? r.on : r.type === "service" ? r.restart_on : undefined;
     const field = r.type === "action" ? "on" : "restart_on";

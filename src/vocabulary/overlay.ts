@@ -1,8 +1,13 @@
 // overlay (overlay.md): the node's WireGuard interface as the mesh assigns it. The private key is never here:
 // it is the node's overlay key, read from the state directory where the config is written.
 import { isIP } from "node:net";
-import { z } from "zod";
+import * as z from "zod";
 import { nameProblem } from "./names.ts";
+import type { Refusal } from "./refusal.ts";
+
+/** Where wg-quick reads `<if>.conf`, on the machine (a declared path under the root for writes). */
+export const WIREGUARD_DIR = "/etc/wireguard";
+export const configPath = (iface: string): string => `${WIREGUARD_DIR}/${iface}.conf`;
 
 /** The kernel's limit on an interface name (IFNAMSIZ less its NUL). */
 export const INTERFACE_NAME_MAX = 15;
@@ -101,3 +106,49 @@ export const OverlayResource = z
 
 export type OverlayResource = z.infer<typeof OverlayResource>;
 export type OverlayPeer = z.infer<typeof OverlayPeer>;
+
+/**
+ * What one overlay cannot share with another resource of the same declaration: its interface (two writers of
+ * one config and one unit), the tunnel it takes, and the config file it writes (a `file` there would be
+ * overwritten by the overlay on every apply, each undoing the other; a directory there breaks both).
+ */
+export function overlayCrossChecks(resources: readonly { id: string; type: string }[]): Refusal[] {
+  const refusals: Refusal[] = [];
+  const overlays = resources.filter((r) => r.type === "overlay") as OverlayResource[];
+  const byInterface = new Map<string, string>();
+  const byTaken = new Map<string, string>();
+  for (const o of overlays) {
+    const other = byInterface.get(o.interface);
+    if (other)
+      refusals.push({
+        id: o.id,
+        field: "interface",
+        reason: `${o.interface} is also declared by "${other}"`,
+      });
+    else byInterface.set(o.interface, o.id);
+    if (o.takes === undefined) continue;
+    const taker = byTaken.get(o.takes);
+    if (taker) refusals.push({ id: o.id, field: "takes", reason: `${o.takes} is also taken by "${taker}"` });
+    else byTaken.set(o.takes, o.id);
+  }
+  for (const o of overlays) {
+    const owner = o.takes === undefined ? undefined : byInterface.get(o.takes);
+    if (owner)
+      refusals.push({
+        id: o.id,
+        field: "takes",
+        reason: `${o.takes} is the interface "${owner}" declares: a tunnel the mesh declares is not found, it is the mesh's`,
+      });
+  }
+  const configs = new Map([...byInterface].map(([iface, id]) => [configPath(iface), id]));
+  for (const r of resources as readonly { id: string; type: string; path?: string }[]) {
+    const owner = r.path === undefined ? undefined : configs.get(r.path);
+    if (owner && (r.type === "file" || r.type === "directory"))
+      refusals.push({
+        id: r.id,
+        field: "path",
+        reason: `is the configuration the overlay "${owner}" writes; declare the tunnel there, not its file`,
+      });
+  }
+  return refusals;
+}

@@ -5,7 +5,7 @@ import { nameProblem, pathProblem } from "./names.ts";
 import { OverlayResource } from "./overlay.ts";
 
 export * from "./containers.ts";
-export { OverlayResource } from "./overlay.ts";
+export { configPath, OverlayResource, WIREGUARD_DIR } from "./overlay.ts";
 
 export const Name = z.string().superRefine((v, ctx) => {
   const problem = nameProblem(v);

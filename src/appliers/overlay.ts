@@ -7,7 +7,7 @@
 
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import { SECRET_FILE_MODE, STATE_DIR_MODE } from "../defaults.ts";
 import { keyPath, overlayKeyFromB64, privateB64, publicB64, State, writeFileAtomic } from "../store/index.ts";
 import type { OverlayResource } from "../vocabulary/index.ts";

@@ -12,7 +12,7 @@
 import { createHash, type KeyObject, sign, verify } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
 import { headers } from "@nats-io/transport-node";
-import { z } from "zod";
+import * as z from "zod";
 import { type Membership, Name, Tunnel } from "../vocabulary/index.ts";
 import { nodeInboxPrefix, rekeySubject, SERVER_ACK_TIMEOUT_MS } from "./defaults.ts";
 import { dial } from "./dial.ts";

@@ -2,7 +2,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import type { HeldMeta, Holds } from "../appliers/types.ts";
 import { writeFileAtomicSync } from "./atomic.ts";
 import type { State } from "./state.ts";

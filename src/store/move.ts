@@ -1,5 +1,5 @@
 // Moving a node to another bus without stranding it: the previous membership is kept until the new bus delivers.
-import { z } from "zod";
+import * as z from "zod";
 import type { Membership } from "../vocabulary/index.ts";
 import type { State } from "./state.ts";
 

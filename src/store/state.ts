@@ -1,7 +1,7 @@
 // The node's state on disk (cli.md): every file versioned, every write atomic.
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import { STATE_DIR_MODE, STATE_FORMAT } from "../defaults.ts";
 import { Membership, Mode } from "../vocabulary/index.ts";
 import { isTempName, writeFileAtomicSync } from "./atomic.ts";

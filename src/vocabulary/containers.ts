@@ -2,7 +2,7 @@
 // declaration can check. `dns` and every `ip` are addresses or refused here: a name would reach the runtime
 // verbatim and be refused at create, after the old container was already gone.
 import { isIP } from "node:net";
-import { z } from "zod";
+import * as z from "zod";
 import { nameProblem, pathProblem } from "./names.ts";
 import type { Refusal } from "./refusal.ts";
 

@@ -1,5 +1,5 @@
 // The wire shapes of protocol.md, held to the fixtures under test/fixtures/.
-import { z } from "zod";
+import * as z from "zod";
 import { Mode } from "./declaration.ts";
 import { NodeName } from "./resources.ts";
 

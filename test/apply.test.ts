@@ -271,6 +271,21 @@ describe("safety", () => {
     expect(readdirSync(outside)).toEqual([]);
   });
 
+  it("looks at the machine afresh each apply: a parent turned into a link out of the root since the last is refused", async () => {
+    const m = setup();
+    expect((await m.apply(decl([file("conf", "/srv/app/conf", "one")]))).exit).toBe(0);
+    // again, so /srv/app is there to be resolved while the apply decides
+    expect((await m.apply(decl([file("conf", "/srv/app/conf", "one")]))).exit).toBe(0);
+    const outside = tempDir("mesh-outside-");
+    const { rmSync } = await import("node:fs");
+    rmSync(join(m.root, "srv/app"), { recursive: true });
+    symlinkSync(outside, join(m.root, "srv/app"));
+    const r = await m.apply(decl([file("conf", "/srv/app/conf", "two")]));
+    expect(r.exit).not.toBe(0);
+    expect(JSON.stringify(r.report)).toContain("leaves the root");
+    expect(readdirSync(outside)).toEqual([]);
+  });
+
   it("never writes through a symbolic link at the target", async () => {
     const m = setup();
     const outside = tempDir("mesh-outside-");

@@ -54,7 +54,9 @@ export const actionApplier: Applier<ActionResource, ActionRecord> = {
       };
     const why = wanted.on
       ? `${wanted.on.filter((id) => ctx.changed.has(id)).join(", ")} changed`
-      : "runs on every apply";
+      : wanted.creates
+        ? `${wanted.creates} is absent`
+        : "runs on every apply";
     return { ...base, did: "ran", action: "run", detail: `run ${JSON.stringify(wanted.run)} (${why})` };
   },
 

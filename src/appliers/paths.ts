@@ -12,12 +12,28 @@ function inside(base: string, candidate: string): boolean {
   return base === "/" || candidate === base || candidate.startsWith(base + sep);
 }
 
+/**
+ * Directories resolved during one apply, by machine path. A thousand files in ten directories would otherwise
+ * ask the kernel to resolve the same ten parents a thousand times (the no-op's largest cost). Cleared by
+ * `forgetResolved` when an apply starts and ends: the mesh itself never turns a directory into a link, and a
+ * hand that does so mid-apply could as well between any check and its write.
+ */
+const resolvedDirs = new Map<string, string>();
+
+export function forgetResolved(): void {
+  resolvedDirs.clear();
+}
+
 /** The nearest existing ancestor of `abs`, resolved through any links (the kernel's realpath: one call). */
 function resolvedAncestor(abs: string): string {
   let dir = dirname(abs);
   for (;;) {
+    const known = resolvedDirs.get(dir);
+    if (known !== undefined) return known;
     try {
-      return realpathSync.native(dir);
+      const real = realpathSync.native(dir);
+      resolvedDirs.set(dir, real);
+      return real;
     } catch {
       const up = dirname(dir);
       if (up === dir) return dir;

@@ -1,7 +1,7 @@
 // Apply a declaration: check who and which mode, plan, journal, execute step by step, read back, report.
 import { readdir, unlink } from "node:fs/promises";
 import { dirname } from "node:path";
-import { underRoot } from "../appliers/paths.ts";
+import { forgetResolved, underRoot } from "../appliers/paths.ts";
 import type { DecideContext, Ports } from "../appliers/types.ts";
 import { FILE_WRITE_CONCURRENCY, VERSION } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
@@ -158,6 +158,16 @@ function contextFor(
 
 /** Plan, and unless it is a dry run, apply: the one entry point for `apply`, `plan`, `reconcile` and the link. */
 export async function applyDeclaration(req: ApplyRequest): Promise<ApplyResult> {
+  // what one apply resolved is its own: the next one looks at the machine afresh
+  forgetResolved();
+  try {
+    return await applyWhole(req);
+  } finally {
+    forgetResolved();
+  }
+}
+
+async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   const started = now();
   const d = req.declaration;
   const refuse = (refusals: Refusal[]): ApplyResult => ({

@@ -31,6 +31,29 @@ function machine() {
   return { base, root, state, bundle, cli, mode };
 }
 
+/** The node enrolled and the mesh spoke: its membership, and `body` as the kept, signed declaration. */
+function meshSpoke(stateDir: string, body: string, seq = 7): void {
+  const mesh = makeMeshKey();
+  const state = new State(stateDir);
+  state.writeMembership({
+    transport: "nats",
+    servers: ["nats://127.0.0.1:4222"],
+    fingerprint: "0".repeat(64),
+    user: "node.ctl",
+    password: "pw",
+    stream: "DECLARE",
+    consumer: "node-ctl",
+    subject: "mesh.declare.ctl",
+    mesh_key: mesh.publicB64,
+  });
+  state.writeDeclared({
+    seq,
+    digest: "d",
+    received_at: new Date().toISOString(),
+    envelope: signEnvelope(body, mesh.privateKey),
+  });
+}
+
 describe("genesis", () => {
   it("applies the bundle as the first declaration, records the mode, marks the bundle consumed", async () => {
     const m = machine();
@@ -96,31 +119,13 @@ describe("genesis", () => {
   it("once the mesh has spoken: genesis is refused, reconcile applies the mesh's declaration and never the bundle; a drifted mode is repaired and said", async () => {
     const m = machine();
     await m.cli("genesis", m.bundle("adopted"), "--mode", "adopted");
-    const mesh = makeMeshKey();
-    const state = new State(m.state);
     const body = JSON.stringify({
       v: 1,
       node: "ctl",
       mode: "converged",
       resources: [{ id: "store", type: "file", path: "/etc/store.conf", content: "the mesh's\n" }],
     });
-    state.writeMembership({
-      transport: "nats",
-      servers: ["nats://127.0.0.1:4222"],
-      fingerprint: "0".repeat(64),
-      user: "node.ctl",
-      password: "pw",
-      stream: "DECLARE",
-      consumer: "node-ctl",
-      subject: "mesh.declare.ctl",
-      mesh_key: mesh.publicB64,
-    });
-    state.writeDeclared({
-      seq: 7,
-      digest: "d",
-      received_at: new Date().toISOString(),
-      envelope: signEnvelope(body, mesh.privateKey),
-    });
+    meshSpoke(m.state, body);
     // the state says adopted (genesis), the mesh's signed word says converged
     expect((await m.cli("genesis", m.bundle("adopted"), "--mode", "adopted")).code).toBe(2);
     const r = await m.cli("reconcile", m.bundle("adopted"), "--json");
@@ -202,19 +207,6 @@ describe("a secret the installer gives genesis", () => {
     // the node enrols (its keys), and the mesh declares the same file with the value sealed to it
     const keys = ensureKeys(m.state);
     if (!keys.ok) throw new Error(keys.reason);
-    const mesh = makeMeshKey();
-    const state = new State(m.state);
-    state.writeMembership({
-      transport: "nats",
-      servers: ["nats://127.0.0.1:4222"],
-      fingerprint: "0".repeat(64),
-      user: "node.ctl",
-      password: "pw",
-      stream: "DECLARE",
-      consumer: "node-ctl",
-      subject: "mesh.declare.ctl",
-      mesh_key: mesh.publicB64,
-    });
     const body = JSON.stringify({
       v: 1,
       node: "ctl",
@@ -230,12 +222,7 @@ describe("a secret the installer gives genesis", () => {
         },
       ],
     });
-    state.writeDeclared({
-      seq: 3,
-      digest: "d",
-      received_at: new Date().toISOString(),
-      envelope: signEnvelope(body, mesh.privateKey),
-    });
+    meshSpoke(m.state, body, 3);
     const before = statSync(join(m.root, "etc/store/superuser")).mtimeMs;
     const again = await m.cli("reconcile", "--json");
     expect(again.code, again.stderr).toBe(0);
@@ -287,26 +274,7 @@ describe("a secret the installer gives genesis", () => {
   it("a declaration from the mesh naming an installer secret is refused: the mesh seals its values", async () => {
     const m = machine();
     await m.cli("genesis", m.bundle("adopted"), "--mode", "adopted");
-    const mesh = makeMeshKey();
-    const state = new State(m.state);
-    state.writeMembership({
-      transport: "nats",
-      servers: ["nats://127.0.0.1:4222"],
-      fingerprint: "0".repeat(64),
-      user: "node.ctl",
-      password: "pw",
-      stream: "DECLARE",
-      consumer: "node-ctl",
-      subject: "mesh.declare.ctl",
-      mesh_key: mesh.publicB64,
-    });
-    const body = JSON.parse(readFileSync(bundleNaming(m), "utf8"));
-    state.writeDeclared({
-      seq: 3,
-      digest: "d",
-      received_at: new Date().toISOString(),
-      envelope: signEnvelope(JSON.stringify(body), mesh.privateKey),
-    });
+    meshSpoke(m.state, readFileSync(bundleNaming(m), "utf8"), 3);
     const before = snapshot(m.root);
     const r = await m.cli("reconcile");
     expect(r.code).toBe(2);

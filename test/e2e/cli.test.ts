@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { State } from "../../src/store/index.ts";
 import { runCli } from "../support/cli.ts";
 import { snapshot, tempDir } from "../support/tmp.ts";
 
@@ -151,5 +152,36 @@ describe("mesh-host apply FILE (the offline path)", () => {
       mode: "converged",
       holds: [expect.objectContaining({ path: "/etc/motd" })],
     });
+  });
+
+  it("status names what an adopted node holds until a declaration takes it", async () => {
+    const { root, state } = place();
+    new State(state).writeRecords(
+      {
+        web: { type: "service", unit: "nginx.service", held: true, found: { load: "loaded" } },
+        mine: { type: "service", unit: "mesh-web.service", found: { load: "not-found" } },
+        store: { type: "container", name: "store", runtime: "docker", created: false },
+        made: { type: "container", name: "made", runtime: "docker", created: true },
+        backup: { type: "process", name: "backup", scheduled: false, bundle: {}, declared: "d", held: true },
+        pg: {
+          type: "package",
+          name: "postgresql",
+          found: { installed: true, version: "15.4-1" },
+          held: true,
+        },
+      },
+      ["web", "mine", "store", "made", "backup", "pg"],
+    );
+    const json = await runCli(["status", "--json", "--root", root, "--state", state]);
+    expect(JSON.parse(json.stdout).held).toEqual([
+      { id: "web", type: "service", name: "nginx.service" },
+      { id: "store", type: "container", name: "store" },
+      { id: "backup", type: "process", name: "backup" },
+      { id: "pg", type: "package", name: "postgresql" },
+    ]);
+    const words = await runCli(["status", "--root", root, "--state", state]);
+    expect(words.stdout).toContain(
+      "held:        nginx.service (service web), store (container store), backup (process backup), postgresql (package pg): as found, until taken",
+    );
   });
 });

@@ -1,6 +1,6 @@
 // `version` and `status`: what this binary is, and what this node holds.
 import { BUILD } from "../../build-info.ts";
-import { moveInProgress } from "../../store/index.ts";
+import { moveInProgress, type Records } from "../../store/index.ts";
 import type { Context } from "../context.ts";
 import { writeJson, writeOut } from "../output.ts";
 import { overlayStatus, overlayStatusLines } from "./overlay.ts";
@@ -27,6 +27,7 @@ export function statusDoc(ctx: Context) {
       : null,
     last: ctx.state.readLast(),
     holds: ctx.holds.list(),
+    held: heldOf(ctx.state.readRecords().records),
     confirmed: ctx.state.readText("confirmed")?.trim() ?? null,
     outbox: ctx.state.list("outbox").filter((n) => n.endsWith(".json")).length,
     move: moveInProgress(ctx.state),
@@ -34,6 +35,18 @@ export function statusDoc(ctx: Context) {
       ? overlayStatus(ctx.state.dir, ctx.state.readRecords().records)
       : null,
   };
+}
+
+/**
+ * What an adopted node found running and holds until a declaration takes it (`takes: true`), by id: a held
+ * record says so itself, and a container the mesh did not create is only ever recorded when it was held.
+ */
+function heldOf(records: Records): { id: string; type: string; name: string }[] {
+  return Object.entries(records).flatMap(([id, r]) => {
+    const rec = r as { type: string; held?: boolean; created?: boolean; unit?: string; name?: string };
+    const held = rec.held === true || (rec.type === "container" && rec.created === false);
+    return held ? [{ id, type: rec.type, name: rec.unit ?? rec.name ?? id }] : [];
+  });
 }
 
 /** The bus a node is on, never its password. */
@@ -70,6 +83,11 @@ export function statusCommand(ctx: Context): number {
       ? overlayStatusLines(doc.overlay).map((l, i) => `${i ? " ".repeat(13) : "overlay:     "}${l}`)
       : []),
     `holds:       ${doc.holds.length ? doc.holds.map((h) => h.path).join(", ") : "(none)"}`,
+    ...(doc.held.length
+      ? [
+          `held:        ${doc.held.map((h) => `${h.name} (${h.type} ${h.id})`).join(", ")}: as found, until taken`,
+        ]
+      : []),
     `confirmed:   ${doc.confirmed ? `sha256:${doc.confirmed.slice(0, 12)}` : "(not yet)"}`,
     `outbox:      ${doc.outbox} report(s) waiting`,
     ...(doc.move

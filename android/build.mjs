@@ -35,7 +35,7 @@ import {
 import { createRequire } from "node:module";
 import { basename, isAbsolute, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { foreignExternals } from "../build/bundle.mjs";
+import { foreignExternals, SEA_EXEC_ARGV } from "../build/bundle.mjs";
 import {
   buildLock,
   gitCommit,
@@ -249,6 +249,7 @@ async function main() {
     useSnapshot: false,
     // NODE_OPTIONS and friends never reach the runtime, so they cannot --require code into the host
     execArgvExtension: "none",
+    execArgv: SEA_EXEC_ARGV,
   };
   writeFileSync(join(work, "sea-config.json"), `${JSON.stringify(seaConfig, null, 2)}\n`);
 

@@ -29,7 +29,7 @@ import { createRequire } from "node:module";
 import { arch as hostArchOf } from "node:os";
 import { basename, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { bundleOptions, ENTRY, externalsOf, foreignExternals, ROOT } from "./bundle.mjs";
+import { bundleOptions, ENTRY, externalsOf, foreignExternals, ROOT, SEA_EXEC_ARGV } from "./bundle.mjs";
 import { buildLock, gitCommit, mib, reporter, runner, SENTINEL_FUSE, sha256, since } from "./tools.mjs";
 
 const DIST = join(ROOT, "dist");
@@ -167,6 +167,7 @@ async function main() {
     useSnapshot: false,
     // "none": NODE_OPTIONS and friends never reach the runtime, so they cannot --require code into the host.
     execArgvExtension: "none",
+    execArgv: SEA_EXEC_ARGV,
   };
   writeFileSync(join(work, "sea-config.json"), `${JSON.stringify(seaConfig, null, 2)}\n`);
 

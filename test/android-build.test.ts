@@ -232,7 +232,12 @@ describe("npm run build:android", () => {
       const meta = JSON.parse(readFileSync(join(DIST, ".build/x64/meta.json"), "utf8"));
       expect(archModulesIn(meta)).toEqual([]);
       const sea = JSON.parse(readFileSync(join(DIST, ".build/x64/sea-config.json"), "utf8"));
-      expect(sea).toMatchObject({ useCodeCache: true, useSnapshot: false, execArgvExtension: "none" });
+      expect(sea).toMatchObject({
+        useCodeCache: true,
+        useSnapshot: false,
+        execArgvExtension: "none",
+        execArgv: ["--max-semi-space-size=2"],
+      });
 
       const v = spawnSync(ANDROID_SEA, ["version", "--json", "--host", "android"], { encoding: "utf8" });
       expect(v.status, v.stderr).toBe(0);

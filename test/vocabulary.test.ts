@@ -68,6 +68,16 @@ describe("a declaration on arrival", () => {
     ]);
   });
 
+  it('a secret is sealed (v1:…), or in a bundle "installer"; anything else is refused naming the secret', () => {
+    const named = (value: string) =>
+      decl([file({ content: undefined, secret: "pw" })], { secrets: { pw: value } });
+    expect(parseDeclaration(named("installer")).ok).toBe(true);
+    expect(parseDeclaration(named("v1:AAAA:BBBB:CCCC")).ok).toBe(true);
+    expect(refusals(named("hunter2")).map(refusalLine)).toEqual([
+      'declaration field "secrets.pw": must be a sealed value (v1:…) or "installer"',
+    ]);
+  });
+
   it("refuses an unknown field naming the resource and the field", () => {
     const [r] = refusals(decl([file({ colour: "red" })]));
     expect(r).toEqual({ id: "f", field: "colour", reason: "unknown field" });

@@ -1,80 +1,44 @@
 // overlay (overlay.md, ADR 0105): the node's WireGuard interface, written 0600 with the node's overlay key and run
-// by wg-quick@<if>; read back from `wg show <if> dump` and the kernel's MTU. When it `takes` a found tunnel, nothing
-// is stopped until the declared interface would listen on the found port at the found address with the found
-// key; the found configuration is held, its unit stopped and disabled, nothing flushed; a mesh interface that
-// fails to start has the found one started again. Once a peer has handshaken with the mesh's interface, the
-// found configuration is retired: removed from where its unit reads it, recorded apart from holds.
+// by wg-quick@<if>; read back from `wg show <if> dump` and the kernel's MTU. When it `takes` a found tunnel the
+// takeover is overlay-takeover.ts's and the found configuration's retirement overlay-retire.ts's; what both
+// remember across runs is overlay-ledger.ts's. Removal gives back what was found, a retired tunnel excepted.
 
-import { mkdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import * as z from "zod";
-import { SECRET_FILE_MODE, STATE_DIR_MODE } from "../defaults.ts";
-import { keyPath, overlayKeyFromB64, privateB64, publicB64, State, writeFileAtomic } from "../store/index.ts";
+import { SECRET_FILE_MODE } from "../defaults.ts";
 import type { OverlayResource } from "../vocabulary/index.ts";
-import { interfaceNameProblem } from "../vocabulary/overlay.ts";
-import { sha256 } from "./file.ts";
-import { placeProblem } from "./paths.ts";
+import { type FoundRun, noteTakeover, retiredTunnels, type Takeover } from "./overlay-ledger.ts";
+import { type RetireData, retire } from "./overlay-retire.ts";
+import { initOf, overlayKeyOf, runner, type Survey, stateDirOf, survey } from "./overlay-survey.ts";
+import { decideTakes, facts, type TakeData, takeOver } from "./overlay-takeover.ts";
 import { stepsOf } from "./step.ts";
-import { type FoundFile, readRegular, removeRegular, type UnitState, writeRegular } from "./systemd.ts";
-import type { Applier, DecideContext, Executed, Ports, RecordBase, Step } from "./types.ts";
+import { type FoundFile, readRegular, removeRegular, writeRegular } from "./systemd.ts";
+import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
 import {
   bringDown,
   bringUp,
-  configPath,
   describeLive,
-  hasSystemd,
   type Init,
-  interfaceExists,
-  interfaceMtu,
-  type Live,
-  LOOK_AGAIN_MS,
   liveDifference,
   putBack,
-  quickUnitState,
   readBack,
-  readInterface,
-  readTunnel,
-  renderConfig,
-  sleep,
   unitEnabled,
   unitRunning,
-  WIREGUARD_DIR,
   waitGone,
-  waitUp,
   writeConfig,
 } from "./wireguard.ts";
 
-/** The ports the overlay needs beyond the contract's: the state directory, where the node's keys are. */
-export interface OverlayPorts extends Ports {
-  stateDir?: string;
-}
-
-/** The takeover account (overlay.md): given on every takeover, failures included. */
-export type Account = "not taken" | "taken" | "down";
-
-/** How a unit (or, without systemd, an interface) was found: what giving it back restores. */
-export interface FoundRun {
-  enabled: boolean;
-  running: boolean;
-}
-
-export interface Takeover {
-  interface: string;
-  state: Account;
-  port: number;
-  address: string;
-  range: string;
-  peers: number;
-  mtu: number;
-  /** Where its unit reads it: `<wireguard dir>/<if>.conf`. */
-  path: string;
-  /** The digest its original is kept under in the holds; null when it had none. */
-  kept: string | null;
-  found: FoundRun;
-  at: string;
-  /** When its configuration was retired (the ledger is the record of it; this is for status). */
-  retired?: string;
-}
+export {
+  type Account,
+  type FoundRun,
+  JOURNAL,
+  LEDGER,
+  LEDGER_DIR,
+  type Retired,
+  retiredTunnels,
+  type Takeover,
+  takeovers,
+} from "./overlay-ledger.ts";
+export { type OverlayPorts, overlayKeyOf } from "./overlay-survey.ts";
+export { accountLine, facts } from "./overlay-takeover.ts";
 
 export interface OverlayRecord extends RecordBase {
   type: "overlay";
@@ -97,123 +61,10 @@ export function meshInterfaces(records: Record<string, { type: string; [k: strin
   );
 }
 
-// ---- the retirement ledger: in the state directory, apart from holds, and nothing writes a retired one back
-
-const Retired = z.object({
-  path: z.string(),
-  original: z.string(),
-  kept: z.string(),
-  at: z.string(),
-  by: z.string(),
-  peer: z.string(),
-});
-export type Retired = z.infer<typeof Retired>;
-const LedgerFile = z.object({ format: z.number().int(), retired: z.record(z.string(), Retired) });
-export const LEDGER = "overlay-retired.json";
-export const LEDGER_DIR = "overlay-retired";
-
-/** Every found tunnel whose configuration the mesh retired, by interface: what status shows and a take consults. */
-export function retiredTunnels(stateDir: string | undefined): Record<string, Retired> {
-  if (!stateDir) return {};
-  return new State(stateDir).readVersioned(LEDGER, LedgerFile)?.retired ?? {};
-}
-
-async function recordRetired(stateDir: string, iface: string, entry: Retired, original: Uint8Array) {
-  const state = new State(stateDir).ensure();
-  const dir = join(stateDir, LEDGER_DIR);
-  mkdirSync(dir, { recursive: true, mode: STATE_DIR_MODE });
-  await writeFileAtomic(join(stateDir, entry.kept), original, { mode: SECRET_FILE_MODE });
-  state.writeVersioned(LEDGER, { retired: { ...retiredTunnels(stateDir), [iface]: entry } });
-}
-
-// ---- the takeover journal: the last account of each takeover, written before anything is stopped, so a host
-// that dies between stopping the found tunnel and starting its own finds the takeover `down`, not missing
-
-const TakeoverEntry = z.object({
-  interface: z.string(),
-  state: z.enum(["not taken", "taken", "down"]),
-  port: z.number(),
-  address: z.string(),
-  range: z.string(),
-  peers: z.number(),
-  mtu: z.number(),
-  path: z.string(),
-  kept: z.string().nullable(),
-  found: z.object({ enabled: z.boolean(), running: z.boolean() }),
-  at: z.string(),
-  retired: z.string().optional(),
-});
-const JournalFile = z.object({ format: z.number().int(), takeovers: z.record(z.string(), TakeoverEntry) });
-export const JOURNAL = "overlay-takeover.json";
-
-/** Every takeover's last account, by the found interface's name. */
-export function takeovers(stateDir: string | undefined): Record<string, Takeover> {
-  if (!stateDir) return {};
-  return new State(stateDir).readVersioned(JOURNAL, JournalFile)?.takeovers ?? {};
-}
-
-function noteTakeover(stateDir: string | undefined, t: Takeover | { interface: string; forget: true }): void {
-  if (!stateDir) return;
-  const all = takeovers(stateDir);
-  if ("forget" in t) delete all[t.interface];
-  else all[t.interface] = t;
-  new State(stateDir).writeVersioned(JOURNAL, { takeovers: all });
-}
-
-// ---- the node's overlay key
-
-interface Key {
-  private: string;
-  public: string;
-}
-
-/** The node's overlay key, from its state directory; a reason never quotes the file. */
-export function overlayKeyOf(stateDir: string | undefined): Key | string {
-  if (!stateDir)
-    return "the node's overlay key cannot be read: this host gave the applier no state directory";
-  const path = keyPath(stateDir, "overlay");
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (e) {
-    return `the node's overlay key ${path} cannot be read: ${(e as NodeJS.ErrnoException).code} (enrol first)`;
-  }
-  const pair = overlayKeyFromB64(text);
-  if (!pair) return `${path} is not a key file`;
-  return { private: privateB64(pair.privateKey), public: publicB64(pair.publicKey) };
-}
-
-// ---- what decide reads
-
-interface Survey {
-  init: Init;
-  key: Key;
-  path: string;
-  file: FoundFile | null;
-  bytes: Uint8Array;
-  sha: string;
-  live: Live;
-  mtu: number | null;
-  unit: UnitState | null;
-}
-
 interface WriteData {
   bytes: Uint8Array;
   sha: string;
   hold?: FoundFile;
-}
-
-interface TakeData {
-  takeover: Omit<Takeover, "state" | "kept" | "at">;
-  config: FoundFile | null;
-  /** False when the found interface is already down (a takeover that left it `down` is tried again). */
-  stop: boolean;
-}
-
-interface RetireData {
-  path: string;
-  peer: string;
-  handshake: number;
 }
 
 interface ApplyData {
@@ -230,30 +81,6 @@ const stepOf = stepsOf("overlay");
 
 const refuse = (id: string, detail: string, field = "interface"): Step =>
   stepOf(id, "failed", "refuse", detail, undefined, field);
-
-const stateDirOf = (ctx: DecideContext) => (ctx.ports as OverlayPorts).stateDir;
-const initOf = async (ctx: DecideContext): Promise<Init> => ({
-  systemd: await hasSystemd(ctx.ports.exec),
-  exec: ctx.ports.exec,
-});
-const runner = (init: Init, iface: string) => (init.systemd ? `wg-quick@${iface}` : `wg-quick ${iface}`);
-
-async function survey(wanted: OverlayResource, ctx: DecideContext): Promise<Survey | string> {
-  const key = overlayKeyOf(stateDirOf(ctx));
-  if (typeof key === "string") return key;
-  const path = configPath(wanted.interface);
-  const problem = placeProblem(ctx.ports.root, path);
-  if (problem) return problem;
-  const init = await initOf(ctx);
-  const file = await readRegular(ctx.ports.root, path);
-  if (typeof file === "string") return file;
-  const bytes = Buffer.from(renderConfig(wanted, key.private), "utf8");
-  const live = await readInterface(init.exec, wanted.interface);
-  const mtu = live.kind === "up" ? await interfaceMtu(init.exec, wanted.interface) : null;
-  const unit = init.systemd ? await quickUnitState(init, wanted.interface) : null;
-  if (typeof unit === "string") return unit;
-  return { init, key, path, file, bytes, sha: sha256(bytes), live, mtu, unit };
-}
 
 /** Why the interface running now is not the declared one, or null. */
 function runningDifference(wanted: OverlayResource, s: Survey): string | null {
@@ -373,191 +200,6 @@ export const overlayApplier: Applier<OverlayResource, OverlayRecord> = {
     }
   },
 };
-
-// ---- takeover: decided read only, in overlay.md's order
-
-type TakeDecision =
-  | { kind: "refuse"; detail: string; field: string }
-  | { kind: "ok"; take?: TakeData; retire?: RetireData; notes: string[] };
-
-export function facts(t: { port: number; range: string; peers: number; mtu: number }): string {
-  return `port ${t.port}, range ${t.range || "unknown"}, ${t.peers} peer(s)${t.mtu ? `, MTU ${t.mtu}` : ""}`;
-}
-
-/** The account in one line, as every takeover gives it. */
-export function accountLine(t: Takeover, why?: string): string {
-  const kept = t.kept
-    ? `original kept in holds as sha256:${t.kept.slice(0, 12)}`
-    : "no configuration to keep";
-  return `takeover of ${t.interface}: ${t.state} (${facts(t)}; ${kept})${why ? ` — ${why}` : ""}`;
-}
-
-async function decideTakes(
-  wanted: OverlayResource,
-  record: OverlayRecord | undefined,
-  s: Survey,
-  ctx: DecideContext,
-): Promise<TakeDecision> {
-  const name = wanted.takes!;
-  const stateDir = stateDirOf(ctx);
-  const retired = retiredTunnels(stateDir)[name];
-  // the record, or the journal when the host died before the record was written
-  const prior = record?.takeover?.interface === name ? record.takeover : takeovers(stateDir)[name];
-  if (retired || prior?.state === "taken") {
-    const beside = await besideTheMesh(wanted, s, name);
-    if (beside.kind === "refuse") return beside;
-    const notes = beside.note ? [beside.note] : [];
-    if (retired) {
-      notes.push(`${name} was retired at ${retired.at}: nothing of it is written back`);
-      const back = await readRegular(ctx.ports.root, retired.path);
-      if (back && typeof back !== "string")
-        notes.push(`${retired.path} was put back by hand; it is left as it is`);
-      return { kind: "ok", notes };
-    }
-    const r = await decideRetire(wanted, prior!, s, ctx);
-    if (typeof r === "string") notes.push(`${name}'s configuration kept: ${r}`);
-    return { kind: "ok", retire: typeof r === "string" ? undefined : r, notes };
-  }
-  return decideTakeover(wanted, prior, s, ctx);
-}
-
-/** After the takeover: the found interface back beside the mesh's is said (its unit) or refused (by hand). */
-async function besideTheMesh(
-  wanted: OverlayResource,
-  s: Survey,
-  name: string,
-): Promise<{ kind: "refuse"; detail: string; field: string } | { kind: "ok"; note?: string }> {
-  if (!(await interfaceExists(s.init.exec, name))) return { kind: "ok" };
-  if (s.init.systemd) {
-    const unit = await quickUnitState(s.init, name);
-    if (typeof unit !== "string" && unitRunning(unit))
-      return {
-        kind: "ok",
-        note: `wg-quick@${name} was started again by hand beside ${wanted.interface}: it is left running, not stopped (two interfaces with one key fight; \`systemctl disable --now wg-quick@${name}\` ends it)`,
-      };
-  }
-  await sleep(LOOK_AGAIN_MS);
-  if (!(await interfaceExists(s.init.exec, name))) return { kind: "ok" };
-  return {
-    kind: "refuse",
-    field: "takes",
-    detail: `${name} is up again beside ${wanted.interface}, raised by hand: \`wg-quick down ${name}\` (${wanted.interface} carries its tunnel now)`,
-  };
-}
-
-/** The guards before anything is stopped: the found port, address and key, and a configuration to keep. */
-async function decideTakeover(
-  wanted: OverlayResource,
-  prior: Takeover | undefined,
-  s: Survey,
-  ctx: DecideContext,
-): Promise<TakeDecision> {
-  const name = wanted.takes!;
-  const no = (
-    field: string,
-    why: string,
-    f?: { port: number; range: string; peers: number; mtu: number },
-  ) => ({
-    kind: "refuse" as const,
-    field,
-    detail: `takeover of ${name}: not taken${f ? ` (${facts(f)}; left running)` : ""} — ${why}`,
-  });
-  const exists = await interfaceExists(s.init.exec, name);
-  if (!exists && prior?.state === "down")
-    return {
-      kind: "ok",
-      notes: [`${name} was left down by the last attempt; taking it over again`],
-      take: { takeover: { ...prior }, config: null, stop: false },
-    };
-  if (!exists)
-    return no(
-      "takes",
-      `no interface ${name} is up: start it (\`systemctl start wg-quick@${name}\` or \`wg-quick up ${name}\`), or declare the overlay without takes`,
-    );
-  const unit = s.init.systemd ? await quickUnitState(s.init, name) : null;
-  if (typeof unit === "string") return no("takes", unit);
-  if (unit && !unitRunning(unit)) {
-    await sleep(LOOK_AGAIN_MS);
-    const again = await quickUnitState(s.init, name);
-    if (typeof again === "string" || !unitRunning(again))
-      return no(
-        "takes",
-        `${name} is up but not by wg-quick@${name} (raised by hand), so stopping a unit would not stop it: \`wg-quick down ${name}\`, then \`systemctl start wg-quick@${name}\``,
-      );
-  }
-  const found = await readTunnel(s.init.exec, ctx.ports.root, name);
-  if (typeof found === "string") return no("takes", found);
-  const t = found.tunnel;
-  if (!found.config)
-    return no(
-      "takes",
-      `${name} has no configuration at ${configPath(name)} to keep (raised by hand?): \`wg-quick down ${name}\` and bring it up from a configuration`,
-      t,
-    );
-  if (found.privateKey !== s.key.private)
-    return no(
-      "takes",
-      `the node's overlay key is not ${name}'s key: \`mesh-host overlay take --tunnel ${name}\` takes it and tells the mesh`,
-      t,
-    );
-  if (wanted.listen_port !== t.port)
-    return no(
-      "listen_port",
-      `${name} listens on ${t.port} and the declaration says ${wanted.listen_port ?? "none"}: its peers dial ${t.port}, so the mesh's interface must listen there`,
-      t,
-    );
-  const declared = wanted.address.split("/")[0];
-  if (declared !== t.address)
-    return no(
-      "address",
-      `${name} is at ${t.address || "no address"} and the declaration says ${declared}: the mesh's interface must take the found address`,
-      t,
-    );
-  if (t.mtu && wanted.mtu === undefined)
-    return no(
-      "mtu",
-      `${name} runs at MTU ${t.mtu} (its [Interface] says so) and the declaration gives none: the mesh's interface would fall back to the default`,
-      t,
-    );
-  const takeover = {
-    ...t,
-    path: configPath(name),
-    found: unit
-      ? { enabled: unitEnabled(unit), running: unitRunning(unit) }
-      : { enabled: false, running: true },
-  };
-  return { kind: "ok", notes: [], take: { takeover, config: found.config, stop: true } };
-}
-
-/** Retire once a peer has handshaken with the mesh's interface; otherwise why the found configuration is kept. */
-async function decideRetire(
-  wanted: OverlayResource,
-  t: Takeover,
-  s: Survey,
-  ctx: DecideContext,
-): Promise<RetireData | string> {
-  if (s.live.kind === "unknown") return `wg does not answer (${s.live.reason})`;
-  if (s.live.kind !== "up") return `${wanted.interface} is not up, so no handshake proves it`;
-  const peer = s.live.dump.peers
-    .filter((p) => p.latestHandshake > 0)
-    .sort((a, b) => b.latestHandshake - a.latestHandshake)[0];
-  if (!peer) return `no peer has handshaken with ${wanted.interface} yet`;
-  const problem = retirePathProblem(t, s, ctx);
-  if (problem) return problem;
-  if (!stateDirOf(ctx)) return "no state directory to record its retirement in";
-  const original = t.kept ? await ctx.ports.holds.original(t.path) : null;
-  if (!original || original.sha !== t.kept) return "its kept original does not verify, so the live one stays";
-  return { path: t.path, peer: peer.publicKey, handshake: peer.latestHandshake };
-}
-
-/** Nothing is removed unless it is `<wireguard dir>/<if>.conf`, not a path the mesh writes, and not a link. */
-function retirePathProblem(t: Takeover, s: Survey, ctx: DecideContext): string | null {
-  if (interfaceNameProblem(t.interface) || t.path !== `${WIREGUARD_DIR}/${t.interface}.conf`)
-    return `${t.path} is not ${WIREGUARD_DIR}/<interface>.conf`;
-  if (t.path === s.path || ctx.declaredPaths.has(t.path)) return `${t.path} is a path the mesh writes`;
-  return placeProblem(ctx.ports.root, t.path);
-}
-
 // ---- execution
 
 async function applyStep(
@@ -608,96 +250,6 @@ async function applyStep(
   ].join("; ");
   return { did: step.did, detail, record, held };
 }
-
-async function takeOver(
-  d: ApplyData,
-  wanted: OverlayResource,
-  key: Key,
-  init: Init,
-  ctx: DecideContext,
-): Promise<{ ok: boolean; takeover: Takeover; said: string; held?: Executed<OverlayRecord>["held"] }> {
-  const t = d.take!;
-  const name = t.takeover.interface;
-  const at = new Date().toISOString();
-  let kept: string | null = (t.takeover as Partial<Takeover>).kept ?? null;
-  let held: Executed<OverlayRecord>["held"];
-  // 1. the found configuration is kept like any held file, once
-  if (t.config) {
-    kept = await ctx.ports.holds.keep(t.takeover.path, t.config.bytes, t.config);
-    held = { path: t.takeover.path, original: kept };
-  }
-  const result = (state: Account, why?: string) => {
-    const takeover: Takeover = { ...t.takeover, state, kept, at };
-    noteTakeover(stateDirOf(ctx), takeover);
-    return { ok: state === "taken", takeover, said: accountLine(takeover, why), held };
-  };
-  // 2. the mesh's configuration is written before anything is stopped
-  if (d.write) await writeConfig(ctx.ports.root, d.record.path, d.write.bytes);
-  // written down as `down` before anything is stopped: a crash from here on is found, not forgotten
-  noteTakeover(stateDirOf(ctx), { ...t.takeover, state: "down", kept, at });
-  // 3. the found unit stopped and disabled; nothing flushed
-  if (t.stop) {
-    const stopped = await bringDown(init, name, true);
-    if (stopped) {
-      const back = await putBack(init, name, t.takeover.found);
-      return result(
-        back ? "down" : "not taken",
-        `${name} could not be stopped: ${stopped}${back ? `; putting it back failed: ${back}` : ""}`,
-      );
-    }
-    if (!(await waitGone(init.exec, name))) {
-      await putBack(init, name, { enabled: t.takeover.found.enabled, running: false });
-      return result(
-        "not taken",
-        `${name} is still up after ${runner(init, name)} stopped, so it was raised by hand: \`wg-quick down ${name}\`, then apply again`,
-      );
-    }
-  }
-  // 4. the mesh's interface; if it will not start, the found one is started again
-  const running = (await readInterface(init.exec, wanted.interface)).kind === "up";
-  const started = await bringUp(init, wanted.interface, running);
-  const failed = started ?? (await readBack(init.exec, wanted, key.public));
-  if (!failed) return result("taken", `${wanted.interface} up in its place`);
-  await bringDown(init, wanted.interface, true);
-  const again = await putBack(init, name, { enabled: t.takeover.found.enabled, running: true });
-  const up = !again && (await waitUp(init.exec, name));
-  return result(
-    up ? "not taken" : "down",
-    `${wanted.interface} did not start (${failed}); ${up ? `${name} started again` : `${name} could not be started again${again ? `: ${again}` : ""}`}`,
-  );
-}
-
-/** Remove the found configuration from where its unit reads it, its original verified and recorded first. */
-async function retire(
-  r: RetireData,
-  t: Takeover,
-  wanted: OverlayResource,
-  ctx: DecideContext,
-): Promise<{ said: string; at?: string }> {
-  const stateDir = stateDirOf(ctx)!;
-  const keptNot = (why: string) => ({ said: `${t.interface}'s configuration kept: ${why}` });
-  const original = await ctx.ports.holds.original(r.path);
-  if (!original || original.sha !== t.kept) return keptNot("its kept original does not verify");
-  const live = await readRegular(ctx.ports.root, r.path);
-  if (typeof live === "string") return keptNot(live);
-  const at = new Date().toISOString();
-  const kept = `${LEDGER_DIR}/${original.sha}`;
-  // recorded before anything is removed: a crash between the two still finds it retired
-  await recordRetired(
-    stateDir,
-    t.interface,
-    { path: r.path, original: original.sha, kept, at, by: wanted.interface, peer: r.peer },
-    original.bytes,
-  );
-  if (live) await removeRegular(ctx.ports.root, r.path);
-  await ctx.ports.holds.release(r.path);
-  const when = new Date(r.handshake * 1000).toISOString();
-  return {
-    at,
-    said: `${t.interface}'s configuration retired: peer ${r.peer.slice(0, 8)}… handshook with ${wanted.interface} at ${when}; ${r.path} ${live ? "removed" : "was already gone"}, its original kept at ${join(stateDir, kept)}`,
-  };
-}
-
 async function removeStep(
   step: Step,
   record: OverlayRecord,

@@ -1,0 +1,79 @@
+// Retiring a taken tunnel's configuration (overlay.md): once a peer has handshaken with the mesh's interface,
+// the found configuration is removed from where its unit reads it, its original verified and recorded in the
+// ledger first, so a crash between the two still finds it retired and giving the overlay back never writes it.
+
+import { join } from "node:path";
+import type { OverlayResource } from "../vocabulary/index.ts";
+import { interfaceNameProblem } from "../vocabulary/overlay.ts";
+import { LEDGER_DIR, recordRetired, type Takeover } from "./overlay-ledger.ts";
+import { type Survey, stateDirOf } from "./overlay-survey.ts";
+import { placeProblem } from "./paths.ts";
+import { readRegular, removeRegular } from "./systemd.ts";
+import type { DecideContext } from "./types.ts";
+import { WIREGUARD_DIR } from "./wireguard.ts";
+
+export interface RetireData {
+  path: string;
+  peer: string;
+  handshake: number;
+}
+
+/** Retire once a peer has handshaken with the mesh's interface; otherwise why the found configuration is kept. */
+export async function decideRetire(
+  wanted: OverlayResource,
+  t: Takeover,
+  s: Survey,
+  ctx: DecideContext,
+): Promise<RetireData | string> {
+  if (s.live.kind === "unknown") return `wg does not answer (${s.live.reason})`;
+  if (s.live.kind !== "up") return `${wanted.interface} is not up, so no handshake proves it`;
+  const peer = s.live.dump.peers
+    .filter((p) => p.latestHandshake > 0)
+    .sort((a, b) => b.latestHandshake - a.latestHandshake)[0];
+  if (!peer) return `no peer has handshaken with ${wanted.interface} yet`;
+  const problem = retirePathProblem(t, s, ctx);
+  if (problem) return problem;
+  if (!stateDirOf(ctx)) return "no state directory to record its retirement in";
+  const original = t.kept ? await ctx.ports.holds.original(t.path) : null;
+  if (!original || original.sha !== t.kept) return "its kept original does not verify, so the live one stays";
+  return { path: t.path, peer: peer.publicKey, handshake: peer.latestHandshake };
+}
+
+/** Nothing is removed unless it is `<wireguard dir>/<if>.conf`, not a path the mesh writes, and not a link. */
+function retirePathProblem(t: Takeover, s: Survey, ctx: DecideContext): string | null {
+  if (interfaceNameProblem(t.interface) || t.path !== `${WIREGUARD_DIR}/${t.interface}.conf`)
+    return `${t.path} is not ${WIREGUARD_DIR}/<interface>.conf`;
+  if (t.path === s.path || ctx.declaredPaths.has(t.path)) return `${t.path} is a path the mesh writes`;
+  return placeProblem(ctx.ports.root, t.path);
+}
+
+/** Remove the found configuration from where its unit reads it, its original verified and recorded first. */
+export async function retire(
+  r: RetireData,
+  t: Takeover,
+  wanted: OverlayResource,
+  ctx: DecideContext,
+): Promise<{ said: string; at?: string }> {
+  const stateDir = stateDirOf(ctx)!;
+  const keptNot = (why: string) => ({ said: `${t.interface}'s configuration kept: ${why}` });
+  const original = await ctx.ports.holds.original(r.path);
+  if (!original || original.sha !== t.kept) return keptNot("its kept original does not verify");
+  const live = await readRegular(ctx.ports.root, r.path);
+  if (typeof live === "string") return keptNot(live);
+  const at = new Date().toISOString();
+  const kept = `${LEDGER_DIR}/${original.sha}`;
+  // recorded before anything is removed: a crash between the two still finds it retired
+  await recordRetired(
+    stateDir,
+    t.interface,
+    { path: r.path, original: original.sha, kept, at, by: wanted.interface, peer: r.peer },
+    original.bytes,
+  );
+  if (live) await removeRegular(ctx.ports.root, r.path);
+  await ctx.ports.holds.release(r.path);
+  const when = new Date(r.handshake * 1000).toISOString();
+  return {
+    at,
+    said: `${t.interface}'s configuration retired: peer ${r.peer.slice(0, 8)}… handshook with ${wanted.interface} at ${when}; ${r.path} ${live ? "removed" : "was already gone"}, its original kept at ${join(stateDir, kept)}`,
+  };
+}

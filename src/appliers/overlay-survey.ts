@@ -1,0 +1,88 @@
+// What the overlay's decide reads of the machine, read only: the node's overlay key from the state directory,
+// the configuration at the interface's path and the one the mesh would write there, the live interface, its
+// MTU and, where systemd runs, its wg-quick unit. A takeover reads the same, so both start from one survey.
+
+import { readFileSync } from "node:fs";
+import { keyPath, overlayKeyFromB64, privateB64, publicB64 } from "../store/index.ts";
+import type { OverlayResource } from "../vocabulary/index.ts";
+import { sha256 } from "./file.ts";
+import { placeProblem } from "./paths.ts";
+import { type FoundFile, readRegular, type UnitState } from "./systemd.ts";
+import type { DecideContext, Ports } from "./types.ts";
+import {
+  configPath,
+  hasSystemd,
+  type Init,
+  interfaceMtu,
+  type Live,
+  quickUnitState,
+  readInterface,
+  renderConfig,
+} from "./wireguard.ts";
+
+/** The ports the overlay needs beyond the contract's: the state directory, where the node's keys are. */
+export interface OverlayPorts extends Ports {
+  stateDir?: string;
+}
+
+// ---- the node's overlay key
+
+export interface Key {
+  private: string;
+  public: string;
+}
+
+/** The node's overlay key, from its state directory; a reason never quotes the file. */
+export function overlayKeyOf(stateDir: string | undefined): Key | string {
+  if (!stateDir)
+    return "the node's overlay key cannot be read: this host gave the applier no state directory";
+  const path = keyPath(stateDir, "overlay");
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (e) {
+    return `the node's overlay key ${path} cannot be read: ${(e as NodeJS.ErrnoException).code} (enrol first)`;
+  }
+  const pair = overlayKeyFromB64(text);
+  if (!pair) return `${path} is not a key file`;
+  return { private: privateB64(pair.privateKey), public: publicB64(pair.publicKey) };
+}
+
+// ---- what decide reads
+
+export interface Survey {
+  init: Init;
+  key: Key;
+  path: string;
+  file: FoundFile | null;
+  bytes: Uint8Array;
+  sha: string;
+  live: Live;
+  mtu: number | null;
+  unit: UnitState | null;
+}
+
+export const stateDirOf = (ctx: DecideContext) => (ctx.ports as OverlayPorts).stateDir;
+export const initOf = async (ctx: DecideContext): Promise<Init> => ({
+  systemd: await hasSystemd(ctx.ports.exec),
+  exec: ctx.ports.exec,
+});
+export const runner = (init: Init, iface: string) =>
+  init.systemd ? `wg-quick@${iface}` : `wg-quick ${iface}`;
+
+export async function survey(wanted: OverlayResource, ctx: DecideContext): Promise<Survey | string> {
+  const key = overlayKeyOf(stateDirOf(ctx));
+  if (typeof key === "string") return key;
+  const path = configPath(wanted.interface);
+  const problem = placeProblem(ctx.ports.root, path);
+  if (problem) return problem;
+  const init = await initOf(ctx);
+  const file = await readRegular(ctx.ports.root, path);
+  if (typeof file === "string") return file;
+  const bytes = Buffer.from(renderConfig(wanted, key.private), "utf8");
+  const live = await readInterface(init.exec, wanted.interface);
+  const mtu = live.kind === "up" ? await interfaceMtu(init.exec, wanted.interface) : null;
+  const unit = init.systemd ? await quickUnitState(init, wanted.interface) : null;
+  if (typeof unit === "string") return unit;
+  return { init, key, path, file, bytes, sha: sha256(bytes), live, mtu, unit };
+}

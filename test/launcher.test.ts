@@ -247,6 +247,24 @@ describe.each(SHELLS)("the rollback launcher under %s", (shell) => {
     expect(m.launcherState()).toMatchObject({ release: "", starts: "0", rolledback: "", kept: sha256(v3) });
   });
 
+  it("a rollback the host has not reported yet is kept: a second one is a second line of the note", () => {
+    const m = machine(shell);
+    const v1 = m.standIn("v1", "confirm");
+    m.install(v1);
+    m.start();
+    const v2 = m.standIn("v2", "fail");
+    m.install(v2);
+    expect(m.starts(4)).toEqual(["v2", "v2", "v2", "v1"]);
+    // v1 runs and confirms again, but no report carried the note yet; then v3 fails as well
+    const v3 = m.standIn("v3", "fail");
+    m.install(v3);
+    expect(m.starts(4)).toEqual(["v3", "v3", "v3", "v1"]);
+    expect(m.note()).toBe(
+      `rolled back from ${sha256(v2)} to ${sha256(v1)} after 3 failed starts\n` +
+        `rolled back from ${sha256(v3)} to ${sha256(v1)} after 3 failed starts\n`,
+    );
+  });
+
   it("never rolls back twice: when the confirmed binary fails too, it keeps trying the installed one", () => {
     const m = machine(shell);
     const v1 = m.standIn("v1", "confirm");

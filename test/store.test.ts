@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import {
   acquireLock,
   LockBusy,
+  pendingNotes,
   State,
   StateError,
   StoreHolds,
@@ -42,6 +43,29 @@ describe("the state directory", () => {
     writeFileSync(join(dir, "records.json"), JSON.stringify({ format: 2, records: {}, order: [] }));
     expect(() => new State(dir).readRecords()).toThrow(StateError);
     expect(() => new State(dir).readRecords()).toThrow(/format 2; this mesh-host reads format 1/);
+  });
+});
+
+describe("notes left for the next report", () => {
+  it("says each line of each note, and clears only what it read, once the report carrying them is kept", () => {
+    const dir = tempDir();
+    const state = new State(dir).ensure();
+    writeFileSync(
+      join(dir, "rollback-note"),
+      "rolled back from a to b after 3 failed starts\nrolled back from c to b after 3 failed starts\n",
+    );
+    writeFileSync(join(dir, "move-note"), "move to nats://x failed: refused; returned to nats://y\n");
+    const pending = pendingNotes(state);
+    expect(pending.notes).toEqual([
+      "rolled back from a to b after 3 failed starts",
+      "rolled back from c to b after 3 failed starts",
+      "move to nats://x failed: refused; returned to nats://y",
+    ]);
+    // a rollback written after they were read is not cleared with them
+    writeFileSync(join(dir, "rollback-note"), "rolled back from d to b after 3 failed starts\n");
+    pending.clear();
+    expect(existsSync(join(dir, "move-note"))).toBe(false);
+    expect(readFileSync(join(dir, "rollback-note"), "utf8")).toContain("from d to b");
   });
 });
 

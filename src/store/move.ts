@@ -64,7 +64,13 @@ export function pendingNotes(state: State): PendingNotes {
     else if (text !== null) state.remove(name);
   }
   return {
-    notes: read.map((r) => r.text.trim()),
+    // one line a note: the launcher appends a rollback to one not yet reported
+    notes: read.flatMap((r) =>
+      r.text
+        .split("\n")
+        .map((l) => l.trim())
+        .filter(Boolean),
+    ),
     clear() {
       for (const r of read) if (state.readText(r.name) === r.text) state.remove(r.name);
     },

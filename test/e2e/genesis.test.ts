@@ -193,6 +193,20 @@ describe("a secret the installer gives genesis", () => {
     }
   });
 
+  it("is given again to reconcile the consumed bundle before the mesh has spoken; without it, refused", async () => {
+    const m = machine();
+    const secret = `superuser=${given(m, `${VALUE}\n`)}`;
+    expect((await m.cli("genesis", bundleNaming(m), "--mode", "adopted", "--secret", secret)).code).toBe(0);
+    writeFileSync(join(m.root, "etc/store/superuser"), "drifted");
+    const without = await m.cli("reconcile", bundleNaming(m));
+    expect(without.code).toBe(2);
+    expect(without.stderr).toMatch(/secret "superuser" is the installer's, and none was given/);
+    expect(readFileSync(join(m.root, "etc/store/superuser"), "utf8")).toBe("drifted");
+    const again = await m.cli("reconcile", bundleNaming(m), "--secret", secret);
+    expect(again.code, again.stderr).toBe(0);
+    expect(written(m)).toEqual(Buffer.from(VALUE));
+  });
+
   it("is the value the mesh later seals for the same file: its declaration reconciles, unchanged", async () => {
     const m = machine();
     const r = await m.cli(

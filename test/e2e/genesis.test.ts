@@ -173,19 +173,22 @@ describe("a secret the installer gives genesis", () => {
     return file;
   };
   const written = (m: ReturnType<typeof machine>) => readFileSync(join(m.root, "etc/store/superuser"));
+  /** genesis of the bundle naming the installer secret, given as `bytes` in a file. */
+  const genesisGiven = (m: ReturnType<typeof machine>, bytes: string, ...more: string[]) =>
+    m.cli(
+      "genesis",
+      bundleNaming(m),
+      "--mode",
+      "adopted",
+      "--secret",
+      `superuser=${given(m, bytes)}`,
+      ...more,
+    );
 
   it("is written as the value alone (no line ending), and is never printed or kept in the state", async () => {
     for (const ending of ["\n", "\r\n", ""]) {
       const m = machine();
-      const r = await m.cli(
-        "genesis",
-        bundleNaming(m),
-        "--mode",
-        "adopted",
-        "--secret",
-        `superuser=${given(m, VALUE + ending)}`,
-        "--json",
-      );
+      const r = await genesisGiven(m, VALUE + ending, "--json");
       expect(r.code, r.stderr).toBe(0);
       expect(written(m)).toEqual(Buffer.from(VALUE));
       expect((statSync(join(m.root, "etc/store/superuser")).mode & 0o777).toString(8)).toBe("600");
@@ -209,14 +212,7 @@ describe("a secret the installer gives genesis", () => {
 
   it("is the value the mesh later seals for the same file: its declaration reconciles, unchanged", async () => {
     const m = machine();
-    const r = await m.cli(
-      "genesis",
-      bundleNaming(m),
-      "--mode",
-      "adopted",
-      "--secret",
-      `superuser=${given(m, `${VALUE}\n`)}`,
-    );
+    const r = await genesisGiven(m, `${VALUE}\n`);
     expect(r.code, r.stderr).toBe(0);
     // the node enrols (its keys), and the mesh declares the same file with the value sealed to it
     const keys = ensureKeys(m.state);

@@ -2,7 +2,8 @@
 // definition changes (the containers declared on it are recreated by their own digest), one it found is never
 // replaced; undeclared, removed only when the mesh made it.
 
-import type { NetworkResource, RuntimeKind } from "../vocabulary/index.ts";
+import type { NetworkResource } from "../vocabulary/index.ts";
+import { absentStep, isDone, type MadeRecord, readBack, removalStep, settle } from "./made-objects.ts";
 import {
   isError,
   machineRuntimes,
@@ -12,14 +13,10 @@ import {
   sessionOf,
 } from "./runtime.ts";
 import { stepsOf } from "./step.ts";
-import type { Applier, Executed, RecordBase } from "./types.ts";
+import type { Applier, Executed } from "./types.ts";
 
-export interface NetworkRecord extends RecordBase {
+export interface NetworkRecord extends MadeRecord {
   type: "network";
-  name: string;
-  runtime: RuntimeKind;
-  /** True when the mesh made it: then, and only then, undeclaring removes it. */
-  created: boolean;
 }
 
 const step = stepsOf("network");
@@ -67,14 +64,7 @@ export function networkApplier(
         runtime: rt.kind,
         created: mine || !found,
       };
-      if (!found)
-        return step(
-          w.id,
-          mine ? "repaired" : "created",
-          "create",
-          `${w.name} ${mine ? "created again: it was gone" : "created"}`,
-          next,
-        );
+      if (!found) return absentStep(step, w.id, w.name, mine, next);
       const diff = differences(w, found);
       if (!diff.length)
         return step(
@@ -97,60 +87,39 @@ export function networkApplier(
     async decideRemoval(id, record, ctx) {
       if (!record.created)
         return step(id, "unchanged", "forget", `${record.name} left in place: the mesh did not create it`);
-      const s = sessionOf(ctx, finder);
-      const rt = s.runtime(record.runtime);
-      if (typeof rt === "string") return step(id, "failed", "fail", rt);
-      const found = await s.ask(rt, "network", record.name);
-      if (isError(found)) return step(id, "failed", "fail", found.error);
-      if (!found) return step(id, "removed", "forget", `${record.name} was already gone`);
-      return step(id, "removed", "remove", `${record.name} removed (the mesh created it)`);
+      return removalStep(
+        step,
+        "network",
+        id,
+        record,
+        ctx,
+        finder,
+        `${record.name} removed (the mesh created it)`,
+      );
     },
 
     async execute(st, w, record, ctx): Promise<Executed<NetworkRecord>> {
-      const next = (st.data as NetworkRecord | undefined) ?? record ?? null;
-      if (st.action === "none" || st.action === "note")
-        return { did: st.did, detail: st.detail, record: next };
-      if (st.action === "forget") return { did: st.did, detail: st.detail, record: null };
-      const s = sessionOf(ctx, finder);
-      const rt = s.runtime(next?.runtime);
-      if (st.action === "fail" || st.action === "refuse" || typeof rt === "string" || !next)
-        return { did: "failed", detail: typeof rt === "string" ? rt : st.detail, record: record ?? null };
-      s.forget(rt, "network", next.name);
-      if (st.action === "remove") {
-        const r = await rt.must(["network", "rm", next.name]);
-        if (isError(r))
-          return { did: "failed", detail: `${next.name} could not be removed: ${r.error}`, record: next };
-        return { did: "removed", detail: st.detail, record: null };
-      }
+      const made = await settle("network", st, record, ctx, finder);
+      if (isDone(made)) return made;
+      const { rt, next } = made;
       let reattach: string[] = [];
       if (st.action === "recreate") {
         const out = await recreateFirst(rt, w!, ctx.declared ?? []);
         if (isError(out)) return { did: "failed", detail: out.error, record: next };
         reattach = out;
       }
-      const made = await rt.must(createArgv(w!));
-      if (isError(made))
+      const created = await rt.must(createArgv(w!));
+      if (isError(created))
         return {
           did: "failed",
-          detail: `${w!.name} could not be created: ${made.error}`,
+          detail: `${w!.name} could not be created: ${created.error}`,
           record: record ?? null,
         };
       for (const c of reattach) await rt.run(["network", "connect", w!.name, c]);
-      s.forget(rt, "network", w!.name);
-      const back = await s.ask(rt, "network", w!.name);
-      if (isError(back) || !back)
-        return {
-          did: "failed",
-          detail: `${w!.name} read back: ${isError(back) ? back.error : "not there"}`,
-          record: next,
-        };
-      const diff = differences(w!, back);
-      if (diff.length)
-        return {
-          did: "failed",
-          detail: `${w!.name} read back differently: ${diff.join(", ")}`,
-          record: next,
-        };
+      const back = await readBack<NetworkInfo, NetworkRecord>(made, "network", w!.name, (b) =>
+        differences(w!, b),
+      );
+      if (isDone(back)) return back;
       const sub = back.subnets.map((x) => x.subnet).join(", ");
       return {
         did: st.did,

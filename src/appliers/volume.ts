@@ -1,16 +1,14 @@
 // volume: made as declared, read back by `volume inspect`; never recreated (its data would go with it);
 // undeclared, removed only when the mesh made it and the declaration said `remove_data: true`, else kept and said.
 
-import type { RuntimeKind, VolumeResource } from "../vocabulary/index.ts";
+import type { VolumeResource } from "../vocabulary/index.ts";
+import { absentStep, isDone, type MadeRecord, readBack, removalStep, settle } from "./made-objects.ts";
 import { isError, machineRuntimes, type RuntimeFinder, sessionOf, type VolumeInfo } from "./runtime.ts";
 import { stepsOf } from "./step.ts";
-import type { Applier, Executed, RecordBase } from "./types.ts";
+import type { Applier, Executed } from "./types.ts";
 
-export interface VolumeRecord extends RecordBase {
+export interface VolumeRecord extends MadeRecord {
   type: "volume";
-  name: string;
-  runtime: RuntimeKind;
-  created: boolean;
   /** What the last declaration said: undeclared, the data goes only when this was true. */
   remove_data: boolean;
 }
@@ -45,14 +43,7 @@ export function volumeApplier(
         created: mine || !found,
         remove_data: w.remove_data,
       };
-      if (!found)
-        return step(
-          w.id,
-          mine ? "repaired" : "created",
-          "create",
-          `${w.name} ${mine ? "created again: it was gone" : "created"}`,
-          next,
-        );
+      if (!found) return absentStep(step, w.id, w.name, mine, next);
       const diff = differences(w, found);
       if (diff.length)
         return step(
@@ -81,54 +72,33 @@ export function volumeApplier(
           "forget",
           `${record.name} kept with its data: the declaration did not say remove_data: true`,
         );
-      const s = sessionOf(ctx, finder);
-      const rt = s.runtime(record.runtime);
-      if (typeof rt === "string") return step(id, "failed", "fail", rt);
-      const found = await s.ask(rt, "volume", record.name);
-      if (isError(found)) return step(id, "failed", "fail", found.error);
-      if (!found) return step(id, "removed", "forget", `${record.name} was already gone`);
-      return step(id, "removed", "remove", `${record.name} removed with its data (remove_data: true)`);
+      return removalStep(
+        step,
+        "volume",
+        id,
+        record,
+        ctx,
+        finder,
+        `${record.name} removed with its data (remove_data: true)`,
+      );
     },
 
     async execute(st, w, record, ctx): Promise<Executed<VolumeRecord>> {
-      const next = (st.data as VolumeRecord | undefined) ?? record ?? null;
-      if (st.action === "none" || st.action === "note")
-        return { did: st.did, detail: st.detail, record: next };
-      if (st.action === "forget") return { did: st.did, detail: st.detail, record: null };
-      const s = sessionOf(ctx, finder);
-      const rt = s.runtime(next?.runtime);
-      if (st.action === "fail" || st.action === "refuse" || typeof rt === "string" || !next)
-        return { did: "failed", detail: typeof rt === "string" ? rt : st.detail, record: record ?? null };
-      s.forget(rt, "volume", next.name);
-      if (st.action === "remove") {
-        const r = await rt.must(["volume", "rm", next.name]);
-        if (isError(r))
-          return { did: "failed", detail: `${next.name} could not be removed: ${r.error}`, record: next };
-        return { did: "removed", detail: st.detail, record: null };
-      }
+      const made = await settle("volume", st, record, ctx, finder);
+      if (isDone(made)) return made;
       const labels = Object.entries(w!.labels ?? {}).flatMap(([k, v]) => ["--label", `${k}=${v}`]);
-      const made = await rt.must(["volume", "create", "--driver", w!.driver, ...labels, w!.name]);
-      if (isError(made))
+      const created = await made.rt.must(["volume", "create", "--driver", w!.driver, ...labels, w!.name]);
+      if (isError(created))
         return {
           did: "failed",
-          detail: `${w!.name} could not be created: ${made.error}`,
+          detail: `${w!.name} could not be created: ${created.error}`,
           record: record ?? null,
         };
-      const back = await s.ask(rt, "volume", w!.name);
-      if (isError(back) || !back)
-        return {
-          did: "failed",
-          detail: `${w!.name} read back: ${isError(back) ? back.error : "not there"}`,
-          record: next,
-        };
-      const diff = differences(w!, back);
-      if (diff.length)
-        return {
-          did: "failed",
-          detail: `${w!.name} read back differently: ${diff.join(", ")}`,
-          record: next,
-        };
-      return { did: st.did, detail: `${st.detail}; read back ${back.driver}`, record: next };
+      const back = await readBack<VolumeInfo, VolumeRecord>(made, "volume", w!.name, (b) =>
+        differences(w!, b),
+      );
+      if (isDone(back)) return back;
+      return { did: st.did, detail: `${st.detail}; read back ${back.driver}`, record: made.next };
     },
   };
 }

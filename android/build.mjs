@@ -33,18 +33,22 @@ import {
   writeFileSync,
 } from "node:fs";
 import { createRequire } from "node:module";
-import { basename, isAbsolute, join, relative, resolve } from "node:path";
+import { isAbsolute, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { foreignExternals, SEA_EXEC_ARGV } from "../build/bundle.mjs";
+import { foreignExternals } from "../build/bundle.mjs";
 import {
   buildLock,
+  buildStamp,
   gitCommit,
+  injectBlob,
+  makeBlob,
   mib,
   reporter,
   runner,
   SENTINEL_FUSE,
   sha256,
   since,
+  writeSeaConfig,
 } from "../build/tools.mjs";
 import { androidBundleOptions, archModulesIn, ROOT, stubsIn } from "./bundle.mjs";
 import { elfOf } from "./elf.mjs";
@@ -239,72 +243,35 @@ async function main() {
   const output = join(out, name);
 
   const main = await bundle(work, version, commit);
-  const seaConfig = {
-    main: basename(main),
-    output: "sea-prep.blob",
-    disableExperimentalSEAWarning: true,
-    // only a blob made by the runtime that runs it may carry V8's code cache (see the top of this file)
-    useCodeCache: maker.own,
-    // a startup snapshot crashes once node:tls loads (packaging.md): never
-    useSnapshot: false,
-    // NODE_OPTIONS and friends never reach the runtime, so they cannot --require code into the host
-    execArgvExtension: "none",
-    execArgv: SEA_EXEC_ARGV,
-  };
-  writeFileSync(join(work, "sea-config.json"), `${JSON.stringify(seaConfig, null, 2)}\n`);
+  // only a blob made by the runtime that runs it may carry V8's code cache (see the top of this file)
+  const seaConfig = writeSeaConfig(work, main, maker.own);
+  const stamp = buildStamp(
+    work,
+    output,
+    {
+      recipe: RECIPE,
+      script: sha256(readFileSync(fileURLToPath(import.meta.url))),
+      bundle: sha256(readFileSync(main)),
+      seaConfig,
+      runtime: { file: runtime.file, size: runtime.size, mtimeMs: runtime.mtimeMs },
+      maker: maker.file,
+    },
+    flags.force,
+  );
 
-  const stampText = JSON.stringify({
-    recipe: RECIPE,
-    script: sha256(readFileSync(fileURLToPath(import.meta.url))),
-    bundle: sha256(readFileSync(main)),
-    seaConfig,
-    runtime: { file: runtime.file, size: runtime.size, mtimeMs: runtime.mtimeMs },
-    maker: maker.file,
-  });
-  const stampFile = join(work, "stamp.json");
-  const stamp = sha256(stampText);
-  const upToDate =
-    !flags.force &&
-    existsSync(output) &&
-    existsSync(stampFile) &&
-    readFileSync(stampFile, "utf8").trim() === stamp;
-
-  if (upToDate) say(`${rel(output)} is up to date (same bundle, config and runtime; --force rebuilds)`);
+  if (stamp.fresh) say(`${rel(output)} is up to date (same bundle, config and runtime; --force rebuilds)`);
   else {
-    rmSync(stampFile, { force: true });
-    let t = performance.now();
-    const env = { ...process.env };
-    delete env.NODE_OPTIONS;
-    run([maker.file, "--experimental-sea-config", "sea-config.json"], { cwd: work, env });
-    const blob = readFileSync(join(work, seaConfig.output));
+    const t = performance.now();
+    const blob = makeBlob(run, maker.file, work, seaConfig);
     say(
       `blob ${mib(blob.length)} by node ${maker.version}${maker.own ? " (the runtime itself, with its code cache)" : ` (${maker.file}, without a code cache)`} in ${since(t)}`,
     );
-
-    t = performance.now();
     const temp = join(out, `.${name}.${process.pid}.tmp`);
     process.on("exit", () => rmSync(temp, { force: true }));
     copyFileSync(runtime.file, temp);
     chmodSync(temp, 0o755);
-    const { inject } = require("postject");
-    // LIEF (inside postject) warns about section names it cannot resolve in Node's binary: harmless, so counted.
-    const warn = console.warn;
-    let sectionNameWarnings = 0;
-    console.warn = (...args) => {
-      if (/Can't find string offset for section name/.test(args.join(" "))) sectionNameWarnings++;
-      else warn(...args);
-    };
-    try {
-      await inject(temp, "NODE_SEA_BLOB", blob, { sentinelFuse: SENTINEL_FUSE });
-    } finally {
-      console.warn = warn;
-    }
-    chmodSync(temp, 0o755);
-    renameSync(temp, output);
-    say(
-      `injected in ${since(t)}${sectionNameWarnings ? ` (${sectionNameWarnings} section-name warnings from LIEF, harmless)` : ""}`,
-    );
-    writeFileSync(stampFile, `${stamp}\n`);
+    await injectBlob(temp, output, blob, say);
+    stamp.save();
   }
 
   const rcFile = join(out, "mesh-host.rc");

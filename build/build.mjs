@@ -27,10 +27,22 @@ import {
 } from "node:fs";
 import { createRequire } from "node:module";
 import { arch as hostArchOf } from "node:os";
-import { basename, join, relative } from "node:path";
+import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { bundleOptions, ENTRY, externalsOf, foreignExternals, ROOT, SEA_EXEC_ARGV } from "./bundle.mjs";
-import { buildLock, gitCommit, mib, reporter, runner, SENTINEL_FUSE, sha256, since } from "./tools.mjs";
+import { bundleOptions, ENTRY, externalsOf, foreignExternals, ROOT } from "./bundle.mjs";
+import {
+  buildLock,
+  buildStamp,
+  gitCommit,
+  injectBlob,
+  makeBlob,
+  mib,
+  reporter,
+  runner,
+  sha256,
+  since,
+  writeSeaConfig,
+} from "./tools.mjs";
 
 const DIST = join(ROOT, "dist");
 const ARCHES = ["x64", "arm64"];
@@ -153,53 +165,32 @@ async function main() {
   const output = join(DIST, name);
 
   const main = await bundle(work, version, commit);
-  // useCodeCache compiles the script with the blob-making runtime's V8 for its own CPU: the cache is specific to
-  // the architecture, so a blob made on x64 for arm64 must go without it (Node's SEA docs: cross-platform blobs
-  // need useCodeCache and useSnapshot false). The code cache saves ~7 ms of start-up; the arm64 build loses only that.
-  // V8's code cache also differs from one run to the next: two builds of one commit give different executables
-  // (without it the blob is byte-identical). A package made from one executable is reproducible either way.
-  const seaConfig = {
-    main: basename(main),
-    output: "sea-prep.blob",
-    disableExperimentalSEAWarning: true,
-    useCodeCache: !cross,
-    // A startup snapshot crashes once node:tls loads (packaging.md): never.
-    useSnapshot: false,
-    // "none": NODE_OPTIONS and friends never reach the runtime, so they cannot --require code into the host.
-    execArgvExtension: "none",
-    execArgv: SEA_EXEC_ARGV,
-  };
-  writeFileSync(join(work, "sea-config.json"), `${JSON.stringify(seaConfig, null, 2)}\n`);
-
+  // A blob made on x64 for arm64 goes without V8's code cache (see writeSeaConfig); the code cache saves ~7 ms
+  // of start-up, the arm64 build loses only that. A package made from one executable is reproducible either way.
+  const seaConfig = writeSeaConfig(work, main, !cross);
   const runtime = pinnedRuntime(flags.arch, nodeVersion);
   const generator = cross ? pinnedRuntime(hostArch, nodeVersion) : runtime;
   const runtimeStat = statSync(runtime);
-  const stampText = JSON.stringify({
-    recipe: RECIPE,
-    script: sha256(readFileSync(fileURLToPath(import.meta.url))),
-    bundle: sha256(readFileSync(main)),
-    seaConfig,
-    node: nodeVersion,
-    runtime: { size: runtimeStat.size, mtimeMs: runtimeStat.mtimeMs },
-  });
-  const stampFile = join(work, "stamp.json");
-  const stamp = sha256(stampText);
-  const upToDate =
-    !flags.force &&
-    existsSync(output) &&
-    existsSync(stampFile) &&
-    readFileSync(stampFile, "utf8").trim() === stamp;
+  const stamp = buildStamp(
+    work,
+    output,
+    {
+      recipe: RECIPE,
+      script: sha256(readFileSync(fileURLToPath(import.meta.url))),
+      bundle: sha256(readFileSync(main)),
+      seaConfig,
+      node: nodeVersion,
+      runtime: { size: runtimeStat.size, mtimeMs: runtimeStat.mtimeMs },
+    },
+    flags.force,
+  );
 
-  if (upToDate)
+  if (stamp.fresh)
     say(`${relative(ROOT, output)} is up to date (same bundle, config and runtime; --force rebuilds)`);
   else {
-    rmSync(stampFile, { force: true });
     let t = performance.now();
-    // The blob is made by the pinned runtime itself, with nothing from the environment steering it.
-    const env = { ...process.env };
-    delete env.NODE_OPTIONS;
-    run([generator, "--experimental-sea-config", "sea-config.json"], { cwd: work, env });
-    const blob = readFileSync(join(work, seaConfig.output));
+    // the blob is made by the pinned runtime itself
+    const blob = makeBlob(run, generator, work, seaConfig);
     say(`blob ${mib(blob.length)} by node ${nodeVersion} (${relative(ROOT, generator)}) in ${since(t)}`);
 
     t = performance.now();
@@ -211,27 +202,8 @@ async function main() {
     say(
       `runtime ${mib(runtimeStat.size)} -> ${mib(statSync(temp).size)}${stripped ? " stripped (before injection: safe)" : ""} in ${since(t)}`,
     );
-
-    t = performance.now();
-    const { inject } = require("postject");
-    // LIEF (inside postject) warns about section names it cannot resolve in Node's binary: harmless, so counted.
-    const warn = console.warn;
-    let sectionNameWarnings = 0;
-    console.warn = (...args) => {
-      if (/Can't find string offset for section name/.test(args.join(" "))) sectionNameWarnings++;
-      else warn(...args);
-    };
-    try {
-      await inject(temp, "NODE_SEA_BLOB", blob, { sentinelFuse: SENTINEL_FUSE });
-    } finally {
-      console.warn = warn;
-    }
-    chmodSync(temp, 0o755);
-    renameSync(temp, output);
-    say(
-      `injected in ${since(t)}${sectionNameWarnings ? ` (${sectionNameWarnings} section-name warnings from LIEF, harmless)` : ""}`,
-    );
-    writeFileSync(stampFile, `${stamp}\n`);
+    await injectBlob(temp, output, blob, say);
+    stamp.save();
   }
 
   if (!cross) {

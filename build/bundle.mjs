@@ -35,14 +35,6 @@ export function embedFiles() {
   };
 }
 
-/**
- * The runtime's flags, baked into the executable (the only ones it takes: execArgvExtension is "none"). A young
- * generation of 2 MB instead of V8's default 16: an apply allocates in short bursts that a small nursery
- * collects cheaply, and the host idles for days, so a large one only holds garbage as RSS. Measured on a no-op
- * of 1,000 files by the executable: peak RSS 112 → 100 MB, and no slower (216 → 189 ms, medians of 11).
- */
-export const SEA_EXEC_ARGV = ["--max-semi-space-size=2"];
-
 /** esbuild options for the executable's bundle: one CommonJS file for Node 24, version and commit defined. */
 export function bundleOptions({ entry = ENTRY, outfile, version, commit }) {
   return {

@@ -5,14 +5,13 @@
 #  - the container's root, built once into a cached tarball (MESH_HOST_TEST_CACHE, /var/cache/mesh-host-test).
 set -eu
 packages="debootstrap systemd-container makepkg pacman-package-manager libarchive-tools zstd fakeroot util-linux procps"
-missing=""
-for p in $packages; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
+# shellcheck source=scripts/apt-missing.sh
+. "$(dirname "$0")/apt-missing.sh"
+# shellcheck disable=SC2086
+missing=$(missing_packages $packages)
 if [ -n "$missing" ]; then
-  export DEBIAN_FRONTEND=noninteractive
   # shellcheck disable=SC2086
-  apt-get install -y --no-install-recommends $missing || { apt-get update && apt-get install -y --no-install-recommends $missing; }
+  apt_install $missing
 fi
 cache=${MESH_HOST_TEST_CACHE:-/var/cache/mesh-host-test}
 root_format=bookworm-1 # keep equal to ROOT_FORMAT in test/support/systemd.ts

@@ -5,12 +5,11 @@
 #  - busybox-static: the one binary every test image is made of (no registry is reachable).
 set -eu
 packages="docker.io containerd runc tini iptables podman conmon netavark aardvark-dns catatonit uidmap busybox-static"
-missing=""
-for p in $packages; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
+# shellcheck source=scripts/apt-missing.sh
+. "$(dirname "$0")/apt-missing.sh"
+# shellcheck disable=SC2086
+missing=$(missing_packages $packages)
 if [ -n "$missing" ]; then
-  export DEBIAN_FRONTEND=noninteractive
   # the packages' own services are not wanted: the tests start each daemon with its own roots
   policy=/usr/sbin/policy-rc.d
   made_policy=""
@@ -18,6 +17,6 @@ if [ -n "$missing" ]; then
     printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && made_policy=1
   fi
   # shellcheck disable=SC2086
-  apt-get install -y --no-install-recommends $missing || { apt-get update && apt-get install -y --no-install-recommends $missing; }
+  apt_install $missing
   [ -z "$made_policy" ] || rm -f "$policy"
 fi

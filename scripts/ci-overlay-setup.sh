@@ -7,14 +7,13 @@
 # --no-install-recommends: wireguard-tools would otherwise ask for a kernel module that cannot load here.
 set -eu
 packages="wireguard-tools wireguard-go iproute2 iputils-ping util-linux systemd-container debootstrap"
-missing=""
-for p in $packages; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
+# shellcheck source=scripts/apt-missing.sh
+. "$(dirname "$0")/apt-missing.sh"
+# shellcheck disable=SC2086
+missing=$(missing_packages $packages)
 if [ -n "$missing" ]; then
-  export DEBIAN_FRONTEND=noninteractive
   # shellcheck disable=SC2086
-  apt-get install -y --no-install-recommends $missing || { apt-get update && apt-get install -y --no-install-recommends $missing; }
+  apt_install $missing
 fi
 # the mount points each test machine's private /run/wireguard and /etc/wireguard go over
 mkdir -p /run/wireguard /etc/wireguard

@@ -1,12 +1,43 @@
 // Apply a declaration in-process against a temporary root, the way the CLI does.
 
 import { localExec } from "../../src/appliers/index.ts";
-import { type ApplyResult, applyDeclaration } from "../../src/apply/index.ts";
-import { type HostKind, makeHost } from "../../src/hosts/index.ts";
+import type { Ports } from "../../src/appliers/types.ts";
+import { type ApplyResult, applyDeclaration, type Unseal } from "../../src/apply/index.ts";
+import { type Host, type HostKind, makeHost } from "../../src/hosts/index.ts";
 import { State, StoreHolds } from "../../src/store/index.ts";
-import { type Declaration, digestOf, parseDeclaration } from "../../src/vocabulary/index.ts";
+import { digestOf, parseDeclaration, refusalLine } from "../../src/vocabulary/index.ts";
 
 const quiet = { info() {}, warn() {}, error() {}, debug() {} };
+
+/** What an in-process apply runs against: the host, its state, its ports, and how it opens secrets. */
+export interface InProcess {
+  host: Host;
+  state: State;
+  ports: Omit<Ports, "holds">;
+  /** "file" (the offline path) unless the test plays a declaration the link delivered. */
+  source?: "file" | "link";
+  unseal?: Unseal;
+}
+
+/** Parse `raw` as on arrival (a refusal throws, naming each), then apply it as the CLI does. */
+export async function applyRaw(raw: unknown, on: InProcess, dryRun = false): Promise<ApplyResult> {
+  const parsed = parseDeclaration(raw, on.host.support);
+  if (!parsed.ok)
+    throw new Error(`declaration refused on arrival: ${parsed.refusals.map(refusalLine).join("; ")}`);
+  return applyDeclaration({
+    declaration: parsed.value,
+    seq: 0,
+    digest: digestOf(JSON.stringify(raw)),
+    source: on.source ?? "file",
+    dryRun,
+    host: on.host,
+    state: on.state,
+    // a fresh view of the holds each apply, as each command of the host has
+    holds: new StoreHolds(on.state),
+    ports: on.ports,
+    unseal: on.unseal ?? (() => ({ ok: false, reason: "no key in this test" })),
+  });
+}
 
 export interface Machine {
   root: string;
@@ -21,23 +52,17 @@ export function machine(root: string, stateDir: string): Machine {
   return {
     root,
     stateDir,
-    async apply(raw, opts = {}) {
-      const host = makeHost(opts.host ?? "linux");
-      const parsed = parseDeclaration(raw, host.support);
-      if (!parsed.ok) throw new Error(`declaration refused: ${JSON.stringify(parsed.refusals)}`);
-      const state = new State(stateDir);
-      return applyDeclaration({
-        declaration: parsed.value as Declaration,
-        seq: 0,
-        digest: digestOf(JSON.stringify(raw)),
-        source: opts.source ?? "file",
-        dryRun: opts.dryRun ?? false,
-        host,
-        state,
-        holds: new StoreHolds(state),
-        ports: { root, exec: localExec(), rootless: process.getuid?.() !== 0, log: quiet },
-        unseal: () => ({ ok: false, reason: "no key in this test" }),
-      });
+    apply(raw, opts = {}) {
+      return applyRaw(
+        raw,
+        {
+          host: makeHost(opts.host ?? "linux"),
+          state: new State(stateDir),
+          ports: { root, exec: localExec(), rootless: process.getuid?.() !== 0, log: quiet },
+          source: opts.source,
+        },
+        opts.dryRun,
+      );
     },
   };
 }

@@ -18,17 +18,12 @@ import { runtimeAppliers } from "../../src/appliers/container.ts";
 import { actionApplier, directoryApplier, fileApplier, localExec } from "../../src/appliers/index.ts";
 import { givenRuntimes, type RuntimeCommand } from "../../src/appliers/runtime.ts";
 import type { Applier, Exec, ExecResult } from "../../src/appliers/types.ts";
-import { type ApplyResult, applyDeclaration } from "../../src/apply/index.ts";
+import type { ApplyResult, Unseal } from "../../src/apply/index.ts";
 import { type GivenSecrets, unsealerFor } from "../../src/cli/unseal.ts";
 import type { Host } from "../../src/hosts/index.ts";
-import { State, StoreHolds } from "../../src/store/index.ts";
-import {
-  type Declaration,
-  digestOf,
-  INSTALLER_SECRET,
-  parseDeclaration,
-  refusalLine,
-} from "../../src/vocabulary/index.ts";
+import { State } from "../../src/store/index.ts";
+import { INSTALLER_SECRET } from "../../src/vocabulary/index.ts";
+import { applyRaw } from "./offline.ts";
 
 export const IMAGE = "mesh-test/busybox:1";
 /** PID 1 that stops at once on SIGTERM (a bare `sleep` as PID 1 ignores it, and every stop would wait 10 s). */
@@ -285,8 +280,10 @@ export interface RuntimeMachine {
   dispose(): void;
 }
 
-/** A host with the floor and the four runtime appliers over `rt`, applying to a temporary root. */
-/** `secrets`: sealed value → bytes; `given`: what `--secret NAME=FILE` gave, opened by the CLI's own unsealer. */
+/**
+ * A host with the floor and the four runtime appliers over `rt`, applying to a temporary root. `secrets`:
+ * sealed value → bytes; `given`: what `--secret NAME=FILE` gave, opened by the CLI's own unsealer.
+ */
 export function runtimeMachine(
   rt: TestRuntime,
   secrets: Record<string, Uint8Array> = {},
@@ -308,27 +305,19 @@ export function runtimeMachine(
     stateDir: join(base, "state"),
     exec: counted,
     dispose: () => rmSync(base, { recursive: true, force: true }),
-    async apply(raw, opts = {}) {
-      const parsed = parseDeclaration(raw, host.support);
-      if (!parsed.ok) throw new Error(`declaration refused: ${parsed.refusals.map(refusalLine).join("; ")}`);
+    apply(raw, opts = {}) {
       const state = new State(join(base, "state"));
-      return applyDeclaration({
-        declaration: parsed.value as Declaration,
-        seq: 0,
-        digest: digestOf(JSON.stringify(raw)),
-        source: "file",
-        dryRun: opts.dryRun ?? false,
-        host,
-        state,
-        holds: new StoreHolds(state),
-        ports: { root, exec: counted, rootless: false, log: quiet },
-        unseal: (sealed, name) =>
-          sealed === INSTALLER_SECRET
-            ? unsealerFor(state, given)(sealed, name)
-            : secrets[sealed]
-              ? { ok: true, bytes: secrets[sealed]! }
-              : { ok: false, reason: "is not sealed to this node" },
-      });
+      const unseal: Unseal = (sealed, name) =>
+        sealed === INSTALLER_SECRET
+          ? unsealerFor(state, given)(sealed, name)
+          : secrets[sealed]
+            ? { ok: true, bytes: secrets[sealed]! }
+            : { ok: false, reason: "is not sealed to this node" };
+      return applyRaw(
+        raw,
+        { host, state, ports: { root, exec: counted, rootless: false, log: quiet }, unseal },
+        opts.dryRun,
+      );
     },
   };
 }

@@ -9,10 +9,10 @@ import { packageApplier } from "../../src/appliers/package.ts";
 import { processApplier } from "../../src/appliers/process.ts";
 import { serviceApplier } from "../../src/appliers/service.ts";
 import type { Applier, Exec, ExecOptions, ExecResult } from "../../src/appliers/types.ts";
-import { type ApplyResult, applyDeclaration } from "../../src/apply/index.ts";
+import type { ApplyResult } from "../../src/apply/index.ts";
 import type { Host } from "../../src/hosts/index.ts";
-import { type Records, State, StoreHolds } from "../../src/store/index.ts";
-import { type Declaration, digestOf, parseDeclaration, refusalLine } from "../../src/vocabulary/index.ts";
+import { type Records, State } from "../../src/store/index.ts";
+import { applyRaw } from "./offline.ts";
 
 /** Where the root tarball is kept between runs; CI keeps this directory (or points the variable elsewhere). */
 export const CACHE_DIR = process.env.MESH_HOST_TEST_CACHE ?? "/var/cache/mesh-host-test";
@@ -195,23 +195,12 @@ export function archMachine(root: string, exec: Exec, stateDir: string): ArchMac
   return {
     root,
     state,
-    async apply(raw, opts = {}) {
-      const parsed = parseDeclaration(raw, host.support);
-      if (!parsed.ok)
-        throw new Error(`declaration refused on arrival: ${parsed.refusals.map(refusalLine).join("; ")}`);
-      return applyDeclaration({
-        declaration: parsed.value as Declaration,
-        seq: 0,
-        digest: digestOf(JSON.stringify(raw)),
-        source: "link",
-        dryRun: opts.dryRun ?? false,
-        host,
-        state,
-        holds: new StoreHolds(state),
-        ports: { root, exec, rootless: false, log: quiet },
-        unseal: () => ({ ok: false, reason: "no key in this test" }),
-      });
-    },
+    apply: (raw, opts = {}) =>
+      applyRaw(
+        raw,
+        { host, state, ports: { root, exec, rootless: false, log: quiet }, source: "link" },
+        opts.dryRun,
+      ),
     records: () => state.readRecords().records,
     writeRecords(records) {
       state.ensure().writeRecords(records, Object.keys(records));

@@ -22,7 +22,7 @@ import { fileURLToPath } from "node:url";
 import { actionApplier, directoryApplier, fileApplier } from "../../src/appliers/index.ts";
 import { type OverlayPorts, overlayApplier } from "../../src/appliers/overlay.ts";
 import type { Applier, Exec, ExecOptions, ExecResult } from "../../src/appliers/types.ts";
-import { type ApplyResult, applyDeclaration } from "../../src/apply/index.ts";
+import type { ApplyResult } from "../../src/apply/index.ts";
 import type { Host } from "../../src/hosts/index.ts";
 import {
   type KeyPair,
@@ -35,7 +35,7 @@ import {
   saveKey,
   saveKeys,
 } from "../../src/store/index.ts";
-import { type Declaration, digestOf, parseDeclaration, refusalLine } from "../../src/vocabulary/index.ts";
+import { applyRaw } from "./offline.ts";
 import { ensureRootTarball, hostExec, must } from "./systemd.ts";
 
 const BOOT_TIMEOUT_MS = 30_000;
@@ -407,23 +407,7 @@ export function overlayNode(m: Machine, stateDir: string, key?: WgKey): OverlayN
     state,
     holds: new StoreHolds(state),
     ports,
-    async apply(raw, opts = {}) {
-      const parsed = parseDeclaration(raw, host.support);
-      if (!parsed.ok) throw new Error(`refused on arrival: ${parsed.refusals.map(refusalLine).join("; ")}`);
-      return applyDeclaration({
-        declaration: parsed.value as Declaration,
-        seq: 0,
-        digest: digestOf(JSON.stringify(raw)),
-        source: "link",
-        dryRun: opts.dryRun ?? false,
-        host,
-        state,
-        // a fresh view of the holds each apply, as each command of the host has
-        holds: new StoreHolds(state),
-        ports,
-        unseal: () => ({ ok: false, reason: "no secrets in this test" }),
-      });
-    },
+    apply: (raw, opts = {}) => applyRaw(raw, { host, state, ports, source: "link" }, opts.dryRun),
   };
 }
 

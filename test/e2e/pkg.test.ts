@@ -16,6 +16,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { writePacmanConf } from "../support/pacman.ts";
 import { ensureSea, PACKAGE, PINNED_NODE, REPO } from "../support/sea.ts";
 
 /** Any fixed time: two builds are then byte-identical. */
@@ -62,24 +63,7 @@ function pacmanRoot(name: string, repo?: string) {
   const dir = join(work, name);
   const root = join(dir, "root");
   mkdirSync(join(root, "var/lib/pacman"), { recursive: true });
-  const conf = join(dir, "pacman.conf");
-  writeFileSync(
-    conf,
-    [
-      "[options]",
-      `RootDir = ${root}`,
-      `DBPath = ${root}/var/lib/pacman/`,
-      `CacheDir = ${root}/var/cache/pacman/pkg/`,
-      `LogFile = ${root}/var/log/pacman.log`,
-      `GPGDir = ${root}/etc/pacman.d/gnupg/`,
-      `HookDir = ${root}/etc/pacman.d/hooks/`,
-      "Architecture = auto",
-      // the test's packages are unsigned
-      "SigLevel = Never",
-      ...(repo ? ["", "[meshtest]", `Server = file://${repo}`] : []),
-      "",
-    ].join("\n"),
-  );
+  const conf = writePacmanConf(dir, root, repo ? { name: "meshtest", dir: repo } : undefined);
   // pacman wants root; an unprivileged run is root in a user namespace of its own (packaging.md)
   const asRoot = process.getuid?.() === 0 ? [] : ["unshare", "-Ur"];
   const pacman = (...args: string[]) => sh([...asRoot, "pacman", "--config", conf, "--noconfirm", ...args]);

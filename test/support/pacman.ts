@@ -87,6 +87,33 @@ async function build(p: TestPackage, dir: string): Promise<string> {
   return join(work, file);
 }
 
+/**
+ * `<dir>/pacman.conf` for a throwaway `root`: every directory pacman uses is under it, packages are unsigned,
+ * and `repo`, when given, is a file:// repository. Its path.
+ */
+export function writePacmanConf(dir: string, root: string, repo?: { name: string; dir: string }): string {
+  const conf = join(dir, "pacman.conf");
+  writeFileSync(
+    conf,
+    [
+      "[options]",
+      `RootDir = ${root}`,
+      `DBPath = ${root}/var/lib/pacman/`,
+      `CacheDir = ${root}/var/cache/pacman/pkg/`,
+      `LogFile = ${root}/var/log/pacman.log`,
+      `GPGDir = ${root}/etc/pacman.d/gnupg/`,
+      `HookDir = ${root}/etc/pacman.d/hooks/`,
+      "Architecture = auto",
+      // the test's packages are unsigned
+      "SigLevel = Never",
+      "LocalFileSigLevel = Never",
+      ...(repo ? ["", `[${repo.name}]`, `Server = file://${repo.dir}`] : []),
+      "",
+    ].join("\n"),
+  );
+  return conf;
+}
+
 /** A throwaway root with its own pacman config and a file:// repository holding `pkgs`. */
 export async function pacmanRoot(pkgs: [TestPackage, ...TestPackage[]]): Promise<PacmanRoot> {
   const dir = mkdtempSync(join(process.env.MESH_HOST_TEST_WORK ?? "/var/tmp", "mesh-host-pacman-"));
@@ -103,27 +130,7 @@ export async function pacmanRoot(pkgs: [TestPackage, ...TestPackage[]]): Promise
     mkdirSync(join(root, d), { recursive: true });
   mkdirSync(repo);
   mkdirSync(builds);
-  const conf = join(dir, "pacman.conf");
-  writeFileSync(
-    conf,
-    [
-      "[options]",
-      `RootDir = ${root}`,
-      `DBPath = ${root}/var/lib/pacman/`,
-      `CacheDir = ${root}/var/cache/pacman/pkg/`,
-      `LogFile = ${root}/var/log/pacman.log`,
-      `GPGDir = ${root}/etc/pacman.d/gnupg/`,
-      `HookDir = ${root}/etc/pacman.d/hooks/`,
-      "Architecture = auto",
-      // the test's packages are unsigned
-      "SigLevel = Never",
-      "LocalFileSigLevel = Never",
-      "",
-      `[${REPO}]`,
-      `Server = file://${repo}`,
-      "",
-    ].join("\n"),
-  );
+  const conf = writePacmanConf(dir, root, { name: REPO, dir: repo });
   const exec: Exec = {
     run: (argv: string[], opts?: ExecOptions) =>
       hostExec.run(argv[0] === "pacman" ? ["pacman", "--config", conf, ...argv.slice(1)] : argv, opts),

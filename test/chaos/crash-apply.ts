@@ -195,19 +195,13 @@ interface RunDoc {
   report?: { outcome: string; steps: { id: string; did: string; detail: string }[] };
 }
 
+/** `mesh-host apply FILE` on the world's root and state, started: the process to wait for or kill. */
+function startApply(world: World, file: string) {
+  return meshHost(["apply", file, "--root", world.root, "--state", world.state, "--host", "linux", "--json"]);
+}
+
 async function applyFile(world: World, file: string): Promise<Exit> {
-  const run = await meshHost([
-    "apply",
-    file,
-    "--root",
-    world.root,
-    "--state",
-    world.state,
-    "--host",
-    "linux",
-    "--json",
-  ]);
-  return run.exited;
+  return (await startApply(world, file)).exited;
 }
 
 /** A full run must exit 0 and say applied: the lock was taken, nothing failed. */
@@ -238,17 +232,7 @@ async function calibrate(variant: Variant, seed: number): Promise<number> {
   const world = makeWorld(rng(seed));
   const p = plan(world, variant);
   for (const f of p.pre) await applyFile(world, f);
-  const run = await meshHost([
-    "apply",
-    p.file,
-    "--root",
-    world.root,
-    "--state",
-    world.state,
-    "--host",
-    "linux",
-    "--json",
-  ]);
+  const run = await startApply(world, p.file);
   await awaitLockBy(join(world.state, "lock"), run.pid, 10_000);
   const seen = performance.now();
   await run.exited;
@@ -280,17 +264,7 @@ export async function crashOnce(
       if (bad.length) return bad;
     }
     const to = expected(world, p.to);
-    const victim = await meshHost([
-      "apply",
-      p.file,
-      "--root",
-      world.root,
-      "--state",
-      world.state,
-      "--host",
-      "linux",
-      "--json",
-    ]);
+    const victim = await startApply(world, p.file);
     const locked = await awaitLockBy(join(world.state, "lock"), victim.pid, 10_000);
     const lockedAt = performance.now();
     await sleep(rand() * windowMs);

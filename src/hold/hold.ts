@@ -4,6 +4,7 @@ import type { Logger } from "../appliers/types.ts";
 import { CHANGING, refusedReport } from "../apply/index.ts";
 import { BUILD } from "../build-info.ts";
 import { UPGRADE_CHECK_MS, UPGRADE_SETTLE_MS, WORKING_ACK_INTERVAL_MS } from "../defaults.ts";
+import type { PendingNotes } from "../store/index.ts";
 import type { Heartbeat, Membership, Report } from "../vocabulary/index.ts";
 import { backoffMs } from "./backoff.ts";
 import {
@@ -48,10 +49,8 @@ export interface HoldOptions {
   binaryDigest?: string;
   /** Called once the first reconcile completed: the launcher's "confirmed". */
   onConfirmed?: () => void;
-  /** Notes to carry in the first report (the launcher's rollback note, a failed move). */
-  notes?: string[];
-  /** The notes are in a report in the outbox: durable, so their files may go. */
-  onNotesKept?: () => void;
+  /** Notes to carry in the first report (the launcher's rollback note, a failed move), cleared once it is kept. */
+  notes?: PendingNotes;
   /** A declaration moved the node to another bus: save it; the hold then exits 0 to be restarted onto it. */
   onMove?: (to: Membership) => void;
   /** A declaration was delivered and settled on this bus (a move is then complete). */
@@ -90,7 +89,7 @@ export class Hold {
   private pendingMove: Membership | null = null;
 
   constructor(private readonly o: HoldOptions) {
-    this.notes = [...(o.notes ?? [])];
+    this.notes = [...(o.notes?.notes ?? [])];
     if (o.binaryPath) {
       this.binaryStamp = fileStamp(o.binaryPath);
       this.binaryDigest = o.binaryDigest ?? digestOfFile(o.binaryPath);
@@ -237,7 +236,7 @@ export class Hold {
     }
     this.o.deps.outbox.put({ ...report, notes: [...this.notes, ...(report.notes ?? [])] });
     this.notes = [];
-    this.o.onNotesKept?.();
+    this.o.notes?.clear();
   }
 
   /** Waiting reports, in order; one the bus does not take stays for the next link. */

@@ -60,7 +60,6 @@ export async function runCommand(ctx: Context): Promise<number> {
   // the launcher names the installed path: after a rollback this process runs from a copy, which never changes
   const binary = runningBinary();
   const installed = process.env.MESH_HOST_BIN ?? binary;
-  const pending = pendingNotes(ctx.state);
   const hold = new Hold({
     deps: {
       state: ctx.state,
@@ -79,8 +78,7 @@ export async function runCommand(ctx: Context): Promise<number> {
     binaryPath: installed ?? undefined,
     binaryDigest: process.env.MESH_HOST_INSTALLED_SHA256 || undefined,
     onConfirmed: () => confirmBinary(ctx.state, binary),
-    notes: pending.notes,
-    onNotesKept: pending.clear,
+    notes: pendingNotes(ctx.state),
     onMove: (to) => {
       beginMove(ctx.state, to, membership);
       ctx.log.info({ to: to.servers }, "moving to another bus: exiting to be restarted onto it");

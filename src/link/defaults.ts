@@ -19,15 +19,11 @@ export const SERVER_ACK_TIMEOUT_MS = 5_000;
 /** The longest INFO line a preflight reads before deciding it is not talking to a NATS server. */
 export const MAX_INFO_BYTES = 64 * 1024;
 
-export const DECLARE_STREAM = "DECLARE";
-
 export const nodeUser = (node: string): string => `node.${node}`;
 export const enrolUser = (node: string): string => `enrol.${node}`;
 export const nodeInboxPrefix = (node: string): string => `_INBOX.node.${node}`;
 export const enrolInboxPrefix = (node: string): string => `_INBOX.enrol.${node}`;
 export const enrolSubject = (node: string): string => `mesh.enrol.${node}`;
-export const declareSubject = (node: string): string => `mesh.declare.${node}`;
 export const reportSubject = (node: string): string => `mesh.report.${node}`;
 export const heartbeatSubject = (node: string): string => `mesh.heartbeat.${node}`;
 export const rekeySubject = (node: string): string => `mesh.rekey.${node}`;
-export const consumerName = (node: string): string => `node-${node}`;

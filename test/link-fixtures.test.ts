@@ -6,9 +6,15 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { signEnvelope, verifyEnvelope } from "../src/link/index.ts";
-import { keyPairFromRaw } from "../src/store/keys.ts";
-import { Envelope, Heartbeat, Membership, Report } from "../src/vocabulary/index.ts";
+import {
+  Envelope,
+  Heartbeat,
+  keyPairFromRaw,
+  Membership,
+  Report,
+  signEnvelope,
+  verifyEnvelope,
+} from "../src/vocabulary/index.ts";
 
 const fixture = (name: string) => readFileSync(new URL(`fixtures/${name}`, import.meta.url), "utf8");
 /** The wire form of a fixture: compact JSON in the file's own key order. */

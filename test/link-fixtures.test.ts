@@ -42,6 +42,8 @@ describe("wire fixtures", () => {
     expect(verified.ok).toBe(true);
     if (!verified.ok) return;
     expect(verified.declaration.node).toBe("web-1");
+    // the signed order the link requires (protocol.md, "The signed order")
+    expect(verified.declaration).toMatchObject({ serial: 3, issued_at: "2026-01-05T09:59:58Z" });
     // the report fixture names this declaration by its digest
     const report = Report.parse(JSON.parse(fixture("report.json")));
     expect(report.declaration.digest).toBe(verified.digest);

@@ -20,6 +20,8 @@ const USAGE = `usage: mesh-host <command> [flags]
   overlay take --tunnel IF take a found WireGuard tunnel's key as the overlay key; the mesh told first
   install-service          write the unit and the launcher where no package did
   version                  version, commit, Node runtime, host kind
+  mesh <command>           the operator's half: init, up, node add|rm, push, nodes, watch, move
+                           (mesh-host mesh --help)
 global flags: --state DIR  --root DIR  --host arch|android|linux  --json`;
 
 type Handler = (ctx: Context) => Promise<number> | number;
@@ -40,6 +42,8 @@ const HANDLERS: Partial<Record<Args["command"], Handler>> = {
 
 export async function main(argv: string[]): Promise<number> {
   try {
+    // the operator's commands have their own flags, and are not in the Android build
+    if (argv[0] === "mesh") return await (await import("./mesh/main.ts")).meshMain(argv.slice(1));
     const args = parseCli(argv);
     if (args.command === "help") {
       writeOut(USAGE);

@@ -14,9 +14,10 @@ import {
   jetstreamManager,
 } from "@nats-io/jetstream";
 import { connect, type NatsConnection, nanos, type Subscription } from "@nats-io/transport-node";
-import { encodeCode } from "../../src/link/code.ts";
+import { ensureStreams, membershipOf, STREAM_SUBJECTS } from "../../src/mesh/index.ts";
 import {
   EnrolQuestion,
+  encodeCode,
   type Heartbeat,
   Heartbeat as HeartbeatSchema,
   type Membership,
@@ -28,12 +29,8 @@ import {
 import { type MadeCert, makeCert } from "./cert.ts";
 import { freePort, NatsServer, permissionsFor, type ServerUser } from "./server.ts";
 
-export const STREAMS = {
-  ENROL: "mesh.enrol.>",
-  DECLARE: "mesh.declare.>",
-  REPORTS: "mesh.report.>",
-  REKEY: "mesh.rekey.>",
-} as const;
+/** The mesh's streams and the subjects each keeps: src/mesh says them. */
+export const STREAMS = STREAM_SUBJECTS;
 
 const WAIT_MS = 5_000;
 const enc = new TextEncoder();
@@ -177,17 +174,12 @@ export class MeshDouble {
   membershipOf(node: string): Membership {
     const password = this.passwords.get(node);
     if (!password) throw new Error(`node ${node} has no user yet`);
-    return {
-      transport: "nats",
+    return membershipOf(node, {
       servers: [this.url],
       fingerprint: this.fingerprint,
-      user: `node.${node}`,
+      meshKey: this.meshKey.publicB64,
       password,
-      stream: "DECLARE",
-      consumer: `node-${node}`,
-      subject: `mesh.declare.${node}`,
-      mesh_key: this.meshKey.publicB64,
-    };
+    });
   }
 
   /** Sign `body` (a declaration, or its exact text) with the mesh key and publish it; the stream seq. */
@@ -292,21 +284,9 @@ export class MeshDouble {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
+  // the mesh's own streams and durables (src/mesh): the double is the controller `mesh up` is, on one server
   private async createStreams(): Promise<void> {
-    for (const [name, subject] of Object.entries(STREAMS)) {
-      await this.jsm.streams.add({
-        name,
-        subjects: [subject],
-        // last message per subject kept: a node that was away finds only the newest declaration
-        ...(name === "DECLARE" ? { max_msgs_per_subject: 1 } : {}),
-      });
-    }
-    for (const [stream, durable] of [
-      ["ENROL", "mesh-enrol"],
-      ["REPORTS", "mesh-reports"],
-    ] as const) {
-      await this.jsm.consumers.add(stream, { durable_name: durable, ack_policy: AckPolicy.Explicit });
-    }
+    await ensureStreams({ nc: this.nc, js: this.js, jsm: this.jsm, close: async () => {} }, 1);
   }
 
   private listen(): void {

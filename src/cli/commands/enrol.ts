@@ -5,9 +5,8 @@ import { meshInterfaces, facts as tunnelFacts } from "../../appliers/overlay.ts"
 import { type Found, findTunnel, type TunnelFacts } from "../../appliers/wireguard.ts";
 import { BUILD } from "../../build-info.ts";
 import { ask } from "../../link/asking.ts";
-import { decodeCode } from "../../link/code.ts";
 import { acquireLock, ensureKeys, overlayKeyFromB64, publicKeys, saveKey } from "../../store/index.ts";
-import { EnrolmentCode } from "../../vocabulary/index.ts";
+import { decodeCode, EnrolmentCode } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import type { Context } from "../context.ts";
 import { writeJson, writeOut } from "../output.ts";

@@ -1,7 +1,7 @@
 // Flags of cli.md: global ones for every command, and each command's own; anything else is refused.
 import { parseArgs } from "node:util";
 import { DEFAULT_ROOT, DEFAULT_STATE_DIR, DRIFT_S, HEARTBEAT_S, MOVE_GRACE_S } from "../defaults.ts";
-import { HOST_KINDS, type HostKind } from "../hosts/index.ts";
+import { HOST_KINDS, type HostKind } from "../hosts/kind.ts";
 
 /** Bad input: one line, exit 2, nothing changed. */
 export class UsageError extends Error {}

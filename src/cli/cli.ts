@@ -1,10 +1,10 @@
 // mesh-host: every command, its exit status (0 done, 1 failed, 2 refused), one line on refusal.
-import { StateError } from "../store/index.ts";
+// Each command's code is loaded when that command runs, never before: `version` loads no schema, no applier and
+// no logger, an offline apply never loads the link (tls, the NATS client), and only the commands that dial load
+// it. A new command is one line below, its module imported inside its handler (a static import here would put
+// it, and all it imports, into every command's start-up).
 import { type Args, parseCli, UsageError } from "./args.ts";
-import { applyCommand, genesisCommand } from "./commands/apply.ts";
-import { statusCommand, versionCommand } from "./commands/info.ts";
-import { reconcileCommand } from "./commands/reconcile.ts";
-import { type Context, makeContext, Refused } from "./context.ts";
+import type { Context } from "./context.ts";
 import { writeOut } from "./output.ts";
 
 const USAGE = `usage: mesh-host <command> [flags]
@@ -22,20 +22,27 @@ const USAGE = `usage: mesh-host <command> [flags]
   version                  version, commit, Node runtime, host kind
 global flags: --state DIR  --root DIR  --host arch|android|linux  --json`;
 
-type Handler = (ctx: Context) => Promise<number> | number;
+type Handler = (args: Args) => Promise<number>;
+
+/** A command that works on this machine's state: the context (host, state, logger) is made for it, then it runs. */
+const withContext =
+  (run: (ctx: Context) => Promise<number> | number): Handler =>
+  async (args) =>
+    run((await import("./context.ts")).makeContext(args));
 
 const HANDLERS: Partial<Record<Args["command"], Handler>> = {
-  apply: (ctx) => applyCommand(ctx, ctx.args.dryRun),
-  plan: (ctx) => applyCommand(ctx, true),
-  genesis: genesisCommand,
-  // the bus client is loaded only by the commands that dial: `version` and `apply` start without it
-  enrol: async (ctx) => (await import("./commands/enrol.ts")).enrolCommand(ctx),
-  reconcile: reconcileCommand,
-  run: async (ctx) => (await import("./commands/run.ts")).runCommand(ctx),
-  overlay: async (ctx) => (await import("./commands/overlay.ts")).overlayCommand(ctx),
-  "install-service": async (ctx) => (await import("./commands/install.ts")).installServiceCommand(ctx),
-  status: statusCommand,
-  version: versionCommand,
+  apply: withContext(async (ctx) => (await import("./commands/apply.ts")).applyCommand(ctx, ctx.args.dryRun)),
+  plan: withContext(async (ctx) => (await import("./commands/apply.ts")).applyCommand(ctx, true)),
+  genesis: withContext(async (ctx) => (await import("./commands/apply.ts")).genesisCommand(ctx)),
+  enrol: withContext(async (ctx) => (await import("./commands/enrol.ts")).enrolCommand(ctx)),
+  reconcile: withContext(async (ctx) => (await import("./commands/reconcile.ts")).reconcileCommand(ctx)),
+  run: withContext(async (ctx) => (await import("./commands/run.ts")).runCommand(ctx)),
+  overlay: withContext(async (ctx) => (await import("./commands/overlay.ts")).overlayCommand(ctx)),
+  "install-service": withContext(async (ctx) =>
+    (await import("./commands/install.ts")).installServiceCommand(ctx),
+  ),
+  status: withContext(async (ctx) => (await import("./commands/info.ts")).statusCommand(ctx)),
+  version: async (args) => (await import("./commands/version.ts")).versionCommand(args),
 };
 
 export async function main(argv: string[]): Promise<number> {
@@ -47,16 +54,26 @@ export async function main(argv: string[]): Promise<number> {
     }
     const handler = HANDLERS[args.command];
     if (!handler) throw new UsageError(`${args.command} is not available in this build yet`);
-    return await handler(makeContext(args));
+    return await handler(args);
   } catch (e) {
     return failure(e);
   }
 }
 
+/** Whether `e` is a refusal (exit 2): the classes are loaded only here, on the way out, not for every start. */
+async function refused(e: unknown): Promise<boolean> {
+  if (e instanceof UsageError) return true;
+  const [{ StateError }, { Refused }] = await Promise.all([
+    import("../store/index.ts"),
+    import("./context.ts"),
+  ]);
+  return e instanceof Refused || e instanceof StateError;
+}
+
 /** Every refusal is one line naming what was wrong, never a stack trace. */
-function failure(e: unknown): number {
-  if (e instanceof UsageError || e instanceof Refused || e instanceof StateError) {
-    process.stderr.write(`mesh-host: ${e.message}\n`);
+async function failure(e: unknown): Promise<number> {
+  if (await refused(e)) {
+    process.stderr.write(`mesh-host: ${(e as Error).message}\n`);
     return 2;
   }
   process.stderr.write(`mesh-host: ${(e as Error)?.message?.split("\n")[0] ?? String(e)}\n`);

@@ -5,7 +5,14 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { build } from "esbuild";
 import { describe, expect, it } from "vitest";
-import { bundleOptions, ENTRY, externalsOf, foreignExternals, ROOT } from "../build/bundle.mjs";
+import {
+  bundleOptions,
+  ENTRY,
+  escapeNonAscii,
+  externalsOf,
+  foreignExternals,
+  ROOT,
+} from "../build/bundle.mjs";
 import { makeBlob, runner, writeSeaConfig } from "../build/tools.mjs";
 import { launcherText, PACKAGED_PATHS, unitText } from "../pkgbuild/embedded.ts";
 import { tempDir } from "./support/tmp.ts";
@@ -74,6 +81,18 @@ describe("the bundle", () => {
     });
     expect(foreignExternals(result.metafile)).toEqual([]);
     expect(externalsOf(result.metafile).length).toBeGreaterThan(0);
+  });
+
+  it("is ASCII only, so V8 keeps its source as one byte a character", async () => {
+    const { main } = await mainBundle();
+    const code = readFileSync(main, "utf8");
+    // the NATS client's duration pattern, escaped
+    expect(code).toContain("|\\u00b5s|");
+    expect(code).toMatch(/^[\x00-\x7f]*$/);
+    // what an escape stands for is the same character
+    const regex = new Function(`return /${escapeNonAscii("^[│┌└─]|µs$")}/`)() as RegExp;
+    expect(regex.source).toMatch(/^[\x00-\x7f]*$/);
+    expect(["└ x", "10µs", "10us"].map((s) => regex.test(s))).toEqual([true, true, false]);
   });
 
   it("check names what a SEA could not require", () => {

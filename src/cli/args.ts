@@ -29,6 +29,7 @@ const OPTIONS = {
   host: { type: "string" },
   json: { type: "boolean", default: false },
   "dry-run": { type: "boolean", default: false },
+  verbose: { type: "boolean", default: false },
   server: { type: "string", multiple: true },
   fingerprint: { type: "string" },
   node: { type: "string" },
@@ -51,6 +52,8 @@ export interface Args {
   host?: HostKind;
   json: boolean;
   dryRun: boolean;
+  /** Every step in the words of a plan or report, unchanged ones too (--json always has them all). */
+  verbose: boolean;
   server: string[];
   fingerprint?: string;
   node?: string;
@@ -106,6 +109,7 @@ function defaults(values: Record<string, unknown>): Omit<Args, "command" | "posi
     host: v.host as HostKind | undefined,
     json: Boolean(v.json),
     dryRun: Boolean(v["dry-run"]),
+    verbose: Boolean(v.verbose),
     server: (v.server as string[] | undefined) ?? [],
     fingerprint: v.fingerprint as string | undefined,
     node: v.node as string | undefined,

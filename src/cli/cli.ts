@@ -20,7 +20,8 @@ const USAGE = `usage: mesh-host <command> [flags]
   overlay take --tunnel IF take a found WireGuard tunnel's key as the overlay key; the mesh told first
   install-service          write the unit and the launcher where no package did
   version                  version, commit, Node runtime, host kind
-global flags: --state DIR  --root DIR  --host arch|android|linux  --json`;
+global flags: --state DIR  --root DIR  --host arch|android|linux  --json
+  --verbose                apply, plan, reconcile: list unchanged steps too (--json always has them)`;
 
 type Handler = (args: Args) => Promise<number>;
 

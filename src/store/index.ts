@@ -5,5 +5,4 @@ export * from "./keys.ts";
 export * from "./lock.ts";
 export * from "./move.ts";
 export * from "./outbox.ts";
-export * from "./seal.ts";
 export * from "./state.ts";

@@ -6,7 +6,7 @@ import { type Declaration, digestOf } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { type Context, checkGiven, portsOf, Refused, readDeclarationFile } from "../context.ts";
 import { planText, progress, reportText, writeJson, writeOut } from "../output.ts";
-import { applyOffline } from "./apply.ts";
+import { applyOffline, logOutcome } from "./apply.ts";
 
 /**
  * A bundle given to reconcile is checked, never trusted: its mode against the node's, its bytes against what
@@ -83,6 +83,7 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
     result.report.steps.some((s) => CHANGING.has(s.did)) ||
     result.report.notes;
   if (!dryRun && said) outbox.put(result.report);
+  if (!dryRun) logOutcome(ctx, result.report);
   if (json) writeJson(dryRun ? { plan: result.plan } : { plan: result.plan, report: result.report });
   else writeOut(dryRun ? planText(result.plan, verbose, true) : reportText(result.report, verbose));
   return result.exit;

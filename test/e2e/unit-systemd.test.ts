@@ -5,8 +5,8 @@
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeMeshKey, signEnvelope } from "../../src/link/index.ts";
 import { State } from "../../src/store/index.ts";
+import { makeMeshKey, signEnvelope } from "../../src/vocabulary/index.ts";
 import { ensureSea } from "../support/sea.ts";
 import { bootContainer, type Container } from "../support/systemd.ts";
 

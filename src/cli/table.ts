@@ -229,7 +229,9 @@ export const COMMANDS = [
   command({
     name: "install-service",
     summary: "write the unit and the launcher where no package did",
-    flags: [],
+    about:
+      "Each flag of run given here is written into the unit's ExecStart, the state directory as the service sees it inside the root the files are written under.",
+    flags: ["heartbeat-s", "drift-s", "move-grace-s"],
   }),
   command({
     name: "version",

@@ -185,6 +185,10 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   const input = { declaration: d, records, order, host: req.host, ctx: contextFor(req, secrets), owed };
   const steps = await planSteps(input);
   const plan = steps.map(planLine);
+  req.ports.log.debug(
+    { seq: req.seq, steps: plan.length, changing: plan.filter((p) => CHANGING.has(p.did)).length },
+    req.dryRun ? "planned (a dry run: nothing will be changed)" : "planned",
+  );
   const refused = steps
     .filter((s) => s.action === "refuse")
     .map((s) => ({ id: s.id, field: s.field ?? "path", reason: s.detail }));
@@ -206,6 +210,7 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   await journal(req.state, req.holds, next, order, steps);
   const orderOf = () => [...new Set([...d.resources.map((r) => r.id), ...order])].filter((id) => next[id]);
   const executed = await execute(steps, input, next, () => req.state.writeRecords(next, orderOf()));
+  logSteps(req.ports.log, executed);
   const outcome: Outcome = executed.some((s) => s.did === "failed") ? "failed" : "applied";
   // every dependent ran: nothing is owed; a failed apply keeps what it changed owed for the next one
   if (outcome === "applied") req.state.writeOwed([]);
@@ -237,6 +242,14 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
     exit: outcome === "failed" ? 1 : 0,
     moveTo: outcome === "applied" ? moveTo : undefined,
   };
+}
+
+/** Each step at debug; a failed one at warn, naming the resource and the reason, so the journal finds it. */
+function logSteps(log: ApplyRequest["ports"]["log"], steps: ReportStep[]): void {
+  for (const s of steps) {
+    if (s.did === "failed") log.warn({ id: s.id, type: s.type, reason: s.detail }, "step failed");
+    else log.debug({ id: s.id, type: s.type, did: s.did, detail: s.detail }, "step done");
+  }
 }
 
 /** The node's name and mode: the mesh's signed word sets the mode; an offline apply only where none is recorded. */

@@ -167,7 +167,11 @@ echo "modes=$(stat -c %a "$OVER/rootonly") $(stat -c %a "$OVER/rootonly2")"`,
     );
     // swapped during it: the step fails naming the path, exit 1
     expect(line("www.exit")).toBe("1");
-    const steps = JSON.parse(Buffer.from(line("www.out"), "base64").toString()).report.steps as { id: string; did: string; detail: string }[];
+    const steps = JSON.parse(Buffer.from(line("www.out"), "base64").toString()).report.steps as {
+      id: string;
+      did: string;
+      detail: string;
+    }[];
     expect(steps.find((s) => s.id === "www")).toMatchObject({
       did: "failed",
       detail: `a parent of ${u}/www/index.html (${u}/www) is a symbolic link; it is not followed`,

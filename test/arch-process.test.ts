@@ -390,14 +390,15 @@ describe("process: the one rule, on arrival and before removal", () => {
 describe("process: a bundle directory swapped for a link during the apply (issue 18), through the executable", () => {
   it("the bundle's write is refused naming the path; nothing lands where the link points", async () => {
     // the built executable, run inside the container as its own root (`--root /`), systemd answering
-    copyFileSync(ensureSea(), at("usr/local/bin/mesh-host"));
+    copyFileSync(process.env.MESH_HOST_BIN ?? ensureSea(), at("usr/local/bin/mesh-host"));
     chmodSync(at("usr/local/bin/mesh-host"), 0o755);
     mkdirSync(at("outside"), { mode: 0o700 });
     writeFileSync(at("outside/precious"), "precious\n");
     const run = async (resources: unknown[], extra: Record<string, unknown> = {}) => {
-      writeFileSync(at("tmp/race.json"), JSON.stringify(decl(resources, extra)));
-      const argv = ["/usr/local/bin/mesh-host", "apply", "/tmp/race.json", "--root", "/", "--host", "arch"];
+      writeFileSync(at("root/race.json"), JSON.stringify(decl(resources, extra)));
+      const argv = ["/usr/local/bin/mesh-host", "apply", "/root/race.json", "--root", "/", "--host", "arch"];
       const r = await c.exec.run([...argv, "--state", "/var/lib/mesh-host-race", "--json"]);
+      if (!r.stdout) throw new Error(`mesh-host exited ${r.code ?? r.spawnError}: ${r.stderr}`);
       return { code: r.code, doc: JSON.parse(r.stdout), stderr: r.stderr };
     };
     const first = await run([proc("raced")]);

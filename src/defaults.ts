@@ -66,3 +66,9 @@ export const HASH_CHUNK_BYTES = 1024 * 1024;
 
 /** Files at most this large are read synchronously (cheaper than the thread pool's round trips). */
 export const SYNC_READ_MAX_BYTES = 64 * 1024;
+
+/**
+ * Directory handles one apply's decisions keep (src/system/walk.ts); past this many they are all closed and
+ * walked again as needed, so a declaration naming thousands of directories never runs out of descriptors.
+ */
+export const KEPT_DIR_HANDLES_MAX = 256;

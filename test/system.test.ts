@@ -16,6 +16,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { KEPT_DIR_HANDLES_MAX } from "../src/defaults.ts";
 import {
   chmodDirAt,
   entryAt,
@@ -125,6 +126,21 @@ describe("a link in the way is refused, never followed", () => {
     expect(statSync(join(root, "x/y/z")).mode & 0o777).toBe(0o600);
     expect(statSync(join(root, "x")).isDirectory()).toBe(true);
     expect(await readFileAt(root, "/x/y/z", true)).toMatchObject({ mode: 0o600 });
+  });
+});
+
+describe("handles kept for one apply's decisions", () => {
+  it("stay bounded however many directories a declaration names", () => {
+    const { root } = place();
+    const open = () => readdirSync("/proc/self/fd").length;
+    const before = open();
+    for (let i = 0; i < 600; i++) {
+      mkdirSync(join(root, `d${i}`));
+      expect(entryAt(root, `/d${i}/f`)).toBeNull();
+    }
+    expect(open() - before).toBeLessThanOrEqual(KEPT_DIR_HANDLES_MAX + 1);
+    forgetHandles();
+    expect(open()).toBe(before);
   });
 });
 

@@ -25,6 +25,7 @@
 // path is refused with one reason saying so, rather than acted on by name. Android mounts /proc for every app.
 import { closeSync, constants, lstatSync, mkdirSync, openSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, sep } from "node:path";
+import { KEPT_DIR_HANDLES_MAX } from "../defaults.ts";
 
 /** Linux's O_PATH on x86, x86-64, arm and arm64 (every machine the host ships for); Node does not export it. */
 const O_PATH = 0o10000000;
@@ -217,6 +218,8 @@ export function keptDir(root: string, dir: string, target: string): Opened {
   const problem = handlesProblem();
   if (problem) return { problem };
   componentsOf(dir);
+  // safe to close them all here: a kept handle is only ever used synchronously, and none is held yet
+  if (kept.size >= KEPT_DIR_HANDLES_MAX) forgetHandles();
   let opened: Opened;
   if (dir === "/") opened = { fd: openRoot(root) };
   else {

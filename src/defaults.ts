@@ -70,3 +70,9 @@ export const SYNC_READ_MAX_BYTES = 64 * 1024;
 export const PROGRESS_AFTER_MS = 1_000;
 /** ...and redraws it at most this often: a line a step for 10,000 steps would cost more than the steps. */
 export const PROGRESS_EVERY_MS = 100;
+
+/**
+ * Directory handles one apply's decisions keep (src/system/walk.ts); past this many they are all closed and
+ * walked again as needed, so a declaration naming thousands of directories never runs out of descriptors.
+ */
+export const KEPT_DIR_HANDLES_MAX = 256;

@@ -64,3 +64,11 @@ export const HASH_CHUNK_BYTES = 1024 * 1024;
 
 /** Files at most this large are read synchronously (cheaper than the thread pool's round trips). */
 export const SYNC_READ_MAX_BYTES = 64 * 1024;
+
+/**
+ * Where a unit file is verified before it replaces a working one: a scratch directory under the root, on the
+ * root's own filesystem (a container's /tmp and /run are mounts of their own, which the root path would miss).
+ */
+export const UNIT_VERIFY_DIR = "/var/tmp";
+/** `systemd-analyze verify` loads one unit and what it names: seconds at most, even on a busy machine. */
+export const UNIT_VERIFY_TIMEOUT_MS = 60_000;

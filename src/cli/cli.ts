@@ -1,30 +1,18 @@
 // mesh-host: every command, its exit status (0 done, 1 failed, 2 refused), one line on refusal.
-import { StateError } from "../store/index.ts";
-import { type Args, parseCli, UsageError } from "./args.ts";
+import { faultLine, StateError, stateFault } from "../store/index.ts";
+import { type Command, parseCli, UsageError } from "./args.ts";
 import { applyCommand, genesisCommand } from "./commands/apply.ts";
 import { statusCommand, versionCommand } from "./commands/info.ts";
 import { reconcileCommand } from "./commands/reconcile.ts";
 import { type Context, makeContext, Refused } from "./context.ts";
+import { commandHelp, overview } from "./help.ts";
 import { writeOut } from "./output.ts";
-
-const USAGE = `usage: mesh-host <command> [flags]
-  apply FILE [--dry-run]   make this machine match the declaration in FILE (no mesh)
-  plan FILE                the same as apply --dry-run
-  genesis BUNDLE --mode M [--secret NAME=FILE]...
-                           the machine's first declaration (adopted|converged), marked consumed;
-                           a secret the bundle names "installer" is read from FILE, the value alone
-  enrol CODE               make keys, ask the mesh, save the membership
-  run                      hold the node in its mesh until stopped
-  reconcile [BUNDLE] [--dry-run]  apply the mesh's last declaration (or the consumed bundle) again, now
-  status                   identity, bus, last declaration, holds, mode
-  overlay take --tunnel IF take a found WireGuard tunnel's key as the overlay key; the mesh told first
-  install-service          write the unit and the launcher where no package did
-  version                  version, commit, Node runtime, host kind
-global flags: --state DIR  --root DIR  --host arch|android|linux  --json`;
+import { commandSpec } from "./table.ts";
 
 type Handler = (ctx: Context) => Promise<number> | number;
 
-const HANDLERS: Partial<Record<Args["command"], Handler>> = {
+/** Every command of the table has its handler: a command added there and not here fails the typecheck. */
+const HANDLERS: Record<Exclude<Command, "help">, Handler> = {
   apply: (ctx) => applyCommand(ctx, ctx.args.dryRun),
   plan: (ctx) => applyCommand(ctx, true),
   genesis: genesisCommand,
@@ -39,27 +27,36 @@ const HANDLERS: Partial<Record<Args["command"], Handler>> = {
 };
 
 export async function main(argv: string[]): Promise<number> {
+  let stateDir: string | undefined;
   try {
     const args = parseCli(argv);
     if (args.command === "help") {
-      writeOut(USAGE);
+      writeOut(args.helpFor ? commandHelp(commandSpec(args.helpFor)!) : overview());
       return 0;
     }
-    const handler = HANDLERS[args.command];
-    if (!handler) throw new UsageError(`${args.command} is not available in this build yet`);
-    return await handler(makeContext(args));
+    const ctx = makeContext(args);
+    stateDir = ctx.state.dir;
+    return await HANDLERS[args.command as keyof typeof HANDLERS](ctx);
   } catch (e) {
-    return failure(e);
+    return failure(e, stateDir);
   }
 }
 
-/** Every refusal is one line naming what was wrong, never a stack trace. */
-function failure(e: unknown): number {
-  if (e instanceof UsageError || e instanceof Refused || e instanceof StateError) {
-    process.stderr.write(`mesh-host: ${e.message}\n`);
+/** A fault on a path of the state directory is the state's: refused with what to do, like one State met. */
+function onState(e: unknown, stateDir: string | undefined): boolean {
+  const path = (e as NodeJS.ErrnoException)?.path;
+  return !!stateDir && typeof path === "string" && (path === stateDir || path.startsWith(`${stateDir}/`));
+}
+
+/** Every refusal is one line naming what was wrong, in our words, never a stack trace. */
+function failure(e: unknown, stateDir?: string): number {
+  const fault = onState(e, stateDir) ? stateFault(e) : e;
+  if (fault instanceof UsageError || fault instanceof Refused || fault instanceof StateError) {
+    process.stderr.write(`mesh-host: ${fault.message}\n`);
     return 2;
   }
-  process.stderr.write(`mesh-host: ${(e as Error)?.message?.split("\n")[0] ?? String(e)}\n`);
+  const line = faultLine(e) ?? (e as Error)?.message?.split("\n")[0] ?? String(e);
+  process.stderr.write(`mesh-host: ${line}\n`);
   if (process.env.MESH_DEBUG) process.stderr.write(`${(e as Error)?.stack ?? ""}\n`);
   return 1;
 }

@@ -6,9 +6,8 @@ import type { PlanLine, Unseal } from "../apply/index.ts";
 import { applyDeclaration, refusedReport } from "../apply/index.ts";
 import { HASH_CHUNK_BYTES } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
-import { verifyEnvelope } from "../link/envelope.ts";
 import { acquireLock, type Outbox, type State, type StoreHolds } from "../store/index.ts";
-import type { Membership, Report } from "../vocabulary/index.ts";
+import { type Membership, type Report, verifyEnvelope } from "../vocabulary/index.ts";
 
 export interface NodeDeps {
   state: State;

@@ -25,7 +25,6 @@ import type { Applier, Exec, ExecOptions, ExecResult } from "../../src/appliers/
 import type { ApplyResult } from "../../src/apply/index.ts";
 import type { Host } from "../../src/hosts/index.ts";
 import {
-  type KeyPair,
   makeKeys,
   makeOverlayKey,
   privateB64,
@@ -35,6 +34,7 @@ import {
   saveKey,
   saveKeys,
 } from "../../src/store/index.ts";
+import type { KeyPair } from "../../src/vocabulary/index.ts";
 import { applyRaw } from "./offline.ts";
 import { ensureSea, type SeaMachine, seaMachine } from "./sea.ts";
 import { ensureRootTarball, hostExec, must } from "./systemd.ts";

@@ -1,7 +1,7 @@
 // `apply FILE [--dry-run]`, `plan FILE` and `genesis BUNDLE --mode M`: the offline path, for a machine the mesh has not spoken to.
 import { applyDeclaration, modeRefusal } from "../../apply/index.ts";
 import { acquireLock } from "../../store/index.ts";
-import { type Declaration, digestOf } from "../../vocabulary/index.ts";
+import { type Declaration, digestOf, type Report } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { type Context, checkGiven, portsOf, Refused, readDeclarationFile } from "../context.ts";
 import { summary, table, writeJson, writeOut } from "../output.ts";
@@ -47,10 +47,8 @@ export async function applyOffline(
       writeJson(dryRun ? { plan: result.plan } : { plan: result.plan, report: result.report });
     else if (dryRun) writeOut(`plan (dry run, nothing changed):\n${table(result.plan)}`);
     else writeOut(`report:\n${table(result.report.steps)}${summary(result.report)}`);
-    ctx.log.info(
-      { outcome: result.report.outcome, digest: result.report.declaration.digest },
-      "apply finished",
-    );
+    // a dry run applied nothing, and its log says nothing of an apply
+    if (!dryRun) logOutcome(ctx, result.report);
     if (ctx.args.command === "genesis" && !dryRun && result.report.outcome === "applied")
       ctx.state.writeGenesis({
         digest: digestOf(bytes),
@@ -61,6 +59,15 @@ export async function applyOffline(
   } finally {
     lock?.release();
   }
+}
+
+/** The apply's end: info when it applied, error naming each failed step when it did not. */
+export function logOutcome(ctx: Context, report: Report): void {
+  const { outcome, declaration } = report;
+  if (outcome === "applied")
+    return void ctx.log.info({ outcome, digest: declaration.digest }, "apply finished");
+  const failed = report.steps.filter((s) => s.did === "failed").map((s) => `${s.id}: ${s.detail}`);
+  ctx.log.error({ outcome, digest: declaration.digest, failed }, "apply failed");
 }
 
 export async function applyCommand(ctx: Context, dryRun: boolean): Promise<number> {

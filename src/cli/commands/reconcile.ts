@@ -6,7 +6,7 @@ import { type Declaration, digestOf } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { type Context, checkGiven, portsOf, Refused, readDeclarationFile } from "../context.ts";
 import { summary, table, writeJson, writeOut } from "../output.ts";
-import { applyOffline } from "./apply.ts";
+import { applyOffline, logOutcome } from "./apply.ts";
 
 /**
  * A bundle given to reconcile is checked, never trusted: its mode against the node's, its bytes against what
@@ -75,6 +75,7 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
     result.report.steps.some((s) => CHANGING.has(s.did)) ||
     result.report.notes;
   if (!dryRun && said) outbox.put(result.report);
+  if (!dryRun) logOutcome(ctx, result.report);
   if (ctx.args.json) writeJson(dryRun ? { plan: result.plan } : { plan: result.plan, report: result.report });
   else if (dryRun) writeOut(`plan (dry run, nothing changed):\n${table(result.plan)}`);
   else writeOut(`report:\n${table(result.report.steps)}${summary(result.report)}`);

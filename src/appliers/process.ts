@@ -3,11 +3,11 @@
 // paths derive from the name alone, the name held to the one rule again first (a record naming ".." once
 // made the removal delete /var/lib/mesh whole).
 import { createHash } from "node:crypto";
-import { lstat } from "node:fs/promises";
 import { basename } from "node:path";
+import { entryAt } from "../system/index.ts";
 import { bundlePathProblem, nameProblem, type ProcessResource } from "../vocabulary/index.ts";
 import { sha256 } from "./file.ts";
-import { octal, placeProblem, underRoot } from "./paths.ts";
+import { octal, placeProblem } from "./paths.ts";
 import { stepsOf } from "./step.ts";
 import {
   calendarProblem,
@@ -336,7 +336,7 @@ export const processApplier: Applier<ProcessResource, ProcessRecord> = {
     }
     const stop = loaded.length ? `stop and disable ${loaded.join(", ")}; ` : "";
     // what the removal will not touch is decided here, so the plan says it and no apply fails on it for ever
-    const leave = await bundleLeft(ctx.ports.root, bundleDir(name));
+    const leave = bundleLeft(ctx.ports.root, bundleDir(name));
     const paths = [
       unitPath(serviceUnit(name)),
       unitPath(timerUnit(name)),
@@ -449,18 +449,14 @@ async function readBackProblem(data: ApplyData, ctx: DecideContext): Promise<str
  * directory is not the mesh's to delete. The removal then says so and drops the record, rather than failing
  * every apply on a thing it will not touch.
  */
-async function bundleLeft(root: string, path: string): Promise<string | null> {
+function bundleLeft(root: string, path: string): string | null {
   const problem = placeProblem(root, path);
-  if (problem) return problem;
-  try {
-    const st = await lstat(underRoot(root, path));
-    if (st.isSymbolicLink()) return `${path} is a symbolic link; it is left, not followed`;
-    if (!st.isDirectory()) return `${path} is not a directory; it is left`;
-    return null;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-    return `${path} cannot be looked at (${(e as NodeJS.ErrnoException).code}); it is left`;
-  }
+  if (problem) return `${problem}; it is left`;
+  const entry = entryAt(root, path);
+  if (typeof entry === "string") return `${entry}; it is left`;
+  if (entry?.kind === "link") return `${path} is a symbolic link; it is left, not followed`;
+  if (entry && entry.kind !== "directory") return `${path} is not a directory; it is left`;
+  return null;
 }
 
 /** Stop and disable what is loaded, remove both unit files and the bundle (no link followed), and say what went. */

@@ -1,10 +1,8 @@
 // A unit file verified by systemd itself before it is swapped in for a working one: systemd loads a unit it
 // cannot parse as "bad-setting", and by then the working unit would be gone.
 import { randomBytes } from "node:crypto";
-import { mkdir, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { UNIT_VERIFY_DIR, UNIT_VERIFY_TIMEOUT_MS } from "../defaults.ts";
-import { underRoot } from "./paths.ts";
+import { removeTreeAt, writeFileAt } from "../system/index.ts";
 import { C_LOCALE, failureText, UNIT_DIR } from "./systemd.ts";
 import type { Exec } from "./types.ts";
 
@@ -19,10 +17,10 @@ export async function unitsProblem(
   units: Record<string, string>,
 ): Promise<string | null> {
   const dir = `${UNIT_VERIFY_DIR}/mesh-host-verify-${randomBytes(8).toString("hex")}`;
-  const abs = underRoot(root, dir);
-  await mkdir(abs, { recursive: true, mode: 0o700 });
   try {
-    for (const [unit, content] of Object.entries(units)) await writeFile(join(abs, unit), content);
+    // through the root's own walk like every effect: a /var/tmp that is a link out of the root is refused
+    for (const [unit, content] of Object.entries(units))
+      await writeFileAt(root, `${dir}/${unit}`, Buffer.from(content), { mode: 0o600, dirMode: 0o700 });
     const r = await exec.run(
       ["systemd-analyze", "verify", "--man=no", "--", ...Object.keys(units).map((u) => `${dir}/${u}`)],
       { env: C_LOCALE, timeoutMs: UNIT_VERIFY_TIMEOUT_MS },
@@ -34,6 +32,6 @@ export async function unitsProblem(
     if (names.length === 1) said = said.replaceAll(`${names[0]}: `, "");
     return `systemd refuses ${names.join(", ")}: ${said}`;
   } finally {
-    await rm(abs, { recursive: true, force: true });
+    removeTreeAt(root, dir);
   }
 }

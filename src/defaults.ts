@@ -76,3 +76,11 @@ export const PROGRESS_EVERY_MS = 100;
  * walked again as needed, so a declaration naming thousands of directories never runs out of descriptors.
  */
 export const KEPT_DIR_HANDLES_MAX = 256;
+
+/**
+ * Where a unit file is verified before it replaces a working one: a scratch directory under the root, on the
+ * root's own filesystem (a container's /tmp and /run are mounts of their own, which the root path would miss).
+ */
+export const UNIT_VERIFY_DIR = "/var/tmp";
+/** `systemd-analyze verify` loads one unit and what it names: seconds at most, even on a busy machine. */
+export const UNIT_VERIFY_TIMEOUT_MS = 60_000;

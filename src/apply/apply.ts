@@ -312,7 +312,12 @@ function sweepTemps(root: string, d: Declaration, records: Records): void {
   sweepTempsAt(root, new Set([...declared, ...recorded].map((p) => dirname(p))));
 }
 
-/** Carry out the planned steps, one run at a time; a failure stops the apply and the rest are not reached. */
+/**
+ * Carry out the planned steps, one run at a time. A failed action stops the apply and the rest are not reached
+ * (an action is a command whose effect later steps may need; the seeds' "stopped at the first failing
+ * action"); any other failed step is reported failed and the apply goes on: a later step that needs it reads
+ * the machine and fails in its own words, and every other step still brings the node nearer the declaration.
+ */
 async function execute(
   steps: PlannedStep[],
   input: Parameters<typeof decider>[0],
@@ -326,10 +331,10 @@ async function execute(
   const made = new Set<string>();
   const out: ReportStep[] = [];
   const ctx = () => d.context(changed, made);
-  let failed = false;
+  let stoppedBy: string | undefined;
   const runOne = async (step: PlannedStep): Promise<ReportStep> => {
-    if (failed)
-      return { ...planLine(step), did: "not-reached", detail: "not reached: an earlier step failed" };
+    if (stoppedBy)
+      return { ...planLine(step), did: "not-reached", detail: `not reached: action ${stoppedBy} failed` };
     const applier = input.host.appliers.get(step.type)!;
     // an id that named something else until the removal just before: its new record is journalled now
     const intent = (step.data as { intent?: Records[string] } | undefined)?.intent;
@@ -361,7 +366,7 @@ async function execute(
     const results = await mapLimited(fresh, FILE_WRITE_CONCURRENCY, runOne);
     results.forEach((r, i) => {
       noteChange(fresh[i]!, r.did, changed, made);
-      if (r.did === "failed") failed = true;
+      if (r.did === "failed" && fresh[i]!.type === "action") stoppedBy ??= r.id;
       out.push(r);
     });
     onStep?.(out.length, steps.length);

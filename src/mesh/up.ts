@@ -178,6 +178,8 @@ class Controller {
       const r = Report.safeParse(json.value);
       if (!r.success || r.data.node !== node) return;
       heardReport(this.fleet, r.data, record);
+      // a report is what an operator looks for right after a push: written now, not with the next batch
+      this.flushFleet();
     } else {
       const h = Heartbeat.safeParse(json.value);
       if (!h.success || h.data.node !== node) return;

@@ -168,6 +168,13 @@ describe("mesh node add and rm, without the bus", () => {
     await refused(dir, ["move", "web-1", "--to", dir], /node web-1 has not enrolled yet/);
     await refused(dir, ["up", "--only", "2"], /--only must be a server from 1 to 1/);
     await refused(dir, ["watch", "extra"], /takes no argument/);
+    // the bus is not up: the commands that need it say so
+    await refused(
+      dir,
+      ["watch"],
+      /the mesh's bus does not answer at nats:\/\/127\.0\.0\.1:4995 \(is `mesh-host mesh up` running\?\)/,
+    );
+    await refused(dir, ["up", "--unit", "--unit-dir", join(dir, "nowhere")], /--unit-dir .* does not exist/);
   });
 
   it("node rm takes the node's users and record away", async () => {

@@ -66,6 +66,10 @@ export const HASH_CHUNK_BYTES = 1024 * 1024;
 
 /** Files at most this large are read synchronously (cheaper than the thread pool's round trips). */
 export const SYNC_READ_MAX_BYTES = 64 * 1024;
+/** An apply at a terminal shows a progress line once it has taken this long: by then a person wonders. */
+export const PROGRESS_AFTER_MS = 1_000;
+/** ...and redraws it at most this often: a line a step for 10,000 steps would cost more than the steps. */
+export const PROGRESS_EVERY_MS = 100;
 
 /**
  * Where a unit file is verified before it replaces a working one: a scratch directory under the root, on the

@@ -44,6 +44,8 @@ export interface ApplyRequest {
   unseal: Unseal;
   /** Told the plan after it is decided and before anything is touched: show, then act. */
   onPlan?: (plan: PlanLine[]) => void;
+  /** Told each time a step is done, with how many of how many: a progress line for a long apply. */
+  onStep?: (done: number, total: number) => void;
 }
 
 export interface PlanLine {
@@ -209,7 +211,13 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   if (changing.length) req.state.writeOwed([...new Set([...owed, ...changing])]);
   await journal(req.state, req.holds, next, order, steps);
   const orderOf = () => [...new Set([...d.resources.map((r) => r.id), ...order])].filter((id) => next[id]);
-  const executed = await execute(steps, input, next, () => req.state.writeRecords(next, orderOf()));
+  const executed = await execute(
+    steps,
+    input,
+    next,
+    () => req.state.writeRecords(next, orderOf()),
+    req.onStep,
+  );
   logSteps(req.ports.log, executed);
   const outcome: Outcome = executed.some((s) => s.did === "failed") ? "failed" : "applied";
   // every dependent ran: nothing is owed; a failed apply keeps what it changed owed for the next one
@@ -315,6 +323,7 @@ async function execute(
   input: Parameters<typeof decider>[0],
   records: Records,
   saveRecords: () => void,
+  onStep?: ApplyRequest["onStep"],
 ): Promise<ReportStep[]> {
   // decided against the records as the steps before have left them: `wrote` reads what was just written
   const d = decider(input, records);
@@ -360,6 +369,7 @@ async function execute(
       if (r.did === "failed" && fresh[i]!.type === "action") stoppedBy ??= r.id;
       out.push(r);
     });
+    onStep?.(out.length, steps.length);
   }
   return out;
 }

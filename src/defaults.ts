@@ -72,6 +72,12 @@ export const PROGRESS_AFTER_MS = 1_000;
 export const PROGRESS_EVERY_MS = 100;
 
 /**
+ * Directory handles one apply's decisions keep (src/system/walk.ts); past this many they are all closed and
+ * walked again as needed, so a declaration naming thousands of directories never runs out of descriptors.
+ */
+export const KEPT_DIR_HANDLES_MAX = 256;
+
+/**
  * Where a unit file is verified before it replaces a working one: a scratch directory under the root, on the
  * root's own filesystem (a container's /tmp and /run are mounts of their own, which the root path would miss).
  */

@@ -1,10 +1,13 @@
 // process against a real systemd: a daemon or a timer run from a bundle under /var/lib/mesh/<name>; removed
 // whole when undeclared, and a name outside the one rule (".." once deleted /var/lib/mesh) refused both ways.
 import {
+  chmodSync,
+  copyFileSync,
   existsSync,
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   renameSync,
   rmSync,
@@ -21,6 +24,7 @@ import type { DecideContext } from "../src/appliers/types.ts";
 import { State, StoreHolds } from "../src/store/index.ts";
 import { parseDeclaration } from "../src/vocabulary/index.ts";
 import { decl } from "./support/offline.ts";
+import { ensureSea } from "./support/sea.ts";
 import {
   type ArchMachine,
   archHost,
@@ -447,5 +451,49 @@ describe("process: what systemd would refuse never replaces a working unit", () 
     expect(after.invocation).toBe(before.invocation);
     // the declaration put right, it goes through
     expect(dids(await m.apply(decl([proc("verified")])))).toEqual(["verified:unchanged"]);
+  });
+});
+
+describe("process: a bundle directory swapped for a link during the apply (issue 18), through the executable", () => {
+  it("the bundle's write is refused naming the path; nothing lands where the link points", async () => {
+    // the built executable, run inside the container as its own root (`--root /`), systemd answering
+    copyFileSync(process.env.MESH_HOST_BIN ?? ensureSea(), at("usr/local/bin/mesh-host"));
+    chmodSync(at("usr/local/bin/mesh-host"), 0o755);
+    mkdirSync(at("outside"), { mode: 0o700 });
+    writeFileSync(at("outside/precious"), "precious\n");
+    const run = async (resources: unknown[], extra: Record<string, unknown> = {}) => {
+      writeFileSync(at("root/race.json"), JSON.stringify(decl(resources, extra)));
+      const argv = ["/usr/local/bin/mesh-host", "apply", "/root/race.json", "--root", "/", "--host", "arch"];
+      const r = await c.exec.run([...argv, "--state", "/var/lib/mesh-host-race", "--json"]);
+      if (!r.stdout) throw new Error(`mesh-host exited ${r.code ?? r.spawnError}: ${r.stderr}`);
+      return { code: r.code, doc: JSON.parse(r.stdout), stderr: r.stderr };
+    };
+    const first = await run([proc("raced")]);
+    expect(first.code, first.stderr).toBe(0);
+    const swap = {
+      id: "swap",
+      type: "action",
+      run: [
+        "sh",
+        "-c",
+        "mv /var/lib/mesh/raced /var/lib/mesh/raced.moved && ln -s /outside /var/lib/mesh/raced",
+      ],
+    };
+    const bundle = [
+      { path: "run.sh", content: `# v2\n${RUN}`, mode: "0755" },
+      { path: "etc/conf", content: "x\n" },
+    ];
+    const second = await run([swap, proc("raced", { bundle })]);
+    expect(second.code, second.stderr).toBe(1);
+    const step = second.doc.report.steps.find((s: { id: string }) => s.id === "raced");
+    expect(step.did).toBe("failed");
+    expect(step.detail).toContain("(/var/lib/mesh/raced) is a symbolic link; it is not followed");
+    expect(readdirSync(at("outside"))).toEqual(["precious"]);
+    expect(statSync(at("outside")).mode & 0o777).toBe(0o700);
+    // put back as it was, and the process removed through the same executable
+    rmSync(at("var/lib/mesh/raced"));
+    renameSync(at("var/lib/mesh/raced.moved"), at("var/lib/mesh/raced"));
+    expect((await run([], { owns_nothing: true })).code).toBe(0);
+    expect(existsSync(at("var/lib/mesh/raced"))).toBe(false);
   });
 });

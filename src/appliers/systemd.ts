@@ -209,6 +209,10 @@ const PAST: Record<string, string> = {
 /** Directories a package puts unit files in: a file the mesh created in /etc over one of these is an override. */
 const VENDOR_DIRS = ["/usr/lib/systemd/system", "/lib/systemd/system"];
 
+/**
+ * Looked up by name on purpose: /lib is a link to usr/lib on most machines, and this only asks whether a package
+ * ships the unit (nothing is written or removed there), so the no-follow walk would only misread it as absent.
+ */
 async function hasVendorFile(root: string, unit: string): Promise<boolean> {
   for (const dir of VENDOR_DIRS)
     if (

@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { ensureKeys, publicKeys, seal } from "../../src/store/index.ts";
+import { EVENT_WAIT_MS } from "../support/events.ts";
 import {
   awaitLockBy,
   describeExit,
@@ -184,8 +185,8 @@ async function crashFlow(): Promise<string[]> {
       ],
       { env: { MESH_LOG: "debug" } },
     );
-    await awaitLockBy(join(p.state, "lock"), victim.pid, 10_000);
-    const deadline = performance.now() + 10_000;
+    await awaitLockBy(join(p.state, "lock"), victim.pid);
+    const deadline = performance.now() + EVENT_WAIT_MS;
     while (performance.now() < deadline && readFileSync(join(p.root, PATH), "utf8") !== two) await sleep(2);
     const killed = await victim.kill();
     p.outputs.push(killed.stdout, killed.stderr);

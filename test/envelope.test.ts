@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { MAX_BODY_BYTES, MAX_ENVELOPE_BYTES } from "../src/defaults.ts";
-import { ed25519PublicFromB64, makeMeshKey, signEnvelope, verifyEnvelope } from "../src/link/envelope.ts";
 import type { Refusal, TypeSupport } from "../src/vocabulary/index.ts";
+import { ed25519PublicFromB64, makeMeshKey, signEnvelope, verifyEnvelope } from "../src/vocabulary/index.ts";
 
 const mesh = makeMeshKey();
 const NODE = "web-1";

@@ -5,9 +5,9 @@ import { describe, expect, it } from "vitest";
 import { localExec } from "../src/appliers/index.ts";
 import { type Delivery, Hold, type Link } from "../src/hold/index.ts";
 import { makeHost } from "../src/hosts/index.ts";
-import { makeMeshKey, signEnvelope } from "../src/link/index.ts";
 import { Outbox, State, StoreHolds } from "../src/store/index.ts";
-import type { Report } from "../src/vocabulary/index.ts";
+
+import { makeMeshKey, type Report, signEnvelope } from "../src/vocabulary/index.ts";
 import { tempDir } from "./support/tmp.ts";
 
 const quiet = { info() {}, warn() {}, error() {}, debug() {} };

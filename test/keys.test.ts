@@ -7,7 +7,6 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   ensureKeys,
   KEY_NAMES,
-  keyPairFromRaw,
   keyPath,
   loadKeys,
   makeKeys,
@@ -18,6 +17,7 @@ import {
   publicKeys,
   saveKeys,
 } from "../src/store/keys.ts";
+import { keyPairFromRaw } from "../src/vocabulary/index.ts";
 
 const B64_KEY = /^[A-Za-z0-9+/]{43}=$/;
 

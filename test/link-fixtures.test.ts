@@ -6,9 +6,15 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { signEnvelope, verifyEnvelope } from "../src/link/index.ts";
-import { keyPairFromRaw } from "../src/store/keys.ts";
-import { Envelope, Heartbeat, Membership, Report } from "../src/vocabulary/index.ts";
+import {
+  Envelope,
+  Heartbeat,
+  keyPairFromRaw,
+  Membership,
+  Report,
+  signEnvelope,
+  verifyEnvelope,
+} from "../src/vocabulary/index.ts";
 
 const fixture = (name: string) => readFileSync(new URL(`fixtures/${name}`, import.meta.url), "utf8");
 /** The wire form of a fixture: compact JSON in the file's own key order. */
@@ -36,6 +42,8 @@ describe("wire fixtures", () => {
     expect(verified.ok).toBe(true);
     if (!verified.ok) return;
     expect(verified.declaration.node).toBe("web-1");
+    // the signed order the link requires (protocol.md, "The signed order")
+    expect(verified.declaration).toMatchObject({ serial: 3, issued_at: "2026-01-05T09:59:58Z" });
     // the report fixture names this declaration by its digest
     const report = Report.parse(JSON.parse(fixture("report.json")));
     expect(report.declaration.digest).toBe(verified.digest);

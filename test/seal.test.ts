@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { fc, test } from "@fast-check/vitest";
 import { describe, expect, it } from "vitest";
-import { keyPairFromRaw, makeKeyPair, publicB64 } from "../src/store/keys.ts";
-import { seal, unseal } from "../src/store/seal.ts";
+import { makeKeyPair, publicB64 } from "../src/store/keys.ts";
+import { keyPairFromRaw, seal, unseal } from "../src/vocabulary/index.ts";
 
 interface SealedFixture {
   recipient_private: string;

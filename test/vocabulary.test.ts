@@ -153,6 +153,21 @@ describe("a declaration on arrival", () => {
     });
   });
 
+  it("takes the signed order (serial, issued_at) as optional, and refuses a malformed one naming the field", () => {
+    expect(parseDeclaration(decl([file()])).ok).toBe(true);
+    const ordered = parseDeclaration(decl([file()], { serial: 9, issued_at: "2026-01-05T10:00:00.5Z" }));
+    expect(ordered).toMatchObject({ ok: true, value: { serial: 9, issued_at: "2026-01-05T10:00:00.5Z" } });
+    for (const serial of [0, -1, 1.5, "3", null, 2 ** 60])
+      expect(refusals(decl([file()], { serial }))).toEqual([
+        { id: "declaration", field: "serial", reason: "must be an integer from 1" },
+      ]);
+    for (const issued_at of ["yesterday", "2026-01-05T10:00:00+02:00", "2026-01-05", 1767607200])
+      expect(refusals(decl([file()], { issued_at }))[0]).toMatchObject({
+        field: "issued_at",
+        reason: "must be an RFC 3339 UTC time (2026-01-05T10:00:00Z)",
+      });
+  });
+
   it("refuses hostile bodies before parsing: not JSON, not UTF-8, too deep, too big", () => {
     const reason = (b: string | Uint8Array) => {
       const p = parseDeclarationBody(b);

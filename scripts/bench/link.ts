@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { createReadStream, existsSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Msg } from "@nats-io/transport-node";
-import { signEnvelope } from "../../src/link/index.ts";
+import { signEnvelope } from "../../src/vocabulary/index.ts";
 import { MeshDouble } from "../../test/mesh/index.ts";
 import { benchFiles, declarationOf, tempDir } from "./fixture.ts";
 import { runTimed, vmRssKb } from "./proc.ts";

@@ -3,8 +3,8 @@
 import { readFileSync, statSync } from "node:fs";
 import type { Unseal } from "../apply/index.ts";
 import { MAX_INSTALLER_SECRET_BYTES } from "../defaults.ts";
-import { loadKeys, type State, unseal } from "../store/index.ts";
-import { INSTALLER_SECRET, nameProblem } from "../vocabulary/index.ts";
+import { loadKeys, type State } from "../store/index.ts";
+import { INSTALLER_SECRET, nameProblem, unseal } from "../vocabulary/index.ts";
 import { UsageError } from "./args.ts";
 
 /** What `--secret NAME=FILE` gave, by name: the value alone. */

@@ -6,9 +6,8 @@ import type { PlanLine, Unseal } from "../apply/index.ts";
 import { applyDeclaration, refusedReport } from "../apply/index.ts";
 import { HASH_CHUNK_BYTES } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
-import { verifyEnvelope } from "../link/envelope.ts";
 import { acquireLock, type Outbox, type State, type StoreHolds } from "../store/index.ts";
-import type { Membership, Report } from "../vocabulary/index.ts";
+import { type Membership, type Report, verifyEnvelope } from "../vocabulary/index.ts";
 
 export interface NodeDeps {
   state: State;
@@ -38,6 +37,7 @@ export interface DeliveredOptions {
   keep?: boolean;
   dryRun?: boolean;
   onPlan?: (plan: PlanLine[]) => void;
+  onStep?: (done: number, total: number) => void;
   /** Verify against this key instead of the membership's: the kept declaration's own. */
   meshKey?: string;
   /** The caller holds the state lock already (applyKept): the lock is not re-entrant. */
@@ -80,6 +80,7 @@ export async function applyDelivered(
       source: "link",
       dryRun,
       onPlan: opts.onPlan,
+      onStep: opts.onStep,
       host: deps.host,
       state: deps.state,
       holds: deps.holds,

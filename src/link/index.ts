@@ -4,14 +4,6 @@ export { CODE_PREFIX, type DecodedCode, decodeCode, encodeCode } from "./code.ts
 export * from "./defaults.ts";
 export { type DialFailure, type Dialled, type DialOptions, dial, fingerprintOf } from "./dial.ts";
 export {
-  ed25519PublicFromB64,
-  makeMeshKey,
-  signEnvelope,
-  type Verified,
-  type VerifyOptions,
-  verifyEnvelope,
-} from "./envelope.ts";
-export {
   type Bound,
   type Delivered,
   type Link,

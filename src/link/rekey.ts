@@ -13,10 +13,9 @@ import { createHash, type KeyObject, sign, verify } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
 import { headers } from "@nats-io/transport-node";
 import * as z from "zod";
-import { type Membership, Name, Tunnel } from "../vocabulary/index.ts";
+import { ed25519PublicFromB64, type Membership, Name, Tunnel } from "../vocabulary/index.ts";
 import { nodeInboxPrefix, rekeySubject, SERVER_ACK_TIMEOUT_MS } from "./defaults.ts";
 import { dial } from "./dial.ts";
-import { ed25519PublicFromB64 } from "./envelope.ts";
 import { isNoResponders, isPermissionViolation, isTimeout, messageOf } from "./failures.ts";
 
 const B64Key = z.string().regex(/^[A-Za-z0-9+/]{43}=$/, "must be standard base64 of 32 raw bytes");

@@ -4,25 +4,18 @@
 // exactly what `wg genkey` prints, so overlay.key is a WireGuard private key as it stands, and all three
 // files read the same way. The public half is never stored: it is derived from the private one.
 
-import {
-  createPrivateKey,
-  createPublicKey,
-  generateKeyPairSync,
-  type KeyObject,
-  randomBytes,
-} from "node:crypto";
+import { generateKeyPairSync, type KeyObject, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { SECRET_FILE_MODE, STATE_DIR_MODE } from "../defaults.ts";
+import {
+  type KeyKind,
+  type KeyPair,
+  keyPairFromRaw,
+  rawKeyFromB64,
+  rawPublicOf,
+} from "../vocabulary/index.ts";
 import { writeFileAtomicSync } from "./atomic.ts";
-
-export type KeyKind = "ed25519" | "x25519";
-
-/** Private and public as KeyObjects: inspecting or JSON-stringifying one shows no key material. */
-export interface KeyPair {
-  privateKey: KeyObject;
-  publicKey: KeyObject;
-}
 
 export interface NodeKeys {
   /** Ed25519: signs what the node says of itself (a rekey). */
@@ -49,18 +42,6 @@ export const KEY_DIR = "identity";
 export const KEY_NAMES: readonly KeyName[] = ["identity", "sealing", "overlay"];
 const KEY_KINDS: Record<KeyName, KeyKind> = { identity: "ed25519", sealing: "x25519", overlay: "x25519" };
 
-// DER headers that turn 32 raw bytes into the PKCS#8 / SPKI documents Node's crypto imports.
-const PKCS8_PREFIX: Record<KeyKind, Buffer> = {
-  ed25519: Buffer.from("302e020100300506032b657004220420", "hex"),
-  x25519: Buffer.from("302e020100300506032b656e04220420", "hex"),
-};
-const SPKI_PREFIX: Record<KeyKind, Buffer> = {
-  ed25519: Buffer.from("302a300506032b6570032100", "hex"),
-  x25519: Buffer.from("302a300506032b656e032100", "hex"),
-};
-
-const RAW_KEY_B64 = /^[A-Za-z0-9+/]{43}=$/;
-
 export function makeKeys(): NodeKeys {
   return { identity: makeKeyPair("ed25519"), sealing: makeKeyPair("x25519"), overlay: makeOverlayKey() };
 }
@@ -79,35 +60,10 @@ export function makeOverlayKey(): KeyPair {
   return keyPairFromRaw("x25519", raw);
 }
 
-export function keyPairFromRaw(kind: KeyKind, rawPrivate: Uint8Array): KeyPair {
-  const privateKey = createPrivateKey({
-    key: Buffer.concat([PKCS8_PREFIX[kind], rawPrivate]),
-    format: "der",
-    type: "pkcs8",
-  });
-  return { privateKey, publicKey: createPublicKey(privateKey) };
-}
-
-export function publicKeyFromRaw(kind: KeyKind, rawPublic: Uint8Array): KeyObject {
-  return createPublicKey({ key: Buffer.concat([SPKI_PREFIX[kind], rawPublic]), format: "der", type: "spki" });
-}
-
-/** 32 raw bytes from standard padded base64, or null: strict, so one key has one spelling. */
-export function rawKeyFromB64(text: string): Buffer | null {
-  if (!RAW_KEY_B64.test(text)) return null;
-  const raw = Buffer.from(text, "base64");
-  return raw.toString("base64") === text ? raw : null;
-}
-
 /** A WireGuard private key as `wg` writes it (the overlay key taken from a found tunnel), or null. */
 export function overlayKeyFromB64(text: string): KeyPair | null {
   const raw = rawKeyFromB64(text.trim());
   return raw ? keyPairFromRaw("x25519", raw) : null;
-}
-
-export function rawPublicOf(key: KeyObject): Buffer {
-  const jwk = (key.type === "private" ? createPublicKey(key) : key).export({ format: "jwk" });
-  return Buffer.from(jwk.x ?? "", "base64url");
 }
 
 export function publicB64(key: KeyObject): string {

@@ -7,9 +7,13 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AckPolicy, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection, nanos } from "@nats-io/transport-node";
-import { makeMeshKey, signEnvelope } from "../../src/link/envelope.ts";
 import { ensureKeys, State } from "../../src/store/index.ts";
-import { type Report, Report as ReportSchema } from "../../src/vocabulary/index.ts";
+import {
+  makeMeshKey,
+  type Report,
+  Report as ReportSchema,
+  signEnvelope,
+} from "../../src/vocabulary/index.ts";
 import { freePort, makeCert, NATS_SERVER, permissionsFor } from "../mesh/index.ts";
 import { groupAlive, killGroup, spawnGroup } from "../support/processes.ts";
 import { describeExit, meshHost, removeTemp, sleep, tempDir } from "./support.ts";

@@ -6,9 +6,8 @@
 // files), which places `reconcile` between two deliveries exactly, with no bus timing in the way.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { makeMeshKey, signEnvelope } from "../../src/link/envelope.ts";
 import { State } from "../../src/store/index.ts";
-import { digestOf } from "../../src/vocabulary/index.ts";
+import { digestOf, makeMeshKey, signEnvelope } from "../../src/vocabulary/index.ts";
 import { BusNode, until, withMesh } from "./bus.ts";
 import {
   awaitLockBy,

@@ -4,8 +4,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { STATE_FORMAT } from "../../src/defaults.ts";
-import { makeMeshKey } from "../../src/link/envelope.ts";
 import { State } from "../../src/store/index.ts";
+import { makeMeshKey } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS } from "../support/events.ts";
 import {
   childCommand,

@@ -2,7 +2,7 @@
 // plan, each with hostile values where a field could be attacked, and mutations of envelopes the mesh signed.
 import type { KeyObject } from "node:crypto";
 import fc from "fast-check";
-import { signEnvelope } from "../../src/link/envelope.ts";
+import { signEnvelope } from "../../src/vocabulary/index.ts";
 
 /** Strings an attacker would try in any field. */
 const NASTY = [

@@ -6,9 +6,14 @@ import { join } from "node:path";
 import { localExec } from "../../src/appliers/index.ts";
 import { applyDeclaration } from "../../src/apply/index.ts";
 import { makeHost } from "../../src/hosts/index.ts";
-import { signEnvelope, verifyEnvelope } from "../../src/link/envelope.ts";
 import { State, StoreHolds } from "../../src/store/index.ts";
-import { parseDeclaration, parseDeclarationBody, type Refusal } from "../../src/vocabulary/index.ts";
+import {
+  parseDeclaration,
+  parseDeclarationBody,
+  type Refusal,
+  signEnvelope,
+  verifyEnvelope,
+} from "../../src/vocabulary/index.ts";
 import { type Bench, lineProblems, makeBench, NODE } from "./hostile.ts";
 import { meshHost, type Outcome, type RunOptions, type Scenario, snap, Tally, tempDir } from "./support.ts";
 

@@ -8,9 +8,16 @@ import { localExec } from "../../src/appliers/index.ts";
 import { applyDeclaration } from "../../src/apply/index.ts";
 import { unsealerFor } from "../../src/cli/unseal.ts";
 import { makeHost } from "../../src/hosts/index.ts";
-import { makeMeshKey, verifyEnvelope } from "../../src/link/envelope.ts";
-import { ensureKeys, publicKeys, State, StoreHolds, seal } from "../../src/store/index.ts";
-import { digestOf, parseDeclaration, type Refusal, refusalLine } from "../../src/vocabulary/index.ts";
+import { ensureKeys, publicKeys, State, StoreHolds } from "../../src/store/index.ts";
+import {
+  digestOf,
+  makeMeshKey,
+  parseDeclaration,
+  type Refusal,
+  refusalLine,
+  seal,
+  verifyEnvelope,
+} from "../../src/vocabulary/index.ts";
 import { type HostileInput, inputArb } from "./hostile-gen.ts";
 import { type Outcome, type RunOptions, type Scenario, snap, Tally, tempDir } from "./support.ts";
 

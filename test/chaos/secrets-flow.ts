@@ -6,7 +6,8 @@
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { loadKeys, publicKeys, seal } from "../../src/store/index.ts";
+import { loadKeys, publicKeys } from "../../src/store/index.ts";
+import { seal } from "../../src/vocabulary/index.ts";
 import { BusNode, permissionProblems, until, withMesh } from "./bus.ts";
 import { leakedForm, type Outcome, type RunOptions, type Scenario, Tally } from "./support.ts";
 

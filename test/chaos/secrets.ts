@@ -5,7 +5,8 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { ensureKeys, publicKeys, seal } from "../../src/store/index.ts";
+import { ensureKeys, publicKeys } from "../../src/store/index.ts";
+import { seal } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS } from "../support/events.ts";
 import {
   awaitLockBy,

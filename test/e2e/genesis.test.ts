@@ -2,8 +2,8 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { makeMeshKey, signEnvelope } from "../../src/link/index.ts";
-import { ensureKeys, publicKeys, State, seal } from "../../src/store/index.ts";
+import { ensureKeys, publicKeys, State } from "../../src/store/index.ts";
+import { makeMeshKey, seal, signEnvelope } from "../../src/vocabulary/index.ts";
 import { runCli } from "../support/cli.ts";
 import { snapshot, tempDir } from "../support/tmp.ts";
 

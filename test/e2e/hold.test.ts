@@ -2,7 +2,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeMeshKey, signEnvelope } from "../../src/link/index.ts";
+import { makeMeshKey, signEnvelope } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
 import { type Running, runCli, startCli } from "../support/cli.ts";
 import { tempDir } from "../support/tmp.ts";

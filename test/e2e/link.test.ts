@@ -4,16 +4,15 @@ import { readFileSync } from "node:fs";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Delivered, dial, type Link, openLink } from "../../src/link/index.ts";
 import {
-  type Delivered,
-  dial,
-  type Link,
+  Heartbeat,
+  type Membership,
   makeMeshKey,
-  openLink,
+  Report,
   signEnvelope,
   verifyEnvelope,
-} from "../../src/link/index.ts";
-import { Heartbeat, type Membership, Report } from "../../src/vocabulary/index.ts";
+} from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS, MeshDouble, waitForAsync } from "../mesh/index.ts";
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/${name}`, import.meta.url), "utf8");

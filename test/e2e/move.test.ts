@@ -2,8 +2,8 @@
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { beginMove, loadKeys, publicKeys, State, seal } from "../../src/store/index.ts";
-import type { Membership } from "../../src/vocabulary/index.ts";
+import { beginMove, loadKeys, publicKeys, State } from "../../src/store/index.ts";
+import { type Membership, seal } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS, MeshDouble } from "../mesh/index.ts";
 import { runCli, startCli } from "../support/cli.ts";
 import { tempDir } from "../support/tmp.ts";

@@ -2,7 +2,8 @@
 import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadKeys, publicKeys, seal } from "../../src/store/index.ts";
+import { loadKeys, publicKeys } from "../../src/store/index.ts";
+import { seal } from "../../src/vocabulary/index.ts";
 import { MeshDouble } from "../mesh/index.ts";
 import { runCli, startCli } from "../support/cli.ts";
 import { tempDir } from "../support/tmp.ts";

@@ -15,14 +15,15 @@ import {
 } from "@nats-io/jetstream";
 import { connect, type NatsConnection, nanos, type Subscription } from "@nats-io/transport-node";
 import { encodeCode } from "../../src/link/code.ts";
-import { makeMeshKey, signEnvelope } from "../../src/link/envelope.ts";
 import {
   EnrolQuestion,
   type Heartbeat,
   Heartbeat as HeartbeatSchema,
   type Membership,
+  makeMeshKey,
   type Report,
   Report as ReportSchema,
+  signEnvelope,
 } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS } from "../support/events.ts";
 import { type MadeCert, makeCert } from "./cert.ts";

@@ -25,7 +25,6 @@ import type { Applier, Exec, ExecOptions, ExecResult } from "../../src/appliers/
 import type { ApplyResult } from "../../src/apply/index.ts";
 import type { Host } from "../../src/hosts/index.ts";
 import {
-  type KeyPair,
   makeKeys,
   makeOverlayKey,
   privateB64,
@@ -35,11 +34,14 @@ import {
   saveKey,
   saveKeys,
 } from "../../src/store/index.ts";
+import type { KeyPair } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS } from "./events.ts";
 import { applyRaw } from "./offline.ts";
 import { spawnGroup } from "./processes.ts";
+import { ensureSea, type SeaMachine, seaMachine } from "./sea.ts";
 import { runMarkerEnv } from "./strays.ts";
 import { ensureRootTarball, hostExec, killContainer, must } from "./systemd.ts";
+import { tempDir } from "./tmp.ts";
 
 // failure bounds for a busy machine, not paces
 const BOOT_TIMEOUT_MS = 180_000;
@@ -420,3 +422,16 @@ export function overlayNode(m: Machine, stateDir: string, key?: WgKey): OverlayN
 }
 
 export type { ExecResult };
+
+/** The built executable run inside `node`'s machine (its network and mount namespaces) over the node's state. */
+export function seaNode(node: OverlayNode): SeaMachine {
+  const files = tempDir("mesh-wg-decl-");
+  return seaMachine({
+    exec: node.machine.exec,
+    bin: ensureSea(),
+    root: node.machine.root,
+    state: node.stateDir,
+    here: files,
+    there: files,
+  });
+}

@@ -7,7 +7,7 @@ import { BUILD } from "../../build-info.ts";
 import { ask } from "../../link/asking.ts";
 import { decodeCode } from "../../link/code.ts";
 import { acquireLock, ensureKeys, overlayKeyFromB64, publicKeys, saveKey } from "../../store/index.ts";
-import { EnrolmentCode } from "../../vocabulary/index.ts";
+import { EnrolmentCode, issueWords } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import type { Context } from "../context.ts";
 import { writeJson, writeOut } from "../output.ts";
@@ -15,20 +15,26 @@ import { writeJson, writeOut } from "../output.ts";
 /** The code's parts, from the code or from the flags, refused naming the part that is wrong. */
 function approachOf(ctx: Context): EnrolmentCode {
   const [code, ...extra] = ctx.args.positionals;
-  if (extra.length) throw new UsageError("enrol takes one CODE");
+  if (extra.length) throw new UsageError("enrol takes one CODE (see `mesh-host help enrol`)");
   if (code) {
     const decoded = decodeCode(code);
-    if (!decoded.ok) throw new UsageError(`enrolment code: ${decoded.reason}`);
+    if (!decoded.ok) throw new UsageError(`not a valid enrolment code: ${decoded.reason}`);
     return decoded.value;
   }
   const { node, server, fingerprint, token } = ctx.args;
+  if (node === undefined && !server.length && fingerprint === undefined && token === undefined)
+    throw new UsageError(
+      "enrol needs a CODE, or --node, --server, --fingerprint and --token (see `mesh-host help enrol`)",
+    );
   const parsed = EnrolmentCode.safeParse({ node, servers: server, fingerprint, transport: "nats", token });
   if (!parsed.success) {
-    const field = String(parsed.error.issues[0]?.path[0] ?? "code");
+    const issue = parsed.error.issues[0]!;
+    const field = String(issue.path[0] ?? "code");
     const flag = field === "servers" ? "server" : field;
-    throw new UsageError(
-      `enrol needs a CODE or --${flag}: ${field === "token" ? "missing" : (parsed.error.issues[0]?.message ?? "invalid")}`,
-    );
+    const given = { node, server: server.length ? server : undefined, fingerprint, token }[flag];
+    // the token's own words are never said back: it is a password
+    const why = given === undefined ? "is missing" : flag === "token" ? "is not valid" : issueWords(issue);
+    throw new UsageError(`enrol --${flag} ${why} (see \`mesh-host help enrol\`)`);
   }
   return parsed.data;
 }

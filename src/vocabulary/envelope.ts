@@ -1,19 +1,19 @@
 // The declaration message (protocol.md): {v:1, body, sig}, the body a JSON string signed by the mesh key.
 // Checked in order — the message's size, encoding and JSON; its shape; the signature; the body's schema; the
-// node — so nothing unsigned is ever parsed as a declaration, and each refusal is one line naming its field.
+// node — so nothing unsigned is ever parsed as a declaration, and each refusal is one line naming its field. Pure (no nats):
+// the mesh side (src/mesh/) signs with it and the host verifies with it.
 import { createPublicKey, generateKeyPairSync, type KeyObject, sign, verify } from "node:crypto";
 import { MAX_BODY_BYTES, MAX_ENVELOPE_BYTES } from "../defaults.ts";
 import {
   ALL_TYPES,
   type Declaration,
   digestOf,
-  Envelope,
   parseDeclarationBody,
-  parseJsonBytes,
-  type Refusal,
-  refusalsFromIssues,
   type TypeSupport,
-} from "../vocabulary/index.ts";
+} from "./declaration.ts";
+import { parseJsonBytes } from "./json.ts";
+import { type Refusal, refusalsFromIssues } from "./refusal.ts";
+import { Envelope } from "./wire.ts";
 
 /** The DER header of an Ed25519 SubjectPublicKeyInfo; the raw 32 bytes follow it. */
 export const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");

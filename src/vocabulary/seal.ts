@@ -1,6 +1,7 @@
 // Sealed values (protocol.md): X25519 from a fresh ephemeral key to the node's sealing key, HKDF-SHA256,
-// AES-256-GCM. `seal` is the mesh's side (tests and the mesh double use it); the host only unseals.
-// A reason never carries the plaintext or any key material: a sealed value is never logged or reported.
+// AES-256-GCM. `seal` is the mesh's side (src/mesh/, tests, the mesh double); the host only unseals. Pure, so
+// both sides import it from the vocabulary. A reason never carries the plaintext or any key material: a sealed
+// value is never logged or reported.
 import {
   createCipheriv,
   createDecipheriv,
@@ -10,7 +11,7 @@ import {
   type KeyObject,
   randomBytes,
 } from "node:crypto";
-import { keyPairFromRaw, publicKeyFromRaw, rawKeyFromB64, rawPublicOf } from "./keys.ts";
+import { keyPairFromRaw, publicKeyFromRaw, rawKeyFromB64, rawPublicOf } from "./raw-keys.ts";
 
 export const SEAL_VERSION = "v1";
 const SEAL_INFO = "mesh seal v1";

@@ -1,6 +1,5 @@
 // The no-follow walk itself (src/system): every declared path reached one component at a time from a handle
 // on the root, no link followed wherever it sits or whenever it appears, every effect on a handle.
-import { spawn } from "node:child_process";
 import {
   chmodSync,
   closeSync,
@@ -30,6 +29,8 @@ import {
   removeTreeAt,
   writeFileAt,
 } from "../src/system/index.ts";
+import { EVENT_WAIT_MS } from "./support/events.ts";
+import { spawnGroup } from "./support/processes.ts";
 import { tempDir } from "./support/tmp.ts";
 
 const W = { mode: 0o644, dirMode: 0o755 };
@@ -182,7 +183,7 @@ describe("a swap after the walk cannot redirect an effect", () => {
     mkdirSync(join(root, "srv/app"), { recursive: true });
     const ready = join(root, "swapping");
     // another process swaps /srv/app for a link out of the root and back, without pause, until killed
-    const swapper = spawn(
+    const swapper = spawnGroup(
       process.execPath,
       [
         "-e",
@@ -202,7 +203,7 @@ describe("a swap after the walk cannot redirect an effect", () => {
       { stdio: "ignore" },
     );
     try {
-      const until = Date.now() + 30_000;
+      const until = Date.now() + EVENT_WAIT_MS;
       while (!existsSync(ready) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
       let written = 0;
       let refused = 0;

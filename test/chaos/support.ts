@@ -9,6 +9,7 @@ import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import { bundleOptions, ENTRY, ROOT } from "../../build/bundle.mjs";
 import { TEMP_MARKER } from "../../src/defaults.ts";
+import { EVENT_WAIT_MS } from "../support/events.ts";
 import { killGroup, spawnGroup } from "../support/processes.ts";
 
 export const REPO = ROOT;
@@ -280,7 +281,7 @@ export function start(
   let stderr = "";
   child.stdout!.on("data", (d) => (stdout += d));
   child.stderr!.on("data", (d) => (stderr += d));
-  const timer = setTimeout(() => killGroup(child.pid!), opts.timeoutMs ?? 60_000);
+  const timer = setTimeout(() => killGroup(child.pid!), opts.timeoutMs ?? EVENT_WAIT_MS);
   const exited = new Promise<Exit>((resolve, reject) => {
     child.on("error", reject);
     child.on("close", (code, signal) => {
@@ -310,7 +311,11 @@ export async function meshHost(
 }
 
 /** Wait until `path` exists and (when given) holds `pid` as its first word; false after `timeoutMs`. */
-export async function awaitLockBy(path: string, pid: number | null, timeoutMs: number): Promise<boolean> {
+export async function awaitLockBy(
+  path: string,
+  pid: number | null,
+  timeoutMs = EVENT_WAIT_MS,
+): Promise<boolean> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
     if (existsSync(path)) {

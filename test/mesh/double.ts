@@ -14,7 +14,6 @@ import {
   jetstreamManager,
 } from "@nats-io/jetstream";
 import { connect, type NatsConnection, nanos, type Subscription } from "@nats-io/transport-node";
-import { RECONNECT_MAX_MS } from "../../src/defaults.ts";
 import { encodeCode } from "../../src/link/code.ts";
 import {
   EnrolQuestion,
@@ -26,6 +25,7 @@ import {
   Report as ReportSchema,
   signEnvelope,
 } from "../../src/vocabulary/index.ts";
+import { EVENT_WAIT_MS } from "../support/events.ts";
 import { type MadeCert, makeCert } from "./cert.ts";
 import { freePort, NatsServer, permissionsFor, type ServerUser } from "./server.ts";
 
@@ -36,13 +36,8 @@ export const STREAMS = {
   REKEY: "mesh.rekey.>",
 } as const;
 
-/**
- * How long a test waits for an event (a report, a heartbeat, an enrolment, a file) before calling it missing:
- * a failure bound for a busy two-core machine, never a pace; nothing waits for it once the event comes. A busy
- * machine makes a node's dial or ack time out and the hold wait before dialling again, up to RECONNECT_MAX_MS
- * at a time: the bound outlasts more than two such waits.
- */
-export const EVENT_WAIT_MS = 3 * RECONNECT_MAX_MS;
+export { EVENT_WAIT_MS };
+
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 

@@ -33,6 +33,7 @@ const OPTIONS = {
   fingerprint: { type: "string" },
   node: { type: "string" },
   token: { type: "string" },
+  "code-file": { type: "string" },
   tunnel: { type: "string" },
   mode: { type: "string" },
   secret: { type: "string", multiple: true },
@@ -55,6 +56,8 @@ export interface Args {
   fingerprint?: string;
   node?: string;
   token?: string;
+  /** `enrol --code-file F`: the enrolment code read from F, never from argv. */
+  codeFile?: string;
   /** `overlay take --tunnel <if>`: the found WireGuard interface whose key becomes the overlay key. */
   tunnel?: string;
   mode?: "adopted" | "converged";
@@ -110,6 +113,7 @@ function defaults(values: Record<string, unknown>): Omit<Args, "command" | "posi
     fingerprint: v.fingerprint as string | undefined,
     node: v.node as string | undefined,
     token: v.token as string | undefined,
+    codeFile: v["code-file"] as string | undefined,
     tunnel: v.tunnel as string | undefined,
     mode: v.mode as Args["mode"],
     secret: (v.secret as string[] | undefined) ?? [],

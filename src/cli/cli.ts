@@ -13,7 +13,7 @@ const USAGE = `usage: mesh-host <command> [flags]
   genesis BUNDLE --mode M [--secret NAME=FILE]...
                            the machine's first declaration (adopted|converged), marked consumed;
                            a secret the bundle names "installer" is read from FILE, the value alone
-  enrol CODE               make keys, ask the mesh, save the membership
+  enrol [--code-file F]    make keys, ask the mesh, save the membership (the code on standard input)
   run                      hold the node in its mesh until stopped
   reconcile [BUNDLE] [--dry-run]  apply the mesh's last declaration (or the consumed bundle) again, now
   status                   identity, bus, last declaration, holds, mode

@@ -263,14 +263,15 @@ export interface Running {
 
 export function start(
   argv: string[],
-  opts: { env?: Record<string, string>; timeoutMs?: number } = {},
+  opts: { env?: Record<string, string>; timeoutMs?: number; input?: string } = {},
 ): Running {
   const [cmd, ...args] = argv;
   const started = performance.now();
   const child = spawn(cmd!, args, {
     env: { ...process.env, MESH_LOG: "warn", ...opts.env },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
   });
+  if (opts.input !== undefined) child.stdin!.end(opts.input);
   let stdout = "";
   let stderr = "";
   child.stdout!.on("data", (d) => (stdout += d));
@@ -297,7 +298,7 @@ export function start(
 
 export async function meshHost(
   args: string[],
-  opts: { env?: Record<string, string>; timeoutMs?: number } = {},
+  opts: { env?: Record<string, string>; timeoutMs?: number; input?: string } = {},
 ) {
   return start([...(await meshHostCommand()), ...args], opts);
 }

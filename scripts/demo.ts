@@ -20,7 +20,8 @@ function showReport(r: Report): void {
     `  report: ${r.outcome} (declaration seq ${r.declaration.seq}, sha256:${r.declaration.digest.slice(0, 12)})`,
   );
   for (const s of r.steps) say(`    ${s.did.padEnd(9)} ${s.type.padEnd(9)} ${s.id.padEnd(9)} ${s.detail}`);
-  for (const h of r.holds) say(`    held     ${h.path} (original sha256:${h.original.slice(0, 12)})`);
+  for (const h of r.holds)
+    say(`    held     ${h.path}${h.original ? ` (original sha256:${h.original.slice(0, 12)})` : ""}`);
 }
 
 async function main(): Promise<void> {

@@ -89,7 +89,8 @@ export type ReportStep = z.infer<typeof ReportStep>;
 export const Outcome = z.enum(["applied", "failed", "refused", "superseded"]);
 export type Outcome = z.infer<typeof Outcome>;
 
-export const HeldPath = z.strictObject({ id: z.string(), path: z.string(), original: z.string() });
+/** `original`: the held original's SHA-256, absent where a secret (or a private key) was written over it. */
+export const HeldPath = z.strictObject({ id: z.string(), path: z.string(), original: z.string().optional() });
 
 export const Report = z.strictObject({
   v: z.literal(1),

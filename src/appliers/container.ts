@@ -4,16 +4,16 @@
 // which file or field changed; `restart` is never the answer to a changed env-file (containers.md).
 
 import { createHash } from "node:crypto";
-import { readFile, stat } from "node:fs/promises";
+import { entryAt, readFileAt } from "../system/index.ts";
 import type { ContainerResource, NetworkResource, RuntimeKind } from "../vocabulary/index.ts";
 import { inSubnet } from "../vocabulary/index.ts";
 import { imageApplier } from "./image.ts";
 import { networkApplier } from "./network.ts";
-import { underRoot } from "./paths.ts";
 import {
   CONTAINER_STOP_TIMEOUT_S,
   type ContainerInfo,
   createArgv,
+  createInput,
   isError,
   machineRuntimes,
   type Runtime,
@@ -119,12 +119,19 @@ async function readInputs(w: ContainerResource, ctx: DecideContext): Promise<Inp
       read[path] = wrote;
       return null;
     }
-    const abs = underRoot(ctx.ports.root, path);
-    const st = await stat(abs).catch(() => null);
+    // walked with no link followed: an env-file that is a link (or has one above it) is refused; a bind source
+    // through a link is the runtime's to follow (/var/run is one on most machines), and the host reads none of it
+    const st = entryAt(ctx.ports.root, path);
+    const link = typeof st === "string" || st?.kind === "link";
+    if (link && dirOk) return null;
+    if (typeof st === "string") return `${field}: ${st}`;
     if (!st)
       return dirOk && (dirs.has(path) || ctx.made.has(path)) ? null : `${field}: ${path} does not exist`;
-    if (st.isDirectory()) return dirOk ? null : `${field}: ${path} is a directory`;
-    read[path] = sha(await readFile(abs));
+    if (st.kind === "link") return `${field}: ${path} is a symbolic link; it is not followed`;
+    if (st.kind === "directory") return dirOk ? null : `${field}: ${path} is a directory`;
+    const bytes = await readFileAt(ctx.ports.root, path);
+    if (bytes === null || typeof bytes === "string") return `${field}: ${bytes ?? `${path} does not exist`}`;
+    read[path] = sha(bytes.bytes);
     fromDisk.push(path);
     return null;
   };
@@ -303,7 +310,7 @@ export function containerApplier(
       return step(id, "removed", "remove", `${record.name} stopped and removed (the mesh created it)`);
     },
 
-    async execute(st, _w, record, ctx): Promise<Executed<ContainerRecord>> {
+    async execute(st, w, record, ctx): Promise<Executed<ContainerRecord>> {
       const s = sessionOf(ctx, finder);
       const data = (st.data ?? {}) as { record?: ContainerRecord } & Partial<Plan>;
       const rt = s.runtime(
@@ -317,8 +324,8 @@ export function containerApplier(
         return { did: "failed", detail: typeof rt === "string" ? rt : st.detail, record: keep };
       const name = data.name ?? data.record?.name ?? record!.name;
       s.forget(rt, "container", name);
-      const verb = async (args: string[], timeoutMs?: number) => {
-        const r = await rt.must(args, timeoutMs);
+      const verb = async (args: string[], timeoutMs?: number, input?: Uint8Array) => {
+        const r = await rt.must(args, timeoutMs, input);
         return isError(r) ? r.error : null;
       };
       const stopT = ["-t", String(CONTAINER_STOP_TIMEOUT_S)];
@@ -359,7 +366,9 @@ export function containerApplier(
             const err = await verb(removeArgs);
             if (err) return fail(`${name} could not be removed to be recreated: ${err}`);
           }
-          const created = await verb(plan.create);
+          const input = await createInput(w!, ctx.ports.root);
+          if (typeof input === "string") return fail(`${name} could not be created: ${input}`, keep);
+          const created = await verb(plan.create, undefined, input);
           if (created) return fail(`${name} could not be created: ${created}`, plan.replace ? gone : keep);
           for (const c of plan.connects) {
             const err = await verb(c);

@@ -1,11 +1,11 @@
 // Apply a declaration: check who and which mode, plan, journal, execute step by step, read back, report.
-import { readdir, unlink } from "node:fs/promises";
 import { dirname } from "node:path";
-import { forgetResolved, underRoot } from "../appliers/paths.ts";
+import { forgetResolved } from "../appliers/paths.ts";
 import type { DecideContext, Ports } from "../appliers/types.ts";
 import { FILE_WRITE_CONCURRENCY, VERSION } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
-import { isTempName, type Records, type State, type StoreHolds } from "../store/index.ts";
+import type { Records, State, StoreHolds } from "../store/index.ts";
+import { sweepTempsAt } from "../system/index.ts";
 import {
   type Declaration,
   Membership,
@@ -45,6 +45,8 @@ export interface ApplyRequest {
   unseal: Unseal;
   /** Told the plan after it is decided and before anything is touched: show, then act. */
   onPlan?: (plan: PlanLine[]) => void;
+  /** Told each time a step is done, with how many of how many: a progress line for a long apply. */
+  onStep?: (done: number, total: number) => void;
 }
 
 export interface PlanLine {
@@ -186,6 +188,10 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   const input = { declaration: d, records, order, host: req.host, ctx: contextFor(req, secrets), owed };
   const steps = await planSteps(input);
   const plan = steps.map(planLine);
+  req.ports.log.debug(
+    { seq: req.seq, steps: plan.length, changing: plan.filter((p) => CHANGING.has(p.did)).length },
+    req.dryRun ? "planned (a dry run: nothing will be changed)" : "planned",
+  );
   const refused = steps
     .filter((s) => s.action === "refuse")
     .map((s) => ({ id: s.id, field: s.field ?? "path", reason: s.detail }));
@@ -199,14 +205,21 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   req.onPlan?.(plan);
   const notes = recordNode(req);
   req.state.sweepTemps();
-  await sweepTemps(req.ports.root, d, records);
+  sweepTemps(req.ports.root, d, records);
   const next = { ...records };
   // owed before anything changes: a kill between a change and what is `on` it must not forget the dependent
   const changing = steps.filter((s) => CHANGING.has(s.did)).map((s) => s.id);
   if (changing.length) req.state.writeOwed([...new Set([...owed, ...changing])]);
   await journal(req.state, req.holds, next, order, steps);
   const orderOf = () => [...new Set([...d.resources.map((r) => r.id), ...order])].filter((id) => next[id]);
-  const executed = await execute(steps, input, next, () => req.state.writeRecords(next, orderOf()));
+  const executed = await execute(
+    steps,
+    input,
+    next,
+    () => req.state.writeRecords(next, orderOf()),
+    req.onStep,
+  );
+  logSteps(req.ports.log, executed);
   const outcome: Outcome = executed.some((s) => s.did === "failed") ? "failed" : "applied";
   // every dependent ran: nothing is owed; a failed apply keeps what it changed owed for the next one
   if (outcome === "applied") req.state.writeOwed([]);
@@ -238,6 +251,14 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
     exit: outcome === "failed" ? 1 : 0,
     moveTo: outcome === "applied" ? moveTo : undefined,
   };
+}
+
+/** Each step at debug; a failed one at warn, naming the resource and the reason, so the journal finds it. */
+function logSteps(log: ApplyRequest["ports"]["log"], steps: ReportStep[]): void {
+  for (const s of steps) {
+    if (s.did === "failed") log.warn({ id: s.id, type: s.type, reason: s.detail }, "step failed");
+    else log.debug({ id: s.id, type: s.type, did: s.did, detail: s.detail }, "step done");
+  }
 }
 
 /** The node's name and mode: the mesh's signed word sets the mode; an offline apply only where none is recorded. */
@@ -289,26 +310,27 @@ function carriesSecret(r: Resource): boolean {
 }
 
 /** Temporary files a crash left beside declared or recorded files: swept before writing anew. */
-async function sweepTemps(root: string, d: Declaration, records: Records): Promise<void> {
+function sweepTemps(root: string, d: Declaration, records: Records): void {
   const declared = d.resources.flatMap((r) => (r.type === "file" ? [r.path] : []));
   const recorded = Object.values(records).flatMap((r) =>
     r.type === "file" && typeof r.path === "string" ? [r.path] : [],
   );
-  const dirs = new Set([...declared, ...recorded].map((p) => dirname(underRoot(root, p))));
-  await Promise.all(
-    [...dirs].map(async (dir) => {
-      const names = await readdir(dir).catch(() => [] as string[]);
-      await Promise.all(names.filter(isTempName).map((n) => unlink(`${dir}/${n}`).catch(() => {})));
-    }),
-  );
+  // each directory reached with no link followed: a linked one is never listed nor swept
+  sweepTempsAt(root, new Set([...declared, ...recorded].map((p) => dirname(p))));
 }
 
-/** Carry out the planned steps, one run at a time; a failure stops the apply and the rest are not reached. */
+/**
+ * Carry out the planned steps, one run at a time. A failed action stops the apply and the rest are not reached
+ * (an action is a command whose effect later steps may need; the seeds' "stopped at the first failing
+ * action"); any other failed step is reported failed and the apply goes on: a later step that needs it reads
+ * the machine and fails in its own words, and every other step still brings the node nearer the declaration.
+ */
 async function execute(
   steps: PlannedStep[],
   input: Parameters<typeof decider>[0],
   records: Records,
   saveRecords: () => void,
+  onStep?: ApplyRequest["onStep"],
 ): Promise<ReportStep[]> {
   // decided against the records as the steps before have left them: `wrote` reads what was just written
   const d = decider(input, records);
@@ -316,10 +338,10 @@ async function execute(
   const made = new Set<string>();
   const out: ReportStep[] = [];
   const ctx = () => d.context(changed, made);
-  let failed = false;
+  let stoppedBy: string | undefined;
   const runOne = async (step: PlannedStep): Promise<ReportStep> => {
-    if (failed)
-      return { ...planLine(step), did: "not-reached", detail: "not reached: an earlier step failed" };
+    if (stoppedBy)
+      return { ...planLine(step), did: "not-reached", detail: `not reached: action ${stoppedBy} failed` };
     const applier = input.host.appliers.get(step.type)!;
     // an id that named something else until the removal just before: its new record is journalled now
     const intent = (step.data as { intent?: Records[string] } | undefined)?.intent;
@@ -351,9 +373,10 @@ async function execute(
     const results = await mapLimited(fresh, FILE_WRITE_CONCURRENCY, runOne);
     results.forEach((r, i) => {
       noteChange(fresh[i]!, r.did, changed, made);
-      if (r.did === "failed") failed = true;
+      if (r.did === "failed" && fresh[i]!.type === "action") stoppedBy ??= r.id;
       out.push(r);
     });
+    onStep?.(out.length, steps.length);
   }
   return out;
 }

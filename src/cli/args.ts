@@ -1,57 +1,30 @@
-// Flags of cli.md: global ones for every command, and each command's own; anything else is refused.
-import { parseArgs } from "node:util";
+// The command line, read against the one table (table.ts): a flag the command does not take, a value missing
+// or not one of its choices, is refused in our words, naming the command's help.
 import { DEFAULT_ROOT, DEFAULT_STATE_DIR, DRIFT_S, HEARTBEAT_S, MOVE_GRACE_S } from "../defaults.ts";
-import { HOST_KINDS, type HostKind } from "../hosts/index.ts";
+import type { HostKind } from "../hosts/index.ts";
+import { COMMANDS, type Command, commandSpec, FLAGS, type Flag, type FlagName, flagsOf } from "./table.ts";
+
+export type { Command } from "./table.ts";
 
 /** Bad input: one line, exit 2, nothing changed. */
 export class UsageError extends Error {}
 
-export const COMMANDS = [
-  "apply",
-  "plan",
-  "genesis",
-  "enrol",
-  "run",
-  "reconcile",
-  "status",
-  "install-service",
-  "version",
-  "overlay",
-  "help",
-] as const;
-export type Command = (typeof COMMANDS)[number];
-/** The commands that may apply a bundle, and so may be given its installer secrets. */
-const SECRET_TAKERS: readonly string[] = ["genesis", "apply", "plan", "reconcile"];
-
-const OPTIONS = {
-  state: { type: "string" },
-  root: { type: "string" },
-  host: { type: "string" },
-  json: { type: "boolean", default: false },
-  "dry-run": { type: "boolean", default: false },
-  server: { type: "string", multiple: true },
-  fingerprint: { type: "string" },
-  node: { type: "string" },
-  token: { type: "string" },
-  "code-file": { type: "string" },
-  tunnel: { type: "string" },
-  mode: { type: "string" },
-  secret: { type: "string", multiple: true },
-  "heartbeat-s": { type: "string" },
-  "drift-s": { type: "string" },
-  "move-grace-s": { type: "string" },
-  help: { type: "boolean", short: "h", default: false },
-} as const;
-
 export interface Args {
   command: Command;
+  /** `help CMD`: the command whose help is asked for. */
+  helpFor?: Command;
   positionals: string[];
   state: string;
   stateGiven: boolean;
   root: string;
   host?: HostKind;
   json: boolean;
+  /** Given by --log-format; absent: text on a terminal, json otherwise. */
+  logFormat?: "json" | "text";
   dryRun: boolean;
+  diff: boolean;
+  /** Every step in the words of a plan or report, unchanged ones too (--json always has them all). */
+  verbose: boolean;
   server: string[];
   fingerprint?: string;
   node?: string;
@@ -68,57 +41,135 @@ export interface Args {
   moveGraceS: number;
 }
 
-function seconds(flag: string, value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0 || n > 86_400)
-    throw new UsageError(`--${flag} must be a number of seconds between 0 and 86400, not "${value}"`);
-  return n;
+type Values = Partial<Record<FlagName, string | string[] | true>>;
+
+const byShort = new Map(Object.values(FLAGS).flatMap((f: Flag) => (f.short ? [[f.short, f]] : [])));
+
+/** argv as flags and positionals; `--` ends the flags, `-` alone is a positional (standard input). */
+function tokens(argv: string[]): { given: [Flag, string | true, string][]; positionals: string[] } {
+  const given: [Flag, string | true, string][] = [];
+  const positionals: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--") {
+      positionals.push(...argv.slice(i + 1));
+      break;
+    }
+    if (a === "-" || !a.startsWith("-")) {
+      positionals.push(a);
+      continue;
+    }
+    const eq = a.startsWith("--") ? a.indexOf("=") : -1;
+    const spelt = eq > 0 ? a.slice(0, eq) : a;
+    const f = a.startsWith("--")
+      ? (FLAGS as Record<string, Flag>)[spelt.slice(2)]
+      : spelt.length === 2
+        ? byShort.get(spelt.slice(1))
+        : undefined;
+    if (!f) throw new UsageError(`unknown flag ${printable(spelt)}${helpHint(positionals[0])}`);
+    if (!f.value) {
+      if (eq > 0) throw new UsageError(`--${f.name} takes no value${helpHint(positionals[0])}`);
+      given.push([f, true, spelt]);
+      continue;
+    }
+    const value = eq > 0 ? a.slice(eq + 1) : argv[i + 1];
+    if (value === undefined || (eq < 0 && value.startsWith("--")))
+      throw new UsageError(`--${f.name} needs a value (${f.value})${helpHint(positionals[0])}`);
+    if (eq < 0) i++;
+    given.push([f, value, spelt]);
+  }
+  return { given, positionals };
+}
+
+/** "; see `mesh-host help apply`" for a known command, the overview otherwise. */
+function helpHint(command: string | undefined): string {
+  return command && commandSpec(command) ? ` (see \`mesh-host help ${command}\`)` : " (see `mesh-host help`)";
+}
+
+/** A value from argv fit for one line: no control characters, not endless. */
+function printable(s: string): string {
+  const safe = s.replace(/[\u0000-\u001f\u007f-\u009f]/g, "?");
+  return safe.length > 60 ? `${safe.slice(0, 60)}…` : safe;
 }
 
 export function parseCli(argv: string[]): Args {
-  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
-  try {
-    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
-  } catch (e) {
-    throw new UsageError((e as Error).message.split("\n")[0]!.replace(/^TypeError \[[A-Z_]+\]: /, ""));
+  const { given, positionals } = tokens(argv);
+  const [first, ...rest] = positionals;
+  const values: Values = {};
+  for (const [f, v] of given) {
+    const name = f.name as FlagName;
+    if (f.multiple) values[name] = [...((values[name] as string[] | undefined) ?? []), v as string];
+    else values[name] = v;
   }
-  const { values, positionals } = parsed;
-  const [command = "help", ...rest] = positionals;
-  if (values.help) return { ...defaults(values), command: "help", positionals: [] };
-  if (!(COMMANDS as readonly string[]).includes(command))
-    throw new UsageError(`unknown command "${command}" (commands: ${COMMANDS.join(", ")})`);
-  if (values.mode !== undefined && values.mode !== "adopted" && values.mode !== "converged")
-    throw new UsageError(`--mode must be adopted or converged, not "${values.mode}"`);
-  if (values.secret?.length && !SECRET_TAKERS.includes(command))
-    throw new UsageError(`--secret is for ${SECRET_TAKERS.join(", ")}: the commands that apply a bundle`);
-  if (values.host !== undefined && !(HOST_KINDS as readonly string[]).includes(values.host))
-    throw new UsageError(`--host must be one of ${HOST_KINDS.join(", ")}, not "${values.host}"`);
-  return { ...defaults(values), command: command as Command, positionals: rest };
+  if (values.version) return { ...argsOf(values), command: "version", positionals: [] };
+  if (first !== undefined && !commandSpec(first))
+    throw new UsageError(
+      `unknown command "${printable(first)}" (commands: ${COMMANDS.map((c) => c.name).join(", ")}; see \`mesh-host help\`)`,
+    );
+  const command = (first ?? "help") as Command;
+  if (values.help || command === "help") return helpArgs(command === "help" ? rest[0] : command);
+  const spec = commandSpec(command)!;
+  const allowed = new Set(flagsOf(spec).map((f) => f.name));
+  for (const [f, v, spelt] of given) {
+    if (!allowed.has(f.name)) {
+      const takers = COMMANDS.filter((c) => (c.flags as readonly string[]).includes(f.name)).map(
+        (c) => c.name,
+      );
+      throw new UsageError(
+        `${command} takes no ${spelt}${takers.length ? ` (it is a flag of ${takers.join(", ")})` : ""}${helpHint(command)}`,
+      );
+    }
+    if (f.choices && typeof v === "string" && !f.choices.includes(v))
+      throw new UsageError(
+        `--${f.name} must be ${f.choices.join(" or ")}, not "${printable(v)}"${helpHint(command)}`,
+      );
+    if (!f.multiple && given.filter(([g]) => g === f).length > 1)
+      throw new UsageError(`--${f.name} is given more than once${helpHint(command)}`);
+  }
+  return { ...argsOf(values), command, positionals: rest };
 }
 
-function defaults(values: Record<string, unknown>): Omit<Args, "command" | "positionals"> {
-  const v = values as { [K in keyof typeof OPTIONS]?: never } & Record<
-    string,
-    string | string[] | boolean | undefined
-  >;
+function helpArgs(topic: string | undefined): Args {
+  if (topic !== undefined && !commandSpec(topic))
+    throw new UsageError(
+      `no help for "${printable(topic)}": it is not a command (commands: ${COMMANDS.map((c) => c.name).join(", ")})`,
+    );
+  return { ...argsOf({}), command: "help", helpFor: topic as Command | undefined, positionals: [] };
+}
+
+function seconds(name: FlagName, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0 || n > 86_400)
+    throw new UsageError(
+      `--${name} must be a number of seconds between 0 and 86400, not "${printable(value)}"`,
+    );
+  return n;
+}
+
+function argsOf(v: Values): Omit<Args, "command" | "positionals"> {
+  const one = (name: FlagName) => v[name] as string | undefined;
+  const many = (name: FlagName) => (v[name] as string[] | undefined) ?? [];
   return {
-    state: (v.state as string | undefined) ?? process.env.MESH_HOST_STATE ?? DEFAULT_STATE_DIR,
+    state: one("state") ?? process.env.MESH_HOST_STATE ?? DEFAULT_STATE_DIR,
     stateGiven: v.state !== undefined || process.env.MESH_HOST_STATE !== undefined,
-    root: (v.root as string | undefined) ?? DEFAULT_ROOT,
-    host: v.host as HostKind | undefined,
-    json: Boolean(v.json),
-    dryRun: Boolean(v["dry-run"]),
-    server: (v.server as string[] | undefined) ?? [],
-    fingerprint: v.fingerprint as string | undefined,
-    node: v.node as string | undefined,
-    token: v.token as string | undefined,
-    codeFile: v["code-file"] as string | undefined,
-    tunnel: v.tunnel as string | undefined,
-    mode: v.mode as Args["mode"],
-    secret: (v.secret as string[] | undefined) ?? [],
-    heartbeatS: seconds("heartbeat-s", v["heartbeat-s"] as string | undefined, HEARTBEAT_S),
-    driftS: seconds("drift-s", v["drift-s"] as string | undefined, DRIFT_S),
-    moveGraceS: seconds("move-grace-s", v["move-grace-s"] as string | undefined, MOVE_GRACE_S),
+    root: one("root") ?? DEFAULT_ROOT,
+    host: one("host") as HostKind | undefined,
+    json: v.json === true,
+    logFormat: one("log-format") as Args["logFormat"],
+    dryRun: v["dry-run"] === true,
+    diff: v.diff === true,
+    verbose: v.verbose === true,
+    server: many("server"),
+    fingerprint: one("fingerprint"),
+    node: one("node"),
+    token: one("token"),
+    codeFile: one("code-file"),
+    tunnel: one("tunnel"),
+    mode: one("mode") as Args["mode"],
+    secret: many("secret"),
+    heartbeatS: seconds("heartbeat-s", one("heartbeat-s"), HEARTBEAT_S),
+    driftS: seconds("drift-s", one("drift-s"), DRIFT_S),
+    moveGraceS: seconds("move-grace-s", one("move-grace-s"), MOVE_GRACE_S),
   };
 }

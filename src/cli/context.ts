@@ -1,10 +1,10 @@
 // What every command starts from: the host for this machine, the state directory, the ports.
-import { readFileSync, statSync } from "node:fs";
+import { readFileSync, readSync, statSync } from "node:fs";
 import { localExec } from "../appliers/index.ts";
 import type { Unseal } from "../apply/index.ts";
 import { DEFAULT_ANDROID_STATE_DIR, MAX_BODY_BYTES } from "../defaults.ts";
 import { detectHostKind, type Host, makeHost } from "../hosts/index.ts";
-import { State, StoreHolds } from "../store/index.ts";
+import { faultLine, State, StoreHolds, stateFault } from "../store/index.ts";
 import {
   type Declaration,
   INSTALLER_SECRET,
@@ -36,6 +36,8 @@ export function makeContext(args: Args): Context {
   } catch {
     throw new UsageError(`--root ${args.root} is not a directory`);
   }
+  stateIsDirectory(stateDir);
+  const log = makeLog({ format: args.logFormat });
   const state = new State(stateDir);
   const rootless = typeof process.getuid === "function" && process.getuid() !== 0;
   const given = readGivenSecrets(args.secret);
@@ -44,11 +46,26 @@ export function makeContext(args: Args): Context {
     host,
     state,
     holds: new StoreHolds(state),
-    log: makeLog(),
+    log,
     rootless,
     given,
     unseal: unsealerFor(state, given),
   };
+}
+
+/** A --state that names a file (or lies under one) is refused before anything reads a path inside it. */
+function stateIsDirectory(dir: string): void {
+  let st: ReturnType<typeof statSync> | undefined;
+  try {
+    st = statSync(dir);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return;
+    if (code === "ENOTDIR")
+      throw new UsageError(`--state ${dir} is not a directory (a part of it is a file)`);
+    throw stateFault(e);
+  }
+  if (!st.isDirectory()) throw new UsageError(`--state ${dir} is not a directory`);
 }
 
 export function portsOf(ctx: Context) {
@@ -74,19 +91,50 @@ export class Refused extends Error {
 
 /** A declaration file: read with its size checked first, then parsed and refused field by field. */
 export function readDeclarationFile(path: string, host: Host): { declaration: Declaration; bytes: Buffer } {
-  let bytes: Buffer;
+  const bytes = path === "-" ? readStdin() : readSized(path);
+  const parsed = parseDeclarationBody(bytes, host.support);
+  if (!parsed.ok) throw new Refused(parsed.refusals);
+  return { declaration: parsed.value, bytes };
+}
+
+function readSized(path: string): Buffer {
   try {
     const size = statSync(path).size;
     if (size > MAX_BODY_BYTES)
       throw new UsageError(`${path} is ${size} bytes, more than the ${MAX_BODY_BYTES} allowed`);
-    bytes = readFileSync(path);
+    return readFileSync(path);
   } catch (e) {
     if (e instanceof UsageError) throw e;
-    throw new UsageError(`cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new UsageError(faultLine(e, "read") ?? `cannot read ${path}`);
   }
-  const parsed = parseDeclarationBody(bytes, host.support);
-  if (!parsed.ok) throw new Refused(parsed.refusals);
-  return { declaration: parsed.value, bytes };
+}
+
+/** `-`: the declaration on standard input, read to its end, refused past the size limit without reading it all. */
+function readStdin(): Buffer {
+  const chunks: Buffer[] = [];
+  const chunk = Buffer.allocUnsafe(64 * 1024);
+  let total = 0;
+  for (;;) {
+    let n: number;
+    try {
+      n = readSync(0, chunk);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === "EAGAIN") {
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+        continue;
+      }
+      if (code === "EOF") break;
+      throw new UsageError(`cannot read standard input: ${faultLine(e) ?? code ?? "unreadable"}`);
+    }
+    if (n === 0) break;
+    total += n;
+    if (total > MAX_BODY_BYTES)
+      throw new UsageError(`standard input is more than the ${MAX_BODY_BYTES} bytes allowed`);
+    chunks.push(Buffer.from(chunk.subarray(0, n)));
+  }
+  if (!total) throw new UsageError("standard input is empty: give the declaration there, or a FILE");
+  return Buffer.concat(chunks);
 }
 
 /**

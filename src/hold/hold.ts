@@ -57,6 +57,10 @@ export interface HoldOptions {
   onDelivered?: () => void;
   /** Dialling failed: "stop" ends the hold (exit 0, restarted onto a bus the callee chose), else try again. */
   onDialFailed?: (reason: string) => "retry" | "stop";
+  /** The link came up, or went down (and why): what `status` shows of it. */
+  onLink?: (state: { up: true } | { up: false; error: string }) => void;
+  /** A heartbeat was sent, at this time. */
+  onHeartbeat?: (at: string) => void;
 }
 
 export type ExitReason = "stopped" | "upgraded" | "moved";
@@ -133,13 +137,17 @@ export class Hold {
       await sleep(backoffMs(attempt), this.stopping.signal);
       if (this.stopped) break;
       try {
+        this.o.log.debug({ attempt }, "dialling the bus");
         this.link = await this.o.dial();
         attempt = 0;
         this.o.log.info({ attempt }, "link up");
+        this.o.onLink?.({ up: true });
         await this.hear(this.link);
+        if (!this.stopped) this.o.onLink?.({ up: false, error: "the bus closed the link" });
       } catch (e) {
         const reason = (e as Error).message;
         this.o.log.warn({ err: reason }, "link lost or refused");
+        this.o.onLink?.({ up: false, error: reason });
         if (this.o.onDialFailed?.(reason) === "stop") this.stop("moved");
       } finally {
         await this.link?.close().catch(() => {});
@@ -153,7 +161,10 @@ export class Hold {
   private async hear(link: Link): Promise<void> {
     await this.flush(link);
     const beat = () => {
-      link.heartbeat(this.heartbeat());
+      const h = this.heartbeat();
+      link.heartbeat(h);
+      this.o.log.debug({ last: h.last?.outcome ?? null }, "heartbeat sent");
+      this.o.onHeartbeat?.(h.at);
       // a report the bus refused (a stream leader changing) waits no longer than a heartbeat while the link holds
       if (this.reportsWaiting) void this.serial(() => this.flush(link));
     };
@@ -198,6 +209,7 @@ export class Hold {
       this.o.log.info({ seq: d.seq }, "declaration superseded by a newer one");
       return;
     }
+    this.o.log.debug({ seq: d.seq, bytes: d.data.length }, "declaration heard: verifying and applying it");
     const alive = setInterval(() => d.working(), WORKING_ACK_INTERVAL_MS);
     let applied: Applied;
     try {
@@ -211,7 +223,7 @@ export class Hold {
     else await d.ack();
     if (applied.move) this.pendingMove = applied.move;
     this.o.onDelivered?.();
-    this.o.log.info({ seq: d.seq, outcome: applied.report.outcome }, "declaration settled");
+    this.logSettled("declaration settled", applied.report, { seq: d.seq });
   }
 
   /** The kept declaration again: at start (the reconcile that confirms) and on the drift timer; said only if it did something. */
@@ -224,8 +236,21 @@ export class Hold {
     });
     const did = report.outcome !== "applied" || report.steps.some((s) => CHANGING.has(s.did));
     if (did || this.notes.length) this.putReport(report);
-    this.o.log.info({ why, outcome: report.outcome, changed: did }, "reconciled the kept declaration");
+    this.logSettled("reconciled the kept declaration", report, { why, changed: did });
     if (why === "drift" && this.link) await this.flush(this.link);
+  }
+
+  /** An apply's end: info when applied, warn naming each failed step (id and reason) when not. */
+  private logSettled(msg: string, report: Report, extra: object): void {
+    const { outcome } = report;
+    if (outcome === "applied" || outcome === "superseded")
+      return void this.o.log.info({ ...extra, outcome }, msg);
+    const failed = report.steps.filter((s) => s.did === "failed").map((s) => `${s.id}: ${s.detail}`);
+    const refused = report.refusals.map((r) => `${r.id} ${r.field}: ${r.reason}`);
+    this.o.log.warn(
+      { ...extra, outcome, ...(failed.length ? { failed } : {}), ...(refused.length ? { refused } : {}) },
+      msg,
+    );
   }
 
   /** Into the outbox, carrying the notes not yet said; once it is there, the notes are said. */
@@ -242,7 +267,10 @@ export class Hold {
   /** Waiting reports, in order; one the bus does not take stays for the next link. */
   private async flush(link: Link): Promise<void> {
     try {
-      await this.o.deps.outbox.flush((r) => link.report(r));
+      await this.o.deps.outbox.flush(async (r) => {
+        await link.report(r);
+        this.o.log.debug({ seq: r.declaration.seq, outcome: r.outcome }, "report sent");
+      });
       this.reportsWaiting = false;
     } catch (e) {
       this.reportsWaiting = true;

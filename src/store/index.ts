@@ -1,4 +1,5 @@
 export * from "./atomic.ts";
+export * from "./faults.ts";
 export * from "./holds.ts";
 export * from "./keys.ts";
 export * from "./lock.ts";

@@ -25,7 +25,7 @@ export class LockBusy extends Error {
 }
 
 /** The process's start time from /proc, so a recycled pid is not mistaken for the holder. */
-function startTimeOf(pid: number): string | null {
+export function startTimeOf(pid: number): string | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;

@@ -5,9 +5,17 @@ import * as z from "zod";
 import { STATE_DIR_MODE, STATE_FORMAT } from "../defaults.ts";
 import { Membership, Mode } from "../vocabulary/index.ts";
 import { isTempName, writeFileAtomicSync } from "./atomic.ts";
+import { deniedFault, faultLine } from "./faults.ts";
 
-/** A state file this host cannot read: newer than it knows, or not what it should be. Exit 2. */
+/** A state file this host cannot read: newer than it knows, not what it should be, or out of reach. Exit 2. */
 export class StateError extends Error {}
+
+/** An errno error on the state directory as what to do: run as root, or point --state elsewhere. */
+export function stateFault(e: unknown): Error {
+  const line = faultLine(e);
+  if (!line) return e as Error;
+  return new StateError(deniedFault(e) ? `${line} (run as root or give --state DIR)` : line);
+}
 
 const NodeFile = z.object({ format: z.number().int(), node: z.string(), mode: Mode.nullable() });
 export type NodeFile = z.infer<typeof NodeFile>;
@@ -52,8 +60,12 @@ export class State {
   /** Make the directory (0700) if absent; never widens an existing one. */
   ensure(): this {
     if (!existsSync(this.dir)) {
-      mkdirSync(this.dir, { recursive: true, mode: STATE_DIR_MODE });
-      chmodSync(this.dir, STATE_DIR_MODE);
+      try {
+        mkdirSync(this.dir, { recursive: true, mode: STATE_DIR_MODE });
+        chmodSync(this.dir, STATE_DIR_MODE);
+      } catch (e) {
+        throw stateFault(e);
+      }
     }
     return this;
   }
@@ -153,13 +165,17 @@ export class State {
       return readFileSync(this.path(name), "utf8");
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-      throw e;
+      throw stateFault(e);
     }
   }
 
   writeText(name: string, text: string): void {
     this.ensure();
-    writeFileAtomicSync(this.path(name), text, 0o600);
+    try {
+      writeFileAtomicSync(this.path(name), text, 0o600);
+    } catch (e) {
+      throw stateFault(e);
+    }
   }
 
   remove(name: string): void {
@@ -199,11 +215,6 @@ export class State {
   }
 
   writeVersioned(name: string, value: object): void {
-    this.ensure();
-    writeFileAtomicSync(
-      this.path(name),
-      `${JSON.stringify({ format: STATE_FORMAT, ...value }, null, 1)}\n`,
-      0o600,
-    );
+    this.writeText(name, `${JSON.stringify({ format: STATE_FORMAT, ...value }, null, 1)}\n`);
   }
 }

@@ -29,8 +29,43 @@ export function refusalsFromIssues(
       return { id, field: printable([...path, ...issue.keys].join(".")), reason: "unknown field" };
     if (issue.code === "invalid_type" && issue.message.includes("received undefined"))
       return { id, field: printable(path.join(".")), reason: "is required" };
-    return { id, field: printable(path.join(".")), reason: oneLine(printable(issue.message, 300)) };
+    return { id, field: printable(path.join(".")), reason: oneLine(printable(issueWords(issue), 300)) };
   });
+}
+
+const article = (word: string) => (/^[aeiou]/.test(word) ? `an ${word}` : `a ${word}`);
+
+/** zod's issue in our words: what the field must be, and what it was given, never zod's own phrasing. */
+export function issueWords(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case "invalid_type": {
+      const got = /received (\w+)/.exec(issue.message)?.[1];
+      const want = issue.expected === "string" ? "string (in quotes)" : issue.expected;
+      return `must be ${article(want)}${got ? `, not ${article(got)}` : ""}`;
+    }
+    case "invalid_value":
+      return `must be ${issue.values.map((v) => JSON.stringify(v)).join(" or ")}`;
+    case "too_small":
+      return `must be at least ${issue.minimum}${sizeUnit(issue.origin)}`;
+    case "too_big":
+      return `must be at most ${issue.maximum}${sizeUnit(issue.origin)}`;
+    case "invalid_union":
+      return "is none of the forms this field takes";
+    case "invalid_format":
+      if (!issue.message.startsWith("Invalid")) return issue.message;
+      return issue.format === "regex"
+        ? "is not in the form this field takes"
+        : `is not a valid ${issue.format}`;
+    default:
+      // a refinement of ours says its own words; zod's generic "Invalid input" says too little
+      return issue.message.startsWith("Invalid input") ? "is not valid here" : issue.message;
+  }
+}
+
+function sizeUnit(origin: string): string {
+  if (origin === "string") return " characters long";
+  if (origin === "array" || origin === "set") return " items";
+  return "";
 }
 
 /**

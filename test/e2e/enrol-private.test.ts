@@ -115,12 +115,12 @@ describe("the enrolment code is private", () => {
     const empty = await runCli(["enrol", "--state", d.state, "--root", d.root], { input: "  \n" });
     expect([empty.code, empty.stderr]).toEqual([
       2,
-      "mesh-host: enrol reads the enrolment code from standard input (or --code-file F), and it was empty\n",
+      "mesh-host: enrol reads the enrolment code from standard input (or --code-file F), and it was empty (see `mesh-host help enrol`)\n",
     ]);
     const missing = await runCli(["enrol", "--code-file", join(d.base, "nope"), "--state", d.state]);
     expect([missing.code, missing.stderr]).toEqual([
       2,
-      `mesh-host: cannot read --code-file ${join(d.base, "nope")}: ENOENT\n`,
+      `mesh-host: --code-file: cannot read ${join(d.base, "nope")}: it does not exist\n`,
     ]);
   });
 });

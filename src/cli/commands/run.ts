@@ -15,11 +15,16 @@ import { type Context, portsOf } from "../context.ts";
 import { confirmBinary, runningBinary } from "./confirm.ts";
 
 /** Dial, then bind: a link that cannot bind its consumer is no link (the mesh's to answer, said plainly). */
-function dialler(membership: Membership, node: string) {
+function dialler(membership: Membership, node: string, log: Context["log"]) {
   return async (): Promise<HoldLink> => {
+    log.debug(
+      { servers: membership.servers, user: membership.user },
+      "opening the link (TLS, pinned certificate)",
+    );
     const opened = await openLink(membership, node);
     if (!opened.ok) throw new Error(opened.reason);
     const link = opened.link;
+    log.debug({ node }, "link open: binding this node's consumer");
     const bound = await link.bind();
     if (!bound.ok) {
       await link.close();
@@ -71,7 +76,7 @@ export async function runCommand(ctx: Context): Promise<number> {
       node: node.node,
       membership,
     },
-    dial: dialler(membership, node.node),
+    dial: dialler(membership, node.node, ctx.log),
     log: ctx.log,
     heartbeatS: ctx.args.heartbeatS,
     driftS: ctx.args.driftS,

@@ -11,7 +11,7 @@ import type { DecideContext, Exec, ExecResult, RecordBase, Step } from "./types.
 /** Where the mesh writes the unit files it owns or overrides: the administrator's directory, not the vendor's. */
 export const UNIT_DIR = "/etc/systemd/system";
 /** systemctl's words are parsed: keep them in one language. */
-const C_LOCALE = { LC_ALL: "C", SYSTEMD_PAGER: "", SYSTEMD_COLORS: "0" };
+export const C_LOCALE = { LC_ALL: "C", SYSTEMD_PAGER: "", SYSTEMD_COLORS: "0" };
 export const SYSTEMCTL_TIMEOUT_MS = 90_000;
 
 /** What `systemctl show` says of a unit. `load: "not-found"` is absence, never "stopped". */

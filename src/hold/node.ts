@@ -37,6 +37,7 @@ export interface DeliveredOptions {
   keep?: boolean;
   dryRun?: boolean;
   onPlan?: (plan: PlanLine[]) => void;
+  onStep?: (done: number, total: number) => void;
   /** Verify against this key instead of the membership's: the kept declaration's own. */
   meshKey?: string;
   /** The caller holds the state lock already (applyKept): the lock is not re-entrant. */
@@ -79,6 +80,7 @@ export async function applyDelivered(
       source: "link",
       dryRun,
       onPlan: opts.onPlan,
+      onStep: opts.onStep,
       host: deps.host,
       state: deps.state,
       holds: deps.holds,

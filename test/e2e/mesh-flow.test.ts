@@ -100,6 +100,14 @@ describe("one server: the operator's path", () => {
     node = await enrolled(dir, base, "web-1");
   }, 300_000);
 
+  it("spends the node's token once it is heard as itself: the enrol user is gone", async () => {
+    const deadline = Date.now() + 60_000;
+    while (new MeshDir(dir).known("web-1").token !== null && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    expect(new MeshDir(dir).known("web-1").token).toBeNull();
+    expect(readFileSync(join(dir, "servers/1/users.conf"), "utf8")).not.toContain("enrol.web-1");
+  });
+
   it("push signs with serial 1, 2, …, waits for the report and prints it the way apply does", async () => {
     const decl = file(base, "one.json", declaration("one\n"));
     const first = await mesh(dir, ["push", "web-1", decl, ...WAIT]);

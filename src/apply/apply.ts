@@ -219,9 +219,6 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   if (JSON.stringify([next, nextOrder]) !== JSON.stringify([records, order]))
     req.state.writeRecords(next, nextOrder);
   req.holds.commit(nextOrder.length);
-  const last = req.state.readLast();
-  if (last?.seq !== req.seq || last.outcome !== outcome)
-    req.state.writeLast({ seq: req.seq, outcome, at: now() });
   const report: Report = {
     v: 1,
     node: d.node,
@@ -236,6 +233,9 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
     mode: d.mode,
     ...(notes.length ? { notes } : {}),
   };
+  // every apply, so `status` and the heartbeat say when the machine was last made to match, and why it failed
+  req.state.writeLast({ seq: req.seq, outcome, at: report.finished_at });
+  req.state.writeLastReport(report);
   return {
     plan,
     report,

@@ -5,4 +5,5 @@ export * from "./keys.ts";
 export * from "./lock.ts";
 export * from "./move.ts";
 export * from "./outbox.ts";
+export * from "./run.ts";
 export * from "./state.ts";

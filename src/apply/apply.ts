@@ -1,6 +1,7 @@
 // Apply a declaration: check who and which mode, plan, journal, execute step by step, read back, report.
 import { readdir, unlink } from "node:fs/promises";
 import { dirname } from "node:path";
+import { fileDiff } from "../appliers/file-diff.ts";
 import { forgetResolved, underRoot } from "../appliers/paths.ts";
 import type { DecideContext, Ports } from "../appliers/types.ts";
 import { FILE_WRITE_CONCURRENCY, VERSION } from "../defaults.ts";
@@ -42,6 +43,8 @@ export interface ApplyRequest {
   holds: StoreHolds;
   ports: Omit<Ports, "holds">;
   unseal: Unseal;
+  /** Each planned file write carries its diff (`--diff`). */
+  diff?: boolean;
   /** Told the plan after it is decided and before anything is touched: show, then act. */
   onPlan?: (plan: PlanLine[]) => void;
 }
@@ -51,6 +54,8 @@ export interface PlanLine {
   type: string;
   did: ReportStep["did"];
   detail: string;
+  /** `--diff`: a file's content as a unified diff, its mode and owner change; never a secret's content. */
+  diff?: string[];
 }
 
 export interface ApplyResult {
@@ -67,6 +72,9 @@ const now = () => new Date().toISOString();
 export function planLine(s: { id: string; type: string; did: ReportStep["did"]; detail: string }): PlanLine {
   return { id: s.id, type: s.type, did: s.did, detail: s.detail };
 }
+
+const withDiff = (line: PlanLine, diff: string[] | undefined): PlanLine =>
+  diff?.length ? { ...line, diff } : line;
 
 /** A report for a declaration that never reached the machine. */
 export function refusedReport(
@@ -184,7 +192,7 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   const owed = new Set(req.state.readOwed());
   const input = { declaration: d, records, order, host: req.host, ctx: contextFor(req, secrets), owed };
   const steps = await planSteps(input);
-  const plan = steps.map(planLine);
+  const plan = steps.map((s) => withDiff(planLine(s), req.diff ? fileDiff(s) : undefined));
   req.ports.log.debug(
     { seq: req.seq, steps: plan.length, changing: plan.filter((p) => CHANGING.has(p.did)).length },
     req.dryRun ? "planned (a dry run: nothing will be changed)" : "planned",
@@ -196,7 +204,10 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   if (req.dryRun)
     return {
       plan,
-      report: { ...refusedReport(d.node, req.seq, req.digest, [], req.host, "applied"), steps: plan },
+      report: {
+        ...refusedReport(d.node, req.seq, req.digest, [], req.host, "applied"),
+        steps: steps.map(planLine),
+      },
       exit: 0,
     };
   req.onPlan?.(plan);

@@ -36,6 +36,8 @@ export interface DeliveredOptions {
   /** Keep the envelope as the node's declaration (a delivery); false for the kept one applied again. */
   keep?: boolean;
   dryRun?: boolean;
+  /** Each planned file write carries its diff (`reconcile --diff`). */
+  diff?: boolean;
   onPlan?: (plan: PlanLine[]) => void;
   /** Verify against this key instead of the membership's: the kept declaration's own. */
   meshKey?: string;
@@ -78,6 +80,7 @@ export async function applyDelivered(
       digest: verified.digest,
       source: "link",
       dryRun,
+      diff: opts.diff,
       onPlan: opts.onPlan,
       host: deps.host,
       state: deps.state,

@@ -35,6 +35,7 @@ export async function applyOffline(
       digest: digestOf(bytes),
       source: "file",
       dryRun,
+      diff: ctx.args.diff,
       host: ctx.host,
       state: ctx.state,
       holds: ctx.holds,

@@ -64,6 +64,7 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
   // read again under the lock: `run` may apply a newer delivery while this waits for it
   const applied = await applyKept(deps, {
     dryRun,
+    diff: ctx.args.diff,
     onPlan: ctx.args.json ? undefined : (plan) => writeOut(`plan:\n${table(plan)}`),
   });
   if (!applied) throw new UsageError("this node holds no declaration from the mesh to reconcile");

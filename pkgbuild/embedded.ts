@@ -22,6 +22,15 @@ export function unitText(): string {
   return readPackaged("mesh-host.service");
 }
 
+const EXEC_START = "ExecStart=/usr/lib/mesh-host/launch run";
+
+/** The unit with `run` given these arguments (each already fit for a unit file: install-service checks them). */
+export function unitTextWith(runArgs: readonly string[]): string {
+  const text = unitText();
+  if (!text.includes(`${EXEC_START}\n`)) throw new Error(`the packaged unit has no "${EXEC_START}" line`);
+  return runArgs.length ? text.replace(`${EXEC_START}\n`, `${[EXEC_START, ...runArgs].join(" ")}\n`) : text;
+}
+
 /** The rollback launcher (POSIX sh, mode 0755); its header documents the files it keeps in the state directory. */
 export function launcherText(): string {
   return readPackaged("launch");

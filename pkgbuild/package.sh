@@ -58,7 +58,7 @@ fi
 rm -rf "$work"
 mkdir -p "$work/db" "$work/src" "$work/build" "$work/home" "$dest"
 : >"$work/.mesh-host-pkgwork"
-cp "$here/PKGBUILD" "$here/mesh-host.service" "$here/launch" "$work/"
+cp "$here/PKGBUILD" "$here/mesh-host.service" "$here/launch" "$root/LICENSE" "$work/"
 ln -f "$exe" "$work/mesh-host" 2>/dev/null || cp "$exe" "$work/mesh-host"
 sum() { sha256sum "$1" | cut -d' ' -f1; }
 
@@ -91,7 +91,7 @@ if ! (cd "$work" && env -i PATH="$PATH" HOME="$work/home" XDG_CONFIG_HOME="$work
   SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" PKGDEST="$dest" SRCDEST="$work/src" BUILDDIR="$work/build" \
   PKGEXT=.pkg.tar.zst CARCH="$carch" PACMAN="$work/pacman" \
   MESH_PKGVER="$pkgver" MESH_PKGREL="$pkgrel" MESH_SHA256_BIN="$(sum "$work/mesh-host")" \
-  MESH_SHA256_UNIT="$(sum "$work/mesh-host.service")" MESH_SHA256_LAUNCH="$(sum "$work/launch")" \
+  MESH_SHA256_UNIT="$(sum "$work/mesh-host.service")" MESH_SHA256_LAUNCH="$(sum "$work/launch")" MESH_SHA256_LICENSE="$(sum "$work/LICENSE")" \
   "${as_builder[@]}" makepkg --config "$work/makepkg.conf" --force --nodeps --noconfirm --nocolor \
   --noprogressbar >"$log" 2>&1); then
   cat "$log" >&2

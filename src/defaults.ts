@@ -29,6 +29,8 @@ export const FILE_WRITE_CONCURRENCY = 32;
 export const FILE_READ_CONCURRENCY = 64;
 
 export const ACTION_DEFAULT_TIMEOUT_S = 300;
+/** The most an action may declare (`timeout_s`); the unit's TimeoutStopSec is above it, so a stop never cuts one short. */
+export const ACTION_MAX_TIMEOUT_S = 86_400;
 /** Bytes of an action's output kept for the report. */
 export const ACTION_OUTPUT_TAIL_BYTES = 2048;
 

@@ -1,21 +1,12 @@
 // action: argv run without a shell when what it is `on` changed; its exit and output tail go in the report.
-import { access } from "node:fs/promises";
 import { ACTION_DEFAULT_TIMEOUT_S, ACTION_OUTPUT_TAIL_BYTES } from "../defaults.ts";
+import { entryAt } from "../system/index.ts";
 import type { ActionResource } from "../vocabulary/index.ts";
-import { placeProblem, underRoot } from "./paths.ts";
+import { placeProblem } from "./paths.ts";
 import type { Applier, ExecResult, RecordBase } from "./types.ts";
 
 export interface ActionRecord extends RecordBase {
   type: "action";
-}
-
-async function exists(abs: string): Promise<boolean> {
-  try {
-    await access(abs);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function tail(result: ExecResult): string {
@@ -40,9 +31,11 @@ export const actionApplier: Applier<ActionResource, ActionRecord> = {
   async decide(wanted, _record, ctx) {
     const base = { id: wanted.id, type: "action" };
     if (wanted.creates) {
-      const problem = placeProblem(ctx.ports.root, wanted.creates);
-      if (problem) return { ...base, did: "failed", action: "refuse", detail: `creates: ${problem}` };
-      if (ctx.made.has(wanted.creates) || (await exists(underRoot(ctx.ports.root, wanted.creates))))
+      // something at the name itself (a link included, never followed) is what `creates` made
+      const found = placeProblem(ctx.ports.root, wanted.creates) ?? entryAt(ctx.ports.root, wanted.creates);
+      if (typeof found === "string")
+        return { ...base, did: "failed", action: "refuse", detail: `creates: ${found}` };
+      if (ctx.made.has(wanted.creates) || found !== null)
         return { ...base, did: "skipped", action: "none", detail: `${wanted.creates} exists` };
     }
     if (wanted.on && !wanted.on.some((id) => ctx.changed.has(id)))

@@ -4,12 +4,11 @@
 // which file or field changed; `restart` is never the answer to a changed env-file (containers.md).
 
 import { createHash } from "node:crypto";
-import { readFile, stat } from "node:fs/promises";
+import { entryAt, readFileAt } from "../system/index.ts";
 import type { ContainerResource, NetworkResource, RuntimeKind } from "../vocabulary/index.ts";
 import { inSubnet } from "../vocabulary/index.ts";
 import { imageApplier } from "./image.ts";
 import { networkApplier } from "./network.ts";
-import { underRoot } from "./paths.ts";
 import {
   CONTAINER_STOP_TIMEOUT_S,
   type ContainerInfo,
@@ -119,12 +118,19 @@ async function readInputs(w: ContainerResource, ctx: DecideContext): Promise<Inp
       read[path] = wrote;
       return null;
     }
-    const abs = underRoot(ctx.ports.root, path);
-    const st = await stat(abs).catch(() => null);
+    // walked with no link followed: an env-file that is a link (or has one above it) is refused; a bind source
+    // through a link is the runtime's to follow (/var/run is one on most machines), and the host reads none of it
+    const st = entryAt(ctx.ports.root, path);
+    const link = typeof st === "string" || st?.kind === "link";
+    if (link && dirOk) return null;
+    if (typeof st === "string") return `${field}: ${st}`;
     if (!st)
       return dirOk && (dirs.has(path) || ctx.made.has(path)) ? null : `${field}: ${path} does not exist`;
-    if (st.isDirectory()) return dirOk ? null : `${field}: ${path} is a directory`;
-    read[path] = sha(await readFile(abs));
+    if (st.kind === "link") return `${field}: ${path} is a symbolic link; it is not followed`;
+    if (st.kind === "directory") return dirOk ? null : `${field}: ${path} is a directory`;
+    const bytes = await readFileAt(ctx.ports.root, path);
+    if (bytes === null || typeof bytes === "string") return `${field}: ${bytes ?? `${path} does not exist`}`;
+    read[path] = sha(bytes.bytes);
     fromDisk.push(path);
     return null;
   };

@@ -1,8 +1,20 @@
 // directory: created with its parents, read back by stat; removed only when the mesh made it and it is empty.
 
-import { chmod, chown, lstat, mkdir, readdir, rm, rmdir } from "node:fs/promises";
+import { closeSync } from "node:fs";
+import { basename } from "node:path";
+import { DEFAULT_DIR_MODE } from "../defaults.ts";
+import {
+  chmodDirAt,
+  entryAt,
+  forgetUnder,
+  listAt,
+  openDirAt,
+  removeDirAt,
+  removeEntryIn,
+  setOnHandle,
+} from "../system/index.ts";
 import type { DirectoryResource } from "../vocabulary/index.ts";
-import { octal, ownerIgnored, parseMode, placeProblem, resolveIds, underRoot } from "./paths.ts";
+import { octal, ownerIgnored, parseMode, placeProblem, resolveIds } from "./paths.ts";
 import { stepsOf } from "./step.ts";
 import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
 
@@ -25,28 +37,21 @@ interface DirData {
   intent: DirectoryRecord;
 }
 
-async function statDir(abs: string): Promise<{ mode: number; uid: number; gid: number } | null | string> {
-  try {
-    const st = await lstat(abs);
-    if (st.isSymbolicLink()) return "is a symbolic link; it is not followed";
-    if (!st.isDirectory()) return "exists and is not a directory";
-    return { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-    return `cannot be read: ${(e as NodeJS.ErrnoException).code}`;
-  }
+/** The directory at declared `path`: its mode and owner, null when absent, or why it cannot be managed. */
+function statDir(root: string, path: string, fresh = false) {
+  const e = entryAt(root, path, fresh);
+  if (e === null || typeof e === "string") return e;
+  if (e.kind === "link") return `${path} is a symbolic link; it is not followed`;
+  if (e.kind !== "directory") return `${path} exists and is not a directory`;
+  return { mode: e.mode, uid: e.uid, gid: e.gid };
 }
 
 /** Entries under `path` that nothing declared names, neither as a path nor as an ancestor of one. */
-async function unmanagedEntries(path: string, abs: string, declared: ReadonlySet<string>): Promise<string[]> {
-  let names: string[];
-  try {
-    names = await readdir(abs);
-  } catch {
-    return [];
-  }
+function unmanagedEntries(root: string, path: string, declared: ReadonlySet<string>): string[] {
   const keep = (p: string) => declared.has(p) || [...declared].some((d) => d.startsWith(`${p}/`));
-  return names.map((n) => `${path}/${n}`).filter((p) => !keep(p));
+  return listAt(root, path)
+    .map((n) => `${path}/${n}`)
+    .filter((p) => !keep(p));
 }
 
 const step = stepsOf("directory");
@@ -60,14 +65,13 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
     const { root, rootless } = ctx.ports;
     const problem = placeProblem(root, wanted.path);
     if (problem) return refuse(wanted.id, problem);
-    const abs = underRoot(root, wanted.path);
-    const found = await statDir(abs);
-    if (typeof found === "string") return refuse(wanted.id, `${wanted.path} ${found}`);
+    const found = statDir(root, wanted.path);
+    if (typeof found === "string") return refuse(wanted.id, found);
     const ids = rootless ? {} : resolveIds(root, wanted.owner, wanted.group);
     const ignored = ownerIgnored(rootless, wanted);
     if (typeof ids === "string") return refuse(wanted.id, ids);
     const mode = parseMode(wanted.mode);
-    const purge = wanted.purge ? await unmanagedEntries(wanted.path, abs, ctx.declaredPaths) : [];
+    const purge = wanted.purge ? unmanagedEntries(root, wanted.path, ctx.declaredPaths) : [];
     // a path another id recorded is the mesh's already: never taken as found
     const prior = record ?? (ctx.claimed?.(wanted.path, wanted.id) as DirectoryRecord | undefined);
     const intent: DirectoryRecord = {
@@ -105,10 +109,10 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
     if (problem) return refuse(id, problem);
     if (ctx.declaredPaths.has(record.path))
       return step(id, "unchanged", "forget", `${record.path} is now declared by another resource`);
-    const found = await statDir(underRoot(ctx.ports.root, record.path));
+    const found = statDir(ctx.ports.root, record.path);
     if (found === null) return step(id, "removed", "forget", `${record.path} was already gone`);
     if (typeof found === "string")
-      return step(id, "unchanged", "forget", `${record.path} left in place: it ${found}`);
+      return step(id, "unchanged", "forget", `${record.path} left in place: ${found}`);
     if (record.created) return step(id, "removed", "remove", `${record.path} removed (the mesh created it)`);
     const back = parseMode(record.found_mode);
     if (back !== undefined && back !== found.mode)
@@ -118,27 +122,23 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
 
   async execute(step, wanted, record, ctx): Promise<Executed<DirectoryRecord>> {
     const path = wanted?.path ?? record?.path ?? "";
-    const abs = underRoot(ctx.ports.root, path);
+    const { root } = ctx.ports;
     switch (step.action) {
       case "make":
       case "adopt":
-        return makeAndReadBack(step, wanted!, abs, ctx);
+        return makeAndReadBack(step, wanted!, ctx);
       case "none":
         return { did: step.did, detail: step.detail, record: record ?? null };
       case "remove":
-        try {
-          await rmdir(abs);
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code !== "ENOTEMPTY") throw e;
+        if (removeDirAt(root, path) === "not-empty")
           return {
             did: "unchanged",
             detail: `${path} left in place: it holds what the mesh did not create`,
             record: null,
           };
-        }
         return { did: "removed", detail: step.detail, record: null };
       case "restore":
-        await chmod(abs, step.data as number);
+        chmodDirAt(root, path, step.data as number);
         return { did: "restored", detail: step.detail, record: null };
       case "forget":
         return { did: step.did, detail: step.detail, record: null };
@@ -151,20 +151,23 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
 async function makeAndReadBack(
   step: Step,
   wanted: DirectoryResource,
-  abs: string,
   ctx: DecideContext,
 ): Promise<Executed<DirectoryRecord>> {
   const data = step.data as DirData;
-  if (data.create) await mkdir(abs, { recursive: true, mode: data.mode ?? 0o755 });
-  if (data.mode !== undefined) await chmod(abs, data.mode);
-  if (data.uid !== undefined || data.gid !== undefined) await chown(abs, data.uid ?? -1, data.gid ?? -1);
-  for (const entry of data.purge) {
-    // rm does not follow links: a link is removed, never what it points at
-    if (!placeProblem(ctx.ports.root, entry))
-      await rm(underRoot(ctx.ports.root, entry), { recursive: true, force: true });
+  const { root } = ctx.ports;
+  // walked afresh and held as a handle: the chmod, chown and purge land on the directory the walk reached,
+  // and a link swapped in anywhere on the path since the plan is refused, never followed
+  const fd = openDirAt(root, wanted.path, data.create ? (data.mode ?? DEFAULT_DIR_MODE) : undefined);
+  try {
+    setOnHandle(fd, wanted.path, data);
+    // a link among the entries is removed itself, never what it points at
+    for (const entry of data.purge) removeEntryIn(fd, basename(entry));
+  } finally {
+    closeSync(fd);
   }
+  if (data.purge.length) forgetUnder(root, wanted.path);
   const next: DirectoryRecord = data.intent;
-  const back = await statDir(abs);
+  const back = statDir(root, wanted.path, true);
   if (typeof back !== "object" || back === null || (data.mode !== undefined && back.mode !== data.mode))
     return { did: "failed", detail: `${wanted.path} read back differently from what was made`, record: next };
   const purged = data.purge.length ? `; purged ${data.purge.join(", ")}` : "";

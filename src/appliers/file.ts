@@ -1,13 +1,10 @@
 // file: written atomically, read back by digest and mode; what was found is held, never lost.
 
 import { createHash } from "node:crypto";
-import { lstatSync, readFileSync, type Stats } from "node:fs";
-import { mkdir, readFile, unlink } from "node:fs/promises";
-import { dirname } from "node:path";
-import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, SYNC_READ_MAX_BYTES } from "../defaults.ts";
-import { writeFileAtomic } from "../store/atomic.ts";
+import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE } from "../defaults.ts";
+import { readFileAt, removeFileAt, writeFileAt } from "../system/index.ts";
 import type { FileResource } from "../vocabulary/index.ts";
-import { octal, ownerIgnored, parseMode, placeProblem, resolveIds, underRoot } from "./paths.ts";
+import { octal, ownerIgnored, parseMode, placeProblem, resolveIds } from "./paths.ts";
 import { stepsOf } from "./step.ts";
 import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
 
@@ -30,7 +27,6 @@ interface Found {
 }
 
 interface WriteData {
-  abs: string;
   bytes: Uint8Array;
   sha: string;
   mode: number;
@@ -44,27 +40,11 @@ interface WriteData {
 
 export const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex");
 
-/**
- * What is at `abs` now: a regular file's digest and mode, null when absent, or why it cannot be managed.
- * Small files are read synchronously: for a 200-byte file, five thread-pool round trips cost more than the
- * read, and the drift check reads every managed file.
- */
-async function readFound(abs: string): Promise<Found | null | string> {
-  let st: Stats;
-  try {
-    st = lstatSync(abs);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-    return `cannot be read: ${(e as NodeJS.ErrnoException).code}`;
-  }
-  if (st.isSymbolicLink()) return "is a symbolic link; it is not followed";
-  if (!st.isFile()) return "exists and is not a regular file";
-  try {
-    const bytes = st.size <= SYNC_READ_MAX_BYTES ? readFileSync(abs) : await readFile(abs);
-    return { sha: sha256(bytes), mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, bytes };
-  } catch (e) {
-    return `cannot be read: ${(e as NodeJS.ErrnoException).code}`;
-  }
+/** What is at declared `path` now: a regular file's digest and mode, null when absent, or why it cannot be managed. */
+async function readFound(root: string, path: string, fresh = false): Promise<Found | null | string> {
+  const read = await readFileAt(root, path, fresh);
+  if (read === null || typeof read === "string") return read;
+  return { ...read, sha: sha256(read.bytes) };
 }
 
 function wantedBytes(wanted: FileResource, ctx: DecideContext): Uint8Array {
@@ -95,9 +75,8 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
     const { root, rootless } = ctx.ports;
     const problem = placeProblem(root, wanted.path);
     if (problem) return refuse(wanted, problem);
-    const abs = underRoot(root, wanted.path);
-    const found = await readFound(abs);
-    if (typeof found === "string") return refuse(wanted, `${wanted.path} ${found}`);
+    const found = await readFound(root, wanted.path);
+    if (typeof found === "string") return refuse(wanted, found);
     const ids = rootless ? {} : resolveIds(root, wanted.owner, wanted.group);
     if (typeof ids === "string") return refuse(wanted, ids);
     const bytes = wantedBytes(wanted, ctx);
@@ -125,7 +104,7 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
         mode: wanted.mode,
       };
       // only a take-over holds what it found: an unchanged file of the mesh's own is no original
-      const data = { abs, hold: action === "adopt" ? found : undefined, sha, intent };
+      const data = { hold: action === "adopt" ? found : undefined, sha, intent };
       return step(wanted.id, "unchanged", action, `${wanted.path} is as declared${ignored}`, data);
     }
     const did = writeDid(found, prior, sha, wanted.mode);
@@ -140,7 +119,7 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
     const held = hold && !record ? "; the original is held" : "";
     const created = prior ? prior.created : hold === undefined;
     const intent: FileRecord = { type: "file", path: wanted.path, created, wrote: sha, mode: wanted.mode };
-    const data: WriteData = { abs, bytes, sha, mode, ...ids, hold, intent };
+    const data: WriteData = { bytes, sha, mode, ...ids, hold, intent };
     return step(wanted.id, did, "write", `${wanted.path} ${what}${held}${ignored}`, data);
   },
 
@@ -150,11 +129,11 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
     if (problem) return refuse({ id }, problem);
     if (ctx.declaredPaths.has(record.path))
       return step(id, "unchanged", "forget", `${record.path} is now declared by another resource`);
-    const found = await readFound(underRoot(root, record.path));
+    const found = await readFound(root, record.path);
     if (!record.created) return step(id, "restored", "restore", `${record.path} given back its original`);
     if (found === null) return step(id, "removed", "forget", `${record.path} was already gone`);
     if (typeof found === "string")
-      return step(id, "unchanged", "forget", `${record.path} left in place: it ${found}`);
+      return step(id, "unchanged", "forget", `${record.path} left in place: ${found}`);
     if (found.sha !== record.wrote)
       return step(
         id,
@@ -185,7 +164,7 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
       case "write":
         return writeAndReadBack(step, path, ctx);
       case "remove":
-        await unlink(underRoot(ctx.ports.root, path));
+        removeFileAt(ctx.ports.root, path);
         return { did: "removed", detail: step.detail, record: null };
       case "restore":
         return restoreOriginal(step, path, ctx);
@@ -201,9 +180,11 @@ async function writeAndReadBack(step: Step, path: string, ctx: DecideContext): P
   const data = step.data as WriteData;
   let held: Executed<FileRecord>["held"];
   if (data.hold) held = { path, original: await ctx.ports.holds.keep(path, data.hold.bytes, data.hold) };
-  await mkdir(dirname(data.abs), { recursive: true, mode: DEFAULT_DIR_MODE });
-  await writeFileAtomic(data.abs, data.bytes, { mode: data.mode, uid: data.uid, gid: data.gid });
-  const back = await readFound(data.abs);
+  const { root } = ctx.ports;
+  const { mode, uid, gid } = data;
+  await writeFileAt(root, path, data.bytes, { mode, uid, gid, dirMode: DEFAULT_DIR_MODE });
+  // read back where the declared path is now, walked afresh: a swap since the write is seen, not trusted
+  const back = await readFound(root, path, true);
   const next: FileRecord = data.intent;
   if (typeof back !== "object" || back === null || back.sha !== data.sha || back.mode !== data.mode)
     return {
@@ -223,10 +204,11 @@ async function writeAndReadBack(step: Step, path: string, ctx: DecideContext): P
 async function restoreOriginal(step: Step, path: string, ctx: DecideContext): Promise<Executed<FileRecord>> {
   const original = await ctx.ports.holds.original(path);
   if (!original) return { did: "failed", detail: `${path}: no original is held to give back`, record: null };
-  const abs = underRoot(ctx.ports.root, path);
+  const { root, rootless } = ctx.ports;
   const { uid, gid, mode } = original.meta;
-  await writeFileAtomic(abs, original.bytes, { mode, ...(ctx.ports.rootless ? {} : { uid, gid }) });
-  const back = await readFound(abs);
+  const owner = rootless ? {} : { uid, gid };
+  await writeFileAt(root, path, original.bytes, { mode, ...owner });
+  const back = await readFound(root, path, true);
   if (typeof back !== "object" || back === null || back.sha !== original.sha)
     return { did: "failed", detail: `${path} read back differently from its original`, record: null };
   await ctx.ports.holds.release(path);

@@ -3,7 +3,7 @@
 // read back by the image's id. Undeclared, an image is left: a container outside the mesh may run it.
 
 import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { readFileAt } from "../system/index.ts";
 import type { ImageResource, RuntimeKind } from "../vocabulary/index.ts";
 import { underRoot } from "./paths.ts";
 import {
@@ -52,12 +52,13 @@ export function imageApplier(finder: RuntimeFinder = machineRuntimes()): Applier
       if (w.load) {
         const abs = underRoot(ctx.ports.root, w.load);
         const wrote = ctx.wrote?.(w.load);
+        // read with no link followed, like every declared path the host reads
+        const read = wrote ? null : await readFileAt(ctx.ports.root, w.load);
         const loaded =
           wrote ??
-          (await readFile(abs).then(
-            (b) => createHash("sha256").update(b).digest("hex"),
-            () => undefined,
-          ));
+          (read && typeof read === "object"
+            ? createHash("sha256").update(read.bytes).digest("hex")
+            : undefined);
         if (!loaded && !ctx.made.has(w.load))
           return step(w.id, "failed", "refuse", `${w.load} does not exist`, undefined, "load");
         const data = { ...base, abs, loaded };

@@ -1,6 +1,7 @@
 // Where a declared path lands under --root, and the checks every write and removal makes first.
-import { readFileSync, realpathSync } from "node:fs";
-import { dirname, join, sep } from "node:path";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { forgetHandles, keptDir } from "../system/index.ts";
 import { pathProblem } from "../vocabulary/index.ts";
 
 /** The machine path for a declared path: `root` + `path`. */
@@ -8,63 +9,21 @@ export function underRoot(root: string, path: string): string {
   return root === "/" ? path : join(root, path);
 }
 
-function inside(base: string, candidate: string): boolean {
-  return base === "/" || candidate === base || candidate.startsWith(base + sep);
-}
-
-/**
- * Directories resolved during one apply, by machine path. A thousand files in ten directories would otherwise
- * ask the kernel to resolve the same ten parents a thousand times (the no-op's largest cost). Cleared by
- * `forgetResolved` when an apply starts and ends: the mesh itself never turns a directory into a link, and a
- * hand that does so mid-apply could as well between any check and its write.
- */
-const resolvedDirs = new Map<string, string>();
-
+/** What one apply resolved is its own: the next looks at the machine afresh (the walk's kept handles closed). */
 export function forgetResolved(): void {
-  resolvedDirs.clear();
-}
-
-/** The nearest existing ancestor of `abs`, resolved through any links (the kernel's realpath: one call). */
-function resolvedAncestor(abs: string): string {
-  let dir = dirname(abs);
-  for (;;) {
-    const known = resolvedDirs.get(dir);
-    if (known !== undefined) return known;
-    try {
-      const real = realpathSync.native(dir);
-      resolvedDirs.set(dir, real);
-      return real;
-    } catch {
-      const up = dirname(dir);
-      if (up === dir) return dir;
-      dir = up;
-    }
-  }
-}
-
-const realRoots = new Map<string, string>();
-
-/** The root resolved once: it is the machine's given root and does not move under a running host. */
-function realRootOf(root: string): string {
-  let real = realRoots.get(root);
-  if (real === undefined) {
-    real = realpathSync.native(root);
-    realRoots.set(root, real);
-  }
-  return real;
+  forgetHandles();
 }
 
 /**
- * Why writing or removing the declared `path` under `root` is unsafe, or null: the path rule again,
- * then the parent, resolved through links, must still be inside the root.
+ * Why writing or removing the declared `path` under `root` is unsafe, or null: the path rule again, then
+ * every existing parent walked from the root with no link followed (a link in the way is refused, wherever
+ * it points). The effect itself walks again (src/system): this is the plan's early word, not the guard.
  */
 export function placeProblem(root: string, path: string): string | null {
   const rule = pathProblem(path);
   if (rule) return `path ${rule}`;
-  const realRoot = realRootOf(root);
-  const parent = resolvedAncestor(underRoot(root, path));
-  if (!inside(realRoot, parent)) return `a parent of ${path} is a symbolic link that leaves the root`;
-  return null;
+  const parent = keptDir(root, dirname(path), path);
+  return "problem" in parent ? parent.problem : null;
 }
 
 export interface Ids {

@@ -1,9 +1,8 @@
 // systemd, reached only through the command port: what a unit is now, unit files the mesh writes, and the
 // few verbs the service and process appliers use. Nothing here pretends another init exists (ADR 0061).
-import { lstat, mkdir, readdir, readFile, rmdir, unlink } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { lstat } from "node:fs/promises";
 import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE } from "../defaults.ts";
-import { writeFileAtomic } from "../store/atomic.ts";
+import { readFileAt, removeFileAt, removeTreeAt, writeFileAt } from "../system/index.ts";
 import { oneLine } from "../vocabulary/index.ts";
 import { sha256 } from "./file.ts";
 import { placeProblem, underRoot } from "./paths.ts";
@@ -117,18 +116,10 @@ export interface FoundFile {
 export async function readRegular(root: string, path: string): Promise<FoundFile | null | string> {
   const problem = placeProblem(root, path);
   if (problem) return problem;
-  const abs = underRoot(root, path);
-  try {
-    const st = await lstat(abs);
-    if (st.isSymbolicLink()) return `${path} is a symbolic link; it is not followed`;
-    if (!st.isFile()) return `${path} exists and is not a regular file`;
-    const bytes = await readFile(abs);
-    return { sha: sha256(bytes), bytes, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return null;
-    return `${path} cannot be read: ${code}`;
-  }
+  // walked afresh: a read here is also what an effect reads back
+  const read = await readFileAt(root, path, true);
+  if (read === null || typeof read === "string") return read;
+  return { ...read, sha: sha256(read.bytes) };
 }
 
 /** Write declared `path` under `root` atomically (temp file, fsync, rename), making its directory if need be. */
@@ -138,28 +129,18 @@ export async function writeRegular(
   bytes: Uint8Array,
   mode = DEFAULT_FILE_MODE,
   owner?: { uid: number; gid: number },
+  dirMode = DEFAULT_DIR_MODE,
 ): Promise<void> {
   const problem = placeProblem(root, path);
   if (problem) throw new Error(problem);
-  const abs = underRoot(root, path);
-  await mkdir(dirname(abs), { recursive: true, mode: DEFAULT_DIR_MODE });
-  await writeFileAtomic(abs, bytes, { mode, ...owner });
+  await writeFileAt(root, path, bytes, { mode, ...owner, dirMode });
 }
 
 /** Remove a regular file or a link at declared `path` (never what a link points at); true if something went. */
 export async function removeRegular(root: string, path: string): Promise<boolean> {
   const problem = placeProblem(root, path);
   if (problem) throw new Error(problem);
-  const abs = underRoot(root, path);
-  try {
-    const st = await lstat(abs);
-    if (st.isDirectory()) throw new Error(`${path} is a directory`);
-    await unlink(abs);
-    return true;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return false;
-    throw e;
-  }
+  return removeFileAt(root, path);
 }
 
 /**
@@ -171,35 +152,7 @@ export async function removeTree(
   root: string,
   path: string,
 ): Promise<{ files: number; existed: boolean } | string> {
-  const problem = placeProblem(root, path);
-  if (problem) return problem;
-  const abs = underRoot(root, path);
-  let st: Awaited<ReturnType<typeof lstat>>;
-  try {
-    st = await lstat(abs);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return { files: 0, existed: false };
-    throw e;
-  }
-  if (st.isSymbolicLink()) return `${path} is a symbolic link; it was left, not followed`;
-  if (!st.isDirectory()) return `${path} is not a directory; it was left`;
-  let files = 0;
-  const walk = async (dir: string): Promise<void> => {
-    for (const name of await readdir(dir)) {
-      const entry = join(dir, name);
-      const s = await lstat(entry);
-      if (s.isDirectory()) {
-        await walk(entry);
-        await rmdir(entry);
-      } else {
-        await unlink(entry);
-        files++;
-      }
-    }
-  };
-  await walk(abs);
-  await rmdir(abs);
-  return { files, existed: true };
+  return placeProblem(root, path) ?? removeTreeAt(root, path);
 }
 
 // Giving a unit back when its service is undeclared: the record's, kept with the verbs that read it.

@@ -2,7 +2,6 @@
 // kernel reports, the `[Interface]` of a found configuration, and an interface brought up or down by the
 // machine's init — `wg-quick@<if>` where systemd runs, `wg-quick` itself where it does not. Nothing here
 // prints or logs a private key: the dump's first field is read and handed back, never put in a reason.
-import { mkdirSync } from "node:fs";
 import { isIP } from "node:net";
 import { SECRET_FILE_MODE, STATE_DIR_MODE } from "../defaults.ts";
 import {
@@ -12,7 +11,6 @@ import {
   oneLine,
   WIREGUARD_DIR,
 } from "../vocabulary/index.ts";
-import { underRoot } from "./paths.ts";
 import {
   type FoundFile,
   isActive,
@@ -350,8 +348,7 @@ export async function waitUp(exec: Exec, iface: string, ms = INTERFACE_SETTLE_MS
 
 /** Write the mesh's config 0600; wg-quick's directory holds keys, so it is made 0700 when the mesh makes it. */
 export async function writeConfig(root: string, path: string, bytes: Uint8Array): Promise<void> {
-  mkdirSync(underRoot(root, WIREGUARD_DIR), { recursive: true, mode: STATE_DIR_MODE });
-  await writeRegular(root, path, bytes, SECRET_FILE_MODE);
+  await writeRegular(root, path, bytes, SECRET_FILE_MODE, undefined, STATE_DIR_MODE);
 }
 
 /** The interface as declared, read back: its key, port and peers from wg, its MTU from the kernel; null when right. */

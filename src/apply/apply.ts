@@ -1,12 +1,12 @@
 // Apply a declaration: check who and which mode, plan, journal, execute step by step, read back, report.
-import { readdir, unlink } from "node:fs/promises";
 import { dirname } from "node:path";
 import { fileDiff } from "../appliers/file-diff.ts";
-import { forgetResolved, underRoot } from "../appliers/paths.ts";
+import { forgetResolved } from "../appliers/paths.ts";
 import type { DecideContext, Ports } from "../appliers/types.ts";
 import { FILE_WRITE_CONCURRENCY, VERSION } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
-import { isTempName, type Records, type State, type StoreHolds } from "../store/index.ts";
+import type { Records, State, StoreHolds } from "../store/index.ts";
+import { sweepTempsAt } from "../system/index.ts";
 import {
   type Declaration,
   Membership,
@@ -213,7 +213,7 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   req.onPlan?.(plan);
   const notes = recordNode(req);
   req.state.sweepTemps();
-  await sweepTemps(req.ports.root, d, records);
+  sweepTemps(req.ports.root, d, records);
   const next = { ...records };
   // owed before anything changes: a kill between a change and what is `on` it must not forget the dependent
   const changing = steps.filter((s) => CHANGING.has(s.did)).map((s) => s.id);
@@ -306,18 +306,13 @@ async function journal(
 }
 
 /** Temporary files a crash left beside declared or recorded files: swept before writing anew. */
-async function sweepTemps(root: string, d: Declaration, records: Records): Promise<void> {
+function sweepTemps(root: string, d: Declaration, records: Records): void {
   const declared = d.resources.flatMap((r) => (r.type === "file" ? [r.path] : []));
   const recorded = Object.values(records).flatMap((r) =>
     r.type === "file" && typeof r.path === "string" ? [r.path] : [],
   );
-  const dirs = new Set([...declared, ...recorded].map((p) => dirname(underRoot(root, p))));
-  await Promise.all(
-    [...dirs].map(async (dir) => {
-      const names = await readdir(dir).catch(() => [] as string[]);
-      await Promise.all(names.filter(isTempName).map((n) => unlink(`${dir}/${n}`).catch(() => {})));
-    }),
-  );
+  // each directory reached with no link followed: a linked one is never listed nor swept
+  sweepTempsAt(root, new Set([...declared, ...recorded].map((p) => dirname(p))));
 }
 
 /** Carry out the planned steps, one run at a time; a failure stops the apply and the rest are not reached. */

@@ -82,13 +82,15 @@ const dirSyncs = new Map<string, DirSync>();
 /**
  * An fsync of `dir` that starts after this call, shared by every writer that asks before it starts: a
  * thousand renames into one directory need not be a thousand directory fsyncs. Each caller has renamed
- * before asking, so the shared fsync still covers its rename.
+ * before asking, so the shared fsync still covers its rename. `key` names the directory when `dir` is a
+ * handle's /proc/self/fd path (each writer's differs); the first asker's handle is synced, and every asker
+ * awaits it, so that handle is still open when the sync runs.
  */
-export function fsyncDirShared(dir: string): Promise<void> {
-  let entry = dirSyncs.get(dir);
+export function fsyncDirShared(dir: string, key = dir): Promise<void> {
+  let entry = dirSyncs.get(key);
   if (!entry) {
     entry = { running: null, queued: null };
-    dirSyncs.set(dir, entry);
+    dirSyncs.set(key, entry);
   }
   if (entry.queued) return entry.queued;
   const e = entry;
@@ -101,7 +103,7 @@ export function fsyncDirShared(dir: string): Promise<void> {
       await running;
     } finally {
       if (e.running === running) e.running = null;
-      if (!e.running && !e.queued) dirSyncs.delete(dir);
+      if (!e.running && !e.queued) dirSyncs.delete(key);
     }
   })();
   e.queued = queued;

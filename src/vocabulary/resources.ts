@@ -1,5 +1,6 @@
 // Every resource type as a zod schema; the TypeScript types are inferred from them, never written twice.
 import * as z from "zod";
+import { ACTION_MAX_TIMEOUT_S } from "../defaults.ts";
 import { ContainerResource, ImageResource, NetworkResource, VolumeResource } from "./containers.ts";
 import { nameProblem, pathProblem } from "./names.ts";
 import { OverlayResource } from "./overlay.ts";
@@ -80,7 +81,7 @@ export const ActionResource = z.strictObject({
     .min(1, "must name a program"),
   on: z.array(Name).optional(),
   creates: AbsPath.optional(),
-  timeout_s: z.number().int().min(1).max(86_400).optional(),
+  timeout_s: z.number().int().min(1).max(ACTION_MAX_TIMEOUT_S).optional(),
   env: z
     .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"), z.string())
     .optional(),

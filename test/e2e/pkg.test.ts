@@ -16,15 +16,17 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ACTION_MAX_TIMEOUT_S } from "../../src/defaults.ts";
+import { elfFactsOf, entriesOf, namcapProblems, type PackageFacts, parsePkginfo } from "../support/namcap.ts";
 import { writePacmanConf } from "../support/pacman.ts";
 import { ensureSea, PACKAGE, PINNED_NODE, REPO } from "../support/sea.ts";
 
 /** Any fixed time: two builds are then byte-identical. */
 const SOURCE_DATE_EPOCH = "1700000000";
 const PKGVER = PACKAGE.version.replaceAll("-", "_");
-/** The empty root has no packages: the package's run-time dependencies (the launcher's sh and coreutils) are
- * assumed there, as they are on any Arch machine. */
-const ASSUME = ["--assume-installed", "sh", "--assume-installed", "coreutils"];
+/** The empty root has no packages: the package's run-time dependencies (glibc and gcc-libs for the executable,
+ * sh and coreutils for the launcher) are assumed there, as they are on any Arch machine (README). */
+const ASSUME = ["glibc=2.40", "gcc-libs", "sh", "coreutils"].flatMap((p) => ["--assume-installed", p]);
 
 let work: string;
 let sea: string;
@@ -74,6 +76,26 @@ function pacmanRoot(name: string, repo?: string) {
   return { root, conf, pacman, installed };
 }
 
+/** The package's own state directory is empty on purpose; Node's release binaries are linked non-PIE. */
+const EXCEPTIONS = {
+  emptyDirs: { "var/lib/mesh-host": "drwx------" },
+  nonPie: {
+    "usr/bin/mesh-host": "the pinned Node runtime is linked as ET_EXEC upstream; we never relink it",
+  },
+};
+
+/** What namcap reads of a package: its entries, .PKGINFO, its ELF files, and any file's text. */
+function factsOf(pkg: string): PackageFacts {
+  const out = mkdtempSync(join(work, "facts-"));
+  must(["bsdtar", "-xf", pkg, "-C", out]);
+  return {
+    entries: entriesOf(pkg),
+    info: parsePkginfo(readFileSync(join(out, ".PKGINFO"), "utf8")),
+    elves: [elfFactsOf(join(out, "usr/bin/mesh-host"), "usr/bin/mesh-host")],
+    read: (path) => readFileSync(join(out, path), "utf8"),
+  };
+}
+
 function verifyUnit(root: string, unit: string) {
   return sh(["systemd-analyze", "verify", "--recursive-errors=no", "--man=no", `--root=${root}`, unit]);
 }
@@ -109,6 +131,7 @@ describe("the Arch package", () => {
       "usr/bin/mesh-host": "-rwxr-xr-x",
       "usr/lib/systemd/system/mesh-host.service": "-rw-r--r--",
       "usr/lib/mesh-host/launch": "-rwxr-xr-x",
+      "usr/share/licenses/mesh-host/LICENSE": "-rw-r--r--",
       "var/lib/mesh-host": "drwx------",
     });
     const files = Object.keys(entries).filter((p) => !entries[p]!.startsWith("d") && !p.startsWith("."));
@@ -116,6 +139,7 @@ describe("the Arch package", () => {
       "usr/bin/mesh-host",
       "usr/lib/mesh-host/launch",
       "usr/lib/systemd/system/mesh-host.service",
+      "usr/share/licenses/mesh-host/LICENSE",
     ]);
     const pkginfo = must(["bsdtar", "-xOf", pkgs.v1, ".PKGINFO"]).stdout;
     expect(pkginfo).toContain(`pkgver = ${PKGVER}-1`);
@@ -125,6 +149,69 @@ describe("the Arch package", () => {
     mkdirSync(out);
     must(["bsdtar", "-xf", pkgs.v1, "-C", out, "usr/bin/mesh-host"]);
     expect(sha256(join(out, "usr/bin/mesh-host"))).toBe(sha256(sea));
+  });
+
+  it("is namcap-clean: Arch's rules namcap checks, over the package itself", () => {
+    const facts = factsOf(pkgs.v1);
+    expect(namcapProblems(facts, EXCEPTIONS)).toEqual([]);
+    const info = facts.info;
+    expect(info.url).toEqual([PACKAGE.homepage]);
+    expect(info.license).toEqual([PACKAGE.license]);
+    expect(info.depend).toEqual(["glibc>=2.28", "gcc-libs", "sh", "coreutils"]);
+    expect((info.optdepend ?? []).map((o) => o.split(":")[0])).toEqual([
+      "pacman",
+      "systemd",
+      "docker",
+      "podman",
+      "wireguard-tools",
+    ]);
+    expect(facts.read("usr/share/licenses/mesh-host/LICENSE")).toBe(
+      readFileSync(join(REPO, "LICENSE"), "utf8"),
+    );
+    expect(facts.read("usr/share/licenses/mesh-host/LICENSE")).toMatch(/^MIT License\n/);
+  });
+
+  it("namcap's rules, as written here, catch a package broken on purpose", () => {
+    const facts = factsOf(pkgs.v1);
+    const broken: PackageFacts = {
+      ...facts,
+      info: { ...facts.info, url: ["http://x"], optdepend: ["docker"], depend: ["sh"] },
+      entries: [
+        ...facts.entries.filter((e) => !e.path.startsWith("usr/share/licenses")),
+        { path: "usr/local/bin/tool", mode: "-rwxrwxrwx", owner: "builder", group: "root" },
+        { path: "etc/systemd/system/x.service", mode: "-rw-r--r--", owner: "root", group: "root" },
+        { path: "usr/share/empty", mode: "drwxr-xr-x", owner: "root", group: "root" },
+      ],
+      elves: facts.elves.map((e) => ({ ...e, execStack: true, rpath: true })),
+    };
+    const problems = namcapProblems(broken, { emptyDirs: EXCEPTIONS.emptyDirs, nonPie: {} }).join("\n");
+    for (const rule of [
+      "pkginfo: url",
+      'optdepend "docker" gives no reason',
+      "fileownership: usr/local/bin/tool",
+      "permissions: usr/local/bin/tool is world-writable",
+      "hierarchy: usr/local/bin/tool is under usr/local/",
+      "systemdlocation: etc/systemd/system/x.service",
+      "emptydir: usr/share/empty",
+      "license: MIT needs its text",
+      "elffiles: usr/bin/mesh-host has an executable stack",
+      "elffiles: usr/bin/mesh-host has an RPATH",
+      "elffiles: usr/bin/mesh-host lacks PIE",
+      "sodepends: usr/bin/mesh-host needs libstdc++.so.6 from gcc-libs",
+      "sodepends: usr/bin/mesh-host needs libc.so.6 from glibc",
+    ])
+      expect(problems).toContain(rule);
+  });
+
+  it("has a unit that documents itself, stops gently and waits out the longest action", () => {
+    const unit = must(["bsdtar", "-xOf", pkgs.v1, "usr/lib/systemd/system/mesh-host.service"]).stdout;
+    const value = (key: string) => new RegExp(`^${key}=(.*)$`, "m").exec(unit)?.[1];
+    expect(value("Documentation")).toBe(`man:mesh-host(1) ${PACKAGE.homepage}`);
+    expect(value("KillMode")).toBe("mixed");
+    // systemd's own parse of the time span, in microseconds
+    const span = must(["systemd-analyze", "timespan", value("TimeoutStopSec")!]).stdout;
+    const us = Number(/μs:\s*(\d+)/.exec(span)?.[1]);
+    expect(us / 1e6).toBeGreaterThan(ACTION_MAX_TIMEOUT_S);
   });
 
   it("installs, runs from the root it went into, upgrades and is removed, and the state outlives it", () => {

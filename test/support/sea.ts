@@ -10,6 +10,8 @@ export const REPO = join(import.meta.dirname, "../..");
 
 interface PackageJson {
   version: string;
+  homepage: string;
+  license: string;
   devDependencies: Record<string, string>;
 }
 

@@ -9,12 +9,12 @@ import {
   openSync,
   renameSync,
 } from "node:fs";
-import { dirname } from "node:path";
-import { ADMIN_UNIT_PATH, launcherText, PACKAGED_PATHS, unitText } from "../../../pkgbuild/embedded.ts";
+import { dirname, isAbsolute, normalize, relative } from "node:path";
+import { ADMIN_UNIT_PATH, launcherText, PACKAGED_PATHS, unitTextWith } from "../../../pkgbuild/embedded.ts";
 import { underRoot } from "../../appliers/index.ts";
-import { STATE_DIR_MODE } from "../../defaults.ts";
+import { DEFAULT_ROOT, DRIFT_S, HEARTBEAT_S, MOVE_GRACE_S, STATE_DIR_MODE } from "../../defaults.ts";
 import { acquireLock, fsyncDirSync, tempPathFor, writeFileAtomicSync } from "../../store/index.ts";
-import { UsageError } from "../args.ts";
+import { type Args, UsageError } from "../args.ts";
 import type { Context } from "../context.ts";
 import { writeJson, writeOut } from "../output.ts";
 import { runningBinary } from "./confirm.ts";
@@ -35,16 +35,75 @@ function installBinary(target: string): boolean {
   return true;
 }
 
+/** Flags `run` has no use for: none of them can go into the unit, and a token or a secret must never. */
+const NOT_CARRIED: [flag: string, given: (a: Args) => boolean][] = [
+  ["--server", (a) => a.server.length > 0],
+  ["--fingerprint", (a) => a.fingerprint !== undefined],
+  ["--node", (a) => a.node !== undefined],
+  ["--token", (a) => a.token !== undefined],
+  ["--tunnel", (a) => a.tunnel !== undefined],
+  ["--mode", (a) => a.mode !== undefined],
+  ["--secret", (a) => a.secret.length > 0],
+  ["--dry-run", (a) => a.dryRun],
+];
+
+/** What systemd reads as one word of ExecStart with nothing expanded: no spaces, quotes, `%`, `$` or `\\`. */
+const UNIT_WORD = /^[A-Za-z0-9/._+@:,=-]+$/;
+
+/** The state directory as the service will see it: inside --root, the part under it. */
+function serviceState(args: Args): string {
+  const given = args.state;
+  if (!isAbsolute(given))
+    throw new UsageError(`--state must be an absolute path for the unit, not "${given}"`);
+  if (args.root === DEFAULT_ROOT) return normalize(given);
+  const inside = relative(args.root, given);
+  if (inside.startsWith("..") || isAbsolute(inside))
+    throw new UsageError(
+      `--state ${given} is not under --root ${args.root}: the service reads its state from inside that root`,
+    );
+  return `/${inside}`;
+}
+
+/**
+ * The arguments `launch run` gets in the unit: every flag of `run` this command was given, so the service runs
+ * as it was asked to; a flag `run` has no use for is refused (exit 2) rather than silently dropped.
+ */
+export function carriedRunArgs(args: Args): string[] {
+  for (const [flag, given] of NOT_CARRIED)
+    if (given(args))
+      throw new UsageError(
+        `install-service cannot carry ${flag} into the unit: the service runs \`run\`, which takes --state, --host, --heartbeat-s, --drift-s and --move-grace-s`,
+      );
+  const out: string[] = [];
+  if (args.stateGiven) {
+    const state = serviceState(args);
+    if (!UNIT_WORD.test(state))
+      throw new UsageError(
+        `--state ${state} cannot go into the unit as it is: use letters, digits and / . _ + @ : , = - only`,
+      );
+    if (state !== PACKAGED_PATHS.state) out.push("--state", state);
+  }
+  if (args.host) out.push("--host", args.host);
+  for (const [flag, value, fallback] of [
+    ["--heartbeat-s", args.heartbeatS, HEARTBEAT_S],
+    ["--drift-s", args.driftS, DRIFT_S],
+    ["--move-grace-s", args.moveGraceS, MOVE_GRACE_S],
+  ] as const)
+    if (value !== fallback) out.push(flag, String(value));
+  return out;
+}
+
 export async function installServiceCommand(ctx: Context): Promise<number> {
   if (ctx.args.positionals.length) throw new UsageError("install-service takes no arguments");
   const root = ctx.args.root;
   const at = (p: string) => underRoot(root, p);
+  const runArgs = carriedRunArgs(ctx.args);
   const lock = await acquireLock(ctx.state.ensure().dir);
   try {
     const written: string[] = [];
     for (const [path, text, mode] of [
       [PACKAGED_PATHS.launcher, launcherText(), 0o755],
-      [ADMIN_UNIT_PATH, unitText(), 0o644],
+      [ADMIN_UNIT_PATH, unitTextWith(runArgs), 0o644],
     ] as const) {
       mkdirSync(dirname(at(path)), { recursive: true, mode: 0o755 });
       writeFileAtomicSync(at(path), text, mode);
@@ -58,6 +117,7 @@ export async function installServiceCommand(ctx: Context): Promise<number> {
     const doc = {
       written,
       binary: copied ? PACKAGED_PATHS.bin : null,
+      exec_start: ["/usr/lib/mesh-host/launch", "run", ...runArgs].join(" "),
       enable: "systemctl daemon-reload && systemctl enable --now mesh-host",
     };
     if (ctx.args.json) writeJson(doc);

@@ -1,14 +1,13 @@
 // What a planned file write will change, for `--diff`: its content as a unified diff, its mode and owner; never
 // the content (nor a digest) of a file filled from a secret.
-import { lstatSync, readFileSync } from "node:fs";
 import { MAX_DIFF_BYTES, MAX_DIFF_LINES } from "../defaults.ts";
+import { readFileAt } from "../system/index.ts";
 import type { FileResource, Resource } from "../vocabulary/index.ts";
 import { octal } from "./paths.ts";
 import type { Step } from "./types.ts";
 import { unifiedDiff } from "./unified-diff.ts";
 
 interface Write {
-  abs: string;
   bytes: Uint8Array;
   mode: number;
   uid?: number;
@@ -22,16 +21,11 @@ interface Before {
   gid: number;
 }
 
-/** What is at the path now; null when absent or not a regular file (the plan already says which). */
-function before(abs: string): Before | null {
-  try {
-    const st = lstatSync(abs);
-    if (!st.isFile()) return null;
-    const bytes = st.size <= MAX_DIFF_BYTES ? readFileSync(abs) : null;
-    return { bytes, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
-  } catch {
-    return null;
-  }
+/** What is at the path now, walked as the apply walks it (no link followed); null when absent or unreadable. */
+async function before(root: string, path: string): Promise<Before | null> {
+  const read = await readFileAt(root, path);
+  if (read === null || typeof read === "string") return null;
+  return { ...read, bytes: read.bytes.length <= MAX_DIFF_BYTES ? read.bytes : null };
 }
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -46,11 +40,14 @@ function textOf(bytes: Uint8Array): string | null {
 }
 
 /** The diff lines of a planned step, or undefined when it writes no file. */
-export function fileDiff(step: Step & { resource?: Resource }): string[] | undefined {
+export async function fileDiff(
+  step: Step & { resource?: Resource },
+  root: string,
+): Promise<string[] | undefined> {
   if (step.type !== "file" || step.action !== "write" || step.resource?.type !== "file") return undefined;
   const wanted = step.resource as FileResource;
   const w = step.data as Write;
-  const now = before(w.abs);
+  const now = await before(root, wanted.path);
   const out: string[] = [];
   if (wanted.secret) out.push("(secret: content not shown)");
   else out.push(...contentDiff(wanted.path, now, w.bytes));

@@ -3,7 +3,7 @@ import { dirname } from "node:path";
 import { fileDiff } from "../appliers/file-diff.ts";
 import { forgetResolved } from "../appliers/paths.ts";
 import type { DecideContext, Ports } from "../appliers/types.ts";
-import { FILE_WRITE_CONCURRENCY, VERSION } from "../defaults.ts";
+import { FILE_READ_CONCURRENCY, FILE_WRITE_CONCURRENCY, VERSION } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
 import type { Records, State, StoreHolds } from "../store/index.ts";
 import { sweepTempsAt } from "../system/index.ts";
@@ -24,6 +24,7 @@ import {
   planSteps,
   readsChanges,
 } from "./plan.ts";
+import { failureDetail, INTERRUPTED, interruption, logSteps } from "./steps.ts";
 
 /** Opens a value of `secrets` (named, so an installer's secret can be found by its name) or the membership. */
 export type Unseal = (
@@ -45,6 +46,8 @@ export interface ApplyRequest {
   unseal: Unseal;
   /** Each planned file write carries its diff (`--diff`). */
   diff?: boolean;
+  /** Aborted (Ctrl-C, SIGTERM): the step in progress finishes, the rest are not reached, the report says so. */
+  signal?: AbortSignal;
   /** Told the plan after it is decided and before anything is touched: show, then act. */
   onPlan?: (plan: PlanLine[]) => void;
 }
@@ -65,6 +68,8 @@ export interface ApplyResult {
   moveTo?: Membership;
   /** 0 applied (or nothing to do), 1 failed, 2 refused. */
   exit: 0 | 1 | 2;
+  /** Stopped part-way by the signal: how many steps ran of how many planned. */
+  interrupted?: { after: number; of: number };
 }
 
 const now = () => new Date().toISOString();
@@ -192,7 +197,9 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   const owed = new Set(req.state.readOwed());
   const input = { declaration: d, records, order, host: req.host, ctx: contextFor(req, secrets), owed };
   const steps = await planSteps(input);
-  const plan = steps.map((s) => withDiff(planLine(s), req.diff ? fileDiff(s) : undefined));
+  const plan = await mapLimited(steps, FILE_READ_CONCURRENCY, async (s) =>
+    withDiff(planLine(s), req.diff ? await fileDiff(s, req.ports.root) : undefined),
+  );
   req.ports.log.debug(
     { seq: req.seq, steps: plan.length, changing: plan.filter((p) => CHANGING.has(p.did)).length },
     req.dryRun ? "planned (a dry run: nothing will be changed)" : "planned",
@@ -220,9 +227,17 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   if (changing.length) req.state.writeOwed([...new Set([...owed, ...changing])]);
   await journal(req.state, req.holds, next, order, steps);
   const orderOf = () => [...new Set([...d.resources.map((r) => r.id), ...order])].filter((id) => next[id]);
-  const executed = await execute(steps, input, next, () => req.state.writeRecords(next, orderOf()));
+  const executed = await execute(
+    steps,
+    input,
+    next,
+    () => req.state.writeRecords(next, orderOf()),
+    req.signal,
+  );
   logSteps(req.ports.log, executed);
-  const outcome: Outcome = executed.some((s) => s.did === "failed") ? "failed" : "applied";
+  const interrupted = interruption(executed);
+  if (interrupted) notes.push(`interrupted after ${interrupted.after} of ${interrupted.of} steps`);
+  const outcome: Outcome = executed.some((s) => s.did === "failed") || interrupted ? "failed" : "applied";
   // every dependent ran: nothing is owed; a failed apply keeps what it changed owed for the next one
   if (outcome === "applied") req.state.writeOwed([]);
   const nextOrder = orderOf();
@@ -252,15 +267,8 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
     report,
     exit: outcome === "failed" ? 1 : 0,
     moveTo: outcome === "applied" ? moveTo : undefined,
+    ...(interrupted ? { interrupted } : {}),
   };
-}
-
-/** Each step at debug; a failed one at warn, naming the resource and the reason, so the journal finds it. */
-function logSteps(log: ApplyRequest["ports"]["log"], steps: ReportStep[]): void {
-  for (const s of steps) {
-    if (s.did === "failed") log.warn({ id: s.id, type: s.type, reason: s.detail }, "step failed");
-    else log.debug({ id: s.id, type: s.type, did: s.did, detail: s.detail }, "step done");
-  }
 }
 
 /** The node's name and mode: the mesh's signed word sets the mode; an offline apply only where none is recorded. */
@@ -299,7 +307,8 @@ async function journal(
     }
     // an id still recorded as something else keeps that record until its removal has run
     if (s.record || !data?.intent || next[s.id]) continue;
-    next[s.id] = data.intent;
+    // pending until its step has run: a file an interrupted apply never wrote is then created, not repaired
+    next[s.id] = { ...data.intent, pending: true };
     intents++;
   }
   if (intents) state.writeRecords(next, [...new Set([...Object.keys(next), ...order])]);
@@ -321,6 +330,7 @@ async function execute(
   input: Parameters<typeof decider>[0],
   records: Records,
   saveRecords: () => void,
+  signal?: AbortSignal,
 ): Promise<ReportStep[]> {
   // decided against the records as the steps before have left them: `wrote` reads what was just written
   const d = decider(input, records);
@@ -332,11 +342,12 @@ async function execute(
   const runOne = async (step: PlannedStep): Promise<ReportStep> => {
     if (failed)
       return { ...planLine(step), did: "not-reached", detail: "not reached: an earlier step failed" };
+    if (signal?.aborted) return { ...planLine(step), did: "not-reached", detail: INTERRUPTED };
     const applier = input.host.appliers.get(step.type)!;
     // an id that named something else until the removal just before: its new record is journalled now
     const intent = (step.data as { intent?: Records[string] } | undefined)?.intent;
     if (intent && step.resource && !step.record && !records[step.id]) {
-      records[step.id] = intent;
+      records[step.id] = { ...intent, pending: true };
       saveRecords();
     }
     try {
@@ -359,7 +370,9 @@ async function execute(
     const first = batch[0]!;
     // what reads changes is decided again with what actually changed: the same function the plan used
     const fresh =
-      first.resource && readsChanges(first.resource) ? await d.decide(first.resource, changed, made) : batch;
+      first.resource && readsChanges(first.resource) && !signal?.aborted && !failed
+        ? await d.decide(first.resource, changed, made)
+        : batch;
     const results = await mapLimited(fresh, FILE_WRITE_CONCURRENCY, runOne);
     results.forEach((r, i) => {
       noteChange(fresh[i]!, r.did, changed, made);
@@ -368,17 +381,6 @@ async function execute(
     });
   }
   return out;
-}
-
-/** One line for an executor that threw: the declared path, never the temp file beside it, and the code once. */
-function failureDetail(e: unknown, step: PlannedStep): string {
-  const err = e as NodeJS.ErrnoException;
-  const path = step.resource && "path" in step.resource ? step.resource.path : undefined;
-  let message = (err.message ?? String(e))
-    .split("\n")[0]!
-    .replace(/'[^']*\.mesh-tmp-[^']*'/g, path ? `'${path}'` : "a temporary file");
-  if (err.code && !message.startsWith(err.code)) message = `${err.code}: ${message}`;
-  return message;
 }
 
 /** Steps grouped so that consecutive file writes run side by side (their fsyncs overlap) and all else one at a time. */

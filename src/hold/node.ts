@@ -38,6 +38,8 @@ export interface DeliveredOptions {
   dryRun?: boolean;
   /** Each planned file write carries its diff (`reconcile --diff`). */
   diff?: boolean;
+  /** Aborted: the step in progress finishes, the rest are not reached. */
+  signal?: AbortSignal;
   onPlan?: (plan: PlanLine[]) => void;
   /** Verify against this key instead of the membership's: the kept declaration's own. */
   meshKey?: string;
@@ -81,6 +83,7 @@ export async function applyDelivered(
       source: "link",
       dryRun,
       diff: opts.diff,
+      signal: opts.signal,
       onPlan: opts.onPlan,
       host: deps.host,
       state: deps.state,

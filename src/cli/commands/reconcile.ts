@@ -5,8 +5,8 @@ import { Outbox } from "../../store/index.ts";
 import { type Declaration, digestOf } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { type Context, checkGiven, portsOf, Refused, readDeclarationFile } from "../context.ts";
-import { summary, table, writeJson, writeOut } from "../output.ts";
-import { applyOffline, logOutcome } from "./apply.ts";
+import { table, writeOut } from "../output.ts";
+import { applyOffline, interruptible, logOutcome, showResult } from "./apply.ts";
 
 /**
  * A bundle given to reconcile is checked, never trusted: its mode against the node's, its bytes against what
@@ -62,11 +62,14 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
     membership,
   };
   // read again under the lock: `run` may apply a newer delivery while this waits for it
+  const stop = dryRun ? null : interruptible(ctx);
   const applied = await applyKept(deps, {
     dryRun,
     diff: ctx.args.diff,
+    signal: stop?.signal,
     onPlan: ctx.args.json ? undefined : (plan) => writeOut(`plan:\n${table(plan)}`),
   });
+  stop?.done();
   if (!applied) throw new UsageError("this node holds no declaration from the mesh to reconcile");
   const result = applied;
   if (result.exit === 2) throw new Refused(result.report.refusals);
@@ -77,8 +80,6 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
     result.report.notes;
   if (!dryRun && said) outbox.put(result.report);
   if (!dryRun) logOutcome(ctx, result.report);
-  if (ctx.args.json) writeJson(dryRun ? { plan: result.plan } : { plan: result.plan, report: result.report });
-  else if (dryRun) writeOut(`plan (dry run, nothing changed):\n${table(result.plan)}`);
-  else writeOut(`report:\n${table(result.report.steps)}${summary(result.report)}`);
+  showResult(ctx, result, dryRun);
   return result.exit;
 }

@@ -13,6 +13,7 @@ import {
   CONTAINER_STOP_TIMEOUT_S,
   type ContainerInfo,
   createArgv,
+  createInput,
   isError,
   machineRuntimes,
   type Runtime,
@@ -309,7 +310,7 @@ export function containerApplier(
       return step(id, "removed", "remove", `${record.name} stopped and removed (the mesh created it)`);
     },
 
-    async execute(st, _w, record, ctx): Promise<Executed<ContainerRecord>> {
+    async execute(st, w, record, ctx): Promise<Executed<ContainerRecord>> {
       const s = sessionOf(ctx, finder);
       const data = (st.data ?? {}) as { record?: ContainerRecord } & Partial<Plan>;
       const rt = s.runtime(
@@ -323,8 +324,8 @@ export function containerApplier(
         return { did: "failed", detail: typeof rt === "string" ? rt : st.detail, record: keep };
       const name = data.name ?? data.record?.name ?? record!.name;
       s.forget(rt, "container", name);
-      const verb = async (args: string[], timeoutMs?: number) => {
-        const r = await rt.must(args, timeoutMs);
+      const verb = async (args: string[], timeoutMs?: number, input?: Uint8Array) => {
+        const r = await rt.must(args, timeoutMs, input);
         return isError(r) ? r.error : null;
       };
       const stopT = ["-t", String(CONTAINER_STOP_TIMEOUT_S)];
@@ -365,7 +366,9 @@ export function containerApplier(
             const err = await verb(removeArgs);
             if (err) return fail(`${name} could not be removed to be recreated: ${err}`);
           }
-          const created = await verb(plan.create);
+          const input = await createInput(w!, ctx.ports.root);
+          if (typeof input === "string") return fail(`${name} could not be created: ${input}`, keep);
+          const created = await verb(plan.create, undefined, input);
           if (created) return fail(`${name} could not be created: ${created}`, plan.replace ? gone : keep);
           for (const c of plan.connects) {
             const err = await verb(c);

@@ -5,6 +5,7 @@
 import { existsSync } from "node:fs";
 import { isIP } from "node:net";
 import { join } from "node:path";
+import { readFileAt } from "../system/index.ts";
 import type { ContainerResource, RuntimeKind } from "../vocabulary/index.ts";
 import { underRoot } from "./paths.ts";
 import type { DecideContext, Exec, ExecResult } from "./types.ts";
@@ -156,13 +157,13 @@ export class Runtime {
     return this.cmd.kind;
   }
 
-  run(args: string[], timeoutMs = RUNTIME_CALL_TIMEOUT_MS): Promise<ExecResult> {
-    return this.exec.run([...this.cmd.argv, ...args], { env: this.cmd.env, timeoutMs });
+  run(args: string[], timeoutMs = RUNTIME_CALL_TIMEOUT_MS, input?: Uint8Array): Promise<ExecResult> {
+    return this.exec.run([...this.cmd.argv, ...args], { env: this.cmd.env, timeoutMs, input });
   }
 
   /** Run; a failure is a one-line reason. */
-  async must(args: string[], timeoutMs?: number): Promise<string | { error: string }> {
-    const r = await this.run(args, timeoutMs);
+  async must(args: string[], timeoutMs?: number, input?: Uint8Array): Promise<string | { error: string }> {
+    const r = await this.run(args, timeoutMs, input);
     return r.code === 0 ? r.stdout : { error: `${args.slice(0, 2).join(" ")}: ${said(r)}` };
   }
 
@@ -358,7 +359,9 @@ export function createArgv(
   const a = ["container", "create", "--name", w.name, "--label", `${SPEC_LABEL}=${spec}`];
   for (const [k, v] of Object.entries(w.labels ?? {}).sort()) a.push("--label", `${k}=${v}`);
   for (const [k, v] of Object.entries(w.env ?? {}).sort()) a.push("--env", `${k}=${v}`);
-  for (const p of w.env_files ?? []) a.push("--env-file", underRoot(root, p));
+  // the env-files' content arrives on stdin (createInput), read by the host with no link followed: a path
+  // handed to the runtime would be opened by it, following whatever link was swapped in since
+  if (w.env_files?.length) a.push("--env-file", "/dev/stdin");
   for (const m of w.mounts ?? []) {
     const source = m.type === "bind" ? underRoot(root, m.source) : m.source;
     a.push("--mount", `type=${m.type},source=${source},target=${m.target}${m.read_only ? ",readonly" : ""}`);
@@ -380,6 +383,22 @@ export function createArgv(
   if (w.init) a.push("--init");
   a.push("--", image, ...(w.command ?? []));
   return { create: a, connects: rest.map((n) => ["network", "connect", ...join(n), n.name, w.name]) };
+}
+
+/** What `container create` reads on stdin: the env-files in order, each walked afresh, or why one cannot be read. */
+export async function createInput(
+  w: ContainerResource,
+  root: string,
+): Promise<Uint8Array | string | undefined> {
+  if (!w.env_files?.length) return undefined;
+  const parts: Uint8Array[] = [];
+  for (const [i, p] of w.env_files.entries()) {
+    const read = await readFileAt(root, p, true);
+    if (read === null || typeof read === "string") return `env_files.${i}: ${read ?? `${p} does not exist`}`;
+    // a file without a final newline must not run into the next one's first line
+    parts.push(read.bytes, Buffer.from("\n"));
+  }
+  return Buffer.concat(parts);
 }
 
 const sessions = new WeakMap<object, Session>();

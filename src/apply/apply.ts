@@ -50,6 +50,8 @@ export interface ApplyRequest {
   signal?: AbortSignal;
   /** Told the plan after it is decided and before anything is touched: show, then act. */
   onPlan?: (plan: PlanLine[]) => void;
+  /** Told each time a step is done, with how many of how many: a progress line for a long apply. */
+  onStep?: (done: number, total: number) => void;
 }
 
 export interface PlanLine {
@@ -232,6 +234,7 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
     input,
     next,
     () => req.state.writeRecords(next, orderOf()),
+    req.onStep,
     req.signal,
   );
   logSteps(req.ports.log, executed);
@@ -324,12 +327,18 @@ function sweepTemps(root: string, d: Declaration, records: Records): void {
   sweepTempsAt(root, new Set([...declared, ...recorded].map((p) => dirname(p))));
 }
 
-/** Carry out the planned steps, one run at a time; a failure stops the apply and the rest are not reached. */
+/**
+ * Carry out the planned steps, one run at a time. A failed action stops the apply and the rest are not reached
+ * (an action is a command whose effect later steps may need; the seeds' "stopped at the first failing
+ * action"); any other failed step is reported failed and the apply goes on: a later step that needs it reads
+ * the machine and fails in its own words, and every other step still brings the node nearer the declaration.
+ */
 async function execute(
   steps: PlannedStep[],
   input: Parameters<typeof decider>[0],
   records: Records,
   saveRecords: () => void,
+  onStep?: ApplyRequest["onStep"],
   signal?: AbortSignal,
 ): Promise<ReportStep[]> {
   // decided against the records as the steps before have left them: `wrote` reads what was just written
@@ -338,10 +347,10 @@ async function execute(
   const made = new Set<string>();
   const out: ReportStep[] = [];
   const ctx = () => d.context(changed, made);
-  let failed = false;
+  let stoppedBy: string | undefined;
   const runOne = async (step: PlannedStep): Promise<ReportStep> => {
-    if (failed)
-      return { ...planLine(step), did: "not-reached", detail: "not reached: an earlier step failed" };
+    if (stoppedBy)
+      return { ...planLine(step), did: "not-reached", detail: `not reached: action ${stoppedBy} failed` };
     if (signal?.aborted) return { ...planLine(step), did: "not-reached", detail: INTERRUPTED };
     const applier = input.host.appliers.get(step.type)!;
     // an id that named something else until the removal just before: its new record is journalled now
@@ -370,15 +379,16 @@ async function execute(
     const first = batch[0]!;
     // what reads changes is decided again with what actually changed: the same function the plan used
     const fresh =
-      first.resource && readsChanges(first.resource) && !signal?.aborted && !failed
+      first.resource && readsChanges(first.resource) && !signal?.aborted && !stoppedBy
         ? await d.decide(first.resource, changed, made)
         : batch;
     const results = await mapLimited(fresh, FILE_WRITE_CONCURRENCY, runOne);
     results.forEach((r, i) => {
       noteChange(fresh[i]!, r.did, changed, made);
-      if (r.did === "failed") failed = true;
+      if (r.did === "failed" && fresh[i]!.type === "action") stoppedBy ??= r.id;
       out.push(r);
     });
+    onStep?.(out.length, steps.length);
   }
   return out;
 }

@@ -23,6 +23,8 @@ export interface Args {
   logFormat?: "json" | "text";
   dryRun: boolean;
   diff: boolean;
+  /** Every step in the words of a plan or report, unchanged ones too (--json always has them all). */
+  verbose: boolean;
   server: string[];
   fingerprint?: string;
   node?: string;
@@ -154,6 +156,7 @@ function argsOf(v: Values): Omit<Args, "command" | "positionals"> {
     logFormat: one("log-format") as Args["logFormat"],
     dryRun: v["dry-run"] === true,
     diff: v.diff === true,
+    verbose: v.verbose === true,
     server: many("server"),
     fingerprint: one("fingerprint"),
     node: one("node"),

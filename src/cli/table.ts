@@ -66,6 +66,11 @@ export const FLAGS = {
   help: flag({ name: "help", short: "h", default: "off", help: "this help" }),
   version: flag({ name: "version", short: "V", default: "off", help: "the version, as `mesh-host version`" }),
   "dry-run": flag({ name: "dry-run", default: "off", help: "show the plan, change nothing" }),
+  verbose: flag({
+    name: "verbose",
+    default: "off",
+    help: "list the unchanged steps too (--json always has them)",
+  }),
   diff: flag({
     name: "diff",
     default: "off",
@@ -168,13 +173,13 @@ export const COMMANDS = [
       "FILE is a declaration body (JSON); - reads it from standard input. The plan is printed, then acted on, " +
       "under the state lock. Refused once the node holds a declaration from the mesh. Ctrl-C stops after the " +
       "step in progress and says how far it got.",
-    flags: ["dry-run", "diff", "secret"],
+    flags: ["dry-run", "diff", "verbose", "secret"],
   }),
   command({
     name: "plan",
     args: "FILE|-",
     summary: "the same as apply --dry-run: the plan, nothing changed",
-    flags: ["diff", "secret"],
+    flags: ["diff", "verbose", "secret"],
   }),
   command({
     name: "genesis",
@@ -205,7 +210,7 @@ export const COMMANDS = [
     about:
       "Waits for the state lock, verifies the kept envelope again, prints the plan, then acts. A bundle is " +
       "checked against what genesis applied, and applied only while the mesh has not spoken.",
-    flags: ["dry-run", "diff", "secret"],
+    flags: ["dry-run", "diff", "verbose", "secret"],
   }),
   command({
     name: "status",
@@ -224,7 +229,9 @@ export const COMMANDS = [
   command({
     name: "install-service",
     summary: "write the unit and the launcher where no package did",
-    flags: [],
+    about:
+      "Each flag of run given here is written into the unit's ExecStart, the state directory as the service sees it inside the root the files are written under.",
+    flags: ["heartbeat-s", "drift-s", "move-grace-s"],
   }),
   command({
     name: "version",

@@ -41,6 +41,7 @@ export interface DeliveredOptions {
   /** Aborted: the step in progress finishes, the rest are not reached. */
   signal?: AbortSignal;
   onPlan?: (plan: PlanLine[]) => void;
+  onStep?: (done: number, total: number) => void;
   /** Verify against this key instead of the membership's: the kept declaration's own. */
   meshKey?: string;
   /** The caller holds the state lock already (applyKept): the lock is not re-entrant. */
@@ -85,6 +86,7 @@ export async function applyDelivered(
       diff: opts.diff,
       signal: opts.signal,
       onPlan: opts.onPlan,
+      onStep: opts.onStep,
       host: deps.host,
       state: deps.state,
       holds: deps.holds,

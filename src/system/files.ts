@@ -60,7 +60,7 @@ const code = (e: unknown) => (e as NodeJS.ErrnoException).code ?? "error";
 /** An errno failure worded with the declared path, never the /proc/self/fd name it was done through. */
 function failure(path: string, verb: string, e: unknown): Error {
   if (e instanceof PathRefused) return e;
-  return new Error(`${path} could not be ${verb}: ${code(e)}`);
+  return new Error(`${code(e)}: could not ${verb} ${path}`);
 }
 
 /** The directory of `path` as a handle, and whether the caller closes it. */
@@ -159,7 +159,7 @@ export async function writeFileAt(
   try {
     const temp = basename(tempPathFor(name));
     const handle = await open(at(dir, temp), CREATE_FLAGS, o.mode).catch((e) => {
-      throw failure(path, "written", e);
+      throw failure(path, "write", e);
     });
     try {
       await handle.writeFile(bytes);
@@ -170,7 +170,7 @@ export async function writeFileAt(
     } catch (e) {
       await handle.close();
       await unlink(at(dir, temp)).catch(() => {});
-      throw failure(path, "written", e);
+      throw failure(path, "write", e);
     }
     await handle.close();
     try {
@@ -178,7 +178,7 @@ export async function writeFileAt(
       await rename(at(dir, temp), at(dir, name));
     } catch (e) {
       await unlink(at(dir, temp)).catch(() => {});
-      throw failure(path, "written", e);
+      throw failure(path, "write", e);
     }
     // one fsync per directory for a batch of writers, keyed by the declared directory (the fd numbers differ)
     await fsyncDirShared(at(dir), `${root}\0${dirname(path)}`);
@@ -213,7 +213,7 @@ export function setOnHandle(
     if (o.mode !== undefined) chmodSync(at(fd), o.mode);
     if (o.uid !== undefined || o.gid !== undefined) chownSync(at(fd), o.uid ?? -1, o.gid ?? -1);
   } catch (e) {
-    throw failure(path, "changed", e);
+    throw failure(path, "change", e);
   }
 }
 
@@ -268,7 +268,7 @@ export function removeFileAt(root: string, path: string): boolean {
     return true;
   } catch (e) {
     if (code(e) === "ENOENT") return false;
-    throw failure(path, "removed", e);
+    throw failure(path, "remove", e);
   } finally {
     closeSync(d.fd);
   }
@@ -287,7 +287,7 @@ export function removeDirAt(root: string, path: string): "removed" | "absent" | 
   } catch (e) {
     if (code(e) === "ENOENT") return "absent";
     if (code(e) === "ENOTEMPTY" || code(e) === "EEXIST") return "not-empty";
-    throw failure(path, "removed", e);
+    throw failure(path, "remove", e);
   } finally {
     closeSync(d.fd);
   }
@@ -309,7 +309,7 @@ export function removeTreeAt(root: string, path: string): { files: number; exist
       st = lstatSync(at(d.fd, name));
     } catch (e) {
       if (code(e) === "ENOENT") return { files: 0, existed: false };
-      throw failure(path, "removed", e);
+      throw failure(path, "remove", e);
     }
     if (st.isSymbolicLink()) return `${path} is a symbolic link; it was left, not followed`;
     if (!st.isDirectory()) return `${path} is not a directory; it was left`;

@@ -14,6 +14,7 @@ import {
   jetstreamManager,
 } from "@nats-io/jetstream";
 import { connect, type NatsConnection, nanos, type Subscription } from "@nats-io/transport-node";
+import { RECONNECT_MAX_MS } from "../../src/defaults.ts";
 import { encodeCode } from "../../src/link/code.ts";
 import {
   EnrolQuestion,
@@ -35,7 +36,13 @@ export const STREAMS = {
   REKEY: "mesh.rekey.>",
 } as const;
 
-const WAIT_MS = 5_000;
+/**
+ * How long a test waits for an event (a report, a heartbeat, an enrolment, a file) before calling it missing:
+ * a failure bound for a busy two-core machine, never a pace; nothing waits for it once the event comes. A busy
+ * machine makes a node's dial or ack time out and the hold wait before dialling again, up to RECONNECT_MAX_MS
+ * at a time: the bound outlasts more than two such waits.
+ */
+export const EVENT_WAIT_MS = 3 * RECONNECT_MAX_MS;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
@@ -205,22 +212,53 @@ export class MeshDouble {
   /** The `n`th report (1-based) received, of `node` only when given; waits for it. */
   async awaitReport(n: number, opts: { node?: string; timeoutMs?: number } = {}): Promise<Received<Report>> {
     const mine = () => this.reports.filter((r) => !opts.node || r.subject === `mesh.report.${opts.node}`);
-    await waitFor(() => mine().length >= n, opts.timeoutMs ?? WAIT_MS, `report ${n}`);
+    await waitFor(() => mine().length >= n, opts.timeoutMs ?? EVENT_WAIT_MS, `report ${n}`);
     return mine()[n - 1]!;
   }
 
   async awaitHeartbeat(n: number, opts: { timeoutMs?: number } = {}): Promise<Received<Heartbeat>> {
-    await waitFor(() => this.heartbeats.length >= n, opts.timeoutMs ?? WAIT_MS, `heartbeat ${n}`);
+    await waitFor(() => this.heartbeats.length >= n, opts.timeoutMs ?? EVENT_WAIT_MS, `heartbeat ${n}`);
     return this.heartbeats[n - 1]!;
   }
 
   async awaitEnrolment(n: number, opts: { timeoutMs?: number } = {}): Promise<SeenEnrolment> {
-    await waitFor(() => this.enrolments.length >= n, opts.timeoutMs ?? WAIT_MS, `enrolment ${n}`);
+    await waitFor(() => this.enrolments.length >= n, opts.timeoutMs ?? EVENT_WAIT_MS, `enrolment ${n}`);
     return this.enrolments[n - 1]!;
   }
 
   async consumerInfo(node: string): Promise<ConsumerInfo> {
     return await this.jsm.consumers.info("DECLARE", `node-${node}`);
+  }
+
+  /**
+   * Wait until the server holds nothing of `node`'s unsettled: no declaration waiting and none delivered and
+   * awaiting its ack. A node acks only once its apply is over and its report is in its outbox.
+   */
+  async awaitSettled(node: string, opts: { timeoutMs?: number } = {}): Promise<void> {
+    const ms = opts.timeoutMs ?? EVENT_WAIT_MS;
+    let last = "no answer";
+    const settled = async () => {
+      try {
+        const info = await this.consumerInfo(node);
+        last = `${info.num_pending} waiting, ${info.num_ack_pending} unacked`;
+        return info.num_pending === 0 && info.num_ack_pending === 0;
+      } catch (e) {
+        last = (e as Error).message;
+        return false;
+      }
+    };
+    try {
+      await waitForAsync(settled, ms, "settling");
+    } catch {
+      throw new Error(`mesh double: ${node}'s declarations were not all settled within ${ms} ms (${last})`);
+    }
+  }
+
+  /** How many reports of `node` the REPORTS stream holds: every one the node sent, read or not. */
+  async reportCount(node: string): Promise<number> {
+    const subject = `mesh.report.${node}`;
+    const info = await this.jsm.streams.info("REPORTS", { subjects_filter: subject });
+    return info.state.subjects?.[subject] ?? 0;
   }
 
   async deleteConsumer(node: string): Promise<void> {
@@ -276,7 +314,7 @@ export class MeshDouble {
           return false;
         }
       },
-      WAIT_MS,
+      EVENT_WAIT_MS,
       "JetStream after the server started",
     );
   }

@@ -2,6 +2,7 @@
 export { fingerprintOfPem, type MadeCert, makeCert } from "./cert.ts";
 export {
   type EnrolPolicy,
+  EVENT_WAIT_MS,
   MeshDouble,
   type Received,
   type SeenEnrolment,

@@ -1,7 +1,7 @@
 // A real systemd as PID 1 of a systemd-nspawn container of a debootstrapped Debian root (packaging.md,
 // "A real systemd and a real cluster for tests"), and the command port that reaches inside it.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { actionApplier, directoryApplier, fileApplier, localExec } from "../../src/appliers/index.ts";
@@ -13,6 +13,7 @@ import type { ApplyResult } from "../../src/apply/index.ts";
 import type { Host } from "../../src/hosts/index.ts";
 import { type Records, State } from "../../src/store/index.ts";
 import { applyRaw } from "./offline.ts";
+import { ensureSea, type SeaMachine, seaMachine } from "./sea.ts";
 
 /** Where the root tarball is kept between runs; CI keeps this directory (or points the variable elsewhere). */
 export const CACHE_DIR = process.env.MESH_HOST_TEST_CACHE ?? "/var/cache/mesh-host-test";
@@ -208,8 +209,29 @@ export function archMachine(root: string, exec: Exec, stateDir: string): ArchMac
   };
 }
 
+/** A report in-process or from the built executable (none when it refused). */
+type Reported = Pick<ApplyResult, "plan"> & { report?: Pick<ApplyResult["report"], "steps"> };
 /** Did of each step, `id:did`, in the report's order. */
-export const dids = (r: ApplyResult): string[] => r.report.steps.map((s) => `${s.id}:${s.did}`);
+export const dids = (r: Reported): string[] => (r.report?.steps ?? []).map((s) => `${s.id}:${s.did}`);
 /** The report's detail of step `id`. */
-export const detailOf = (r: ApplyResult, id: string): string =>
-  r.report.steps.find((s) => s.id === id)?.detail ?? "";
+export const detailOf = (r: Reported, id: string): string =>
+  r.report?.steps.find((s) => s.id === id)?.detail ?? "";
+/** Did of each planned step, `id:did`. */
+export const planned = (r: Reported): string[] => r.plan.map((s) => `${s.id}:${s.did}`);
+
+let seaCount = 0;
+
+/**
+ * The built executable inside the container, run there as root over its `/` with a state directory of its
+ * own: the way an operator runs `mesh-host apply` on the machine. `state` is where this process reads it.
+ */
+export function seaInContainer(c: Container): SeaMachine & { state: State } {
+  const bin = "/usr/local/bin/mesh-host";
+  if (!existsSync(join(c.root, bin))) copyFileSync(ensureSea(), join(c.root, bin));
+  const n = seaCount++;
+  const there = `/var/tmp/mesh-sea-${n}`;
+  mkdirSync(join(c.root, there), { recursive: true });
+  const stateDir = `/var/lib/mesh-host-test-${n}`;
+  const sea = seaMachine({ exec: c.exec, bin, root: "/", state: stateDir, here: join(c.root, there), there });
+  return { ...sea, state: new State(join(c.root, stateDir)) };
+}

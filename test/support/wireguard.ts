@@ -36,7 +36,9 @@ import {
 } from "../../src/store/index.ts";
 import type { KeyPair } from "../../src/vocabulary/index.ts";
 import { applyRaw } from "./offline.ts";
+import { ensureSea, type SeaMachine, seaMachine } from "./sea.ts";
 import { ensureRootTarball, hostExec, must } from "./systemd.ts";
+import { tempDir } from "./tmp.ts";
 
 const BOOT_TIMEOUT_MS = 30_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -412,3 +414,16 @@ export function overlayNode(m: Machine, stateDir: string, key?: WgKey): OverlayN
 }
 
 export type { ExecResult };
+
+/** The built executable run inside `node`'s machine (its network and mount namespaces) over the node's state. */
+export function seaNode(node: OverlayNode): SeaMachine {
+  const files = tempDir("mesh-wg-decl-");
+  return seaMachine({
+    exec: node.machine.exec,
+    bin: ensureSea(),
+    root: node.machine.root,
+    state: node.stateDir,
+    here: files,
+    there: files,
+  });
+}

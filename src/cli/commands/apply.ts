@@ -4,7 +4,7 @@ import { acquireLock } from "../../store/index.ts";
 import { type Declaration, digestOf, type Report } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { type Context, checkGiven, portsOf, Refused, readDeclarationFile } from "../context.ts";
-import { summary, table, writeJson, writeOut } from "../output.ts";
+import { planText, progress, reportText, writeJson, writeOut } from "../output.ts";
 
 /** The one FILE a command takes, parsed; refused once the mesh has spoken, since its word is the node's now. */
 export function offlineDeclaration(ctx: Context): { declaration: Declaration; bytes: Buffer } {
@@ -29,6 +29,10 @@ export async function applyOffline(
 ): Promise<number> {
   const lock = dryRun ? null : await acquireLock(ctx.state.ensure().dir);
   const stop = dryRun ? null : interruptible(ctx);
+  const { json } = ctx.args;
+  // genesis is the review of what an adopted machine holds (its held lines say "unchanged"): every step, always
+  const verbose = ctx.args.verbose || ctx.args.command === "genesis";
+  const shown = progress(!json, process.stderr);
   try {
     const result = await applyDeclaration({
       declaration,
@@ -43,10 +47,17 @@ export async function applyOffline(
       holds: ctx.holds,
       ports: portsOf(ctx),
       unseal: ctx.unseal,
-      onPlan: ctx.args.json ? undefined : (plan) => writeOut(`plan:\n${table(plan)}`),
+      onPlan: json
+        ? undefined
+        : (plan) => {
+            shown.clear();
+            writeOut(planText(plan, verbose));
+          },
+      onStep: shown.step,
     });
+    shown.clear();
     if (result.exit === 2) throw new Refused(result.report.refusals);
-    showResult(ctx, result, dryRun);
+    showResult(ctx, result, dryRun, verbose);
     // a dry run applied nothing, and its log says nothing of an apply
     if (!dryRun) logOutcome(ctx, result.report);
     if (ctx.args.command === "genesis" && !dryRun && result.report.outcome === "applied")
@@ -58,12 +69,13 @@ export async function applyOffline(
     return result.exit;
   } finally {
     stop?.done();
+    shown.clear();
     lock?.release();
   }
 }
 
 /** The plan (a dry run) or the plan and the report, in words or as one JSON document; how far an interrupted one got. */
-export function showResult(ctx: Context, result: ApplyResult, dryRun: boolean): void {
+export function showResult(ctx: Context, result: ApplyResult, dryRun: boolean, verbose: boolean): void {
   const cut = result.interrupted;
   if (ctx.args.json)
     writeJson(
@@ -71,10 +83,10 @@ export function showResult(ctx: Context, result: ApplyResult, dryRun: boolean): 
         ? { plan: result.plan }
         : { plan: result.plan, report: result.report, ...(cut ? { interrupted: cut } : {}) },
     );
-  else if (dryRun) writeOut(`plan (dry run, nothing changed):\n${table(result.plan)}`);
+  else if (dryRun) writeOut(planText(result.plan, verbose, true));
   else
     writeOut(
-      `report:\n${table(result.report.steps)}${summary(result.report)}${cut ? `\ninterrupted after ${cut.after} of ${cut.of} steps: the rest were not reached; apply again to finish` : ""}`,
+      `${reportText(result.report, verbose)}${cut ? `\ninterrupted after ${cut.after} of ${cut.of} steps: the rest were not reached; apply again to finish` : ""}`,
     );
 }
 

@@ -5,7 +5,7 @@ import { Outbox } from "../../store/index.ts";
 import { type Declaration, digestOf } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { type Context, checkGiven, portsOf, Refused, readDeclarationFile } from "../context.ts";
-import { table, writeOut } from "../output.ts";
+import { planText, progress, writeOut } from "../output.ts";
 import { applyOffline, interruptible, logOutcome, showResult } from "./apply.ts";
 
 /**
@@ -62,14 +62,24 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
     membership,
   };
   // read again under the lock: `run` may apply a newer delivery while this waits for it
+  const { json, verbose } = ctx.args;
+  const shown = progress(!json, process.stderr);
   const stop = dryRun ? null : interruptible(ctx);
   const applied = await applyKept(deps, {
     dryRun,
     diff: ctx.args.diff,
     signal: stop?.signal,
-    onPlan: ctx.args.json ? undefined : (plan) => writeOut(`plan:\n${table(plan)}`),
+    onPlan: json
+      ? undefined
+      : (plan) => {
+          shown.clear();
+          writeOut(planText(plan, verbose));
+        },
+    onStep: shown.step,
+  }).finally(() => {
+    shown.clear();
+    stop?.done();
   });
-  stop?.done();
   if (!applied) throw new UsageError("this node holds no declaration from the mesh to reconcile");
   const result = applied;
   if (result.exit === 2) throw new Refused(result.report.refusals);
@@ -80,6 +90,6 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
     result.report.notes;
   if (!dryRun && said) outbox.put(result.report);
   if (!dryRun) logOutcome(ctx, result.report);
-  showResult(ctx, result, dryRun);
+  showResult(ctx, result, dryRun, verbose);
   return result.exit;
 }

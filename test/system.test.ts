@@ -15,6 +15,8 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { localExec } from "../src/appliers/exec.ts";
+import { createArgv, envFileFds } from "../src/appliers/runtime.ts";
 import { KEPT_DIR_HANDLES_MAX } from "../src/defaults.ts";
 import {
   chmodDirAt,
@@ -29,6 +31,7 @@ import {
   removeTreeAt,
   writeFileAt,
 } from "../src/system/index.ts";
+import type { ContainerResource } from "../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS } from "./support/events.ts";
 import { spawnGroup } from "./support/processes.ts";
 import { tempDir } from "./support/tmp.ts";
@@ -223,5 +226,29 @@ describe("a swap after the walk cannot redirect an effect", () => {
       await new Promise((r) => swapper.once("exit", r));
     }
     expect(readdirSync(outside)).toEqual(["precious"]);
+  });
+});
+
+describe("a file handed to another program goes as an fd, never as a name", () => {
+  it("env-files: each opened with no link followed, read by the child as /dev/fd/N; a linked one is refused", async () => {
+    const { root, outside } = place();
+    mkdirSync(join(root, "srv"));
+    writeFileSync(join(root, "srv/a.env"), "A=1\n");
+    writeFileSync(join(root, "srv/b.env"), "B=2\n");
+    const w = { env_files: ["/srv/a.env", "/srv/b.env"] } as unknown as ContainerResource;
+    const fds = envFileFds(w, root);
+    if (typeof fds === "string") throw new Error(fds);
+    const argv = createArgv({ ...w, name: "c", restart: "no" } as ContainerResource, root, "img", "s").create;
+    expect(argv.filter((a) => a.startsWith("/dev/fd/"))).toEqual(["/dev/fd/3", "/dev/fd/4"]);
+    try {
+      const r = await localExec().run(["cat", "/dev/fd/3", "/dev/fd/4"], { fds });
+      expect(r.stdout).toBe("A=1\nB=2\n");
+    } finally {
+      for (const fd of fds) closeSync(fd);
+    }
+    symlinkSync(join(outside, "precious"), join(root, "srv/c.env"));
+    expect(envFileFds({ env_files: ["/srv/a.env", "/srv/c.env"] } as ContainerResource, root)).toBe(
+      "env_files.1: /srv/c.env is a symbolic link; it is not followed",
+    );
   });
 });

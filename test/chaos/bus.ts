@@ -64,7 +64,7 @@ export class BusNode {
     const node = new BusNode(mesh, name);
     const { code, token } = await mesh.enrolmentCode(name);
     node.token = token;
-    const exit = await node.cli(["enrol", code]);
+    const exit = await node.cli(["enrol"], {}, code);
     if (exit.code !== 0) throw new Error(`enrol ${name}: ${describeExit(exit)}`);
     if (opts.ackWaitMs) {
       await mesh.deleteConsumer(name);
@@ -77,9 +77,11 @@ export class BusNode {
     return this.mesh.passwords.get(this.name) ?? "";
   }
 
-  async cli(args: string[], env: Record<string, string> = {}): Promise<Exit> {
+  /** A command of this node's; `input` is its standard input (the enrolment code, never argv). */
+  async cli(args: string[], env: Record<string, string> = {}, input?: string): Promise<Exit> {
     const run = await meshHost([...args, "--state", this.state, "--root", this.root, "--host", "linux"], {
       env,
+      input,
     });
     const exit = await run.exited;
     this.outputs.push(exit.stdout, exit.stderr);

@@ -267,7 +267,7 @@ export interface Running {
 
 export function start(
   argv: string[],
-  opts: { env?: Record<string, string>; timeoutMs?: number } = {},
+  opts: { env?: Record<string, string>; timeoutMs?: number; input?: string } = {},
 ): Running {
   const [cmd, ...args] = argv;
   const started = performance.now();
@@ -275,8 +275,9 @@ export function start(
   // service manager does, and nothing of it outlives the scenario
   const child = spawnGroup(cmd!, args, {
     env: { ...process.env, MESH_LOG: "warn", ...opts.env },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
   });
+  if (opts.input !== undefined) child.stdin!.end(opts.input);
   let stdout = "";
   let stderr = "";
   child.stdout!.on("data", (d) => (stdout += d));
@@ -305,7 +306,7 @@ export function start(
 
 export async function meshHost(
   args: string[],
-  opts: { env?: Record<string, string>; timeoutMs?: number } = {},
+  opts: { env?: Record<string, string>; timeoutMs?: number; input?: string } = {},
 ) {
   return start([...(await meshHostCommand()), ...args], opts);
 }

@@ -18,9 +18,10 @@ async function asking(
   const decoded = decodeCode(code);
   if (!decoded.ok) throw new Error(decoded.reason);
   const { servers, fingerprint, transport, token } = decoded.value;
+  const keys = makeKeys();
   return {
     approach: { servers, fingerprint, transport },
-    asked: { node, token, keys: publicKeys(makeKeys()), facts },
+    asked: { node, token, keys: publicKeys(keys), sealing: keys.sealing.privateKey, facts },
   };
 }
 

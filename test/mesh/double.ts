@@ -17,12 +17,14 @@ import { connect, type NatsConnection, nanos, type Subscription } from "@nats-io
 import { encodeCode } from "../../src/link/code.ts";
 import {
   EnrolQuestion,
+  type Envelope,
   type Heartbeat,
   Heartbeat as HeartbeatSchema,
   type Membership,
   makeMeshKey,
   type Report,
   Report as ReportSchema,
+  seal,
   signEnvelope,
 } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS } from "../support/events.ts";
@@ -62,6 +64,8 @@ export interface Received<T> {
 
 export type EnrolPolicy =
   | { answer: "membership" }
+  /** The membership in clear, as the protocol never allows: for a test that the node refuses it. */
+  | { answer: "clear" }
   | { answer: "refuse"; reason: string }
   | { answer: "ignore" };
 
@@ -73,6 +77,8 @@ export class MeshDouble {
   /** Node name → the password of its user, once it has one. */
   readonly passwords = new Map<string, string>();
   private readonly policies = new Map<string, EnrolPolicy>();
+  /** The last serial signed for each node: the mesh raises it for every declaration. */
+  private readonly serials = new Map<string, number>();
   private readonly loops: Promise<void>[] = [];
   private heartbeatSub: Subscription | null = null;
   private stopped = false;
@@ -194,8 +200,23 @@ export class MeshDouble {
 
   /** Sign `body` (a declaration, or its exact text) with the mesh key and publish it; the stream seq. */
   async declare(node: string, body: object | string): Promise<number> {
-    const text = typeof body === "string" ? body : JSON.stringify(body);
-    return await this.publishEnvelope(node, signEnvelope(text, this.meshKey.privateKey));
+    return await this.publishEnvelope(node, this.sign(node, body));
+  }
+
+  /**
+   * The envelope the mesh would send: a declaration given as an object carries the next serial for `node` and
+   * the time (protocol.md, "The signed order") unless it names its own; exact text is signed as it stands.
+   */
+  sign(node: string, body: object | string): Envelope {
+    const text = typeof body === "string" ? body : JSON.stringify(this.ordered(node, body));
+    return signEnvelope(text, this.meshKey.privateKey);
+  }
+
+  private ordered(node: string, body: object): object {
+    const given = body as { serial?: unknown; issued_at?: unknown };
+    const serial = typeof given.serial === "number" ? given.serial : (this.serials.get(node) ?? 0) + 1;
+    this.serials.set(node, Math.max(serial, this.serials.get(node) ?? 0));
+    return { ...body, serial, issued_at: given.issued_at ?? new Date().toISOString() };
   }
 
   /** Publish anything on `mesh.declare.<node>` — a forged envelope, raw bytes; the stream seq. */
@@ -414,7 +435,13 @@ export class MeshDouble {
       this.enrolments.push({ subject: m.subject, transportReply, question, answered: "refused" });
     } else {
       const membership = await this.admit(question.node);
-      await this.reply(question.reply, { v: 1, ok: true, membership });
+      // sealed to the key the question carried: anyone else holding the token may listen on the inbox
+      const sealed = seal(Buffer.from(JSON.stringify(membership)), question.keys.sealing);
+      await this.reply(question.reply, {
+        v: 1,
+        ok: true,
+        membership: policy.answer === "clear" ? membership : sealed,
+      });
       this.enrolments.push({ subject: m.subject, transportReply, question, answered: "membership" });
     }
     m.ack();

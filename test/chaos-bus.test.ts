@@ -25,6 +25,6 @@ describe("chaos: the node on a bus", () => {
       expect(outcome.failures).toEqual([]);
       expect(outcome.held).toBe(outcome.tried);
     },
-    240_000,
+    600_000,
   );
 });

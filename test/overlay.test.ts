@@ -292,6 +292,18 @@ describe("taking a found tunnel over", () => {
     expect(range.stderr).toContain(
       "wg0's range is 10.78.0.0/24 and the declaration's 10.78.0.1/16 makes it 10.78.0.0/16",
     );
+    // the spoke's wg0 names no MTU: one declared would change what its path runs at just the same
+    const spoke = seaNode(overlayNode(p.spoke, tempDir("mesh-wg-state-"), p.spokeKey));
+    const peer = { public_key: p.hubKey.public, allowed_ips: ["10.78.0.1/32"] };
+    const some = await spoke.apply(
+      takes(p, { address: "10.78.0.2/24", listen_port: 51821, mtu: 1420, peers: [peer] }),
+    );
+    expect(some.exit).toBe(2);
+    expect(some.stderr).toContain(
+      "wg0 names no MTU (wg-quick sets one) and the declaration says 1420: the path was tuned to what was found",
+    );
+    expect(some.stderr).toContain("(declare no mtu)");
+    expect(await isUp(p.spoke, "wg0")).toBe(true);
     // nothing was stopped, written or held
     expect(await isUp(p.hub, "wg0")).toBe(true);
     expect(await mtuOf(p.hub, "wg0")).toBe(1380);

@@ -17,6 +17,8 @@ export interface ExecOptions {
   timeoutMs?: number;
   cwd?: string;
   input?: string | Uint8Array;
+  /** Open fds the program inherits as its fd 3, 4, …: a file handed over as /dev/fd/N, never by name. */
+  fds?: number[];
 }
 
 /** The narrow command port: appliers reach systemctl, pacman and actions only through it. */

@@ -5,7 +5,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { MeshDouble } from "../mesh/index.ts";
-import { BUS_WAIT_MS, BusNode, withMesh } from "./bus.ts";
+import { EVENT_WAIT_MS } from "../support/events.ts";
+import { BusNode, withMesh } from "./bus.ts";
 import { type Outcome, type RunOptions, rng, type Scenario, sha, sleep, Tally } from "./support.ts";
 
 const PATH = "/srv/order/conf";
@@ -131,7 +132,7 @@ class Life {
    */
   private async settled(): Promise<string | null> {
     const subject = `mesh.report.${this.node.name}`;
-    const deadline = performance.now() + BUS_WAIT_MS;
+    const deadline = performance.now() + EVENT_WAIT_MS;
     let last = "";
     while (performance.now() < deadline) {
       const consumer = await this.mesh.consumerInfo(this.node.name);
@@ -143,7 +144,7 @@ class Life {
         return null;
       await sleep(20);
     }
-    return `the node did not settle within ${BUS_WAIT_MS} ms (${last})`;
+    return `the node did not settle within ${EVENT_WAIT_MS} ms (${last})`;
   }
 }
 

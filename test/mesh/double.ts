@@ -27,6 +27,7 @@ import {
   seal,
   signEnvelope,
 } from "../../src/vocabulary/index.ts";
+import { EVENT_WAIT_MS } from "../support/events.ts";
 import { type MadeCert, makeCert } from "./cert.ts";
 import { freePort, NatsServer, permissionsFor, type ServerUser } from "./server.ts";
 
@@ -37,7 +38,8 @@ export const STREAMS = {
   REKEY: "mesh.rekey.>",
 } as const;
 
-const WAIT_MS = 5_000;
+export { EVENT_WAIT_MS };
+
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
@@ -226,22 +228,53 @@ export class MeshDouble {
   /** The `n`th report (1-based) received, of `node` only when given; waits for it. */
   async awaitReport(n: number, opts: { node?: string; timeoutMs?: number } = {}): Promise<Received<Report>> {
     const mine = () => this.reports.filter((r) => !opts.node || r.subject === `mesh.report.${opts.node}`);
-    await waitFor(() => mine().length >= n, opts.timeoutMs ?? WAIT_MS, `report ${n}`);
+    await waitFor(() => mine().length >= n, opts.timeoutMs ?? EVENT_WAIT_MS, `report ${n}`);
     return mine()[n - 1]!;
   }
 
   async awaitHeartbeat(n: number, opts: { timeoutMs?: number } = {}): Promise<Received<Heartbeat>> {
-    await waitFor(() => this.heartbeats.length >= n, opts.timeoutMs ?? WAIT_MS, `heartbeat ${n}`);
+    await waitFor(() => this.heartbeats.length >= n, opts.timeoutMs ?? EVENT_WAIT_MS, `heartbeat ${n}`);
     return this.heartbeats[n - 1]!;
   }
 
   async awaitEnrolment(n: number, opts: { timeoutMs?: number } = {}): Promise<SeenEnrolment> {
-    await waitFor(() => this.enrolments.length >= n, opts.timeoutMs ?? WAIT_MS, `enrolment ${n}`);
+    await waitFor(() => this.enrolments.length >= n, opts.timeoutMs ?? EVENT_WAIT_MS, `enrolment ${n}`);
     return this.enrolments[n - 1]!;
   }
 
   async consumerInfo(node: string): Promise<ConsumerInfo> {
     return await this.jsm.consumers.info("DECLARE", `node-${node}`);
+  }
+
+  /**
+   * Wait until the server holds nothing of `node`'s unsettled: no declaration waiting and none delivered and
+   * awaiting its ack. A node acks only once its apply is over and its report is in its outbox.
+   */
+  async awaitSettled(node: string, opts: { timeoutMs?: number } = {}): Promise<void> {
+    const ms = opts.timeoutMs ?? EVENT_WAIT_MS;
+    let last = "no answer";
+    const settled = async () => {
+      try {
+        const info = await this.consumerInfo(node);
+        last = `${info.num_pending} waiting, ${info.num_ack_pending} unacked`;
+        return info.num_pending === 0 && info.num_ack_pending === 0;
+      } catch (e) {
+        last = (e as Error).message;
+        return false;
+      }
+    };
+    try {
+      await waitForAsync(settled, ms, "settling");
+    } catch {
+      throw new Error(`mesh double: ${node}'s declarations were not all settled within ${ms} ms (${last})`);
+    }
+  }
+
+  /** How many reports of `node` the REPORTS stream holds: every one the node sent, read or not. */
+  async reportCount(node: string): Promise<number> {
+    const subject = `mesh.report.${node}`;
+    const info = await this.jsm.streams.info("REPORTS", { subjects_filter: subject });
+    return info.state.subjects?.[subject] ?? 0;
   }
 
   async deleteConsumer(node: string): Promise<void> {
@@ -297,7 +330,7 @@ export class MeshDouble {
           return false;
         }
       },
-      WAIT_MS,
+      EVENT_WAIT_MS,
       "JetStream after the server started",
     );
   }

@@ -14,3 +14,5 @@ export function bundleOptions(o: {
 };
 export function externalsOf(metafile: Metafile): string[];
 export function foreignExternals(metafile: Metafile): string[];
+export function asciiOutput(): Plugin;
+export function escapeNonAscii(text: string): string;

@@ -53,6 +53,8 @@ export const STATE_FORMAT = 1;
  * \u00XX (Go's escapes <, > and &): six bytes a byte. The body's own limit applies again once it is decoded.
  */
 export const MAX_ENVELOPE_BYTES = 6 * MAX_BODY_BYTES + 1024;
+/** An outbox entry larger than this is no report the host made: it is set aside unread. */
+export const MAX_OUTBOX_ENTRY_BYTES = 64 * 1024 * 1024;
 /** An enrolment code is a few hundred characters; anything far longer is not one. */
 export const MAX_CODE_CHARS = 16 * 1024;
 
@@ -66,3 +68,21 @@ export const HASH_CHUNK_BYTES = 1024 * 1024;
 
 /** Files at most this large are read synchronously (cheaper than the thread pool's round trips). */
 export const SYNC_READ_MAX_BYTES = 64 * 1024;
+/** An apply at a terminal shows a progress line once it has taken this long: by then a person wonders. */
+export const PROGRESS_AFTER_MS = 1_000;
+/** ...and redraws it at most this often: a line a step for 10,000 steps would cost more than the steps. */
+export const PROGRESS_EVERY_MS = 100;
+
+/**
+ * Directory handles one apply's decisions keep (src/system/walk.ts); past this many they are all closed and
+ * walked again as needed, so a declaration naming thousands of directories never runs out of descriptors.
+ */
+export const KEPT_DIR_HANDLES_MAX = 256;
+
+/**
+ * Where a unit file is verified before it replaces a working one: a scratch directory under the root, on the
+ * root's own filesystem (a container's /tmp and /run are mounts of their own, which the root path would miss).
+ */
+export const UNIT_VERIFY_DIR = "/var/tmp";
+/** `systemd-analyze verify` loads one unit and what it names: seconds at most, even on a busy machine. */
+export const UNIT_VERIFY_TIMEOUT_MS = 60_000;

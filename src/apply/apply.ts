@@ -13,6 +13,7 @@ import {
   type Refusal,
   type Report,
   type ReportStep,
+  type Resource,
 } from "../vocabulary/index.ts";
 import {
   CHANGING,
@@ -44,6 +45,8 @@ export interface ApplyRequest {
   unseal: Unseal;
   /** Told the plan after it is decided and before anything is touched: show, then act. */
   onPlan?: (plan: PlanLine[]) => void;
+  /** Told each time a step is done, with how many of how many: a progress line for a long apply. */
+  onStep?: (done: number, total: number) => void;
 }
 
 export interface PlanLine {
@@ -209,7 +212,13 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   if (changing.length) req.state.writeOwed([...new Set([...owed, ...changing])]);
   await journal(req.state, req.holds, next, order, steps);
   const orderOf = () => [...new Set([...d.resources.map((r) => r.id), ...order])].filter((id) => next[id]);
-  const executed = await execute(steps, input, next, () => req.state.writeRecords(next, orderOf()));
+  const executed = await execute(
+    steps,
+    input,
+    next,
+    () => req.state.writeRecords(next, orderOf()),
+    req.onStep,
+  );
   logSteps(req.ports.log, executed);
   const outcome: Outcome = executed.some((s) => s.did === "failed") ? "failed" : "applied";
   // every dependent ran: nothing is owed; a failed apply keeps what it changed owed for the next one
@@ -282,9 +291,10 @@ async function journal(
     const data = s.data as
       | { intent?: Records[string]; hold?: { bytes: Uint8Array; mode: number; uid: number; gid: number } }
       | undefined;
+    if (s.resource && "path" in s.resource && carriesSecret(s.resource)) holds.markSecret(s.resource.path);
     if (data?.hold && s.resource && "path" in s.resource) {
       const { bytes, mode, uid, gid } = data.hold;
-      await holds.keep(s.resource.path, bytes, { mode, uid, gid });
+      await holds.keep(s.resource.path, bytes, { mode, uid, gid }, carriesSecret(s.resource));
     }
     // an id still recorded as something else keeps that record until its removal has run
     if (s.record || !data?.intent || next[s.id]) continue;
@@ -292,6 +302,11 @@ async function journal(
     intents++;
   }
   if (intents) state.writeRecords(next, [...new Set([...Object.keys(next), ...order])]);
+}
+
+/** What is written at this resource's path is a secret: a sealed value, or an overlay's private key. */
+function carriesSecret(r: Resource): boolean {
+  return (r.type === "file" && r.secret !== undefined) || r.type === "overlay";
 }
 
 /** Temporary files a crash left beside declared or recorded files: swept before writing anew. */
@@ -304,12 +319,18 @@ function sweepTemps(root: string, d: Declaration, records: Records): void {
   sweepTempsAt(root, new Set([...declared, ...recorded].map((p) => dirname(p))));
 }
 
-/** Carry out the planned steps, one run at a time; a failure stops the apply and the rest are not reached. */
+/**
+ * Carry out the planned steps, one run at a time. A failed action stops the apply and the rest are not reached
+ * (an action is a command whose effect later steps may need; the seeds' "stopped at the first failing
+ * action"); any other failed step is reported failed and the apply goes on: a later step that needs it reads
+ * the machine and fails in its own words, and every other step still brings the node nearer the declaration.
+ */
 async function execute(
   steps: PlannedStep[],
   input: Parameters<typeof decider>[0],
   records: Records,
   saveRecords: () => void,
+  onStep?: ApplyRequest["onStep"],
 ): Promise<ReportStep[]> {
   // decided against the records as the steps before have left them: `wrote` reads what was just written
   const d = decider(input, records);
@@ -317,10 +338,10 @@ async function execute(
   const made = new Set<string>();
   const out: ReportStep[] = [];
   const ctx = () => d.context(changed, made);
-  let failed = false;
+  let stoppedBy: string | undefined;
   const runOne = async (step: PlannedStep): Promise<ReportStep> => {
-    if (failed)
-      return { ...planLine(step), did: "not-reached", detail: "not reached: an earlier step failed" };
+    if (stoppedBy)
+      return { ...planLine(step), did: "not-reached", detail: `not reached: action ${stoppedBy} failed` };
     const applier = input.host.appliers.get(step.type)!;
     // an id that named something else until the removal just before: its new record is journalled now
     const intent = (step.data as { intent?: Records[string] } | undefined)?.intent;
@@ -352,9 +373,10 @@ async function execute(
     const results = await mapLimited(fresh, FILE_WRITE_CONCURRENCY, runOne);
     results.forEach((r, i) => {
       noteChange(fresh[i]!, r.did, changed, made);
-      if (r.did === "failed") failed = true;
+      if (r.did === "failed" && fresh[i]!.type === "action") stoppedBy ??= r.id;
       out.push(r);
     });
+    onStep?.(out.length, steps.length);
   }
   return out;
 }
@@ -392,5 +414,9 @@ function heldNow(holds: StoreHolds, records: Records): Report["holds"] {
         .map((p) => [p, id] as const);
     }),
   );
-  return holds.list().map((h) => ({ id: idOf.get(h.path) ?? "", path: h.path, original: h.original }));
+  return holds.list().map((h) => ({
+    id: idOf.get(h.path) ?? "",
+    path: h.path,
+    ...(h.original ? { original: h.original } : {}),
+  }));
 }

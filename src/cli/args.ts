@@ -23,10 +23,14 @@ export interface Args {
   logFormat?: "json" | "text";
   dryRun: boolean;
   diff: boolean;
+  /** Every step in the words of a plan or report, unchanged ones too (--json always has them all). */
+  verbose: boolean;
   server: string[];
   fingerprint?: string;
   node?: string;
   token?: string;
+  /** `enrol --code-file F`: the enrolment code read from F, never from argv. */
+  codeFile?: string;
   /** `overlay take --tunnel <if>`: the found WireGuard interface whose key becomes the overlay key. */
   tunnel?: string;
   mode?: "adopted" | "converged";
@@ -155,10 +159,12 @@ function argsOf(v: Values): Omit<Args, "command" | "positionals"> {
     logFormat: one("log-format") as Args["logFormat"],
     dryRun: v["dry-run"] === true,
     diff: v.diff === true,
+    verbose: v.verbose === true,
     server: many("server"),
     fingerprint: one("fingerprint"),
     node: one("node"),
     token: one("token"),
+    codeFile: one("code-file"),
     tunnel: one("tunnel"),
     mode: one("mode") as Args["mode"],
     secret: many("secret"),

@@ -1,29 +1,42 @@
 // mesh-host: every command, its exit status (0 done, 1 failed, 2 refused), one line on refusal.
-import { faultLine, StateError, stateFault } from "../store/index.ts";
-import { type Command, parseCli, UsageError } from "./args.ts";
-import { applyCommand, genesisCommand } from "./commands/apply.ts";
-import { statusCommand, versionCommand } from "./commands/info.ts";
-import { reconcileCommand } from "./commands/reconcile.ts";
-import { type Context, makeContext, Refused } from "./context.ts";
+//
+// Each command's code is loaded when that command runs, never before: `version` loads no schema, no applier and
+// no logger; an offline apply never loads the link (tls, the NATS client); only the commands that dial do. A new
+// command is one line in HANDLERS, its module imported inside its handler: a static import here would put it,
+// and all it imports, into every command's start-up (test/build.test.ts checks the link stays out).
+import { faultLine } from "../store/faults.ts";
+import { type Args, type Command, parseCli, UsageError } from "./args.ts";
+import type { Context } from "./context.ts";
 import { commandHelp, overview } from "./help.ts";
 import { writeOut } from "./output.ts";
 import { commandSpec } from "./table.ts";
 
-type Handler = (ctx: Context) => Promise<number> | number;
+/** Runs the command; `made` is told the context once there is one (its state directory names faults). */
+type Handler = (args: Args, made: (ctx: Context) => void) => Promise<number>;
+
+/** A command that works on this machine's state: the context (host, state, logger) is made for it first. */
+const withContext =
+  (run: (ctx: Context) => Promise<number> | number): Handler =>
+  async (args, made) => {
+    const ctx = (await import("./context.ts")).makeContext(args);
+    made(ctx);
+    return run(ctx);
+  };
 
 /** Every command of the table has its handler: a command added there and not here fails the typecheck. */
 const HANDLERS: Record<Exclude<Command, "help">, Handler> = {
-  apply: (ctx) => applyCommand(ctx, ctx.args.dryRun),
-  plan: (ctx) => applyCommand(ctx, true),
-  genesis: genesisCommand,
-  // the bus client is loaded only by the commands that dial: `version` and `apply` start without it
-  enrol: async (ctx) => (await import("./commands/enrol.ts")).enrolCommand(ctx),
-  reconcile: reconcileCommand,
-  run: async (ctx) => (await import("./commands/run.ts")).runCommand(ctx),
-  overlay: async (ctx) => (await import("./commands/overlay.ts")).overlayCommand(ctx),
-  "install-service": async (ctx) => (await import("./commands/install.ts")).installServiceCommand(ctx),
-  status: statusCommand,
-  version: versionCommand,
+  apply: withContext(async (ctx) => (await import("./commands/apply.ts")).applyCommand(ctx, ctx.args.dryRun)),
+  plan: withContext(async (ctx) => (await import("./commands/apply.ts")).applyCommand(ctx, true)),
+  genesis: withContext(async (ctx) => (await import("./commands/apply.ts")).genesisCommand(ctx)),
+  enrol: withContext(async (ctx) => (await import("./commands/enrol.ts")).enrolCommand(ctx)),
+  reconcile: withContext(async (ctx) => (await import("./commands/reconcile.ts")).reconcileCommand(ctx)),
+  run: withContext(async (ctx) => (await import("./commands/run.ts")).runCommand(ctx)),
+  overlay: withContext(async (ctx) => (await import("./commands/overlay.ts")).overlayCommand(ctx)),
+  "install-service": withContext(async (ctx) =>
+    (await import("./commands/install.ts")).installServiceCommand(ctx),
+  ),
+  status: withContext(async (ctx) => (await import("./commands/info.ts")).statusCommand(ctx)),
+  version: async (args) => (await import("./commands/version.ts")).versionCommand(args),
 };
 
 export async function main(argv: string[]): Promise<number> {
@@ -34,9 +47,9 @@ export async function main(argv: string[]): Promise<number> {
       writeOut(args.helpFor ? commandHelp(commandSpec(args.helpFor)!) : overview());
       return 0;
     }
-    const ctx = makeContext(args);
-    stateDir = ctx.state.dir;
-    return await HANDLERS[args.command as keyof typeof HANDLERS](ctx);
+    return await HANDLERS[args.command as keyof typeof HANDLERS](args, (ctx) => {
+      stateDir = ctx.state.dir;
+    });
   } catch (e) {
     return failure(e, stateDir);
   }
@@ -48,11 +61,21 @@ function onState(e: unknown, stateDir: string | undefined): boolean {
   return !!stateDir && typeof path === "string" && (path === stateDir || path.startsWith(`${stateDir}/`));
 }
 
+/** Whether `e` is a refusal (exit 2): the classes are loaded here, on the way out, not for every start. */
+async function refused(e: unknown): Promise<boolean> {
+  if (e instanceof UsageError) return true;
+  const [{ StateError }, { Refused }] = await Promise.all([
+    import("../store/index.ts"),
+    import("./context.ts"),
+  ]);
+  return e instanceof Refused || e instanceof StateError;
+}
+
 /** Every refusal is one line naming what was wrong, in our words, never a stack trace. */
-function failure(e: unknown, stateDir?: string): number {
-  const fault = onState(e, stateDir) ? stateFault(e) : e;
-  if (fault instanceof UsageError || fault instanceof Refused || fault instanceof StateError) {
-    process.stderr.write(`mesh-host: ${fault.message}\n`);
+async function failure(e: unknown, stateDir?: string): Promise<number> {
+  const fault = onState(e, stateDir) ? (await import("../store/index.ts")).stateFault(e) : e;
+  if (await refused(fault)) {
+    process.stderr.write(`mesh-host: ${(fault as Error).message}\n`);
     return 2;
   }
   const line = faultLine(e) ?? (e as Error)?.message?.split("\n")[0] ?? String(e);

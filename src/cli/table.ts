@@ -66,6 +66,11 @@ export const FLAGS = {
   help: flag({ name: "help", short: "h", default: "off", help: "this help" }),
   version: flag({ name: "version", short: "V", default: "off", help: "the version, as `mesh-host version`" }),
   "dry-run": flag({ name: "dry-run", default: "off", help: "show the plan, change nothing" }),
+  verbose: flag({
+    name: "verbose",
+    default: "off",
+    help: "list the unchanged steps too (--json always has them)",
+  }),
   diff: flag({
     name: "diff",
     default: "off",
@@ -91,20 +96,27 @@ export const FLAGS = {
     value: "URL",
     multiple: true,
     default: "none",
-    help: "a bus server (instead of CODE)",
+    help: "a bus server (instead of the code)",
   }),
   fingerprint: flag({
     name: "fingerprint",
     value: "HEX",
     default: "none",
-    help: "the bus certificate's SHA-256 (instead of CODE)",
+    help: "the bus certificate's SHA-256 (instead of the code)",
   }),
-  node: flag({ name: "node", value: "NAME", default: "none", help: "the node's name (instead of CODE)" }),
+  node: flag({ name: "node", value: "NAME", default: "none", help: "the node's name (instead of the code)" }),
   token: flag({
     name: "token",
     value: "TOKEN",
-    default: "none",
-    help: "the enrolment token (instead of CODE; readable by every local user while it runs)",
+    default: "standard input",
+    help: "the enrolment token (readable by every local user while it runs: better on standard input)",
+  }),
+  "code-file": flag({
+    name: "code-file",
+    value: "F",
+    default: "standard input",
+    help: "read the enrolment code from the file F",
+    complete: "file",
   }),
   tunnel: flag({
     name: "tunnel",
@@ -168,13 +180,13 @@ export const COMMANDS = [
       "FILE is a declaration body (JSON); - reads it from standard input. The plan is printed, then acted on, " +
       "under the state lock. Refused once the node holds a declaration from the mesh. Ctrl-C stops after the " +
       "step in progress and says how far it got.",
-    flags: ["dry-run", "diff", "secret"],
+    flags: ["dry-run", "diff", "verbose", "secret"],
   }),
   command({
     name: "plan",
     args: "FILE|-",
     summary: "the same as apply --dry-run: the plan, nothing changed",
-    flags: ["diff", "secret"],
+    flags: ["diff", "verbose", "secret"],
   }),
   command({
     name: "genesis",
@@ -187,10 +199,13 @@ export const COMMANDS = [
   }),
   command({
     name: "enrol",
-    args: "CODE",
     summary: "make keys, ask the mesh, save the membership",
-    about: "Prints the node's name and the bus. The parts of CODE may be given one by one instead.",
-    flags: ["node", "server", "fingerprint", "token"],
+    about:
+      "The enrolment code is read from standard input (piped or pasted; surrounding white space is not part " +
+      "of it) or from a file (the code-file flag), never shown. A code given as an argument still works, but every local " +
+      "user can read it in /proc and take the answer with it, and mesh-host says so. Prints the node's name " +
+      "and the bus. The parts of the code may be given one by one instead (the token then on standard input).",
+    flags: ["code-file", "node", "server", "fingerprint", "token"],
   }),
   command({
     name: "run",
@@ -205,7 +220,7 @@ export const COMMANDS = [
     about:
       "Waits for the state lock, verifies the kept envelope again, prints the plan, then acts. A bundle is " +
       "checked against what genesis applied, and applied only while the mesh has not spoken.",
-    flags: ["dry-run", "diff", "secret"],
+    flags: ["dry-run", "diff", "verbose", "secret"],
   }),
   command({
     name: "status",

@@ -7,6 +7,7 @@ import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "n
 import { join, relative } from "node:path";
 import { ensureKeys, publicKeys } from "../../src/store/index.ts";
 import { seal } from "../../src/vocabulary/index.ts";
+import { EVENT_WAIT_MS } from "../support/events.ts";
 import {
   awaitLockBy,
   describeExit,
@@ -185,8 +186,8 @@ async function crashFlow(): Promise<string[]> {
       ],
       { env: { MESH_LOG: "debug" } },
     );
-    await awaitLockBy(join(p.state, "lock"), victim.pid, 10_000);
-    const deadline = performance.now() + 10_000;
+    await awaitLockBy(join(p.state, "lock"), victim.pid);
+    const deadline = performance.now() + EVENT_WAIT_MS;
     while (performance.now() < deadline && readFileSync(join(p.root, PATH), "utf8") !== two) await sleep(2);
     const killed = await victim.kill();
     p.outputs.push(killed.stdout, killed.stderr);

@@ -40,6 +40,26 @@ describe("mesh-host apply FILE (the offline path)", () => {
     for (const line of second.stderr.trim().split("\n")) expect(() => JSON.parse(line)).not.toThrow();
   });
 
+  it("says what changed and a summary; unchanged steps only with --verbose, and always in --json", async () => {
+    const { root, state } = place();
+    expect((await runCli(["apply", EXAMPLE, "--root", root, "--state", state])).code).toBe(0);
+    const again = await runCli(["apply", EXAMPLE, "--root", root, "--state", state]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).not.toMatch(/^\s+unchanged\s/m);
+    expect(again.stdout).toContain("(3 unchanged; --verbose lists them)");
+    expect(again.stdout).toMatch(/^\s+skipped\s+action\s/m);
+    expect(again.stdout.trim().split("\n").at(-1)).toMatch(/^applied: 3 unchanged, 1 skipped/);
+    const verbose = await runCli(["apply", EXAMPLE, "--verbose", "--root", root, "--state", state]);
+    expect(verbose.stdout.match(/^\s+unchanged\s/gm)).toHaveLength(6);
+    expect(verbose.stdout).not.toContain("--verbose lists them");
+    const json = JSON.parse(
+      (await runCli(["apply", EXAMPLE, "--json", "--root", root, "--state", state])).stdout,
+    );
+    expect(json.plan.filter((l: { did: string }) => l.did === "unchanged")).toHaveLength(3);
+    // not a terminal: no progress line, however long it took
+    expect(again.stderr).not.toContain("\r");
+  });
+
   it("--dry-run and plan print the plan and change nothing; --json --dry-run is {plan}", async () => {
     const { root, state } = place();
     const before = snapshot(root);

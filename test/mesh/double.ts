@@ -17,14 +17,17 @@ import { connect, type NatsConnection, nanos, type Subscription } from "@nats-io
 import { encodeCode } from "../../src/link/code.ts";
 import {
   EnrolQuestion,
+  type Envelope,
   type Heartbeat,
   Heartbeat as HeartbeatSchema,
   type Membership,
   makeMeshKey,
   type Report,
   Report as ReportSchema,
+  seal,
   signEnvelope,
 } from "../../src/vocabulary/index.ts";
+import { EVENT_WAIT_MS } from "../support/events.ts";
 import { type MadeCert, makeCert } from "./cert.ts";
 import { freePort, NatsServer, permissionsFor, type ServerUser } from "./server.ts";
 
@@ -35,7 +38,8 @@ export const STREAMS = {
   REKEY: "mesh.rekey.>",
 } as const;
 
-const WAIT_MS = 5_000;
+export { EVENT_WAIT_MS };
+
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
@@ -60,6 +64,8 @@ export interface Received<T> {
 
 export type EnrolPolicy =
   | { answer: "membership" }
+  /** The membership in clear, as the protocol never allows: for a test that the node refuses it. */
+  | { answer: "clear" }
   | { answer: "refuse"; reason: string }
   | { answer: "ignore" };
 
@@ -71,6 +77,8 @@ export class MeshDouble {
   /** Node name → the password of its user, once it has one. */
   readonly passwords = new Map<string, string>();
   private readonly policies = new Map<string, EnrolPolicy>();
+  /** The last serial signed for each node: the mesh raises it for every declaration. */
+  private readonly serials = new Map<string, number>();
   private readonly loops: Promise<void>[] = [];
   private heartbeatSub: Subscription | null = null;
   private stopped = false;
@@ -192,8 +200,23 @@ export class MeshDouble {
 
   /** Sign `body` (a declaration, or its exact text) with the mesh key and publish it; the stream seq. */
   async declare(node: string, body: object | string): Promise<number> {
-    const text = typeof body === "string" ? body : JSON.stringify(body);
-    return await this.publishEnvelope(node, signEnvelope(text, this.meshKey.privateKey));
+    return await this.publishEnvelope(node, this.sign(node, body));
+  }
+
+  /**
+   * The envelope the mesh would send: a declaration given as an object carries the next serial for `node` and
+   * the time (protocol.md, "The signed order") unless it names its own; exact text is signed as it stands.
+   */
+  sign(node: string, body: object | string): Envelope {
+    const text = typeof body === "string" ? body : JSON.stringify(this.ordered(node, body));
+    return signEnvelope(text, this.meshKey.privateKey);
+  }
+
+  private ordered(node: string, body: object): object {
+    const given = body as { serial?: unknown; issued_at?: unknown };
+    const serial = typeof given.serial === "number" ? given.serial : (this.serials.get(node) ?? 0) + 1;
+    this.serials.set(node, Math.max(serial, this.serials.get(node) ?? 0));
+    return { ...body, serial, issued_at: given.issued_at ?? new Date().toISOString() };
   }
 
   /** Publish anything on `mesh.declare.<node>` — a forged envelope, raw bytes; the stream seq. */
@@ -205,22 +228,53 @@ export class MeshDouble {
   /** The `n`th report (1-based) received, of `node` only when given; waits for it. */
   async awaitReport(n: number, opts: { node?: string; timeoutMs?: number } = {}): Promise<Received<Report>> {
     const mine = () => this.reports.filter((r) => !opts.node || r.subject === `mesh.report.${opts.node}`);
-    await waitFor(() => mine().length >= n, opts.timeoutMs ?? WAIT_MS, `report ${n}`);
+    await waitFor(() => mine().length >= n, opts.timeoutMs ?? EVENT_WAIT_MS, `report ${n}`);
     return mine()[n - 1]!;
   }
 
   async awaitHeartbeat(n: number, opts: { timeoutMs?: number } = {}): Promise<Received<Heartbeat>> {
-    await waitFor(() => this.heartbeats.length >= n, opts.timeoutMs ?? WAIT_MS, `heartbeat ${n}`);
+    await waitFor(() => this.heartbeats.length >= n, opts.timeoutMs ?? EVENT_WAIT_MS, `heartbeat ${n}`);
     return this.heartbeats[n - 1]!;
   }
 
   async awaitEnrolment(n: number, opts: { timeoutMs?: number } = {}): Promise<SeenEnrolment> {
-    await waitFor(() => this.enrolments.length >= n, opts.timeoutMs ?? WAIT_MS, `enrolment ${n}`);
+    await waitFor(() => this.enrolments.length >= n, opts.timeoutMs ?? EVENT_WAIT_MS, `enrolment ${n}`);
     return this.enrolments[n - 1]!;
   }
 
   async consumerInfo(node: string): Promise<ConsumerInfo> {
     return await this.jsm.consumers.info("DECLARE", `node-${node}`);
+  }
+
+  /**
+   * Wait until the server holds nothing of `node`'s unsettled: no declaration waiting and none delivered and
+   * awaiting its ack. A node acks only once its apply is over and its report is in its outbox.
+   */
+  async awaitSettled(node: string, opts: { timeoutMs?: number } = {}): Promise<void> {
+    const ms = opts.timeoutMs ?? EVENT_WAIT_MS;
+    let last = "no answer";
+    const settled = async () => {
+      try {
+        const info = await this.consumerInfo(node);
+        last = `${info.num_pending} waiting, ${info.num_ack_pending} unacked`;
+        return info.num_pending === 0 && info.num_ack_pending === 0;
+      } catch (e) {
+        last = (e as Error).message;
+        return false;
+      }
+    };
+    try {
+      await waitForAsync(settled, ms, "settling");
+    } catch {
+      throw new Error(`mesh double: ${node}'s declarations were not all settled within ${ms} ms (${last})`);
+    }
+  }
+
+  /** How many reports of `node` the REPORTS stream holds: every one the node sent, read or not. */
+  async reportCount(node: string): Promise<number> {
+    const subject = `mesh.report.${node}`;
+    const info = await this.jsm.streams.info("REPORTS", { subjects_filter: subject });
+    return info.state.subjects?.[subject] ?? 0;
   }
 
   async deleteConsumer(node: string): Promise<void> {
@@ -276,7 +330,7 @@ export class MeshDouble {
           return false;
         }
       },
-      WAIT_MS,
+      EVENT_WAIT_MS,
       "JetStream after the server started",
     );
   }
@@ -381,7 +435,13 @@ export class MeshDouble {
       this.enrolments.push({ subject: m.subject, transportReply, question, answered: "refused" });
     } else {
       const membership = await this.admit(question.node);
-      await this.reply(question.reply, { v: 1, ok: true, membership });
+      // sealed to the key the question carried: anyone else holding the token may listen on the inbox
+      const sealed = seal(Buffer.from(JSON.stringify(membership)), question.keys.sealing);
+      await this.reply(question.reply, {
+        v: 1,
+        ok: true,
+        membership: policy.answer === "clear" ? membership : sealed,
+      });
       this.enrolments.push({ subject: m.subject, transportReply, question, answered: "membership" });
     }
     m.ack();

@@ -4,7 +4,7 @@ import { acquireLock } from "../../store/index.ts";
 import { type Declaration, digestOf, type Report } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { type Context, checkGiven, portsOf, Refused, readDeclarationFile } from "../context.ts";
-import { summary, table, writeJson, writeOut } from "../output.ts";
+import { planText, progress, reportText, writeJson, writeOut } from "../output.ts";
 
 /** The one FILE a command takes, parsed; refused once the mesh has spoken, since its word is the node's now. */
 export function offlineDeclaration(ctx: Context): { declaration: Declaration; bytes: Buffer } {
@@ -28,6 +28,10 @@ export async function applyOffline(
   dryRun: boolean,
 ): Promise<number> {
   const lock = dryRun ? null : await acquireLock(ctx.state.ensure().dir);
+  const { json } = ctx.args;
+  // genesis is the review of what an adopted machine holds (its held lines say "unchanged"): every step, always
+  const verbose = ctx.args.verbose || ctx.args.command === "genesis";
+  const shown = progress(!json, process.stderr);
   try {
     const result = await applyDeclaration({
       declaration,
@@ -40,13 +44,18 @@ export async function applyOffline(
       holds: ctx.holds,
       ports: portsOf(ctx),
       unseal: ctx.unseal,
-      onPlan: ctx.args.json ? undefined : (plan) => writeOut(`plan:\n${table(plan)}`),
+      onPlan: json
+        ? undefined
+        : (plan) => {
+            shown.clear();
+            writeOut(planText(plan, verbose));
+          },
+      onStep: shown.step,
     });
+    shown.clear();
     if (result.exit === 2) throw new Refused(result.report.refusals);
-    if (ctx.args.json)
-      writeJson(dryRun ? { plan: result.plan } : { plan: result.plan, report: result.report });
-    else if (dryRun) writeOut(`plan (dry run, nothing changed):\n${table(result.plan)}`);
-    else writeOut(`report:\n${table(result.report.steps)}${summary(result.report)}`);
+    if (json) writeJson(dryRun ? { plan: result.plan } : { plan: result.plan, report: result.report });
+    else writeOut(dryRun ? planText(result.plan, verbose, true) : reportText(result.report, verbose));
     // a dry run applied nothing, and its log says nothing of an apply
     if (!dryRun) logOutcome(ctx, result.report);
     if (ctx.args.command === "genesis" && !dryRun && result.report.outcome === "applied")
@@ -57,6 +66,7 @@ export async function applyOffline(
       });
     return result.exit;
   } finally {
+    shown.clear();
     lock?.release();
   }
 }

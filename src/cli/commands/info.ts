@@ -1,16 +1,8 @@
-// `version` and `status`: what this binary is, and what this node holds.
-import { BUILD } from "../../build-info.ts";
+// `status`: what this node holds.
 import { moveInProgress, type Records } from "../../store/index.ts";
 import type { Context } from "../context.ts";
 import { writeJson, writeOut } from "../output.ts";
 import { overlayStatus, overlayStatusLines } from "./overlay.ts";
-
-export function versionCommand(ctx: Context): number {
-  const doc = { version: BUILD.version, commit: BUILD.commit, node: process.version, host: ctx.host.kind };
-  if (ctx.args.json) writeJson(doc);
-  else writeOut(`mesh-host ${doc.version} (commit ${doc.commit}) node ${doc.node} host ${doc.host}`);
-  return 0;
-}
 
 export function statusDoc(ctx: Context) {
   const node = ctx.state.readNode();

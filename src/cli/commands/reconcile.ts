@@ -5,7 +5,7 @@ import { Outbox } from "../../store/index.ts";
 import { type Declaration, digestOf } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { type Context, checkGiven, portsOf, Refused, readDeclarationFile } from "../context.ts";
-import { summary, table, writeJson, writeOut } from "../output.ts";
+import { planText, progress, reportText, writeJson, writeOut } from "../output.ts";
 import { applyOffline, logOutcome } from "./apply.ts";
 
 /**
@@ -62,10 +62,18 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
     membership,
   };
   // read again under the lock: `run` may apply a newer delivery while this waits for it
+  const { json, verbose } = ctx.args;
+  const shown = progress(!json, process.stderr);
   const applied = await applyKept(deps, {
     dryRun,
-    onPlan: ctx.args.json ? undefined : (plan) => writeOut(`plan:\n${table(plan)}`),
-  });
+    onPlan: json
+      ? undefined
+      : (plan) => {
+          shown.clear();
+          writeOut(planText(plan, verbose));
+        },
+    onStep: shown.step,
+  }).finally(() => shown.clear());
   if (!applied) throw new UsageError("this node holds no declaration from the mesh to reconcile");
   const result = applied;
   if (result.exit === 2) throw new Refused(result.report.refusals);
@@ -76,8 +84,7 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
     result.report.notes;
   if (!dryRun && said) outbox.put(result.report);
   if (!dryRun) logOutcome(ctx, result.report);
-  if (ctx.args.json) writeJson(dryRun ? { plan: result.plan } : { plan: result.plan, report: result.report });
-  else if (dryRun) writeOut(`plan (dry run, nothing changed):\n${table(result.plan)}`);
-  else writeOut(`report:\n${table(result.report.steps)}${summary(result.report)}`);
+  if (json) writeJson(dryRun ? { plan: result.plan } : { plan: result.plan, report: result.report });
+  else writeOut(dryRun ? planText(result.plan, verbose, true) : reportText(result.report, verbose));
   return result.exit;
 }

@@ -33,7 +33,7 @@ describe.each(SHELLS)("the launcher before enrolment, under %s", (shell) => {
     await until(() => pollCount() >= 3);
     expect(existsSync(log)).toBe(false);
     expect(stderr.trim().split("\n")).toEqual([
-      `mesh-host-launch: this node is not enrolled yet (no membership in ${m.state}): waiting for \`mesh-host enrol CODE\``,
+      `mesh-host-launch: this node is not enrolled yet (no membership in ${m.state}): waiting for \`mesh-host enrol\` (the code on its standard input)`,
     ]);
     expect(readFileSync(polls, "utf8").split("\n")[0]).toBe("1");
     // enrol writes the membership first: with the node's name still missing it keeps waiting

@@ -1,11 +1,14 @@
 // `npm run demo`: the operator's commands and the node's, run by the built executable as a person types them —
 // a mesh made and raised (a real nats-server with TLS, one account, JetStream), a node added and enrolled (its
 // code handed over in a 0600 file, never on a command line), the node run, two declarations pushed, the fleet
-// and the node's own status shown. Everything lives under one temporary directory and stops at the end.
+// and the node's own status shown; and someone on the bus replaying the first declaration's exact bytes,
+// which the node refuses naming both serials. Everything lives under one temporary directory and stops at the end.
 //   --stay   keep the mesh and the node running until Ctrl-C
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
+import { type Bus, connectBus, MeshDir } from "../src/mesh/index.ts";
+import { Report } from "../src/vocabulary/index.ts";
 import { awaitOutput, freePortPairs } from "../test/mesh/operator.ts";
 import { type Running, runCli, startCli } from "../test/support/cli.ts";
 import { ensureSea } from "../test/support/sea.ts";
@@ -38,6 +41,29 @@ async function background(
   const r = startCli(args);
   await awaitOutput(r, ready, what);
   return r;
+}
+
+/**
+ * Someone who can publish on the bus (a leaked controller credential, the bus's operator) replays the first
+ * declaration's exact signed bytes: the signature holds, the serial is older, and the node refuses it.
+ */
+async function replay(bus: Bus, first: Uint8Array): Promise<void> {
+  const report = new Promise<Report>((resolve) => {
+    const sub = bus.nc.subscribe(`mesh.report.${NODE}`, {
+      callback: (_e, m) => {
+        const r = Report.safeParse(JSON.parse(new TextDecoder().decode(m.data)));
+        if (r.success && r.data.outcome === "refused") {
+          sub.unsubscribe();
+          resolve(r.data);
+        }
+      },
+    });
+  });
+  await bus.nc.flush();
+  const seq = (await bus.js.publish(`mesh.declare.${NODE}`, first)).seq;
+  say(`\nsomeone on the bus replays web.json's exact signed bytes (stream seq ${seq})`);
+  const refused = await report;
+  say(`  report: ${refused.outcome}: ${refused.refusals.map((r) => r.reason).join("; ")}`);
 }
 
 async function main(): Promise<void> {
@@ -83,8 +109,18 @@ async function main(): Promise<void> {
     say("  (holding the node in its mesh: the link is up)");
 
     say("\n# the operator pushes a declaration, then a second one that lets /etc/motd go");
+    const bus = await connectBus(new MeshDir(meshDir), { name: "demo: someone on the bus" });
+    const sent: Uint8Array[] = [];
+    bus.nc.subscribe(`mesh.declare.${NODE}`, {
+      callback: (_e, m) => {
+        sent.push(Uint8Array.from(m.data));
+      },
+    });
+    await bus.nc.flush();
     for (const file of ["examples/web.json", "examples/web-v2.json"])
       await type(["mesh", "push", NODE, file, "--mesh", meshDir]);
+    await replay(bus, sent[0]!);
+    await bus.close();
     say(
       `\n/etc/motd after the mesh let it go: ${JSON.stringify(readFileSync(join(root, "etc/motd"), "utf8"))}`,
     );

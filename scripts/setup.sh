@@ -15,7 +15,8 @@ for arg in "$@"; do
 done
 
 DEBIAN_PACKAGES=(nats-server makepkg pacman-package-manager libarchive-tools zstd fakeroot systemd mksh dash openssl
-  util-linux binutils procps iproute2 debootstrap systemd-container)
+  util-linux binutils binutils-aarch64-linux-gnu procps iproute2 debootstrap systemd-container
+  qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross)
 
 missing=()
 for p in "${DEBIAN_PACKAGES[@]}"; do

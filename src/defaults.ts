@@ -58,6 +58,8 @@ export const STATE_FORMAT = 1;
  * \u00XX (Go's escapes <, > and &): six bytes a byte. The body's own limit applies again once it is decoded.
  */
 export const MAX_ENVELOPE_BYTES = 6 * MAX_BODY_BYTES + 1024;
+/** An outbox entry larger than this is no report the host made: it is set aside unread. */
+export const MAX_OUTBOX_ENTRY_BYTES = 64 * 1024 * 1024;
 /** An enrolment code is a few hundred characters; anything far longer is not one. */
 export const MAX_CODE_CHARS = 16 * 1024;
 

@@ -177,6 +177,9 @@ describe("the Android bundle", () => {
         "src/appliers/process.ts",
         "src/appliers/systemd.ts",
         "src/appliers/pacman.ts",
+        // the operator's half: a phone is a node, never a mesh's controller
+        "src/mesh/index.ts",
+        "src/cli/mesh/main.ts",
       ]),
     );
     expect(stubsIn(result.metafile)).toEqual([]);

@@ -23,6 +23,7 @@ import { showUnit, type UnitState } from "../src/appliers/systemd.ts";
 import type { DecideContext } from "../src/appliers/types.ts";
 import { State, StoreHolds } from "../src/store/index.ts";
 import { parseDeclaration } from "../src/vocabulary/index.ts";
+import { EVENT_WAIT_MS } from "./support/events.ts";
 import { decl } from "./support/offline.ts";
 import { ensureSea } from "./support/sea.ts";
 import {
@@ -67,7 +68,8 @@ async function state(unit: string): Promise<UnitState> {
   return s;
 }
 
-async function until(what: () => boolean, ms = 5_000): Promise<void> {
+/** Wait for `what`; `ms` is when to call it missing on a busy machine, not how long it should take. */
+async function until(what: () => boolean, ms = EVENT_WAIT_MS): Promise<void> {
   const end = Date.now() + ms;
   while (!what()) {
     if (Date.now() > end) throw new Error("timed out waiting");

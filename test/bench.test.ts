@@ -210,7 +210,8 @@ describe("npm run bench -- --quick, tiny", () => {
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toContain("| N = 20 | first apply | no-op | drift repair | peak RSS |");
     expect(r.stdout).toMatch(/\| mesh-host \((executable|tsx, not built)\) \| [0-9.]+ (ms|s) ×/);
-    expect(r.stdout).toContain("### Targets (issue 10)");
+    expect(r.stdout).toContain("### Targets (issue 22)");
+    expect(r.stdout).toMatch(/\| `mesh-host version` \| ≤ ×1.5 `node -e 0` \| ×[0-9.]+ /);
     expect(r.stdout).not.toContain("failed (");
     const json = JSON.parse(readFileSync(join(out, "results.json"), "utf8"));
     expect(json.machine.cores).toBeGreaterThan(0);

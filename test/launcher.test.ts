@@ -1,7 +1,7 @@
 // The rollback launcher (pkgbuild/launch) as a script, under every shell it must run in, with stand-in binaries:
 // small sh scripts that start and confirm, start and never confirm, or fail, on purpose. Each test is one
 // machine's history: installs, starts (what systemd's Restart=always would do), and what ran each time.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   chmodSync,
@@ -16,6 +16,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { spawnGroup } from "./support/processes.ts";
 import { tempDir } from "./support/tmp.ts";
 
 /** Resolves once `ok()` holds, looking every 50 ms; the test's own timeout is the deadline. */
@@ -460,12 +461,13 @@ describe.each(SHELLS)("the rollback launcher under %s", (shell) => {
     writeFileSync(join(tools, "sleep"), `#!/bin/sh\necho "$1" >> '${polls}'\nexec /bin/sleep "$@"\n`);
     chmodSync(join(tools, "sleep"), 0o755);
     const pollCount = () => (existsSync(polls) ? readFileSync(polls, "utf8").split("\n").length - 1 : 0);
-    const child = spawn(shellPath(shell), [LAUNCH, "run", "--state", m.state], {
+    // a group the test process ends: a launcher left waiting for enrolment would poll for ever
+    const child = spawnGroup(shellPath(shell), [LAUNCH, "run", "--state", m.state], {
       env: { PATH: `${tools}:${process.env.PATH}`, MESH_HOST_BIN: m.bin, MESH_HOST_ENROL_POLL_S: "1" },
       stdio: ["ignore", "ignore", "pipe"],
     });
     let stderr = "";
-    child.stderr.on("data", (c: Buffer) => {
+    child.stderr!.on("data", (c: Buffer) => {
       stderr += c.toString();
     });
     const exited = new Promise<number | null>((resolve) => child.on("close", resolve));

@@ -2,6 +2,7 @@
 // veth pair, wireguard-go in each. A found tunnel is taken over in place, proven by a handshake before it is
 // retired, and never left without a tunnel: a takeover that would not match is refused with nothing stopped,
 // and a mesh interface that will not start has the found one started again.
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -179,7 +180,10 @@ describe("taking a found tunnel over", () => {
     expect(first.detail).toContain(
       "takeover of wg0: taken (port 51820, range 10.78.0.0/24, 1 peer(s), MTU 1380",
     );
-    expect(first.detail).toContain("original kept in holds as sha256:");
+    // kept, and no digest of it said: the configuration carries a private key
+    expect(first.detail).toContain("original kept in holds)");
+    const keptDigest = createHash("sha256").update(foundConf).digest("hex");
+    expect(JSON.stringify(taken.report)).not.toContain(keptDigest.slice(0, 12));
     // the takeover's own report says why the found configuration is kept, as every later one does
     expect(first.detail).toContain(
       "mesh0 up in its place; wg0's configuration kept: no peer has handshaken with mesh0 yet",
@@ -192,7 +196,7 @@ describe("taking a found tunnel over", () => {
     expect(await mtuOf(p.hub, "mesh0")).toBe(1380);
     // the found configuration held, and still where its unit reads it: not yet proven
     expect(readFileSync(wgConf(p.hub, "wg0"))).toEqual(foundConf);
-    expect(taken.report!.holds.map((h) => h.path)).toEqual(["/etc/wireguard/wg0.conf"]);
+    expect(taken.report!.holds).toEqual([{ id: "overlay", path: "/etc/wireguard/wg0.conf" }]);
     expect(node.state.readRecords().records.overlay).toMatchObject({
       takeover: { state: "taken", interface: "wg0" },
     });
@@ -288,6 +292,18 @@ describe("taking a found tunnel over", () => {
     expect(range.stderr).toContain(
       "wg0's range is 10.78.0.0/24 and the declaration's 10.78.0.1/16 makes it 10.78.0.0/16",
     );
+    // the spoke's wg0 names no MTU: one declared would change what its path runs at just the same
+    const spoke = seaNode(overlayNode(p.spoke, tempDir("mesh-wg-state-"), p.spokeKey));
+    const peer = { public_key: p.hubKey.public, allowed_ips: ["10.78.0.1/32"] };
+    const some = await spoke.apply(
+      takes(p, { address: "10.78.0.2/24", listen_port: 51821, mtu: 1420, peers: [peer] }),
+    );
+    expect(some.exit).toBe(2);
+    expect(some.stderr).toContain(
+      "wg0 names no MTU (wg-quick sets one) and the declaration says 1420: the path was tuned to what was found",
+    );
+    expect(some.stderr).toContain("(declare no mtu)");
+    expect(await isUp(p.spoke, "wg0")).toBe(true);
     // nothing was stopped, written or held
     expect(await isUp(p.hub, "wg0")).toBe(true);
     expect(await mtuOf(p.hub, "wg0")).toBe(1380);

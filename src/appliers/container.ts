@@ -4,6 +4,7 @@
 // which file or field changed; `restart` is never the answer to a changed env-file (containers.md).
 
 import { createHash } from "node:crypto";
+import { closeSync } from "node:fs";
 import { entryAt, readFileAt } from "../system/index.ts";
 import type { ContainerResource, NetworkResource, RuntimeKind } from "../vocabulary/index.ts";
 import { inSubnet } from "../vocabulary/index.ts";
@@ -13,7 +14,7 @@ import {
   CONTAINER_STOP_TIMEOUT_S,
   type ContainerInfo,
   createArgv,
-  createInput,
+  envFileFds,
   isError,
   machineRuntimes,
   type Runtime,
@@ -324,8 +325,8 @@ export function containerApplier(
         return { did: "failed", detail: typeof rt === "string" ? rt : st.detail, record: keep };
       const name = data.name ?? data.record?.name ?? record!.name;
       s.forget(rt, "container", name);
-      const verb = async (args: string[], timeoutMs?: number, input?: Uint8Array) => {
-        const r = await rt.must(args, timeoutMs, input);
+      const verb = async (args: string[], timeoutMs?: number, fds?: number[]) => {
+        const r = await rt.must(args, timeoutMs, fds);
         return isError(r) ? r.error : null;
       };
       const stopT = ["-t", String(CONTAINER_STOP_TIMEOUT_S)];
@@ -366,9 +367,11 @@ export function containerApplier(
             const err = await verb(removeArgs);
             if (err) return fail(`${name} could not be removed to be recreated: ${err}`);
           }
-          const input = await createInput(w!, ctx.ports.root);
-          if (typeof input === "string") return fail(`${name} could not be created: ${input}`, keep);
-          const created = await verb(plan.create, undefined, input);
+          const fds = envFileFds(w!, ctx.ports.root);
+          if (typeof fds === "string") return fail(`${name} could not be created: ${fds}`, keep);
+          const created = await verb(plan.create, undefined, fds).finally(() => {
+            for (const fd of fds) closeSync(fd);
+          });
           if (created) return fail(`${name} could not be created: ${created}`, plan.replace ? gone : keep);
           for (const c of plan.connects) {
             const err = await verb(c);

@@ -57,9 +57,8 @@ export function facts(t: { port: number; range: string; peers: number; mtu: numb
 
 /** The account in one line, as every takeover gives it. */
 export function accountLine(t: Takeover, why?: string): string {
-  const kept = t.kept
-    ? `original kept in holds as sha256:${t.kept.slice(0, 12)}`
-    : "no configuration to keep";
+  // no digest: the configuration carries a private key
+  const kept = t.kept ? "original kept in holds" : "no configuration to keep";
   return `takeover of ${t.interface}: ${t.state} (${facts(t)}; ${kept})${why ? ` — ${why}` : ""}`;
 }
 
@@ -232,7 +231,8 @@ export async function takeOver(
   let held: Executed<unknown>["held"];
   // 1. the found configuration is kept like any held file, once
   if (t.config) {
-    kept = await ctx.ports.holds.keep(t.takeover.path, t.config.bytes, t.config);
+    // a WireGuard configuration carries its private key: its digest is said nowhere
+    kept = await ctx.ports.holds.keep(t.takeover.path, t.config.bytes, t.config, true);
     held = { path: t.takeover.path, original: kept };
   }
   const result = (state: Account, why?: string) => {

@@ -14,6 +14,7 @@ import {
   type Refusal,
   type Report,
   type ReportStep,
+  type Resource,
 } from "../vocabulary/index.ts";
 import {
   CHANGING,
@@ -304,9 +305,10 @@ async function journal(
     const data = s.data as
       | { intent?: Records[string]; hold?: { bytes: Uint8Array; mode: number; uid: number; gid: number } }
       | undefined;
+    if (s.resource && "path" in s.resource && carriesSecret(s.resource)) holds.markSecret(s.resource.path);
     if (data?.hold && s.resource && "path" in s.resource) {
       const { bytes, mode, uid, gid } = data.hold;
-      await holds.keep(s.resource.path, bytes, { mode, uid, gid });
+      await holds.keep(s.resource.path, bytes, { mode, uid, gid }, carriesSecret(s.resource));
     }
     // an id still recorded as something else keeps that record until its removal has run
     if (s.record || !data?.intent || next[s.id]) continue;
@@ -315,6 +317,11 @@ async function journal(
     intents++;
   }
   if (intents) state.writeRecords(next, [...new Set([...Object.keys(next), ...order])]);
+}
+
+/** What is written at this resource's path is a secret: a sealed value, or an overlay's private key. */
+function carriesSecret(r: Resource): boolean {
+  return (r.type === "file" && r.secret !== undefined) || r.type === "overlay";
 }
 
 /** Temporary files a crash left beside declared or recorded files: swept before writing anew. */
@@ -415,5 +422,9 @@ function heldNow(holds: StoreHolds, records: Records): Report["holds"] {
         .map((p) => [p, id] as const);
     }),
   );
-  return holds.list().map((h) => ({ id: idOf.get(h.path) ?? "", path: h.path, original: h.original }));
+  return holds.list().map((h) => ({
+    id: idOf.get(h.path) ?? "",
+    path: h.path,
+    ...(h.original ? { original: h.original } : {}),
+  }));
 }

@@ -29,6 +29,8 @@ export interface Args {
   fingerprint?: string;
   node?: string;
   token?: string;
+  /** `enrol --code-file F`: the enrolment code read from F, never from argv. */
+  codeFile?: string;
   /** `overlay take --tunnel <if>`: the found WireGuard interface whose key becomes the overlay key. */
   tunnel?: string;
   mode?: "adopted" | "converged";
@@ -161,6 +163,7 @@ function argsOf(v: Values): Omit<Args, "command" | "positionals"> {
     fingerprint: one("fingerprint"),
     node: one("node"),
     token: one("token"),
+    codeFile: one("code-file"),
     tunnel: one("tunnel"),
     mode: one("mode") as Args["mode"],
     secret: many("secret"),

@@ -101,16 +101,8 @@ export function listAt(root: string, path: string): string[] {
   }
 }
 
-/**
- * A regular file at declared `path`: its bytes and mode, null when absent, or why it cannot be managed (a
- * link is never followed). Small files are read synchronously: for a 200-byte file, thread-pool round trips
- * cost more than the read, and the drift check reads every managed file.
- */
-export async function readFileAt(
-  root: string,
-  path: string,
-  fresh: Fresh = false,
-): Promise<FileRead | null | string> {
+/** An fd on the regular file at declared `path` (never through a link), null when absent, or why not. */
+function openRegular(root: string, path: string, fresh: Fresh): { fd: number; st: Stats } | null | string {
   const d = dirOf(root, path, fresh);
   if ("problem" in d) return d.problem;
   if ("absent" in d) return null;
@@ -124,9 +116,35 @@ export async function readFileAt(
   } finally {
     if (d.owned) closeSync(d.fd);
   }
+  const st = fstatSync(fd);
+  if (st.isFile()) return { fd, st };
+  closeSync(fd);
+  return `${path} exists and is not a regular file`;
+}
+
+/**
+ * An fd on the regular file at declared `path`, walked afresh: what another program is given (as /dev/fd/N)
+ * instead of a name it would resolve itself, following whatever link was swapped in since. The caller closes it.
+ */
+export function openFileAt(root: string, path: string): number | null | string {
+  const opened = openRegular(root, path, true);
+  return opened === null || typeof opened === "string" ? opened : opened.fd;
+}
+
+/**
+ * A regular file at declared `path`: its bytes and mode, null when absent, or why it cannot be managed (a
+ * link is never followed). Small files are read synchronously: for a 200-byte file, thread-pool round trips
+ * cost more than the read, and the drift check reads every managed file.
+ */
+export async function readFileAt(
+  root: string,
+  path: string,
+  fresh: Fresh = false,
+): Promise<FileRead | null | string> {
+  const opened = openRegular(root, path, fresh);
+  if (opened === null || typeof opened === "string") return opened;
+  const { fd, st } = opened;
   try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) return `${path} exists and is not a regular file`;
     const bytes = st.size <= SYNC_READ_MAX_BYTES ? readFileSync(fd) : await readFd(fd);
     return { bytes, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
   } catch (e) {

@@ -250,10 +250,14 @@ export async function clusterLeaderKilled(notes: string[] = []): Promise<string[
       ],
       { timeoutMs: 10 * 60_000, env: { MESH_LOG: "info" } },
     );
+    let serial = 0;
     const declare = async (tag: string): Promise<number> => {
+      serial++;
       const body = JSON.stringify({
         v: 1,
         node: NODE,
+        serial,
+        issued_at: new Date().toISOString(),
         mode: "converged",
         resources: [
           { id: "conf", type: "file", path: "/etc/cluster.conf", content: `${tag}\n`, mode: "0644" },

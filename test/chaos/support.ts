@@ -9,6 +9,7 @@ import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import { bundleOptions, ENTRY, ROOT } from "../../build/bundle.mjs";
 import { TEMP_MARKER } from "../../src/defaults.ts";
+import { EVENT_WAIT_MS } from "../support/events.ts";
 import { killGroup, spawnGroup } from "../support/processes.ts";
 
 export const REPO = ROOT;
@@ -266,7 +267,7 @@ export interface Running {
 
 export function start(
   argv: string[],
-  opts: { env?: Record<string, string>; timeoutMs?: number } = {},
+  opts: { env?: Record<string, string>; timeoutMs?: number; input?: string } = {},
 ): Running {
   const [cmd, ...args] = argv;
   const started = performance.now();
@@ -274,13 +275,14 @@ export function start(
   // service manager does, and nothing of it outlives the scenario
   const child = spawnGroup(cmd!, args, {
     env: { ...process.env, MESH_LOG: "warn", ...opts.env },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
   });
+  if (opts.input !== undefined) child.stdin!.end(opts.input);
   let stdout = "";
   let stderr = "";
   child.stdout!.on("data", (d) => (stdout += d));
   child.stderr!.on("data", (d) => (stderr += d));
-  const timer = setTimeout(() => killGroup(child.pid!), opts.timeoutMs ?? 60_000);
+  const timer = setTimeout(() => killGroup(child.pid!), opts.timeoutMs ?? EVENT_WAIT_MS);
   const exited = new Promise<Exit>((resolve, reject) => {
     child.on("error", reject);
     child.on("close", (code, signal) => {
@@ -304,13 +306,17 @@ export function start(
 
 export async function meshHost(
   args: string[],
-  opts: { env?: Record<string, string>; timeoutMs?: number } = {},
+  opts: { env?: Record<string, string>; timeoutMs?: number; input?: string } = {},
 ) {
   return start([...(await meshHostCommand()), ...args], opts);
 }
 
 /** Wait until `path` exists and (when given) holds `pid` as its first word; false after `timeoutMs`. */
-export async function awaitLockBy(path: string, pid: number | null, timeoutMs: number): Promise<boolean> {
+export async function awaitLockBy(
+  path: string,
+  pid: number | null,
+  timeoutMs = EVENT_WAIT_MS,
+): Promise<boolean> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
     if (existsSync(path)) {

@@ -3,7 +3,7 @@
 // services) in directories it owns. Offline apply, undeclare, holds and drift repair; owner and group ignored
 // and said; a path it may not write failing cleanly; every type beyond the floor refused; the rollback
 // launcher under mksh (Android's shell); and `run` held in a mesh (the mesh double on loopback).
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   chmodSync,
@@ -19,8 +19,10 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MeshDouble, waitFor } from "../mesh/index.ts";
+import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
+import { killGroup, spawnGroup } from "../support/processes.ts";
 import { PACKAGE, PINNED_RUNTIME, REPO } from "../support/sea.ts";
+import { runMarkerEnv } from "../support/strays.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const ANDROID_SEA = join(REPO, "dist/android", `mesh-host-${PACKAGE.version}-android-x64`);
@@ -48,9 +50,15 @@ function unprivileged(argv: string[]): [string, string[]] {
     : [sh[0]!, sh.slice(1)];
 }
 
+// a bare environment, as on the device, but for the test run's name: a host left running is still the run's
 function spawnUnprivileged(argv: string[], env: Record<string, string>): ChildProcess {
   const [cmd, args] = unprivileged(argv);
-  return spawn(cmd, args, { env: { PATH: "/usr/bin:/bin", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawnGroup(cmd, args, {
+    env: { PATH: "/usr/bin:/bin", ...runMarkerEnv(), ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.once("exit", () => killGroup(child.pid!));
+  return child;
 }
 
 function runAs(argv: string[], env: Record<string, string> = {}): Promise<Result> {
@@ -59,7 +67,7 @@ function runAs(argv: string[], env: Record<string, string> = {}): Promise<Result
   let stderr = "";
   child.stdout!.on("data", (d) => (stdout += d));
   child.stderr!.on("data", (d) => (stderr += d));
-  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  const timer = setTimeout(() => killGroup(child.pid!), EVENT_WAIT_MS);
   return new Promise((resolve, reject) => {
     child.on("error", reject);
     child.on("close", (code) => {
@@ -370,7 +378,7 @@ describe("run, held in a mesh, as the unprivileged user", () => {
     );
     try {
       // it reached the mesh's loopback port and read its own state
-      expect((await mesh.awaitHeartbeat(1, { timeoutMs: 15_000 })).value).toMatchObject({ node });
+      expect((await mesh.awaitHeartbeat(1)).value).toMatchObject({ node });
       const seq = await mesh.declare(
         node,
         decl(node, [
@@ -385,7 +393,7 @@ describe("run, held in a mesh, as the unprivileged user", () => {
           },
         ]),
       );
-      const applied = (await mesh.awaitReport(1, { node, timeoutMs: 15_000 })).value!;
+      const applied = (await mesh.awaitReport(1, { node })).value!;
       expect(applied).toMatchObject({ outcome: "applied", declaration: { seq }, host: { os: "android" } });
       expect(applied.steps.find((s) => s.id === "conf")).toMatchObject({
         did: "created",
@@ -396,13 +404,13 @@ describe("run, held in a mesh, as the unprivileged user", () => {
 
       // drift: the drift timer puts the managed file back and says so
       writeFileSync(join(root, "etc/app.conf"), "edited by hand\n");
-      const repaired = (await mesh.awaitReport(2, { node, timeoutMs: 15_000 })).value!;
+      const repaired = (await mesh.awaitReport(2, { node })).value!;
       expect(repaired.steps.find((s) => s.id === "conf")).toMatchObject({ did: "repaired" });
       expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("one\n");
 
       // a type beyond the floor is refused by the Android host, and nothing is applied
       await mesh.declare(node, decl(node, [{ id: "svc", type: "service", unit: "x.service" }]));
-      const refused = (await mesh.awaitReport(3, { node, timeoutMs: 15_000 })).value!;
+      const refused = (await mesh.awaitReport(3, { node })).value!;
       expect(refused.outcome).toBe("refused");
       expect(refused.refusals).toEqual([
         { id: "svc", field: "type", reason: 'type "service": not on an Android host' },
@@ -410,11 +418,11 @@ describe("run, held in a mesh, as the unprivileged user", () => {
 
       // undeclared: the created file goes, the held one comes back
       await mesh.declare(node, decl(node, [], { owns_nothing: true }));
-      const gone = (await mesh.awaitReport(4, { node, timeoutMs: 15_000 })).value!;
+      const gone = (await mesh.awaitReport(4, { node })).value!;
       expect(gone.steps.map((s) => `${s.id}:${s.did}`).sort()).toEqual(["conf:removed", "motd:restored"]);
       expect(readFileSync(join(root, "etc/motd"), "utf8")).toBe("the device's own motd\n");
       expect(existsSync(join(root, "etc/app.conf"))).toBe(false);
-      await waitFor(() => existsSync(join(state, "confirmed")), 5_000, "the confirmation");
+      await waitFor(() => existsSync(join(state, "confirmed")), EVENT_WAIT_MS, "the confirmation");
     } finally {
       if (child.exitCode === null) child.kill("SIGTERM");
       expect(await exited).toBe(0);

@@ -178,3 +178,35 @@ echo "modes=$(stat -c %a "$OVER/rootonly") $(stat -c %a "$OVER/rootonly2")"`,
     });
   });
 });
+
+describe("without /proc", () => {
+  it("every path is refused in one line saying why, and nothing is written by name instead", () => {
+    if (process.getuid?.() !== 0) throw new Error("this test needs root (a mount namespace)");
+    const p = place();
+    writeFileSync(p.file, JSON.stringify(decl([{ id: "f", type: "file", path: "/etc/x", content: "x\n" }])));
+    const r = spawnSync(
+      "unshare",
+      [
+        "-m",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        'umount -l /proc && exec "$@"',
+        "sh",
+        process.env.MESH_HOST_BIN!,
+      ].concat(["apply", p.file, "--root", p.root, "--state", p.state]),
+      { encoding: "utf8", timeout: 120_000 },
+    );
+    expect(r.status, r.stderr).toBe(2);
+    expect(
+      r.stderr
+        .trim()
+        .split("\n")
+        .filter((l) => !l.startsWith("{")),
+    ).toEqual([
+      'mesh-host: resource "f", field "path": /proc/self/fd is missing: without /proc the host cannot act on a path without following links, so it acts on none',
+    ]);
+    expect(readdirSync(p.root)).toEqual([]);
+  });
+});

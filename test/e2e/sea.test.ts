@@ -13,7 +13,15 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ensureSea, PACKAGE, PINNED_NODE, PINNED_RUNTIME, REPO, seaVariant } from "../support/sea.ts";
+import {
+  ensureSea,
+  PACKAGE,
+  PINNED_NODE,
+  PINNED_RUNTIME,
+  REPO,
+  SEA_PATH,
+  seaVariant,
+} from "../support/sea.ts";
 import { tempDir } from "../support/tmp.ts";
 
 let sea: string;
@@ -133,4 +141,39 @@ describe("the single executable", () => {
     expect(r.status).toBe(2);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
   });
+});
+
+describe("the arm64 executable", () => {
+  it("is stripped before injection (cross binutils) and runs, under qemu-user, as the x64 one does", () => {
+    const qemu = "/usr/bin/qemu-aarch64-static";
+    const sysroot = "/usr/aarch64-linux-gnu";
+    const needed: [string, string][] = [
+      ["/usr/bin/aarch64-linux-gnu-strip", "binutils-aarch64-linux-gnu"],
+      [qemu, "qemu-user-static"],
+      [`${sysroot}/lib/ld-linux-aarch64.so.1`, "libc6-arm64-cross"],
+      [`${sysroot}/lib/libstdc++.so.6`, "libstdc++6-arm64-cross"],
+    ];
+    for (const [file, pkg] of needed)
+      expect(existsSync(file), `${file} is missing: apt-get install ${pkg} (npm run setup does)`).toBe(true);
+    const env = { ...process.env };
+    delete env.NODE_OPTIONS;
+    const build = spawnSync(process.execPath, [join(REPO, "build/build.mjs"), "--arch", "arm64"], {
+      cwd: REPO,
+      env,
+      encoding: "utf8",
+      timeout: 600_000,
+    });
+    expect(build.status, build.stderr).toBe(0);
+    const exe = SEA_PATH.replace(/-x64$/, "-arm64");
+    // no symbol table left: the cross strip ran (after injection it would segfault, so running it is the proof)
+    const sections = spawnSync("aarch64-linux-gnu-readelf", ["-S", "-W", exe], { encoding: "utf8" }).stdout;
+    expect(sections).not.toContain(".symtab");
+    const r = spawnSync(qemu, ["-L", sysroot, exe, "version", "--json"], {
+      encoding: "utf8",
+      env: { PATH: "/usr/bin:/bin" },
+      timeout: 120_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ version: PACKAGE.version, node: PINNED_NODE });
+  }, 900_000);
 });

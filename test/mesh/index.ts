@@ -8,6 +8,7 @@ export {
   type SeenEnrolment,
   STREAMS,
   waitFor,
+  waitForAsync,
 } from "./double.ts";
 export {
   freePort,

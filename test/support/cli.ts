@@ -1,5 +1,6 @@
 // Run the mesh-host CLI as a person would: a separate process, its stdout, stderr and exit status.
 import { join } from "node:path";
+import { EVENT_WAIT_MS } from "./events.ts";
 import { killGroup, spawnGroup } from "./processes.ts";
 
 const REPO = join(import.meta.dirname, "../..");
@@ -31,7 +32,7 @@ export function runCli(
     child.stdout!.on("data", (d) => (stdout += d));
     child.stderr!.on("data", (d) => (stderr += d));
     child.stdin!.end(opts.input ?? "");
-    const timer = setTimeout(() => killGroup(child.pid!), opts.timeoutMs ?? 60_000);
+    const timer = setTimeout(() => killGroup(child.pid!), opts.timeoutMs ?? EVENT_WAIT_MS);
     child.on("error", reject);
     child.on("close", (code) => {
       clearTimeout(timer);

@@ -61,7 +61,7 @@ export async function runCommand(ctx: Context): Promise<number> {
   const node = ctx.state.readNode();
   if (!membership || !node)
     throw new UsageError(
-      `this node is not enrolled (no membership in ${ctx.state.dir}): run \`mesh-host enrol CODE\` first`,
+      `this node is not enrolled (no membership in ${ctx.state.dir}): run \`mesh-host enrol\` (the code on standard input) first`,
     );
   // the launcher names the installed path: after a rollback this process runs from a copy, which never changes
   const binary = runningBinary();

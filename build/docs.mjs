@@ -2,24 +2,30 @@
 // `node build/docs.mjs [DIR]` (and every `npm run build`): the man page and the bash and zsh completions, made
 // from the cli's own command table (src/cli/manual.ts), so they cannot drift from what the executable takes.
 // Writes DIR/mesh-host.1, DIR/completions/mesh-host.bash and DIR/completions/_mesh-host (DIR: dist/).
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import * as esbuild from "esbuild";
 import { ROOT } from "./bundle.mjs";
 
-/** The manual module, bundled to one ES module in memory and imported from it (it is TypeScript). */
+/** The manual module, bundled to one ES module beside the build (it is TypeScript) and imported from there. */
 async function manualModule() {
-  const built = await esbuild.build({
+  const outfile = join(ROOT, "dist", ".build", `manual-${process.pid}.mjs`);
+  await esbuild.build({
     entryPoints: [join(ROOT, "src/cli/manual.ts")],
     bundle: true,
     format: "esm",
     platform: "node",
-    write: false,
+    // what the table reaches of the operator's side loads from node_modules as it is, not bundled here
+    packages: "external",
+    outfile,
     logLevel: "error",
   });
-  const code = built.outputFiles[0].text;
-  return import(`data:text/javascript;base64,${Buffer.from(code).toString("base64")}`);
+  try {
+    return await import(pathToFileURL(outfile).href);
+  } finally {
+    rmSync(outfile, { force: true });
+  }
 }
 
 function writeAtomic(path, text) {

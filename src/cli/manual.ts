@@ -1,6 +1,7 @@
 // The man page and the bash and zsh completions, made at build time from the one table (table.ts) the parser
 // and `help` read: none of them can name a flag the executable does not take, nor miss one it does.
 import { DEFAULT_STATE_DIR } from "../defaults.ts";
+import { MESH_USAGE } from "./mesh/args.ts";
 import { COMMANDS, type CommandSpec, FLAGS, type Flag, flagsOf, GLOBAL_FLAGS } from "./table.ts";
 
 /** Text as roff reads it: backslashes escaped, hyphens literal, no line taken for a request. */
@@ -49,6 +50,14 @@ export function manPage(version: string): string {
     ),
     ".SH COMMANDS",
     ...COMMANDS.flatMap(roffCommand),
+    ".TP",
+    "\\fBmesh\\fR \\fICOMMAND\\fR",
+    roff("The operator's half, with its own flags (mesh-host mesh --help):"),
+    ".RS",
+    ".nf",
+    roff(MESH_USAGE),
+    ".fi",
+    ".RE",
     ".SH GLOBAL FLAGS",
     "Every command takes these.",
     ...GLOBAL_FLAGS.map((n) => FLAGS[n]).flatMap(roffFlag),
@@ -95,7 +104,9 @@ export function manPage(version: string): string {
   ].join("\n");
 }
 
-const commandNames = () => COMMANDS.map((c) => c.name).join(" ");
+const commandNames = () => [...COMMANDS.map((c) => c.name), "mesh"].join(" ");
+/** The operator's subcommands (src/cli/mesh/), completed by name: their flags are theirs. */
+const MESH_SUBCOMMANDS = "init up node push nodes watch move";
 const longNames = (flags: Flag[]) =>
   flags.map((f) => `--${f.name}${f.short ? ` -${f.short}` : ""}`).join(" ");
 /** The commands whose arguments are files (a declaration, a bundle). */
@@ -139,6 +150,10 @@ ${cases.join("\n")}
   case "$cmd" in
 ${perCommand.join("\n")}
   esac
+  if [[ $cmd == mesh ]]; then
+    [[ $prev == mesh ]] && COMPREPLY=($(compgen -W "${MESH_SUBCOMMANDS}" -- "$cur"))
+    return
+  fi
   if [[ $cur == -* ]]; then
     COMPREPLY=($(compgen -W "$flags" -- "$cur"))
   elif [[ $cmd == help ]]; then
@@ -170,9 +185,10 @@ function zshFlag(f: Flag): string[] {
 
 /** /usr/share/zsh/site-functions/_mesh-host */
 export function zshCompletion(): string {
-  const described = COMMANDS.map(
-    (c) => `    '${c.name}:${c.summary.replace(/[:']/g, (ch) => (ch === "'" ? "'\\''" : "\\:"))}'`,
-  );
+  const described = [
+    ...COMMANDS,
+    { name: "mesh", summary: "the operator's half (mesh-host mesh --help)" },
+  ].map((c) => `    '${c.name}:${c.summary.replace(/[:']/g, (ch) => (ch === "'" ? "'\\''" : "\\:"))}'`);
   const perCommand = COMMANDS.map((c) => {
     const rest = TAKES_FILE.has(c.name)
       ? ` '*:file:_files'`
@@ -181,6 +197,7 @@ export function zshCompletion(): string {
         : "";
     return `    ${c.name}) _arguments ${flagsOf(c).flatMap(zshFlag).join(" ")}${rest} ;;`;
   });
+  perCommand.push(`    mesh) _arguments '1:command:(${MESH_SUBCOMMANDS})' ;;`);
   return `#compdef mesh-host
 # zsh completion for mesh-host (made from its command table at build time)
 _mesh-host() {

@@ -34,6 +34,13 @@ describe("mesh-host.1", () => {
     rendered();
   });
 
+  it("carries the operator's commands as `mesh-host mesh --help` says them, and `help mesh` is that", async () => {
+    const usage = (await runCli(["mesh", "--help"])).stdout.trim();
+    expect((await runCli(["help", "mesh"])).stdout.trim()).toBe(usage);
+    const man = rendered();
+    for (const line of usage.split("\n")) expect(man, line).toContain(line.trim());
+  });
+
   it("names every command and every flag with the default `help CMD` prints", async () => {
     const man = rendered();
     for (const spec of COMMANDS) {
@@ -71,7 +78,8 @@ describe("completions", () => {
   }
 
   it("bash completes commands, each command's own flags, and the values a flag takes", () => {
-    expect(complete("mesh-host", "")).toEqual(COMMANDS.map((c) => c.name));
+    expect(complete("mesh-host", "")).toEqual([...COMMANDS.map((c) => c.name), "mesh"]);
+    expect(complete("mesh-host", "mesh", "no")).toEqual(["node", "nodes"]);
     expect(complete("mesh-host", "re")).toEqual(["reconcile"]);
     for (const spec of COMMANDS)
       expect(complete("mesh-host", spec.name, "--").sort(), spec.name).toEqual(

@@ -41,7 +41,7 @@ describe("README.md", () => {
       .split("\n")
       .filter((l) => l.startsWith("| `mesh-host"))
       .map((l) => /^\| `(.*)` \| (.*) \|$/.exec(l)!)
-      .map((m) => [m[1]!.replace(/\\\|/g, "|"), m[2]]);
+      .map((m) => [m[1]!.replace(/\\\|/g, "|"), m[2]!.replace(/\\\|/g, "|")]);
     expect(rows).toEqual(listed);
   });
 

@@ -30,6 +30,7 @@ import { arch as hostArchOf } from "node:os";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleOptions, ENTRY, externalsOf, foreignExternals, ROOT } from "./bundle.mjs";
+import { CXXABI_FLOOR, compareVersions, floorProblem, GLIBC_FLOOR, GLIBCXX_FLOOR } from "./floor.mjs";
 import {
   buildLock,
   buildStamp,
@@ -148,6 +149,24 @@ function strip(file, arch, hostArch) {
   return true;
 }
 
+/**
+ * The build fails when the pinned runtime needs a newer glibc or libstdc++ than the README publishes. Checked
+ * before anything is built. MESH_GLIBC_FLOOR may only lower the glibc floor checked against (a test proves the
+ * refusal with it); a higher one would publish less than the check allows, so it is refused.
+ */
+function checkFloor(runtime) {
+  const glibc = process.env.MESH_GLIBC_FLOOR || GLIBC_FLOOR;
+  if (!/^\d+\.\d+$/.test(glibc) || compareVersions(glibc, GLIBC_FLOOR) > 0)
+    fail(
+      `MESH_GLIBC_FLOOR must be a glibc version no newer than the published ${GLIBC_FLOOR}, not "${glibc}"`,
+    );
+  const problem = floorProblem(runtime, { GLIBC: glibc, GLIBCXX: GLIBCXX_FLOOR, CXXABI: CXXABI_FLOOR });
+  if (problem) fail(problem);
+  say(
+    `runtime needs at most glibc ${glibc}, GLIBCXX_${GLIBCXX_FLOOR}, CXXABI_${CXXABI_FLOOR}: the published floor`,
+  );
+}
+
 async function main() {
   const flags = parseFlags(process.argv.slice(2));
   const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
@@ -157,6 +176,8 @@ async function main() {
   const hostArch = hostArchOf();
   const cross = flags.arch !== hostArch;
   if (!existsSync(ENTRY)) fail(`${relative(ROOT, ENTRY)} does not exist yet`);
+  const runtime = pinnedRuntime(flags.arch, nodeVersion);
+  checkFloor(runtime);
 
   const work = join(DIST, ".build", flags.arch);
   mkdirSync(work, { recursive: true });
@@ -169,7 +190,6 @@ async function main() {
   // of start-up, the arm64 build loses only that. Either way two builds of one commit are byte-identical (the code
   // cache is made with BLOB_MAKER_FLAGS; test/build.test.ts).
   const seaConfig = writeSeaConfig(work, main, !cross);
-  const runtime = pinnedRuntime(flags.arch, nodeVersion);
   const generator = cross ? pinnedRuntime(hostArch, nodeVersion) : runtime;
   const runtimeStat = statSync(runtime);
   const stamp = buildStamp(

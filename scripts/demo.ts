@@ -20,7 +20,8 @@ function showReport(r: Report): void {
     `  report: ${r.outcome} (declaration seq ${r.declaration.seq}, sha256:${r.declaration.digest.slice(0, 12)})`,
   );
   for (const s of r.steps) say(`    ${s.did.padEnd(9)} ${s.type.padEnd(9)} ${s.id.padEnd(9)} ${s.detail}`);
-  for (const h of r.holds) say(`    held     ${h.path} (original sha256:${h.original.slice(0, 12)})`);
+  for (const h of r.holds)
+    say(`    held     ${h.path}${h.original ? ` (original sha256:${h.original.slice(0, 12)})` : ""}`);
 }
 
 async function main(): Promise<void> {
@@ -42,21 +43,30 @@ async function main(): Promise<void> {
   process.once("SIGINT", () => void stopAll().then(() => process.exit(0)));
   try {
     const { code } = await mesh.enrolmentCode(NODE);
-    say(`\n$ mesh-host enrol ${code.slice(0, 24)}…   (the token inside is never printed)`);
-    const enrol = await runCli(["enrol", code, "--state", state, "--root", root]);
+    say(
+      `\n$ mesh-host enrol < code   (${code.slice(0, 12)}… on standard input: the token is never in argv nor printed)`,
+    );
+    const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: `${code}\n` });
     say(`  ${enrol.stdout.trim() || enrol.stderr.trim()}`);
     if (enrol.code !== 0) throw new Error("enrolment failed");
     say("\n$ mesh-host run");
     node = startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "2"]);
     const hb = await mesh.awaitHeartbeat(1, { timeoutMs: 20_000 });
     say(`  heartbeat from ${hb.value?.node}: version ${hb.value?.version}, uptime ${hb.value?.uptime_s} s`);
+    const sent: Uint8Array[] = [];
     for (const [i, file] of ["web.json", "web-v2.json"].entries()) {
       const body = readFileSync(join(EXAMPLES, file), "utf8");
-      const seq = await mesh.declare(NODE, JSON.parse(body));
-      say(`\nmesh pushes examples/${file} (signed, stream seq ${seq})`);
+      // the double signs each with the next serial: the node refuses any older one replayed later
+      sent.push(Buffer.from(JSON.stringify(mesh.sign(NODE, JSON.parse(body)))));
+      const seq = await mesh.publishEnvelope(NODE, sent[i]!);
+      say(`\nmesh pushes examples/${file} (signed as serial ${i + 1}, stream seq ${seq})`);
       const report = await mesh.awaitReport(i + 1, { node: NODE, timeoutMs: 20_000 });
       showReport(report.value!);
     }
+    const replay = await mesh.publishEnvelope(NODE, sent[0]!);
+    say(`\nsomeone on the bus replays web.json's exact signed bytes (stream seq ${replay})`);
+    const refused = (await mesh.awaitReport(3, { node: NODE, timeoutMs: 20_000 })).value!;
+    say(`  report: ${refused.outcome}: ${refused.refusals.map((r) => r.reason).join("; ")}`);
     const motd = join(root, "etc/motd");
     say(
       `\n/etc/motd after the mesh let it go: ${existsSync(motd) ? JSON.stringify(readFileSync(motd, "utf8")) : "(gone)"}`,

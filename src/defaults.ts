@@ -18,6 +18,11 @@ export const DEFAULT_DIR_MODE = 0o755;
 export const STATE_DIR_MODE = 0o700;
 export const SECRET_FILE_MODE = 0o600;
 
+/** Lines of one file's diff `--diff` shows before it says how many more there are. */
+export const MAX_DIFF_LINES = 200;
+/** A file larger than this is not read to be diffed: the plan says so instead. */
+export const MAX_DIFF_BYTES = 1024 * 1024;
+
 /** How many file writes may be in flight at once: overlaps fsyncs on Node's thread pool. */
 export const FILE_WRITE_CONCURRENCY = 32;
 /** How many files are read and hashed at once during a plan. */
@@ -53,6 +58,8 @@ export const STATE_FORMAT = 1;
  * \u00XX (Go's escapes <, > and &): six bytes a byte. The body's own limit applies again once it is decoded.
  */
 export const MAX_ENVELOPE_BYTES = 6 * MAX_BODY_BYTES + 1024;
+/** An outbox entry larger than this is no report the host made: it is set aside unread. */
+export const MAX_OUTBOX_ENTRY_BYTES = 64 * 1024 * 1024;
 /** An enrolment code is a few hundred characters; anything far longer is not one. */
 export const MAX_CODE_CHARS = 16 * 1024;
 
@@ -70,3 +77,17 @@ export const SYNC_READ_MAX_BYTES = 64 * 1024;
 export const PROGRESS_AFTER_MS = 1_000;
 /** ...and redraws it at most this often: a line a step for 10,000 steps would cost more than the steps. */
 export const PROGRESS_EVERY_MS = 100;
+
+/**
+ * Directory handles one apply's decisions keep (src/system/walk.ts); past this many they are all closed and
+ * walked again as needed, so a declaration naming thousands of directories never runs out of descriptors.
+ */
+export const KEPT_DIR_HANDLES_MAX = 256;
+
+/**
+ * Where a unit file is verified before it replaces a working one: a scratch directory under the root, on the
+ * root's own filesystem (a container's /tmp and /run are mounts of their own, which the root path would miss).
+ */
+export const UNIT_VERIFY_DIR = "/var/tmp";
+/** `systemd-analyze verify` loads one unit and what it names: seconds at most, even on a busy machine. */
+export const UNIT_VERIFY_TIMEOUT_MS = 60_000;

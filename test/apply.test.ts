@@ -208,7 +208,7 @@ describe("actions", () => {
     expect(r.report.steps.map((s) => `${s.id}:${s.did}:${s.detail}`)).toEqual([
       "say:ran:exit 0: hello-out",
       "boom:failed:exit 3: broke",
-      "after:not-reached:not reached: an earlier step failed",
+      "after:not-reached:not reached: action boom failed",
     ]);
     expect(existsSync(join(m.root, "after"))).toBe(false);
   });

@@ -1,10 +1,13 @@
 // package against real pacman: packages built by makepkg, served from a file:// repository, installed into a
 // throwaway root with a pacman config of its own. What was found installed stays installed.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseDeclaration } from "../src/vocabulary/index.ts";
 import { decl } from "./support/offline.ts";
 import { type PacmanRoot, pacmanRoot } from "./support/pacman.ts";
-import { type ArchMachine, archHost, archMachine, detailOf, dids } from "./support/systemd.ts";
+import { ensureSea, seaMachine } from "./support/sea.ts";
+import { type ArchMachine, archHost, archMachine, detailOf, dids, hostExec } from "./support/systemd.ts";
 import { tempDir } from "./support/tmp.ts";
 
 let p: PacmanRoot;
@@ -81,6 +84,47 @@ describe("package", () => {
     // still the mesh's: it was not installed when first touched
     await m.apply(nothing);
     expect((await p.installed())["mesh-test-up"]).toBeUndefined();
+  });
+
+  it("a package whose install failed is not said removed when undeclared: the report says nothing was", async () => {
+    // the built executable, with this root's pacman on its PATH
+    const files = tempDir("mesh-decl-");
+    const m = seaMachine({
+      exec: hostExec,
+      bin: ensureSea(),
+      root: p.root,
+      state: tempDir("mesh-arch-state-"),
+      here: files,
+      there: files,
+      env: { PATH: p.path },
+    });
+    const failed = await m.apply(decl([pkg("never", "mesh-test-hello", "9.9-1")]));
+    expect(failed.exit).toBe(1);
+    expect(dids(failed)).toEqual(["never:failed"]);
+    const gone = await m.apply(nothing);
+    expect(gone.exit, gone.stderr).toBe(0);
+    expect(dids(gone)).toEqual(["never:unchanged"]);
+    expect(detailOf(gone, "never")).toBe(
+      "mesh-test-hello is not installed (its install did not complete, or it was removed since): nothing was removed",
+    );
+    // and one the mesh did install is said removed, and is
+    expect(dids(await m.apply(decl([pkg("hello", "mesh-test-hello")])))).toEqual(["hello:created"]);
+    const removed = await m.apply(nothing);
+    expect(dids(removed)).toEqual(["hello:removed"]);
+    expect(detailOf(removed, "hello")).toBe("mesh-test-hello 1.0-1 removed (the mesh installed it)");
+    expect((await p.installed())["mesh-test-hello"]).toBeUndefined();
+  });
+
+  it("a failed package does not stop the apply: what follows it is still applied, and the report says failed", async () => {
+    const m = fresh();
+    const after = { id: "after", type: "file", path: "/srv/after-a-failed-package", content: "x\n" };
+    const r = await m.apply(decl([pkg("v", "mesh-test-hello", "9.9-1"), after, pkg("lib", "mesh-test-lib")]));
+    expect(r.exit).toBe(1);
+    expect(r.report.outcome).toBe("failed");
+    expect(dids(r)).toEqual(["v:failed", "after:created", "lib:created"]);
+    expect(readFileSync(join(p.root, "srv/after-a-failed-package"), "utf8")).toBe("x\n");
+    expect((await p.installed())["mesh-test-lib"]).toBe("1.0-1");
+    await m.apply(nothing);
   });
 
   it("a removal pacman refuses is reported in pacman's words, and the record kept to try again", async () => {

@@ -1,10 +1,13 @@
 // process against a real systemd: a daemon or a timer run from a bundle under /var/lib/mesh/<name>; removed
 // whole when undeclared, and a name outside the one rule (".." once deleted /var/lib/mesh) refused both ways.
 import {
+  chmodSync,
+  copyFileSync,
   existsSync,
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   renameSync,
   rmSync,
@@ -20,7 +23,9 @@ import { showUnit, type UnitState } from "../src/appliers/systemd.ts";
 import type { DecideContext } from "../src/appliers/types.ts";
 import { State, StoreHolds } from "../src/store/index.ts";
 import { parseDeclaration } from "../src/vocabulary/index.ts";
+import { EVENT_WAIT_MS } from "./support/events.ts";
 import { decl } from "./support/offline.ts";
+import { ensureSea } from "./support/sea.ts";
 import {
   type ArchMachine,
   archHost,
@@ -29,6 +34,8 @@ import {
   type Container,
   detailOf,
   dids,
+  planned,
+  seaInContainer,
 } from "./support/systemd.ts";
 import { tempDir } from "./support/tmp.ts";
 
@@ -61,7 +68,8 @@ async function state(unit: string): Promise<UnitState> {
   return s;
 }
 
-async function until(what: () => boolean, ms = 5_000): Promise<void> {
+/** Wait for `what`; `ms` is when to call it missing on a busy machine, not how long it should take. */
+async function until(what: () => boolean, ms = EVENT_WAIT_MS): Promise<void> {
   const end = Date.now() + ms;
   while (!what()) {
     if (Date.now() > end) throw new Error("timed out waiting");
@@ -106,11 +114,14 @@ describe("process: a daemon run from its bundle", () => {
     expect((await state("mesh-process-echoer.service")).invocation).not.toBe(s.invocation);
   });
 
-  it("a program that cannot be run fails the step with systemd's words (Type=exec), and is still removed whole", async () => {
+  it("a program that cannot be run fails the step with systemd's words before its unit is written, and is still removed whole", async () => {
     const m = fresh();
     const r = await m.apply(decl([proc("noprog", { exec: ["/nonexistent/prog"] })]));
     expect(dids(r)).toEqual(["noprog:failed"]);
-    expect(detailOf(r, "noprog")).toContain("systemctl start mesh-process-noprog.service");
+    expect(detailOf(r, "noprog")).toContain(
+      "systemd refuses mesh-process-noprog.service: Command /nonexistent/prog is not executable",
+    );
+    expect(existsSync(at("etc/systemd/system/mesh-process-noprog.service"))).toBe(false);
     expect(m.records().noprog).toBeDefined();
     expect(dids(await m.apply(nothing))).toEqual(["noprog:removed"]);
     expect(existsSync(at("var/lib/mesh/noprog"))).toBe(false);
@@ -366,19 +377,125 @@ describe("process: the one rule, on arrival and before removal", () => {
       expect(detailOf(r, "linky")).toMatch(/\/var\/lib\/mesh\/linky \([23] files\)/);
       expect(existsSync(at("var/lib/mesh/linky"))).toBe(false);
       expect(readFileSync(join(outside, "precious"), "utf8")).toBe("precious\n");
-
-      // the bundle directory itself swapped for a link to elsewhere
-      const n = fresh();
-      await n.apply(decl([proc("swapped")]));
-      renameSync(at("var/lib/mesh/swapped"), at("var/lib/mesh/swapped.moved"));
-      symlinkSync(outside, at("var/lib/mesh/swapped"));
-      const s = await n.apply(nothing);
-      expect(dids(s)).toEqual(["swapped:failed"]);
-      expect(detailOf(s, "swapped")).toContain("is a symbolic link; it was left, not followed");
-      expect(lstatSync(at("var/lib/mesh/swapped")).isSymbolicLink()).toBe(true);
-      expect(readFileSync(join(outside, "precious"), "utf8")).toBe("precious\n");
     } finally {
       rmSync(outside, { recursive: true, force: true });
     }
+  });
+
+  it("a bundle directory turned into a link: planned and applied alike as left, given back, and never failing again", async () => {
+    // the built executable on the machine, as an operator runs it
+    const m = seaInContainer(c);
+    mkdirSync(at("srv/elsewhere"), { recursive: true });
+    writeFileSync(at("srv/elsewhere/precious"), "precious\n");
+    expect(dids(await m.apply(decl([proc("swapped")])))).toEqual(["swapped:created"]);
+    renameSync(at("var/lib/mesh/swapped"), at("var/lib/mesh/swapped.moved"));
+    symlinkSync("/srv/elsewhere", at("var/lib/mesh/swapped"));
+    const left =
+      "/var/lib/mesh/swapped is a symbolic link; it is left, not followed: it is the operator's now";
+
+    const plan = await m.apply(nothing, { dryRun: true });
+    expect(planned(plan)).toEqual(["swapped:removed"]);
+    expect(plan.plan[0]?.detail).toContain(left);
+    const gone = await m.apply(nothing);
+    expect(gone.exit, gone.stderr).toBe(0);
+    expect(dids(gone)).toEqual(["swapped:removed"]);
+    expect(detailOf(gone, "swapped")).toContain("stopped and disabled mesh-process-swapped.service");
+    expect(detailOf(gone, "swapped")).toContain("removed /etc/systemd/system/mesh-process-swapped.service");
+    expect(detailOf(gone, "swapped")).toContain(left);
+    expect((await state("mesh-process-swapped.service")).load).toBe("not-found");
+    // given back: the record dropped, the link and what it points at untouched
+    expect(m.state.readRecords().records.swapped).toBeUndefined();
+    expect(lstatSync(at("var/lib/mesh/swapped")).isSymbolicLink()).toBe(true);
+    expect(readFileSync(at("srv/elsewhere/precious"), "utf8")).toBe("precious\n");
+    const again = await m.apply(nothing);
+    expect(again.exit).toBe(0);
+    expect(dids(again)).toEqual([]);
+  });
+});
+
+describe("process: what systemd would refuse never replaces a working unit", () => {
+  it("an exec systemd will not load is refused on arrival, naming it, with nothing written", async () => {
+    const m = seaInContainer(c);
+    for (const [program, said] of [
+      ["relative/x", '"relative/x" is a relative path, which systemd refuses'],
+      ["-/bin/true", '"-/bin/true" starts with -, which systemd reads as an ExecStart= prefix'],
+      ["/usr/bin/", '"/usr/bin/" names a directory'],
+    ] as const) {
+      const r = await m.apply(decl([proc("relx", { exec: [program] })]));
+      expect(r.exit).toBe(2);
+      expect(r.stderr).toContain('resource "relx", field "exec.0"');
+      expect(r.stderr).toContain(said);
+    }
+    expect(existsSync(at("etc/systemd/system/mesh-process-relx.service"))).toBe(false);
+    expect(existsSync(at("var/lib/mesh/relx"))).toBe(false);
+    // a bare name is systemd's to look up on its own search path, and runs
+    const bare = await m.apply(decl([proc("bare", { exec: ["sh", "run.sh"] })]));
+    expect(dids(bare), detailOf(bare, "bare")).toEqual(["bare:created"]);
+  });
+
+  it("a unit systemd refuses is verified before the swap: the working one keeps running, unchanged", async () => {
+    const m = seaInContainer(c);
+    expect(dids(await m.apply(decl([proc("verified")])))).toEqual(["verified:created"]);
+    const unit = at("etc/systemd/system/mesh-process-verified.service");
+    const working = readFileSync(unit, "utf8");
+    const before = await state("mesh-process-verified.service");
+    // passes arrival (a bare name), but systemd finds no such program
+    const r = await m.apply(decl([proc("verified", { exec: ["mesh-no-such-program"] })]));
+    expect(r.exit).toBe(1);
+    expect(dids(r)).toEqual(["verified:failed"]);
+    expect(detailOf(r, "verified")).toContain(
+      "systemd refuses mesh-process-verified.service: Command mesh-no-such-program is not executable",
+    );
+    expect(detailOf(r, "verified")).toContain("nothing was stopped or replaced");
+    expect(readFileSync(unit, "utf8")).toBe(working);
+    const after = await state("mesh-process-verified.service");
+    expect(after.active).toBe("active");
+    expect(after.invocation).toBe(before.invocation);
+    // the declaration put right, it goes through
+    expect(dids(await m.apply(decl([proc("verified")])))).toEqual(["verified:unchanged"]);
+  });
+});
+
+describe("process: a bundle directory swapped for a link during the apply (issue 18), through the executable", () => {
+  it("the bundle's write is refused naming the path; nothing lands where the link points", async () => {
+    // the built executable, run inside the container as its own root (`--root /`), systemd answering
+    copyFileSync(process.env.MESH_HOST_BIN ?? ensureSea(), at("usr/local/bin/mesh-host"));
+    chmodSync(at("usr/local/bin/mesh-host"), 0o755);
+    mkdirSync(at("outside"), { mode: 0o700 });
+    writeFileSync(at("outside/precious"), "precious\n");
+    const run = async (resources: unknown[], extra: Record<string, unknown> = {}) => {
+      writeFileSync(at("root/race.json"), JSON.stringify(decl(resources, extra)));
+      const argv = ["/usr/local/bin/mesh-host", "apply", "/root/race.json", "--root", "/", "--host", "arch"];
+      const r = await c.exec.run([...argv, "--state", "/var/lib/mesh-host-race", "--json"]);
+      if (!r.stdout) throw new Error(`mesh-host exited ${r.code ?? r.spawnError}: ${r.stderr}`);
+      return { code: r.code, doc: JSON.parse(r.stdout), stderr: r.stderr };
+    };
+    const first = await run([proc("raced")]);
+    expect(first.code, first.stderr).toBe(0);
+    const swap = {
+      id: "swap",
+      type: "action",
+      run: [
+        "sh",
+        "-c",
+        "mv /var/lib/mesh/raced /var/lib/mesh/raced.moved && ln -s /outside /var/lib/mesh/raced",
+      ],
+    };
+    const bundle = [
+      { path: "run.sh", content: `# v2\n${RUN}`, mode: "0755" },
+      { path: "etc/conf", content: "x\n" },
+    ];
+    const second = await run([swap, proc("raced", { bundle })]);
+    expect(second.code, second.stderr).toBe(1);
+    const step = second.doc.report.steps.find((s: { id: string }) => s.id === "raced");
+    expect(step.did).toBe("failed");
+    expect(step.detail).toContain("(/var/lib/mesh/raced) is a symbolic link; it is not followed");
+    expect(readdirSync(at("outside"))).toEqual(["precious"]);
+    expect(statSync(at("outside")).mode & 0o777).toBe(0o700);
+    // put back as it was, and the process removed through the same executable
+    rmSync(at("var/lib/mesh/raced"));
+    renameSync(at("var/lib/mesh/raced.moved"), at("var/lib/mesh/raced"));
+    expect((await run([], { owns_nothing: true })).code).toBe(0);
+    expect(existsSync(at("var/lib/mesh/raced"))).toBe(false);
   });
 });

@@ -1,6 +1,6 @@
 // service against a real systemd (PID 1 of a container): absence is not "stopped", a written unit is read
 // after the reload that loads it, and undeclaring gives back what was found instead of stopping it.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { showUnit, type UnitState } from "../src/appliers/systemd.ts";
@@ -14,6 +14,7 @@ import {
   type Container,
   detailOf,
   dids,
+  seaInContainer,
 } from "./support/systemd.ts";
 import { tempDir } from "./support/tmp.ts";
 
@@ -472,13 +473,106 @@ describe("service on an adopted node", () => {
   });
 });
 
+describe("service: what systemd would refuse never replaces a working unit", () => {
+  it("new content is verified by systemd before the swap: refused, the working file stays and keeps running", async () => {
+    const m = seaInContainer(c);
+    const svc = (content: string) =>
+      decl([{ id: "v", type: "service", unit: "mesh-verified.service", state: "running", content }]);
+    expect(dids(await m.apply(svc(unitFile("mesh verified"))))).toEqual(["v:created"]);
+    const before = await state("mesh-verified.service");
+    const bad = unitFile("mesh verified v2").replace("/bin/sleep infinity", "relative/sleep infinity");
+    const r = await m.apply(svc(bad));
+    expect(r.exit).toBe(1);
+    expect(dids(r)).toEqual(["v:failed"]);
+    expect(detailOf(r, "v")).toContain(
+      "systemd refuses mesh-verified.service: /etc/systemd/system/mesh-verified.service:5: Neither a valid executable name nor an absolute path: relative/sleep",
+    );
+    expect(detailOf(r, "v")).toContain("the unit file was not replaced");
+    expect(readFileSync(unitAt("mesh-verified.service"), "utf8")).toBe(unitFile("mesh verified"));
+    const after = await state("mesh-verified.service");
+    expect([after.load, after.active, after.invocation]).toEqual(["loaded", "active", before.invocation]);
+    // nothing of the scratch directory is left in the root
+    expect(readdirSync(join(c.root, "var/tmp")).filter((n) => n.startsWith("mesh-host-verify-"))).toEqual([]);
+  });
+});
+
+describe("service: a failed service does not stop the apply; a failed action does", () => {
+  it("the steps after a failed service still run, and the report says failed; after a failed action nothing runs", async () => {
+    const m = fresh();
+    const good = {
+      id: "good",
+      type: "service",
+      unit: "mesh-after.service",
+      state: "running",
+      content: unitFile("after"),
+    };
+    const ghost = { id: "ghost", type: "service", unit: "mesh-ghost2.service", state: "running" };
+    const r = await m.apply(decl([ghost, good]));
+    expect(r.exit).toBe(1);
+    expect(r.report.outcome).toBe("failed");
+    expect(dids(r)).toEqual(["ghost:failed", "good:created"]);
+    expect((await state("mesh-after.service")).active).toBe("active");
+    const boom = { id: "boom", type: "action", run: ["sh", "-c", "exit 3"] };
+    const stopped = await m.apply(decl([boom, { ...good, state: "stopped" }]));
+    expect(dids(stopped)).toEqual(["boom:failed", "good:not-reached"]);
+    expect(detailOf(stopped, "good")).toBe("not reached: action boom failed");
+    expect((await state("mesh-after.service")).active).toBe("active");
+    await m.apply(nothing);
+  });
+});
+
+describe("service: template units, by systemd's own unit-name grammar", () => {
+  it("an instance of a template is declared, enabled and started, and given back when undeclared", async () => {
+    await plant("mesh-tmpl@.service", unitFile("mesh template %i"));
+    const m = seaInContainer(c);
+    const d = decl([
+      { id: "one", type: "service", unit: "mesh-tmpl@one.service", enabled: true, state: "running" },
+    ]);
+    const r = await m.apply(d);
+    expect(r.exit, r.stderr).toBe(0);
+    expect(dids(r)).toEqual(["one:updated"]);
+    expect(await prop("mesh-tmpl@one.service", "Description")).toBe("mesh template one");
+    expect(await state("mesh-tmpl@one.service")).toMatchObject({ active: "active", file: "enabled" });
+    const gone = await m.apply(nothing);
+    expect(dids(gone)).toEqual(["one:restored"]);
+    expect(await state("mesh-tmpl@one.service")).toMatchObject({ active: "inactive", file: "disabled" });
+  });
+
+  it.each([
+    "getty@tty1.service",
+    "wg-quick@wg0.service",
+    "NetworkManager.service",
+    "systemd-fsck@dev-disk-by\\x2duuid-1.service",
+  ])("takes unit %j on arrival", (unit) => {
+    const r = parseDeclaration(decl([{ id: "s", type: "service", unit }]), archHost().support);
+    expect(r.ok, JSON.stringify(r)).toBe(true);
+  });
+
+  it("every name that forms a path keeps the one rule: a process name or an id with @ is refused", () => {
+    for (const r of [
+      { id: "p", type: "process", name: "web@1", exec: ["/bin/true"] },
+      { id: "a@b", type: "service", unit: "x.service" },
+    ]) {
+      const parsed = parseDeclaration(decl([r]), archHost().support);
+      expect(parsed.ok).toBe(false);
+    }
+  });
+});
+
 describe("service: bad input is refused on arrival, naming the field", () => {
-  it.each(["../../etc/evil.service", "Sshd.service", "sshd", "a b.service", "..", "x@y.service"])(
-    "unit %j",
-    (unit) => {
-      const r = parseDeclaration(decl([{ id: "s", type: "service", unit }]), archHost().support);
-      expect(r.ok).toBe(false);
-      if (!r.ok) expect(r.refusals).toEqual([expect.objectContaining({ id: "s", field: "unit" })]);
-    },
-  );
+  it.each([
+    "../../etc/evil.service",
+    "sshd",
+    "a b.service",
+    "..",
+    "x@.service",
+    "@x.service",
+    "a/b@c.service",
+    "x@y@z/w.service",
+    `${"a".repeat(250)}.service`,
+  ])("unit %j", (unit) => {
+    const r = parseDeclaration(decl([{ id: "s", type: "service", unit }]), archHost().support);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.refusals).toEqual([expect.objectContaining({ id: "s", field: "unit" })]);
+  });
 });

@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { busFaults } from "./chaos/bus-faults.ts";
 import { leastPrivilege } from "./chaos/privilege.ts";
+import { replayed } from "./chaos/replay.ts";
 import { secretsFullFlow } from "./chaos/secrets-flow.ts";
 import { type Scenario, seedFrom } from "./chaos/support.ts";
 import { surface } from "./chaos/surface.ts";
@@ -15,6 +16,7 @@ describe("chaos: the node on a bus", () => {
     ["surface: no listening socket, exactly one connection to the server", surface],
     ["secrets: no token, password or secret anywhere but the declared file", secretsFullFlow],
     ["least privilege: exactly protocol.md's permissions; every wider act refused", leastPrivilege],
+    ["replayed and reordered envelopes: the node only moves forward", replayed],
   ];
   it.each(cases)(
     "%s",
@@ -23,6 +25,6 @@ describe("chaos: the node on a bus", () => {
       expect(outcome.failures).toEqual([]);
       expect(outcome.held).toBe(outcome.tried);
     },
-    240_000,
+    600_000,
   );
 });

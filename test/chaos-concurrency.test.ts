@@ -9,5 +9,5 @@ describe("chaos: concurrency", () => {
     const outcome = await concurrency.run({ long: false, seed: seedFrom(process.env.CHAOS_SEED) });
     expect(outcome.failures).toEqual([]);
     expect(outcome.held).toBe(outcome.tried);
-  }, 180_000);
+  });
 });

@@ -21,16 +21,12 @@ describe("chaos: hostile input", () => {
     async (input) => {
       expect(await checkInput(bench, input, before)).toEqual([]);
     },
-    120_000,
+    600_000,
   );
 
-  it.each(namedCases)(
-    "%s: refused in one line, nothing changed",
-    async (_name, check) => {
-      expect(await check(bench)).toEqual([]);
-    },
-    60_000,
-  );
+  it.each(namedCases)("%s: refused in one line, nothing changed", async (_name, check) => {
+    expect(await check(bench)).toEqual([]);
+  });
 
   it("fast-check is the one the suite was written against", () => {
     expect(typeof fc.sample).toBe("function");

@@ -9,5 +9,5 @@ describe("chaos: secrets (offline)", () => {
     const outcome = await offlineSecrets.run({ long: false, seed: seedFrom(process.env.CHAOS_SEED) });
     expect(outcome.failures).toEqual([]);
     expect(outcome.held).toBe(outcome.tried);
-  }, 120_000);
+  });
 });

@@ -21,10 +21,12 @@ describe("the hold, one link's life", () => {
     mkdirSync(join(base, "root"));
     const state = new State(join(base, "state"));
     const mesh = makeMeshKey();
-    const body = (c: string) =>
+    const body = (c: string, serial: number) =>
       JSON.stringify({
         v: 1,
         node: "n1",
+        serial,
+        issued_at: new Date().toISOString(),
         mode: "converged",
         resources: [{ id: "f", type: "file", path: "/f", content: c }],
       });
@@ -32,7 +34,7 @@ describe("the hold, one link's life", () => {
     const said: Report[] = [];
     const delivery = (seq: number, c: string, pending: number): Delivery => ({
       seq,
-      data: Buffer.from(JSON.stringify(signEnvelope(body(c), mesh.privateKey))),
+      data: Buffer.from(JSON.stringify(signEnvelope(body(c, seq), mesh.privateKey))),
       pending,
       working() {},
       ack: async () => void settled.push(`ack ${seq}`),

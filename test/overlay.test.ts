@@ -2,6 +2,7 @@
 // veth pair, wireguard-go in each. A found tunnel is taken over in place, proven by a handshake before it is
 // retired, and never left without a tunnel: a takeover that would not match is refused with nothing stopped,
 // and a mesh interface that will not start has the found one started again.
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -18,6 +19,7 @@ import {
   overlayNode,
   pings,
   plantTunnel,
+  seaNode,
   type TunnelSpec,
   type WgKey,
   wgKey,
@@ -171,12 +173,21 @@ describe("taking a found tunnel over", () => {
     expect(await isUp(p.hub, "wg0")).toBe(true);
 
     // a hub's composition names no endpoint for its spoke: nothing handshakes until the spoke speaks again
-    const taken = await node.apply(takes(p));
-    expect(step(taken).did, step(taken).detail).toBe("created");
-    expect(step(taken).detail).toContain(
+    // (the built executable, run in the hub's namespaces as its operator would)
+    const taken = await seaNode(node).apply(takes(p));
+    const first = taken.report!.steps[0]!;
+    expect(first.did, first.detail + taken.stderr).toBe("created");
+    expect(first.detail).toContain(
       "takeover of wg0: taken (port 51820, range 10.78.0.0/24, 1 peer(s), MTU 1380",
     );
-    expect(step(taken).detail).toContain("original kept in holds as sha256:");
+    // kept, and no digest of it said: the configuration carries a private key
+    expect(first.detail).toContain("original kept in holds)");
+    const keptDigest = createHash("sha256").update(foundConf).digest("hex");
+    expect(JSON.stringify(taken.report)).not.toContain(keptDigest.slice(0, 12));
+    // the takeover's own report says why the found configuration is kept, as every later one does
+    expect(first.detail).toContain(
+      "mesh0 up in its place; wg0's configuration kept: no peer has handshaken with mesh0 yet",
+    );
     expect(await isUp(p.hub, "wg0")).toBe(false);
     const live = await readInterface(p.hub.exec, "mesh0");
     expect(live.kind === "up" && live.dump.publicKey).toBe(p.hubKey.public);
@@ -185,7 +196,7 @@ describe("taking a found tunnel over", () => {
     expect(await mtuOf(p.hub, "mesh0")).toBe(1380);
     // the found configuration held, and still where its unit reads it: not yet proven
     expect(readFileSync(wgConf(p.hub, "wg0"))).toEqual(foundConf);
-    expect(taken.report.holds.map((h) => h.path)).toEqual(["/etc/wireguard/wg0.conf"]);
+    expect(taken.report!.holds).toEqual([{ id: "overlay", path: "/etc/wireguard/wg0.conf" }]);
     expect(node.state.readRecords().records.overlay).toMatchObject({
       takeover: { state: "taken", interface: "wg0" },
     });
@@ -255,6 +266,51 @@ describe("taking a found tunnel over", () => {
     expect(await isUp(p.hub, "mesh0")).toBe(false);
     expect(await isUp(p.hub, "wg0")).toBe(false);
     expect(existsSync(wgConf(p.hub, "mesh0"))).toBe(false);
+  });
+
+  it("refuses a takeover that would not keep the found MTU or range, naming both values, with nothing stopped", async () => {
+    const p = await pair();
+    const node = overlayNode(p.hub, tempDir("mesh-wg-state-"), p.hubKey);
+    const sea = seaNode(node);
+    // the seeds' regression: a path tuned to 1380 brought up at 1420
+    const mtu = await sea.apply(takes(p, { mtu: 1420 }));
+    expect(mtu.exit).toBe(2);
+    expect(mtu.stderr).toContain('resource "overlay", field "mtu"');
+    expect(mtu.stderr).toContain(
+      "takeover of wg0: not taken (port 51820, range 10.78.0.0/24, 1 peer(s), MTU 1380; left running)",
+    );
+    expect(mtu.stderr).toContain(
+      "wg0 runs at MTU 1380 (its [Interface] says so) and the declaration says 1420",
+    );
+    expect(mtu.stderr).toContain("(declare mtu: 1380)");
+    const none = await sea.apply(takes(p, { mtu: undefined }));
+    expect(none.stderr).toContain(
+      "wg0 runs at MTU 1380 (its [Interface] says so) and the declaration gives none",
+    );
+    const range = await sea.apply(takes(p, { address: "10.78.0.1/16" }));
+    expect(range.exit).toBe(2);
+    expect(range.stderr).toContain(
+      "wg0's range is 10.78.0.0/24 and the declaration's 10.78.0.1/16 makes it 10.78.0.0/16",
+    );
+    // the spoke's wg0 names no MTU: one declared would change what its path runs at just the same
+    const spoke = seaNode(overlayNode(p.spoke, tempDir("mesh-wg-state-"), p.spokeKey));
+    const peer = { public_key: p.hubKey.public, allowed_ips: ["10.78.0.1/32"] };
+    const some = await spoke.apply(
+      takes(p, { address: "10.78.0.2/24", listen_port: 51821, mtu: 1420, peers: [peer] }),
+    );
+    expect(some.exit).toBe(2);
+    expect(some.stderr).toContain(
+      "wg0 names no MTU (wg-quick sets one) and the declaration says 1420: the path was tuned to what was found",
+    );
+    expect(some.stderr).toContain("(declare no mtu)");
+    expect(await isUp(p.spoke, "wg0")).toBe(true);
+    // nothing was stopped, written or held
+    expect(await isUp(p.hub, "wg0")).toBe(true);
+    expect(await mtuOf(p.hub, "wg0")).toBe(1380);
+    expect(await isUp(p.hub, "mesh0")).toBe(false);
+    expect(existsSync(wgConf(p.hub, "mesh0"))).toBe(false);
+    expect(node.holds.list()).toEqual([]);
+    expect(await pings(p.spoke, "10.78.0.1")).toBe(true);
   });
 
   it("refuses a takeover that would not match — port, address, key, MTU — naming the remedy, with nothing stopped", async () => {

@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -11,6 +10,7 @@ import {
   StoreHolds,
   writeFileAtomicSync,
 } from "../src/store/index.ts";
+import { spawnGroup } from "./support/processes.ts";
 import { tempDir } from "./support/tmp.ts";
 
 describe("atomic writes", () => {
@@ -104,7 +104,7 @@ describe("the lock", () => {
   it("is taken over from a holder killed with SIGKILL", async () => {
     const dir = tempDir();
     mkdirSync(dir, { recursive: true });
-    const holder = spawn(
+    const holder = spawnGroup(
       process.execPath,
       [
         "--input-type=module",

@@ -157,15 +157,13 @@ describe("a declaration on arrival", () => {
     expect(parseDeclaration(decl([file()])).ok).toBe(true);
     const ordered = parseDeclaration(decl([file()], { serial: 9, issued_at: "2026-01-05T10:00:00.5Z" }));
     expect(ordered).toMatchObject({ ok: true, value: { serial: 9, issued_at: "2026-01-05T10:00:00.5Z" } });
-    for (const serial of [0, -1, 1.5, "3", null, 2 ** 60])
-      expect(refusals(decl([file()], { serial }))).toEqual([
-        { id: "declaration", field: "serial", reason: "must be an integer from 1" },
-      ]);
+    for (const serial of [0, -1, 1.5, "3", null, 2 ** 60]) {
+      const said = refusals(decl([file()], { serial }));
+      expect(said).toHaveLength(1);
+      expect(said[0]).toMatchObject({ id: "declaration", field: "serial" });
+    }
     for (const issued_at of ["yesterday", "2026-01-05T10:00:00+02:00", "2026-01-05", 1767607200])
-      expect(refusals(decl([file()], { issued_at }))[0]).toMatchObject({
-        field: "issued_at",
-        reason: "must be an RFC 3339 UTC time (2026-01-05T10:00:00Z)",
-      });
+      expect(refusals(decl([file()], { issued_at }))[0]).toMatchObject({ field: "issued_at" });
   });
 
   it("refuses hostile bodies before parsing: not JSON, not UTF-8, too deep, too big", () => {

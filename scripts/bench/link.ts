@@ -6,7 +6,6 @@ import { createHash } from "node:crypto";
 import { createReadStream, existsSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Msg } from "@nats-io/transport-node";
-import { signEnvelope } from "../../src/vocabulary/index.ts";
 import { MeshDouble } from "../../test/mesh/index.ts";
 import { benchFiles, declarationOf, tempDir } from "./fixture.ts";
 import { runTimed, vmRssKb } from "./proc.ts";
@@ -96,7 +95,7 @@ async function monitor(url: string): Promise<{ server: number; host: number | nu
 function tenFiles(k: number) {
   const files = benchFiles(10, "/bench-link");
   files[0] = { ...files[0]!, content: `push ${k}\n` };
-  return JSON.stringify(declarationOf(files, NODE));
+  return declarationOf(files, NODE);
 }
 
 /** The digest the launcher computes before it starts the host (streamed: the executable is ~100 MB). */
@@ -191,9 +190,8 @@ export async function meshRows(exe: Executable, o: MeshOptions): Promise<MeshRes
     const heartbeatsInIdle = host.beats.length - beatsBefore;
     const idleRssKb = host.rssKb();
     const push = async (k: number): Promise<number> => {
-      const envelope = signEnvelope(tenFiles(k), double.meshKey.privateKey);
       const t = performance.now();
-      const seq = await double.publishEnvelope(NODE, envelope);
+      const seq = await double.declare(NODE, tenFiles(k));
       await until(() => host.reports.has(seq), REPORT_WAIT_MS, `report for declaration ${seq}`);
       return host.reports.get(seq)! - t;
     };

@@ -4,6 +4,7 @@
 // which file or field changed; `restart` is never the answer to a changed env-file (containers.md).
 
 import { createHash } from "node:crypto";
+import { closeSync } from "node:fs";
 import { entryAt, readFileAt } from "../system/index.ts";
 import type { ContainerResource, NetworkResource, RuntimeKind } from "../vocabulary/index.ts";
 import { inSubnet } from "../vocabulary/index.ts";
@@ -13,6 +14,7 @@ import {
   CONTAINER_STOP_TIMEOUT_S,
   type ContainerInfo,
   createArgv,
+  envFileFds,
   isError,
   machineRuntimes,
   type Runtime,
@@ -309,7 +311,7 @@ export function containerApplier(
       return step(id, "removed", "remove", `${record.name} stopped and removed (the mesh created it)`);
     },
 
-    async execute(st, _w, record, ctx): Promise<Executed<ContainerRecord>> {
+    async execute(st, w, record, ctx): Promise<Executed<ContainerRecord>> {
       const s = sessionOf(ctx, finder);
       const data = (st.data ?? {}) as { record?: ContainerRecord } & Partial<Plan>;
       const rt = s.runtime(
@@ -323,8 +325,8 @@ export function containerApplier(
         return { did: "failed", detail: typeof rt === "string" ? rt : st.detail, record: keep };
       const name = data.name ?? data.record?.name ?? record!.name;
       s.forget(rt, "container", name);
-      const verb = async (args: string[], timeoutMs?: number) => {
-        const r = await rt.must(args, timeoutMs);
+      const verb = async (args: string[], timeoutMs?: number, fds?: number[]) => {
+        const r = await rt.must(args, timeoutMs, fds);
         return isError(r) ? r.error : null;
       };
       const stopT = ["-t", String(CONTAINER_STOP_TIMEOUT_S)];
@@ -365,7 +367,11 @@ export function containerApplier(
             const err = await verb(removeArgs);
             if (err) return fail(`${name} could not be removed to be recreated: ${err}`);
           }
-          const created = await verb(plan.create);
+          const fds = envFileFds(w!, ctx.ports.root);
+          if (typeof fds === "string") return fail(`${name} could not be created: ${fds}`, keep);
+          const created = await verb(plan.create, undefined, fds).finally(() => {
+            for (const fd of fds) closeSync(fd);
+          });
           if (created) return fail(`${name} could not be created: ${created}`, plan.replace ? gone : keep);
           for (const c of plan.connects) {
             const err = await verb(c);

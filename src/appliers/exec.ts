@@ -31,7 +31,7 @@ export function localExec(tailBytes = ACTION_OUTPUT_TAIL_BYTES * 32): Exec {
         const child = spawn(program!, args, {
           env,
           cwd: opts.cwd,
-          stdio: ["pipe", "pipe", "pipe"],
+          stdio: ["pipe", "pipe", "pipe", ...(opts.fds ?? [])],
           detached: true,
         });
         const out = new Tail(tailBytes);
@@ -48,10 +48,10 @@ export function localExec(tailBytes = ACTION_OUTPUT_TAIL_BYTES * 32): Exec {
               }
             }, opts.timeoutMs)
           : undefined;
-        child.stdout.on("data", (c: Buffer) => out.push(c));
-        child.stderr.on("data", (c: Buffer) => err.push(c));
-        child.stdin.on("error", () => {});
-        child.stdin.end(opts.input ?? "");
+        child.stdout!.on("data", (c: Buffer) => out.push(c));
+        child.stderr!.on("data", (c: Buffer) => err.push(c));
+        child.stdin!.on("error", () => {});
+        child.stdin!.end(opts.input ?? "");
         child.on("error", (e: NodeJS.ErrnoException) => {
           clearTimeout(timer);
           resolve({

@@ -36,6 +36,8 @@ interface WriteData {
   hold?: Found;
   /** The record this id will have once written: journalled before anything is touched. */
   intent: FileRecord;
+  /** Filled from a secret: no digest of it, nor of the original it replaces, is ever said. */
+  secret: boolean;
 }
 
 export const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex");
@@ -64,7 +66,8 @@ function writeDid(
   sha: string,
   mode: string | undefined,
 ) {
-  if (record && record.wrote === sha && record.mode === mode) return "repaired" as const;
+  // a pending record is one an interrupted apply journalled and never wrote: nothing was there to repair
+  if (record && !record.pending && record.wrote === sha && record.mode === mode) return "repaired" as const;
   return found || record?.created === false ? ("updated" as const) : ("created" as const);
 }
 
@@ -94,7 +97,7 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
     if (matches) {
       // found already right and never recorded: take it over (holding it) without writing
       // a record that does not say what is there (a kill after the write, before the records were saved) is set right
-      const current = record && record.wrote === sha && record.mode === wanted.mode;
+      const current = record && !record.pending && record.wrote === sha && record.mode === wanted.mode;
       const action = current ? "none" : prior ? "claim" : "adopt";
       const intent: FileRecord = {
         type: "file",
@@ -104,7 +107,8 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
         mode: wanted.mode,
       };
       // only a take-over holds what it found: an unchanged file of the mesh's own is no original
-      const data = { hold: action === "adopt" ? found : undefined, sha, intent };
+      const secret = wanted.secret !== undefined;
+      const data = { hold: action === "adopt" ? found : undefined, sha, intent, secret };
       return step(wanted.id, "unchanged", action, `${wanted.path} is as declared${ignored}`, data);
     }
     const did = writeDid(found, prior, sha, wanted.mode);
@@ -119,7 +123,7 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
     const held = hold && !record ? "; the original is held" : "";
     const created = prior ? prior.created : hold === undefined;
     const intent: FileRecord = { type: "file", path: wanted.path, created, wrote: sha, mode: wanted.mode };
-    const data: WriteData = { bytes, sha, mode, ...ids, hold, intent };
+    const data: WriteData = { bytes, sha, mode, ...ids, hold, intent, secret: wanted.secret !== undefined };
     return step(wanted.id, did, "write", `${wanted.path} ${what}${held}${ignored}`, data);
   },
 
@@ -157,8 +161,8 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
           record: (step.data as { intent: FileRecord }).intent,
         };
       case "adopt": {
-        const { hold, intent } = step.data as { hold: Found; intent: FileRecord };
-        const original = await holds.keep(path, hold.bytes, hold);
+        const { hold, intent, secret } = step.data as { hold: Found; intent: FileRecord; secret: boolean };
+        const original = await holds.keep(path, hold.bytes, hold, secret);
         return { did: "unchanged", detail: step.detail, record: intent, held: { path, original } };
       }
       case "write":
@@ -179,7 +183,8 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
 async function writeAndReadBack(step: Step, path: string, ctx: DecideContext): Promise<Executed<FileRecord>> {
   const data = step.data as WriteData;
   let held: Executed<FileRecord>["held"];
-  if (data.hold) held = { path, original: await ctx.ports.holds.keep(path, data.hold.bytes, data.hold) };
+  if (data.hold)
+    held = { path, original: await ctx.ports.holds.keep(path, data.hold.bytes, data.hold, data.secret) };
   const { root } = ctx.ports;
   const { mode, uid, gid } = data;
   await writeFileAt(root, path, data.bytes, { mode, uid, gid, dirMode: DEFAULT_DIR_MODE });
@@ -193,9 +198,11 @@ async function writeAndReadBack(step: Step, path: string, ctx: DecideContext): P
       record: next,
       held,
     };
+  // a secret's digest, even 12 hex of it, is an offline guessing oracle for a weak secret
+  const digest = data.secret ? "" : ` sha256:${back.sha.slice(0, 12)}`;
   return {
     did: step.did,
-    detail: `${step.detail}; read back ${octal(back.mode)} sha256:${back.sha.slice(0, 12)}`,
+    detail: `${step.detail}; read back ${octal(back.mode)}${digest}`,
     record: next,
     held,
   };

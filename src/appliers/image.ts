@@ -3,9 +3,9 @@
 // read back by the image's id. Undeclared, an image is left: a container outside the mesh may run it.
 
 import { createHash } from "node:crypto";
-import { readFileAt } from "../system/index.ts";
+import { closeSync } from "node:fs";
+import { openFileAt, readFileAt } from "../system/index.ts";
 import type { ImageResource, RuntimeKind } from "../vocabulary/index.ts";
-import { underRoot } from "./paths.ts";
 import {
   isError,
   machineRuntimes,
@@ -31,8 +31,7 @@ const step = stepsOf("image");
 
 interface ImageData {
   runtime: RuntimeKind;
-  /** The tarball's machine path and digest, for a load. */
-  abs?: string;
+  /** The tarball's digest, for a load (the tarball itself is opened again, with no link followed, to load). */
   loaded?: string;
   /** The id it had before a pull, to tell whether the pull changed it. */
   before?: string;
@@ -50,7 +49,6 @@ export function imageApplier(finder: RuntimeFinder = machineRuntimes()): Applier
       if (isError(found)) return step(w.id, "failed", "fail", found.error);
       const base: ImageData = { runtime: rt.kind, before: found?.id };
       if (w.load) {
-        const abs = underRoot(ctx.ports.root, w.load);
         const wrote = ctx.wrote?.(w.load);
         // read with no link followed, like every declared path the host reads
         const read = wrote ? null : await readFileAt(ctx.ports.root, w.load);
@@ -61,7 +59,7 @@ export function imageApplier(finder: RuntimeFinder = machineRuntimes()): Applier
             : undefined);
         if (!loaded && !ctx.made.has(w.load))
           return step(w.id, "failed", "refuse", `${w.load} does not exist`, undefined, "load");
-        const data = { ...base, abs, loaded };
+        const data = { ...base, loaded };
         if (!found) return step(w.id, "created", "load", `${w.ref} loaded from ${w.load}`, data);
         if (record?.loaded !== loaded)
           return step(w.id, "updated", "load", `${w.ref} loaded again: ${w.load} changed`, data);
@@ -105,7 +103,12 @@ export function imageApplier(finder: RuntimeFinder = machineRuntimes()): Applier
       if (!w || !data || st.action === "fail" || st.action === "refuse" || typeof rt === "string")
         return { did: "failed", detail: typeof rt === "string" ? rt : st.detail, record: record ?? null };
       if (st.action === "load") {
-        const out = await rt.must(["image", "load", "--input", data.abs!], RUNTIME_PULL_TIMEOUT_MS);
+        // handed over as an fd opened with no link followed, never as a name the runtime would resolve itself
+        const fd = openFileAt(ctx.ports.root, w.load!);
+        if (typeof fd !== "number")
+          return { did: "failed", detail: fd ?? `${w.load} does not exist`, record: record ?? null };
+        const input = ["image", "load", "--input", "/dev/fd/3"];
+        const out = await rt.must(input, RUNTIME_PULL_TIMEOUT_MS, [fd]).finally(() => closeSync(fd));
         if (isError(out))
           return {
             did: "failed",

@@ -10,7 +10,7 @@ import { type Survey, stateDirOf } from "./overlay-survey.ts";
 import { placeProblem } from "./paths.ts";
 import { readRegular, removeRegular } from "./systemd.ts";
 import type { DecideContext } from "./types.ts";
-import { WIREGUARD_DIR } from "./wireguard.ts";
+import { type Live, WIREGUARD_DIR } from "./wireguard.ts";
 
 export interface RetireData {
   path: string;
@@ -25,18 +25,27 @@ export async function decideRetire(
   s: Survey,
   ctx: DecideContext,
 ): Promise<RetireData | string> {
-  if (s.live.kind === "unknown") return `wg does not answer (${s.live.reason})`;
-  if (s.live.kind !== "up") return `${wanted.interface} is not up, so no handshake proves it`;
-  const peer = s.live.dump.peers
-    .filter((p) => p.latestHandshake > 0)
-    .sort((a, b) => b.latestHandshake - a.latestHandshake)[0];
-  if (!peer) return `no peer has handshaken with ${wanted.interface} yet`;
+  const peer = provingPeer(wanted.interface, s.live);
+  if (typeof peer === "string") return peer;
   const problem = retirePathProblem(t, s, ctx);
   if (problem) return problem;
   if (!stateDirOf(ctx)) return "no state directory to record its retirement in";
   const original = t.kept ? await ctx.ports.holds.original(t.path) : null;
   if (!original || original.sha !== t.kept) return "its kept original does not verify, so the live one stays";
   return { path: t.path, peer: peer.publicKey, handshake: peer.latestHandshake };
+}
+
+/** The peer whose latest handshake proves the mesh's interface, or why none does yet: every report says which. */
+export function provingPeer(
+  iface: string,
+  live: Live,
+): { publicKey: string; latestHandshake: number } | string {
+  if (live.kind === "unknown") return `wg does not answer (${live.reason})`;
+  if (live.kind !== "up") return `${iface} is not up, so no handshake proves it`;
+  const peer = live.dump.peers
+    .filter((p) => p.latestHandshake > 0)
+    .sort((a, b) => b.latestHandshake - a.latestHandshake)[0];
+  return peer ?? `no peer has handshaken with ${iface} yet`;
 }
 
 /** Nothing is removed unless it is `<wireguard dir>/<if>.conf`, not a path the mesh writes, and not a link. */

@@ -5,7 +5,7 @@
 
 import type { OverlayResource } from "../vocabulary/index.ts";
 import { type Account, noteTakeover, retiredTunnels, type Takeover, takeovers } from "./overlay-ledger.ts";
-import { decideRetire, type RetireData } from "./overlay-retire.ts";
+import { decideRetire, provingPeer, type RetireData } from "./overlay-retire.ts";
 import { type Key, runner, type Survey, stateDirOf } from "./overlay-survey.ts";
 import { type FoundFile, readRegular } from "./systemd.ts";
 import type { DecideContext, Executed } from "./types.ts";
@@ -18,10 +18,12 @@ import {
   LOOK_AGAIN_MS,
   putBack,
   quickUnitState,
+  rangeOf,
   readBack,
   readInterface,
   readTunnel,
   sleep,
+  type TunnelFacts,
   unitEnabled,
   unitRunning,
   waitGone,
@@ -55,9 +57,8 @@ export function facts(t: { port: number; range: string; peers: number; mtu: numb
 
 /** The account in one line, as every takeover gives it. */
 export function accountLine(t: Takeover, why?: string): string {
-  const kept = t.kept
-    ? `original kept in holds as sha256:${t.kept.slice(0, 12)}`
-    : "no configuration to keep";
+  // no digest: the configuration carries a private key
+  const kept = t.kept ? "original kept in holds" : "no configuration to keep";
   return `takeover of ${t.interface}: ${t.state} (${facts(t)}; ${kept})${why ? ` — ${why}` : ""}`;
 }
 
@@ -169,25 +170,8 @@ async function decideTakeover(
       `the node's overlay key is not ${name}'s key: \`mesh-host overlay take --tunnel ${name}\` takes it and tells the mesh`,
       t,
     );
-  if (wanted.listen_port !== t.port)
-    return no(
-      "listen_port",
-      `${name} listens on ${t.port} and the declaration says ${wanted.listen_port ?? "none"}: its peers dial ${t.port}, so the mesh's interface must listen there`,
-      t,
-    );
-  const declared = wanted.address.split("/")[0];
-  if (declared !== t.address)
-    return no(
-      "address",
-      `${name} is at ${t.address || "no address"} and the declaration says ${declared}: the mesh's interface must take the found address`,
-      t,
-    );
-  if (t.mtu && wanted.mtu === undefined)
-    return no(
-      "mtu",
-      `${name} runs at MTU ${t.mtu} (its [Interface] says so) and the declaration gives none: the mesh's interface would fall back to the default`,
-      t,
-    );
+  const differs = keptDifference(wanted, t);
+  if (differs) return no(differs.field, differs.why, t);
   const takeover = {
     ...t,
     path: configPath(name),
@@ -196,6 +180,39 @@ async function decideTakeover(
       : { enabled: false, running: true },
   };
   return { kind: "ok", notes: [], take: { takeover, config: found.config, stop: true } };
+}
+
+/**
+ * What the takeover promises to keep that the declaration would change, naming both values: the port its peers
+ * dial, the address and range they route to, and the MTU the path was tuned to (a path tuned to 1380 falling
+ * back to 1420 passes ping and breaks TLS: the seeds' regression). Peers are the mesh's to compose.
+ */
+function keptDifference(wanted: OverlayResource, t: TunnelFacts): { field: string; why: string } | null {
+  const name = t.interface;
+  if (wanted.listen_port !== t.port)
+    return {
+      field: "listen_port",
+      why: `${name} listens on ${t.port} and the declaration says ${wanted.listen_port ?? "none"}: its peers dial ${t.port}, so the mesh's interface must listen there`,
+    };
+  const declared = wanted.address.split("/")[0];
+  if (declared !== t.address)
+    return {
+      field: "address",
+      why: `${name} is at ${t.address || "no address"} and the declaration says ${declared}: the mesh's interface must take the found address`,
+    };
+  if (t.range && rangeOf(wanted.address) !== t.range)
+    return {
+      field: "address",
+      why: `${name}'s range is ${t.range} and the declaration's ${wanted.address} makes it ${rangeOf(wanted.address)}: its peers are routed by the found range`,
+    };
+  if ((wanted.mtu ?? 0) === t.mtu) return null;
+  const found = t.mtu ? `runs at MTU ${t.mtu} (its [Interface] says so)` : "names no MTU (wg-quick sets one)";
+  const said = wanted.mtu === undefined ? "gives none" : `says ${wanted.mtu}`;
+  const keep = t.mtu ? `declare mtu: ${t.mtu}` : "declare no mtu";
+  return {
+    field: "mtu",
+    why: `${name} ${found} and the declaration ${said}: the path was tuned to what was found, and a changed MTU passes ping and breaks TLS (${keep})`,
+  };
 }
 
 // ---- carried out
@@ -214,7 +231,8 @@ export async function takeOver(
   let held: Executed<unknown>["held"];
   // 1. the found configuration is kept like any held file, once
   if (t.config) {
-    kept = await ctx.ports.holds.keep(t.takeover.path, t.config.bytes, t.config);
+    // a WireGuard configuration carries its private key: its digest is said nowhere
+    kept = await ctx.ports.holds.keep(t.takeover.path, t.config.bytes, t.config, true);
     held = { path: t.takeover.path, original: kept };
   }
   const result = (state: Account, why?: string) => {
@@ -248,7 +266,8 @@ export async function takeOver(
   const running = (await readInterface(init.exec, wanted.interface)).kind === "up";
   const started = await bringUp(init, wanted.interface, running);
   const failed = started ?? (await readBack(init.exec, wanted, key.public));
-  if (!failed) return result("taken", `${wanted.interface} up in its place`);
+  if (!failed)
+    return result("taken", `${wanted.interface} up in its place; ${await keptWhy(init, wanted, name)}`);
   await bringDown(init, wanted.interface, true);
   const again = await putBack(init, name, { enabled: t.takeover.found.enabled, running: true });
   const up = !again && (await waitUp(init.exec, name));
@@ -256,4 +275,11 @@ export async function takeOver(
     up ? "not taken" : "down",
     `${wanted.interface} did not start (${failed}); ${up ? `${name} started again` : `${name} could not be started again${again ? `: ${again}` : ""}`}`,
   );
+}
+
+/** Why the found configuration is kept after a takeover, as every later report says it until it is retired. */
+async function keptWhy(init: Init, wanted: OverlayResource, name: string): Promise<string> {
+  const peer = provingPeer(wanted.interface, await readInterface(init.exec, wanted.interface));
+  if (typeof peer === "string") return `${name}'s configuration kept: ${peer}`;
+  return `${name}'s configuration kept until the next apply retires it: peer ${peer.publicKey.slice(0, 8)}… has handshaken with ${wanted.interface}`;
 }

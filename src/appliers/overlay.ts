@@ -217,7 +217,7 @@ async function applyStep(
   if (d.write?.hold)
     held = {
       path: record.path,
-      original: await ctx.ports.holds.keep(record.path, d.write.hold.bytes, d.write.hold),
+      original: await ctx.ports.holds.keep(record.path, d.write.hold.bytes, d.write.hold, true),
     };
   if (d.take) {
     const taken = await takeOver(d, wanted, key, init, ctx);

@@ -149,7 +149,15 @@ export const packageApplier: Applier<PackageResource, PackageRecord> = {
       );
     const now = await queryPackage(ctx.ports.exec, record.name);
     if (typeof now === "string") return step(id, "failed", "fail", now);
-    if (!now) return step(id, "removed", "forget", `${record.name} was already gone`);
+    // what the report says is what was done: a package the mesh's install never got in (or removed by hand) is
+    // not removed now, only forgotten
+    if (!now)
+      return step(
+        id,
+        "unchanged",
+        "forget",
+        `${record.name} is not installed (its install did not complete, or it was removed since): nothing was removed`,
+      );
     return step(id, "removed", "remove", `${record.name} ${now.version} removed (the mesh installed it)`, {
       name: record.name,
     });

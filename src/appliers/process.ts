@@ -3,9 +3,11 @@
 // paths derive from the name alone, the name held to the one rule again first (a record naming ".." once
 // made the removal delete /var/lib/mesh whole).
 import { createHash } from "node:crypto";
+import { basename } from "node:path";
+import { entryAt } from "../system/index.ts";
 import { bundlePathProblem, nameProblem, type ProcessResource } from "../vocabulary/index.ts";
 import { sha256 } from "./file.ts";
-import { octal } from "./paths.ts";
+import { octal, placeProblem } from "./paths.ts";
 import { stepsOf } from "./step.ts";
 import {
   calendarProblem,
@@ -18,11 +20,13 @@ import {
   removeTree,
   showUnit,
   systemctl,
+  UNIT_DIR,
   type UnitState,
   unitPath,
   writeRegular,
 } from "./systemd.ts";
 import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
+import { unitsProblem } from "./unit-verify.ts";
 
 /** Where every process's bundle lives; a process's own directory is `<BUNDLE_ROOT>/<name>`. */
 export const BUNDLE_ROOT = "/var/lib/mesh";
@@ -92,6 +96,8 @@ interface RemoveData {
   name: string;
   /** Units systemd has loaded, to stop and disable. */
   loaded: string[];
+  /** Why the bundle directory is left as it is (a link is never followed): given back to the operator. */
+  leave?: string;
 }
 
 interface ApplyData {
@@ -104,6 +110,8 @@ interface ApplyData {
   /** Before anything is written: a daemon turned timer (or back) stops what it was. */
   before: string[][];
   writes: FileWrite[];
+  /** Every unit the process runs by, by unit name: verified together before any of them is written. */
+  units: Record<string, string>;
   /** Declared paths of files to remove: bundle files no longer declared, a timer no longer wanted. */
   removes: string[];
   reload: boolean;
@@ -220,8 +228,9 @@ export const processApplier: Applier<ProcessResource, ProcessRecord> = {
     if (typeof timer === "string") return step(id, "failed", "fail", timer);
     if (isHeld(wanted, kept, scheduled ? timer : svc, ctx))
       return holdStep(wanted, scheduled ? timerUnit(name) : serviceUnit(name), previous);
+    const rendered = renderUnits(wanted);
     const files: FileWrite[] = [
-      ...Object.entries(renderUnits(wanted)).map(([path, text]) => ({
+      ...Object.entries(rendered).map(([path, text]) => ({
         path,
         bytes: Buffer.from(text),
         mode: 0o644,
@@ -269,6 +278,7 @@ export const processApplier: Applier<ProcessResource, ProcessRecord> = {
       previous,
       before,
       writes,
+      units: Object.fromEntries(Object.entries(rendered).map(([path, text]) => [basename(path), text])),
       removes: stale,
       reload,
       after,
@@ -325,10 +335,18 @@ export const processApplier: Applier<ProcessResource, ProcessRecord> = {
       if (!isAbsent(now)) loaded.push(unit);
     }
     const stop = loaded.length ? `stop and disable ${loaded.join(", ")}; ` : "";
-    const paths = [unitPath(serviceUnit(name)), unitPath(timerUnit(name)), bundleDir(name)];
-    return step(id, "removed", "remove", `${stop}remove what is there of ${paths.join(", ")}`, {
+    // what the removal will not touch is decided here, so the plan says it and no apply fails on it for ever
+    const leave = bundleLeft(ctx.ports.root, bundleDir(name));
+    const paths = [
+      unitPath(serviceUnit(name)),
+      unitPath(timerUnit(name)),
+      ...(leave ? [] : [bundleDir(name)]),
+    ];
+    const left = leave ? `; ${leave}: it is the operator's now` : "";
+    return step(id, "removed", "remove", `${stop}remove what is there of ${paths.join(", ")}${left}`, {
       name,
       loaded,
+      ...(leave ? { leave } : {}),
     });
   },
 
@@ -378,6 +396,14 @@ async function applyProcess(
     detail: `${serviceUnit(data.name)}: ${why}`,
     record: partial,
   });
+  // the bundle first, so the new units are verified against the program they will run, and only then swapped in
+  const isUnit = (w: FileWrite) => w.path.startsWith(`${UNIT_DIR}/`);
+  for (const w of data.writes.filter((w) => !isUnit(w))) await writeRegular(root, w.path, w.bytes, w.mode);
+  if (data.writes.some(isUnit)) {
+    const why = await unitsProblem(root, exec, data.units);
+    if (why)
+      return failed(`${why}; nothing was stopped or replaced, and the unit systemd runs stays as it was`);
+  }
   if (data.previous) {
     const gone = await removeProcess(data.previous, old, ctx);
     if (gone.did === "failed") return gone;
@@ -386,7 +412,7 @@ async function applyProcess(
     const why = await systemctl(exec, ...verb);
     if (why) return failed(why);
   }
-  for (const w of data.writes) await writeRegular(root, w.path, w.bytes, w.mode);
+  for (const w of data.writes.filter(isUnit)) await writeRegular(root, w.path, w.bytes, w.mode);
   for (const path of data.removes) await removeRegular(root, path);
   if (data.reload) {
     const why = await systemctl(exec, "daemon-reload");
@@ -418,6 +444,21 @@ async function readBackProblem(data: ApplyData, ctx: DecideContext): Promise<str
   return null;
 }
 
+/**
+ * Why the bundle directory at `path` is left by a removal, or null: a link (never followed) or something not a
+ * directory is not the mesh's to delete. The removal then says so and drops the record, rather than failing
+ * every apply on a thing it will not touch.
+ */
+function bundleLeft(root: string, path: string): string | null {
+  const problem = placeProblem(root, path);
+  if (problem) return `${problem}; it is left`;
+  const entry = entryAt(root, path);
+  if (typeof entry === "string") return `${entry}; it is left`;
+  if (entry?.kind === "link") return `${path} is a symbolic link; it is left, not followed`;
+  if (entry && entry.kind !== "directory") return `${path} is not a directory; it is left`;
+  return null;
+}
+
 /** Stop and disable what is loaded, remove both unit files and the bundle (no link followed), and say what went. */
 async function removeProcess(
   data: RemoveData,
@@ -440,7 +481,7 @@ async function removeProcess(
     const why = await systemctl(exec, "daemon-reload");
     if (why) return { did: "failed", detail: why, record: keep };
   }
-  const tree = await removeTree(root, bundleDir(name));
+  const tree = data.leave ? { files: 0, existed: false } : await removeTree(root, bundleDir(name));
   if (typeof tree === "string")
     return {
       did: "failed",
@@ -449,6 +490,7 @@ async function removeProcess(
     };
   if (tree.existed) removed.push(`${bundleDir(name)} (${tree.files} file${tree.files === 1 ? "" : "s"})`);
   said.push(removed.length ? `removed ${removed.join(", ")}` : "nothing of it was left to remove");
+  if (data.leave) said.push(`${data.leave}: it is the operator's now`);
   for (const unit of [serviceUnit(name), timerUnit(name)]) {
     const back = await showUnit(exec, unit);
     if (typeof back === "string") return { did: "failed", detail: back, record: keep };

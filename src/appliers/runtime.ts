@@ -2,9 +2,10 @@
 // either, every call goes through `ports.exec`, every question is type-scoped (`container inspect`, never a
 // bare `inspect`, which resolves across object kinds: a network named like the container answers for it),
 // and an apply asks about all it declares of a kind in one call, kept for the apply (a session).
-import { existsSync } from "node:fs";
+import { closeSync, existsSync } from "node:fs";
 import { isIP } from "node:net";
 import { join } from "node:path";
+import { openFileAt } from "../system/index.ts";
 import type { ContainerResource, RuntimeKind } from "../vocabulary/index.ts";
 import { underRoot } from "./paths.ts";
 import type { DecideContext, Exec, ExecResult } from "./types.ts";
@@ -156,13 +157,13 @@ export class Runtime {
     return this.cmd.kind;
   }
 
-  run(args: string[], timeoutMs = RUNTIME_CALL_TIMEOUT_MS): Promise<ExecResult> {
-    return this.exec.run([...this.cmd.argv, ...args], { env: this.cmd.env, timeoutMs });
+  run(args: string[], timeoutMs = RUNTIME_CALL_TIMEOUT_MS, fds?: number[]): Promise<ExecResult> {
+    return this.exec.run([...this.cmd.argv, ...args], { env: this.cmd.env, timeoutMs, fds });
   }
 
   /** Run; a failure is a one-line reason. */
-  async must(args: string[], timeoutMs?: number): Promise<string | { error: string }> {
-    const r = await this.run(args, timeoutMs);
+  async must(args: string[], timeoutMs?: number, fds?: number[]): Promise<string | { error: string }> {
+    const r = await this.run(args, timeoutMs, fds);
     return r.code === 0 ? r.stdout : { error: `${args.slice(0, 2).join(" ")}: ${said(r)}` };
   }
 
@@ -358,7 +359,9 @@ export function createArgv(
   const a = ["container", "create", "--name", w.name, "--label", `${SPEC_LABEL}=${spec}`];
   for (const [k, v] of Object.entries(w.labels ?? {}).sort()) a.push("--label", `${k}=${v}`);
   for (const [k, v] of Object.entries(w.env ?? {}).sort()) a.push("--env", `${k}=${v}`);
-  for (const p of w.env_files ?? []) a.push("--env-file", underRoot(root, p));
+  // each env-file is handed over as an fd the host opened with no link followed (envFileFds): a path given to
+  // the runtime would be opened by it, as root, following whatever link was swapped in since the check
+  for (const [i] of (w.env_files ?? []).entries()) a.push("--env-file", `/dev/fd/${FIRST_EXTRA_FD + i}`);
   for (const m of w.mounts ?? []) {
     const source = m.type === "bind" ? underRoot(root, m.source) : m.source;
     a.push("--mount", `type=${m.type},source=${source},target=${m.target}${m.read_only ? ",readonly" : ""}`);
@@ -380,6 +383,24 @@ export function createArgv(
   if (w.init) a.push("--init");
   a.push("--", image, ...(w.command ?? []));
   return { create: a, connects: rest.map((n) => ["network", "connect", ...join(n), n.name, w.name]) };
+}
+
+/** The first fd a child inherits beyond stdin, stdout and stderr (ExecOptions.fds). */
+const FIRST_EXTRA_FD = 3;
+
+/** An fd on each env-file of `w`, in order, walked afresh (the caller closes them), or why one cannot be opened. */
+export function envFileFds(w: ContainerResource, root: string): number[] | string {
+  const fds: number[] = [];
+  for (const [i, p] of (w.env_files ?? []).entries()) {
+    const fd = openFileAt(root, p);
+    if (typeof fd === "number") {
+      fds.push(fd);
+      continue;
+    }
+    for (const f of fds) closeSync(f);
+    return `env_files.${i}: ${fd ?? `${p} does not exist`}`;
+  }
+  return fds;
 }
 
 const sessions = new WeakMap<object, Session>();

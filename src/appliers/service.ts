@@ -24,6 +24,7 @@ import {
   writeRegular,
 } from "./systemd.ts";
 import type { Applier, DecideContext, Executed, Step } from "./types.ts";
+import { unitsProblem } from "./unit-verify.ts";
 
 export type { ServiceFound, ServiceRecord } from "./systemd.ts";
 
@@ -289,6 +290,11 @@ async function applyUnit(
     if (data.moved) {
       const back = await giveBack(data.moved, ctx);
       if (!back.ok) return { did: "failed", detail: back.detail, record: old ?? null };
+    }
+    // systemd's verdict on the new file before it replaces the one it runs: refused, nothing is touched
+    if (data.write) {
+      const why = await unitsProblem(root, exec, { [unit]: data.write.content });
+      if (why) return failed(`${why}; the unit file was not replaced`);
     }
     const path = unitPath(unit);
     const hold = data.write?.hold ?? data.adopt;

@@ -11,7 +11,7 @@ import type { DecideContext, Exec, ExecResult, RecordBase, Step } from "./types.
 /** Where the mesh writes the unit files it owns or overrides: the administrator's directory, not the vendor's. */
 export const UNIT_DIR = "/etc/systemd/system";
 /** systemctl's words are parsed: keep them in one language. */
-const C_LOCALE = { LC_ALL: "C", SYSTEMD_PAGER: "", SYSTEMD_COLORS: "0" };
+export const C_LOCALE = { LC_ALL: "C", SYSTEMD_PAGER: "", SYSTEMD_COLORS: "0" };
 export const SYSTEMCTL_TIMEOUT_MS = 90_000;
 
 /** What `systemctl show` says of a unit. `load: "not-found"` is absence, never "stopped". */
@@ -209,6 +209,10 @@ const PAST: Record<string, string> = {
 /** Directories a package puts unit files in: a file the mesh created in /etc over one of these is an override. */
 const VENDOR_DIRS = ["/usr/lib/systemd/system", "/lib/systemd/system"];
 
+/**
+ * Looked up by name on purpose: /lib is a link to usr/lib on most machines, and this only asks whether a package
+ * ships the unit (nothing is written or removed there), so the no-follow walk would only misread it as absent.
+ */
 async function hasVendorFile(root: string, unit: string): Promise<boolean> {
   for (const dir of VENDOR_DIRS)
     if (

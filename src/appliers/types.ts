@@ -17,6 +17,8 @@ export interface ExecOptions {
   timeoutMs?: number;
   cwd?: string;
   input?: string | Uint8Array;
+  /** Open fds the program inherits as its fd 3, 4, …: a file handed over as /dev/fd/N, never by name. */
+  fds?: number[];
 }
 
 /** The narrow command port: appliers reach systemctl, pacman and actions only through it. */
@@ -33,8 +35,11 @@ export interface Logger {
 
 /** Originals of what the mesh took over, kept beside the state (store/holds). */
 export interface Holds {
-  /** Keep `bytes` found at `path`: the first becomes the original, a later different content is kept once beside it. */
-  keep(path: string, bytes: Uint8Array, meta: HeldMeta): Promise<string>;
+  /**
+   * Keep `bytes` found at `path`: the first becomes the original, a later different content is kept once beside
+   * it. `secret`: a secret (or a private key) is written there, so the original's digest is never said again.
+   */
+  keep(path: string, bytes: Uint8Array, meta: HeldMeta, secret?: boolean): Promise<string>;
   /** The original kept for `path`, if any. */
   original(path: string): Promise<{ bytes: Uint8Array; meta: HeldMeta; sha: string } | null>;
   /** The hold ends once the original is given back. */
@@ -112,6 +117,8 @@ export interface Executed<Rec> {
 /** A record kept in records.json for each id: what the host wrote and what it found. */
 export interface RecordBase {
   type: string;
+  /** Journalled before its step ran and not yet confirmed by it (an apply killed or interrupted first). */
+  pending?: boolean;
 }
 
 export interface Applier<R extends Resource = Resource, Rec extends RecordBase = RecordBase> {

@@ -29,6 +29,8 @@ export interface Args {
   fingerprint?: string;
   node?: string;
   token?: string;
+  /** `enrol --code-file F`: the enrolment code read from F, never from argv. */
+  codeFile?: string;
   /** `overlay take --tunnel <if>`: the found WireGuard interface whose key becomes the overlay key. */
   tunnel?: string;
   mode?: "adopted" | "converged";
@@ -96,6 +98,7 @@ export function parseCli(argv: string[]): Args {
   const values: Values = {};
   for (const [f, v] of given) {
     const name = f.name as FlagName;
+    // a flag given twice takes its last value, as getopt does: a wrapper may append to the service's flags
     if (f.multiple) values[name] = [...((values[name] as string[] | undefined) ?? []), v as string];
     else values[name] = v;
   }
@@ -121,8 +124,6 @@ export function parseCli(argv: string[]): Args {
       throw new UsageError(
         `--${f.name} must be ${f.choices.join(" or ")}, not "${printable(v)}"${helpHint(command)}`,
       );
-    if (!f.multiple && given.filter(([g]) => g === f).length > 1)
-      throw new UsageError(`--${f.name} is given more than once${helpHint(command)}`);
   }
   return { ...argsOf(values), command, positionals: rest };
 }
@@ -162,6 +163,7 @@ function argsOf(v: Values): Omit<Args, "command" | "positionals"> {
     fingerprint: one("fingerprint"),
     node: one("node"),
     token: one("token"),
+    codeFile: one("code-file"),
     tunnel: one("tunnel"),
     mode: one("mode") as Args["mode"],
     secret: many("secret"),

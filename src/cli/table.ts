@@ -96,20 +96,27 @@ export const FLAGS = {
     value: "URL",
     multiple: true,
     default: "none",
-    help: "a bus server (instead of CODE)",
+    help: "a bus server (instead of the code)",
   }),
   fingerprint: flag({
     name: "fingerprint",
     value: "HEX",
     default: "none",
-    help: "the bus certificate's SHA-256 (instead of CODE)",
+    help: "the bus certificate's SHA-256 (instead of the code)",
   }),
-  node: flag({ name: "node", value: "NAME", default: "none", help: "the node's name (instead of CODE)" }),
+  node: flag({ name: "node", value: "NAME", default: "none", help: "the node's name (instead of the code)" }),
   token: flag({
     name: "token",
     value: "TOKEN",
-    default: "none",
-    help: "the enrolment token (instead of CODE; readable by every local user while it runs)",
+    default: "standard input",
+    help: "the enrolment token (readable by every local user while it runs: better on standard input)",
+  }),
+  "code-file": flag({
+    name: "code-file",
+    value: "F",
+    default: "standard input",
+    help: "read the enrolment code from the file F",
+    complete: "file",
   }),
   tunnel: flag({
     name: "tunnel",
@@ -192,10 +199,13 @@ export const COMMANDS = [
   }),
   command({
     name: "enrol",
-    args: "CODE",
     summary: "make keys, ask the mesh, save the membership",
-    about: "Prints the node's name and the bus. The parts of CODE may be given one by one instead.",
-    flags: ["node", "server", "fingerprint", "token"],
+    about:
+      "The enrolment code is read from standard input (piped or pasted; surrounding white space is not part " +
+      "of it) or from a file (the code-file flag), never shown. A code given as an argument still works, but every local " +
+      "user can read it in /proc and take the answer with it, and mesh-host says so. Prints the node's name " +
+      "and the bus. The parts of the code may be given one by one instead (the token then on standard input).",
+    flags: ["code-file", "node", "server", "fingerprint", "token"],
   }),
   command({
     name: "run",
@@ -229,7 +239,9 @@ export const COMMANDS = [
   command({
     name: "install-service",
     summary: "write the unit and the launcher where no package did",
-    flags: [],
+    about:
+      "Each flag of run given here is written into the unit's ExecStart, the state directory as the service sees it inside the root the files are written under.",
+    flags: ["heartbeat-s", "drift-s", "move-grace-s"],
   }),
   command({
     name: "version",

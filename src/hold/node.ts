@@ -6,7 +6,7 @@ import type { PlanLine, Unseal } from "../apply/index.ts";
 import { applyDeclaration, refusedReport } from "../apply/index.ts";
 import { HASH_CHUNK_BYTES } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
-import { acquireLock, type Outbox, type State, type StoreHolds } from "../store/index.ts";
+import { acquireLock, admitInOrder, type Outbox, type State, type StoreHolds } from "../store/index.ts";
 import { type Membership, type Report, verifyEnvelope } from "../vocabulary/index.ts";
 
 export interface NodeDeps {
@@ -29,13 +29,17 @@ export interface Applied {
 }
 
 /**
- * A delivered message, start to end: refused (nothing touched) or applied; the envelope is kept as the
- * node's declaration before the apply, so a drift check or a crash mid-apply resumes from the newest.
+ * A delivered message, start to end: refused (nothing touched) or applied; its order and the envelope are kept
+ * as the node's declaration before the apply, so a drift check or a crash mid-apply resumes from the newest.
  */
 export interface DeliveredOptions {
   /** Keep the envelope as the node's declaration (a delivery); false for the kept one applied again. */
   keep?: boolean;
   dryRun?: boolean;
+  /** Each planned file write carries its diff (`reconcile --diff`). */
+  diff?: boolean;
+  /** Aborted: the step in progress finishes, the rest are not reached. */
+  signal?: AbortSignal;
   onPlan?: (plan: PlanLine[]) => void;
   onStep?: (done: number, total: number) => void;
   /** Verify against this key instead of the membership's: the kept declaration's own. */
@@ -65,6 +69,17 @@ export async function applyDelivered(
     };
   const lock = dryRun || opts.locked ? null : await acquireLock(deps.state.ensure().dir);
   try {
+    // a delivery is judged by its signed order under the lock, and a newer one kept before anything applies;
+    // the kept one applied again was judged when it came
+    const admitted = keep
+      ? admitInOrder(deps.state, meshKey, verified.declaration, verified.digest, dryRun)
+      : null;
+    if (admitted && !admitted.ok)
+      return {
+        report: refusedReport(deps.node, seq, verified.digest, [admitted.refusal], deps.host),
+        plan: [],
+        exit: 2,
+      };
     if (keep && !dryRun)
       deps.state.writeDeclared({
         seq,
@@ -79,6 +94,8 @@ export async function applyDelivered(
       digest: verified.digest,
       source: "link",
       dryRun,
+      diff: opts.diff,
+      signal: opts.signal,
       onPlan: opts.onPlan,
       onStep: opts.onStep,
       host: deps.host,

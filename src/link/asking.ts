@@ -6,11 +6,13 @@
 // so the stream's PubAck can come back to it, and a bus whose ENROL stream is missing says so at once
 // ("no responders") instead of leaving the node to wait out the timeout for a question nobody kept.
 // The token is the enrol user's password: no reason composed here quotes it, and the dial scrubs it.
-import { randomBytes } from "node:crypto";
+// The answer's membership comes sealed to the sealing key the question carried: whoever else holds the token
+// can listen on the inbox too, and must read nothing of use there. An answer in clear is refused.
+import { type KeyObject, randomBytes } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ENROL_TIMEOUT_MS } from "../defaults.ts";
-import { EnrolAnswer, EnrolQuestion, type Membership } from "../vocabulary/index.ts";
+import { EnrolAnswer, EnrolQuestion, Membership, unseal } from "../vocabulary/index.ts";
 import { enrolInboxPrefix, enrolSubject, enrolUser, nodeUser, SERVER_ACK_TIMEOUT_MS } from "./defaults.ts";
 import { type DialFailure, dial } from "./dial.ts";
 import { isNoResponders, isPermissionViolation, messageOf } from "./failures.ts";
@@ -28,6 +30,8 @@ export interface Asking {
   token: string;
   /** Each public key as standard base64 of its raw 32 bytes (store's publicKeys()); never a private key. */
   keys: { identity: string; sealing: string; overlay: string };
+  /** The private half of `keys.sealing`: the answer's membership is sealed to it. */
+  sealing: KeyObject;
   facts: { os: string; arch: string; hostname: string; version: string };
   /** Only when a WireGuard interface was found and taken (overlay.md). */
   tunnel?: NonNullable<EnrolQuestion["tunnel"]>;
@@ -114,7 +118,7 @@ async function converse(nc: NatsConnection, asking: Asking, timeoutMs: number): 
     return { ok: false, kind: "protocol", reason: `waiting for the answer failed: ${got.message}` };
   if (got === null)
     return { ok: false, kind: "unreachable", reason: "the connection closed before the mesh answered" };
-  return answerOf(got, asking.node);
+  return answerOf(got, asking);
 }
 
 type Asked = { ok: true; seq: number } | { ok: false; kind: "protocol" | "unreachable"; reason: string };
@@ -138,32 +142,60 @@ async function publish(nc: NatsConnection, node: string, question: string): Prom
   }
 }
 
-function answerOf(data: Uint8Array, node: string): Answered {
+function answerOf(data: Uint8Array, asking: Asking): Answered {
   let json: unknown;
   try {
     json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(data));
   } catch {
-    return { ok: false, kind: "protocol", reason: "the mesh's answer is not UTF-8 JSON" };
+    return protocol("the mesh's answer is not UTF-8 JSON");
   }
+  const membership = (json as { membership?: unknown } | null)?.membership;
+  if (membership !== null && typeof membership === "object")
+    return protocol(
+      "the mesh's answer carries the membership in clear: refused, it must come sealed to this node",
+    );
   const parsed = EnrolAnswer.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    return {
-      ok: false,
-      kind: "protocol",
-      reason: `the mesh's answer is not an enrolment answer: ${issue?.path.join(".") || "answer"} ${issue?.message}`,
-    };
+    return protocol(
+      `the mesh's answer is not an enrolment answer: ${issue?.path.join(".") || "answer"} ${issue?.message}`,
+    );
   }
   const answer = parsed.data;
   if (!answer.ok)
     return { ok: false, kind: "refused", reason: `the mesh refused the enrolment: ${answer.reason}` };
-  if (answer.membership.user !== nodeUser(node))
+  const opened = openMembership(answer.membership, asking.sealing);
+  if (!opened.ok) return protocol(`the mesh's answer: the membership ${opened.reason}`);
+  if (opened.membership.user !== nodeUser(asking.node))
+    return protocol(
+      `the mesh's membership names user ${opened.membership.user}, not ${nodeUser(asking.node)}`,
+    );
+  return { ok: true, membership: opened.membership };
+}
+
+type Opened = { ok: true; membership: Membership } | { ok: false; reason: string };
+
+/** The sealed membership, unsealed with this question's key and held to the schema; no reason quotes it. */
+function openMembership(sealed: string, sealing: KeyObject): Opened {
+  const bytes = unseal(sealed, sealing);
+  if (!bytes.ok) return { ok: false, reason: `is ${bytes.reason}` };
+  let json: unknown;
+  try {
+    json = JSON.parse(bytes.bytes.toString("utf8"));
+  } catch {
+    return { ok: false, reason: "does not unseal to JSON" };
+  }
+  const parsed = Membership.safeParse(json);
+  if (!parsed.success)
     return {
       ok: false,
-      kind: "protocol",
-      reason: `the mesh's membership names user ${answer.membership.user}, not ${nodeUser(node)}`,
+      reason: `is not a membership (${parsed.error.issues[0]?.path.join(".") || "shape"})`,
     };
-  return { ok: true, membership: answer.membership };
+  return { ok: true, membership: parsed.data };
+}
+
+function protocol(reason: string): Answered {
+  return { ok: false, kind: "protocol", reason };
 }
 
 function duration(ms: number): string {

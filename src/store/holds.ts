@@ -8,7 +8,13 @@ import { writeFileAtomicSync } from "./atomic.ts";
 import type { State } from "./state.ts";
 
 const Meta = z.object({ mode: z.number().int(), uid: z.number().int(), gid: z.number().int() });
-const Entry = z.object({ original: z.string(), meta: Meta, kept: z.array(z.string()) });
+/** `secret`: a secret was written over it (sticky): a digest of what a secret replaced is said nowhere. */
+const Entry = z.object({
+  original: z.string(),
+  meta: Meta,
+  kept: z.array(z.string()),
+  secret: z.boolean().optional(),
+});
 const IndexFile = z.object({ format: z.number().int(), entries: z.record(z.string(), Entry) });
 type Entry = z.infer<typeof Entry>;
 
@@ -40,10 +46,11 @@ export class StoreHolds implements Holds {
   }
 
   /** Synchronous on purpose: parallel file steps must not interleave the index's read-modify-write. */
-  async keep(path: string, bytes: Uint8Array, meta: HeldMeta): Promise<string> {
+  async keep(path: string, bytes: Uint8Array, meta: HeldMeta, secret = false): Promise<string> {
     this.releasing.delete(path);
     const sha = createHash("sha256").update(bytes).digest("hex");
     const entry = this.index()[path];
+    if (secret) this.markSecret(path);
     if (entry && (entry.original === sha || entry.kept.includes(sha))) return sha;
     this.saveBlob(sha, bytes);
     if (entry) entry.kept.push(sha);
@@ -53,9 +60,18 @@ export class StoreHolds implements Holds {
         original: sha,
         meta: { mode: meta.mode, uid: meta.uid, gid: meta.gid },
         kept: [],
+        ...(secret ? { secret: true } : {}),
       };
     this.saveIndex();
     return sha;
+  }
+
+  /** A secret is written at a held path: from now on its original is listed without its digest. */
+  markSecret(path: string): void {
+    const entry = this.index()[path];
+    if (!entry || entry.secret) return;
+    entry.secret = true;
+    this.saveIndex();
   }
 
   async original(path: string): Promise<{ bytes: Uint8Array; meta: HeldMeta; sha: string } | null> {
@@ -101,13 +117,16 @@ export class StoreHolds implements Holds {
     }
   }
 
-  /** Every path held now, with its original's digest: what `status` and reports show. */
-  list(): { path: string; original: string; kept: number }[] {
+  /**
+   * Every path held now, with its original's digest unless a secret replaced it: what `status` and reports show.
+   * An unsalted digest of a weak secret is the secret, guessed offline.
+   */
+  list(): { path: string; original?: string; kept: number }[] {
     return Object.entries(this.index())
       .filter(([path]) => !this.releasing.has(path))
       .map(([path, e]) => ({
         path,
-        original: e.original,
+        ...(e.secret ? {} : { original: e.original }),
         kept: e.kept.length,
       }));
   }

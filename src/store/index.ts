@@ -4,5 +4,7 @@ export * from "./holds.ts";
 export * from "./keys.ts";
 export * from "./lock.ts";
 export * from "./move.ts";
+export * from "./order.ts";
 export * from "./outbox.ts";
+export * from "./run.ts";
 export * from "./state.ts";

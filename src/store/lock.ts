@@ -1,7 +1,18 @@
 // One file lock for every command that changes the machine; a holder killed with SIGKILL never leaves it stuck.
-import { closeSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  lstatSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import { LOCK_POLL_MS, LOCK_WAIT_MS } from "../defaults.ts";
+import { StateError } from "./state.ts";
 
 export interface Lock {
   release(): void;
@@ -48,8 +59,10 @@ function tryTake(path: string): boolean {
 function breakIfDead(path: string): void {
   let content: string;
   try {
-    content = readFileSync(path, "utf8");
-  } catch {
+    content = readLock(path);
+  } catch (e) {
+    // a link swapped in after the look: said as one at the loop's next turn
+    if ((e as NodeJS.ErrnoException).code === "ELOOP") refuseLink(path);
     return;
   }
   // a lock being written this instant reads empty: give its writer a moment rather than break it
@@ -66,6 +79,16 @@ function breakIfDead(path: string): void {
 
 const EMPTY_LOCK_GRACE_MS = 5_000;
 
+/** The lock's content, never through a link (ELOOP): root reads nothing a planted link points at. */
+function readLock(path: string): string {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    return readFileSync(fd, "utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function mtimeOf(path: string): number {
   try {
     return statSync(path).mtimeMs;
@@ -76,10 +99,27 @@ function mtimeOf(path: string): number {
 
 function describeHolder(path: string): string {
   try {
-    return `pid ${readFileSync(path, "utf8").trim().split(" ")[0]}`;
+    return `pid ${readLock(path).trim().split(" ")[0]}`;
   } catch {
     return "another process";
   }
+}
+
+/**
+ * A link planted at the lock path (dangling or not) is refused at once: O_EXCL never takes it and its "holder"
+ * never dies, so every command would wait out the whole timeout; and root must not read where it points.
+ */
+function refuseLink(path: string): void {
+  let isLink = false;
+  try {
+    isLink = lstatSync(path).isSymbolicLink();
+  } catch {
+    return;
+  }
+  if (isLink)
+    throw new StateError(
+      `${path} is a symbolic link, not a lock this host made: refused (remove it if nobody should have put it there)`,
+    );
 }
 
 /** Take the state lock, waiting up to `waitMs` for a live holder to finish. */
@@ -87,6 +127,7 @@ export async function acquireLock(stateDir: string, waitMs = LOCK_WAIT_MS): Prom
   const path = join(stateDir, "lock");
   const deadline = Date.now() + waitMs;
   for (;;) {
+    refuseLink(path);
     if (tryTake(path)) return { release: () => releaseLock(path) };
     breakIfDead(path);
     if (tryTake(path)) return { release: () => releaseLock(path) };
@@ -97,7 +138,7 @@ export async function acquireLock(stateDir: string, waitMs = LOCK_WAIT_MS): Prom
 
 function releaseLock(path: string): void {
   try {
-    if (readFileSync(path, "utf8").split(" ")[0] === String(process.pid)) unlinkSync(path);
+    if (readLock(path).split(" ")[0] === String(process.pid)) unlinkSync(path);
   } catch {
     // already gone
   }

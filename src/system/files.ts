@@ -60,7 +60,7 @@ const code = (e: unknown) => (e as NodeJS.ErrnoException).code ?? "error";
 /** An errno failure worded with the declared path, never the /proc/self/fd name it was done through. */
 function failure(path: string, verb: string, e: unknown): Error {
   if (e instanceof PathRefused) return e;
-  return new Error(`${path} could not be ${verb}: ${code(e)}`);
+  return new Error(`${code(e)}: could not ${verb} ${path}`);
 }
 
 /** The directory of `path` as a handle, and whether the caller closes it. */
@@ -101,16 +101,8 @@ export function listAt(root: string, path: string): string[] {
   }
 }
 
-/**
- * A regular file at declared `path`: its bytes and mode, null when absent, or why it cannot be managed (a
- * link is never followed). Small files are read synchronously: for a 200-byte file, thread-pool round trips
- * cost more than the read, and the drift check reads every managed file.
- */
-export async function readFileAt(
-  root: string,
-  path: string,
-  fresh: Fresh = false,
-): Promise<FileRead | null | string> {
+/** An fd on the regular file at declared `path` (never through a link), null when absent, or why not. */
+function openRegular(root: string, path: string, fresh: Fresh): { fd: number; st: Stats } | null | string {
   const d = dirOf(root, path, fresh);
   if ("problem" in d) return d.problem;
   if ("absent" in d) return null;
@@ -124,9 +116,35 @@ export async function readFileAt(
   } finally {
     if (d.owned) closeSync(d.fd);
   }
+  const st = fstatSync(fd);
+  if (st.isFile()) return { fd, st };
+  closeSync(fd);
+  return `${path} exists and is not a regular file`;
+}
+
+/**
+ * An fd on the regular file at declared `path`, walked afresh: what another program is given (as /dev/fd/N)
+ * instead of a name it would resolve itself, following whatever link was swapped in since. The caller closes it.
+ */
+export function openFileAt(root: string, path: string): number | null | string {
+  const opened = openRegular(root, path, true);
+  return opened === null || typeof opened === "string" ? opened : opened.fd;
+}
+
+/**
+ * A regular file at declared `path`: its bytes and mode, null when absent, or why it cannot be managed (a
+ * link is never followed). Small files are read synchronously: for a 200-byte file, thread-pool round trips
+ * cost more than the read, and the drift check reads every managed file.
+ */
+export async function readFileAt(
+  root: string,
+  path: string,
+  fresh: Fresh = false,
+): Promise<FileRead | null | string> {
+  const opened = openRegular(root, path, fresh);
+  if (opened === null || typeof opened === "string") return opened;
+  const { fd, st } = opened;
   try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) return `${path} exists and is not a regular file`;
     const bytes = st.size <= SYNC_READ_MAX_BYTES ? readFileSync(fd) : await readFd(fd);
     return { bytes, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
   } catch (e) {
@@ -159,7 +177,7 @@ export async function writeFileAt(
   try {
     const temp = basename(tempPathFor(name));
     const handle = await open(at(dir, temp), CREATE_FLAGS, o.mode).catch((e) => {
-      throw failure(path, "written", e);
+      throw failure(path, "write", e);
     });
     try {
       await handle.writeFile(bytes);
@@ -170,7 +188,7 @@ export async function writeFileAt(
     } catch (e) {
       await handle.close();
       await unlink(at(dir, temp)).catch(() => {});
-      throw failure(path, "written", e);
+      throw failure(path, "write", e);
     }
     await handle.close();
     try {
@@ -178,7 +196,7 @@ export async function writeFileAt(
       await rename(at(dir, temp), at(dir, name));
     } catch (e) {
       await unlink(at(dir, temp)).catch(() => {});
-      throw failure(path, "written", e);
+      throw failure(path, "write", e);
     }
     // one fsync per directory for a batch of writers, keyed by the declared directory (the fd numbers differ)
     await fsyncDirShared(at(dir), `${root}\0${dirname(path)}`);
@@ -213,7 +231,7 @@ export function setOnHandle(
     if (o.mode !== undefined) chmodSync(at(fd), o.mode);
     if (o.uid !== undefined || o.gid !== undefined) chownSync(at(fd), o.uid ?? -1, o.gid ?? -1);
   } catch (e) {
-    throw failure(path, "changed", e);
+    throw failure(path, "change", e);
   }
 }
 
@@ -268,7 +286,7 @@ export function removeFileAt(root: string, path: string): boolean {
     return true;
   } catch (e) {
     if (code(e) === "ENOENT") return false;
-    throw failure(path, "removed", e);
+    throw failure(path, "remove", e);
   } finally {
     closeSync(d.fd);
   }
@@ -287,7 +305,7 @@ export function removeDirAt(root: string, path: string): "removed" | "absent" | 
   } catch (e) {
     if (code(e) === "ENOENT") return "absent";
     if (code(e) === "ENOTEMPTY" || code(e) === "EEXIST") return "not-empty";
-    throw failure(path, "removed", e);
+    throw failure(path, "remove", e);
   } finally {
     closeSync(d.fd);
   }
@@ -309,7 +327,7 @@ export function removeTreeAt(root: string, path: string): { files: number; exist
       st = lstatSync(at(d.fd, name));
     } catch (e) {
       if (code(e) === "ENOENT") return { files: 0, existed: false };
-      throw failure(path, "removed", e);
+      throw failure(path, "remove", e);
     }
     if (st.isSymbolicLink()) return `${path} is a symbolic link; it was left, not followed`;
     if (!st.isDirectory()) return `${path} is not a directory; it was left`;

@@ -9,6 +9,7 @@ export {
   type FileRead,
   listAt,
   openDirAt,
+  openFileAt,
   readFileAt,
   removeDirAt,
   removeEntryIn,

@@ -25,6 +25,7 @@
 // path is refused with one reason saying so, rather than acted on by name. Android mounts /proc for every app.
 import { closeSync, constants, lstatSync, mkdirSync, openSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, sep } from "node:path";
+import { KEPT_DIR_HANDLES_MAX } from "../defaults.ts";
 
 /** Linux's O_PATH on x86, x86-64, arm and arm64 (every machine the host ships for); Node does not export it. */
 const O_PATH = 0o10000000;
@@ -34,6 +35,8 @@ const DIR_HANDLE = O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 const ENTRY_HANDLE = O_PATH | constants.O_NOFOLLOW;
 
 const PROC_FD = "/proc/self/fd";
+/** How many times a missing directory is made before a walk gives up on a name that keeps vanishing. */
+const MAKE_TRIES = 3;
 
 /** The path the kernel resolves as handle `fd` itself, or as `name` inside the directory handle `fd`. */
 export const at = (fd: number, name?: string): string =>
@@ -128,9 +131,11 @@ export function openChildDir(
       const code = (e as NodeJS.ErrnoException).code;
       if (code === "ENOTDIR" || code === "ELOOP")
         return { problem: blocked(root, dirFd, name, prefix, path) };
-      if (code !== "ENOENT") throw e;
+      // worded with the declared path, never the /proc/self/fd name the walk went through
+      if (code !== "ENOENT") return { problem: `${code}: ${prefix} cannot be walked through to ${path}` };
       if (mode === undefined) return { absent: true };
-      if (tries > 0) throw e;
+      // made, then gone again before it could be opened: someone is racing this walk; it does not chase them
+      if (tries >= MAKE_TRIES) throw new PathRefused(`${prefix} keeps changing on the way to ${path}`);
     }
     try {
       // mkdir never follows its last component: a link planted here since is EEXIST, then refused above
@@ -213,15 +218,15 @@ export function keptDir(root: string, dir: string, target: string): Opened {
   if (known !== undefined) return { fd: known };
   const problem = handlesProblem();
   if (problem) return { problem };
+  componentsOf(dir);
+  // safe to close them all here: a kept handle is only ever used synchronously, and none is held yet
+  if (kept.size >= KEPT_DIR_HANDLES_MAX) forgetHandles();
   let opened: Opened;
   if (dir === "/") opened = { fd: openRoot(root) };
   else {
     const parent = keptDir(root, dirname(dir), target);
     if (!("fd" in parent)) return parent;
-    const name = basename(dir);
-    if (name === "." || name === "..")
-      throw new PathRefused(`${target} is not a normalised path; it is not walked`);
-    opened = openChildDir(root, parent.fd, name, dir, target);
+    opened = openChildDir(root, parent.fd, basename(dir), dir, target);
   }
   if ("fd" in opened) kept.set(key, opened.fd);
   return opened;

@@ -41,10 +41,7 @@ const SecretValue = z
  * The signed order (protocol.md): the mesh raises `serial` for every declaration to a node. Optional here, since
  * a file given to apply/plan/genesis is not signed and not judged by it; what arrives over the link must carry it.
  */
-export const Serial = z
-  .number("must be an integer from 1")
-  .int("must be an integer from 1")
-  .min(1, "must be an integer from 1");
+export const Serial = z.number().int().min(1);
 
 /** When the mesh signed it: RFC 3339 in UTC (`Z`). Recorded, never a reason to refuse: there is no expiry. */
 export const IssuedAt = z.iso.datetime({ message: "must be an RFC 3339 UTC time (2026-01-05T10:00:00Z)" });

@@ -90,11 +90,23 @@ export const ActionResource = z.strictObject({
 /** Unit types a `service` may name. */
 const UNIT_SUFFIX = /\.(service|socket|timer|path|target)$/;
 
-/** Why `unit` is not a unit a declaration may name, or null: the one rule, and a unit type's suffix. */
+/**
+ * systemd's own unit-name grammar (systemd.unit(5)): letters, digits and `:-_.\`, one `@` between a template's
+ * prefix and an instance, shorter than 256 characters. It forms one path (/etc/systemd/system/<unit>) and can
+ * hold no `/` and be no `.` or `..`, so it is safe there; every other name that forms a path keeps the one rule.
+ */
+const UNIT_NAME = /^[A-Za-z0-9:_.\\-]+(@[A-Za-z0-9:_.\\-]*)?\.[a-z]+$/;
+const UNIT_NAME_MAX = 255;
+
+/** Why `unit` is not a unit a declaration may name, or null: systemd's grammar, an instance not a template, a type's suffix. */
 export function unitNameProblem(unit: unknown): string | null {
-  const rule = nameProblem(unit);
-  if (rule) return rule;
-  if (!UNIT_SUFFIX.test(unit as string)) return "must end in .service, .socket, .timer, .path or .target";
+  if (typeof unit !== "string") return "must be a string";
+  if (unit.length > UNIT_NAME_MAX) return `is longer than ${UNIT_NAME_MAX} characters`;
+  if (!UNIT_NAME.test(unit))
+    return "must be a systemd unit name: letters, digits and :-_.\\, with one @ before an instance (getty@tty1.service)";
+  if (!UNIT_SUFFIX.test(unit)) return "must end in .service, .socket, .timer, .path or .target";
+  if (/@\.[a-z]+$/.test(unit))
+    return "is a template, which systemd cannot run itself: name an instance of it (getty@tty1.service)";
   return null;
 }
 
@@ -157,6 +169,29 @@ export const PackageResource = z.strictObject({
   takes: z.boolean().optional(),
 });
 
+/** The characters systemd reads at the front of ExecStart= as prefixes (-, @, :, +, !), not as the program. */
+const EXEC_PREFIX = /^[-@:+!|]/;
+
+/**
+ * Why systemd would refuse `program` as ExecStart='s program (systemd.service(5)), or null: it loads such a unit
+ * as "bad-setting", so it is refused here, before any working unit is replaced. An absolute path, or a file
+ * name with no slash (looked up on systemd's fixed search path); nothing it would read as a prefix.
+ */
+export function programProblem(program: string | undefined): string | null {
+  if (program === undefined) return null;
+  if (program === "") return "must name a program, not be empty";
+  if (EXEC_PREFIX.test(program))
+    return `"${program}" starts with ${program[0]}, which systemd reads as an ExecStart= prefix, not the program`;
+  if (program.startsWith("/")) {
+    if (program.endsWith("/")) return `"${program}" names a directory, not a program`;
+    return null;
+  }
+  if (program.includes("/"))
+    return `"${program}" is a relative path, which systemd refuses: give an absolute path, or a bare name it finds on its search path`;
+  if (program === "." || program === "..") return `"${program}" is not a program`;
+  return null;
+}
+
 const BundleFile = z
   .strictObject({
     path: z.string().superRefine((v, ctx) => {
@@ -177,7 +212,7 @@ export const ProcessResource = z
     ...base,
     type: z.literal("process"),
     name: Name,
-    /** argv; the program is an absolute path or one on the unit's PATH. */
+    /** argv; the program is an absolute path or a bare name systemd finds on its own fixed search path. */
     exec: z.array(UnitLine).min(1, "must name a program"),
     bundle: z.array(BundleFile).optional(),
     /** A systemd calendar expression (systemd.time(7)); systemd itself judges it where it is applied. */
@@ -186,6 +221,8 @@ export const ProcessResource = z
     takes: z.boolean().optional(),
   })
   .superRefine((r, ctx) => {
+    const program = programProblem(r.exec[0]);
+    if (program) ctx.addIssue({ code: "custom", path: ["exec", 0], message: program });
     const seen = new Set<string>();
     (r.bundle ?? []).forEach((f, i) => {
       if (seen.has(f.path))

@@ -1,6 +1,6 @@
 // The wire shapes of protocol.md, held to the fixtures under test/fixtures/.
 import * as z from "zod";
-import { Mode } from "./declaration.ts";
+import { Mode, Sealed } from "./declaration.ts";
 import { NodeName } from "./resources.ts";
 
 const B64Key = z.string().regex(/^[A-Za-z0-9+/]{43}=$/, "must be standard base64 of 32 raw bytes");
@@ -59,8 +59,12 @@ export const EnrolQuestion = z.strictObject({
 });
 export type EnrolQuestion = z.infer<typeof EnrolQuestion>;
 
+/**
+ * The mesh's answer. `membership` is the Membership's JSON sealed to the sealing key the question carried: the
+ * answer is a core message on `_INBOX.enrol.<n>.>`, where whoever holds the token can listen too.
+ */
 export const EnrolAnswer = z.discriminatedUnion("ok", [
-  z.strictObject({ v: z.literal(1), ok: z.literal(true), membership: Membership }),
+  z.strictObject({ v: z.literal(1), ok: z.literal(true), membership: Sealed }),
   z.strictObject({ v: z.literal(1), ok: z.literal(false), reason: z.string() }),
 ]);
 export type EnrolAnswer = z.infer<typeof EnrolAnswer>;
@@ -85,7 +89,8 @@ export type ReportStep = z.infer<typeof ReportStep>;
 export const Outcome = z.enum(["applied", "failed", "refused", "superseded"]);
 export type Outcome = z.infer<typeof Outcome>;
 
-export const HeldPath = z.strictObject({ id: z.string(), path: z.string(), original: z.string() });
+/** `original`: the held original's SHA-256, absent where a secret (or a private key) was written over it. */
+export const HeldPath = z.strictObject({ id: z.string(), path: z.string(), original: z.string().optional() });
 
 export const Report = z.strictObject({
   v: z.literal(1),

@@ -1,14 +1,12 @@
 // What the bus scenarios (3, 6, 7, 8) share: a node enrolled with the mesh double through the CLI, `mesh-host
 // run` as a process that can be stopped or SIGKILLed, its reports counted at the double and in its own logs,
 // and the check that its server user holds exactly protocol.md's permissions.
-import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Report } from "../../src/vocabulary/index.ts";
 import type { Received } from "../mesh/index.ts";
-import { MeshDouble, permissionsFor } from "../mesh/index.ts";
+import { EVENT_WAIT_MS, MeshDouble, permissionsFor } from "../mesh/index.ts";
 import { describeExit, type Exit, meshHost, type Running, sleep, tempDir } from "./support.ts";
-
-export const BUS_WAIT_MS = 45_000;
 
 /** protocol.md, "The node's permissions", as written there: the fixture must say exactly this. */
 export function protocolPermissions(n: string) {
@@ -66,7 +64,7 @@ export class BusNode {
     const node = new BusNode(mesh, name);
     const { code, token } = await mesh.enrolmentCode(name);
     node.token = token;
-    const exit = await node.cli(["enrol", code]);
+    const exit = await node.cli(["enrol"], {}, code);
     if (exit.code !== 0) throw new Error(`enrol ${name}: ${describeExit(exit)}`);
     if (opts.ackWaitMs) {
       await mesh.deleteConsumer(name);
@@ -79,9 +77,11 @@ export class BusNode {
     return this.mesh.passwords.get(this.name) ?? "";
   }
 
-  async cli(args: string[], env: Record<string, string> = {}): Promise<Exit> {
+  /** A command of this node's; `input` is its standard input (the enrolment code, never argv). */
+  async cli(args: string[], env: Record<string, string> = {}, input?: string): Promise<Exit> {
     const run = await meshHost([...args, "--state", this.state, "--root", this.root, "--host", "linux"], {
       env,
+      input,
     });
     const exit = await run.exited;
     this.outputs.push(exit.stdout, exit.stderr);
@@ -139,7 +139,7 @@ export class BusNode {
   }
 
   /** Wait for a report of `seq` (of `outcome` when given); a string says what did not come. */
-  async report(seq: number, outcome?: string, timeoutMs = BUS_WAIT_MS): Promise<Received<Report> | string> {
+  async report(seq: number, outcome?: string, timeoutMs = EVENT_WAIT_MS): Promise<Received<Report> | string> {
     const deadline = performance.now() + timeoutMs;
     for (;;) {
       const found = this.reports().find(
@@ -158,18 +158,34 @@ export class BusNode {
   /** The reports `run` said it made (settled, superseded, a reconcile that changed something), by seq:outcome. */
   saidReports(): string[] {
     const out: string[] = [];
-    for (const log of this.runLogs)
-      for (const line of log.split("\n")) {
-        let entry: { msg?: string; seq?: number; outcome?: string; changed?: boolean };
-        try {
-          entry = JSON.parse(line);
-        } catch {
-          continue;
-        }
-        if (entry.msg === "declaration settled") out.push(`${entry.seq}:${entry.outcome}`);
-        else if (entry.msg === "declaration superseded by a newer one") out.push(`${entry.seq}:superseded`);
-      }
+    for (const entry of this.runLogs.flatMap(logLines))
+      if (entry.msg === "declaration settled") out.push(`${entry.seq}:${entry.outcome}`);
+      else if (entry.msg === "declaration superseded by a newer one") out.push(`${entry.seq}:superseded`);
     return out;
+  }
+
+  /** How many times the `run` in progress has logged `msg` so far. */
+  loggedCount(msg: string): number {
+    return logLines(this.host?.output().stderr ?? "").filter((e) => e.msg === msg).length;
+  }
+
+  /** What a failure message says of the `run` in progress: running or how it ended, and its last log lines. */
+  runTail(): string {
+    const host = this.host;
+    if (!host) return "run is not running";
+    const ended = host.child.exitCode ?? host.child.signalCode;
+    const tail = host.output().stderr.trim().split("\n").slice(-4).join(" | ").slice(-600);
+    return `${ended === null ? "run is running" : `run ended (${ended})`}; it logged: ${tail || "nothing"}`;
+  }
+
+  /** Wait until the node has settled every declaration it was given (the double's awaitSettled), or say why not. */
+  async settled(): Promise<string[]> {
+    try {
+      await this.mesh.awaitSettled(this.name);
+      return [];
+    } catch (e) {
+      return [(e as Error).message];
+    }
   }
 
   /** Every report `run` said it made arrived at the double, and nothing waits in the outbox. */
@@ -194,6 +210,16 @@ export class BusNode {
     }
   }
 
+  /** The file that ends the slow action of `tag`'s declaration (busDeclaration) once it exists. */
+  gate(tag: string): string {
+    return join(this.base, `gate-${tag}`);
+  }
+
+  /** Let the slow action of `tag`'s declaration end. */
+  release(tag: string): void {
+    writeFileSync(this.gate(tag), "");
+  }
+
   fileText(path: string): string | null {
     try {
       return readFileSync(join(this.root, path), "utf8");
@@ -204,13 +230,27 @@ export class BusNode {
 }
 
 /** Wait for `what` to hold, polling; false after `timeoutMs`. */
-export async function until(what: () => boolean, timeoutMs = BUS_WAIT_MS): Promise<boolean> {
+export async function until(what: () => boolean, timeoutMs = EVENT_WAIT_MS): Promise<boolean> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
     if (what()) return true;
     await sleep(10);
   }
   return what();
+}
+
+/** The JSON lines of a `run`'s stderr (pino), each parsed; other lines left out. */
+function logLines(log: string): { msg?: string; seq?: number; outcome?: string }[] {
+  const out: { msg?: string; seq?: number; outcome?: string }[] = [];
+  for (const line of log.split("\n")) {
+    try {
+      const entry: unknown = JSON.parse(line);
+      if (entry && typeof entry === "object") out.push(entry);
+    } catch {
+      // not a log line (a panic's text): nothing said
+    }
+  }
+  return out;
 }
 
 /** The pid of the nats-server started with `confFile`, found in /proc: to SIGKILL it rather than stop it politely. */

@@ -1,7 +1,7 @@
 // Scenario 3's last fault: a three-node JetStream cluster on loopback, its streams with three replicas, and the
 // node's membership naming all three servers. The DECLARE stream's leader is SIGKILLed, then the server the node
 // is connected to: each time the node binds again and the next declaration is applied and reported.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -15,13 +15,16 @@ import {
   signEnvelope,
 } from "../../src/vocabulary/index.ts";
 import { freePort, makeCert, NATS_SERVER, permissionsFor } from "../mesh/index.ts";
+import { groupAlive, killGroup, spawnGroup } from "../support/processes.ts";
 import { describeExit, meshHost, removeTemp, sleep, tempDir } from "./support.ts";
 
 const NODE = "clustered";
 /** How long a node may take to bind again and apply: the hold's capped backoff grows while JetStream elects. */
 const WAIT_MS = 150_000;
-/** Once applied, its report: the link is up, so it should not wait for the next declaration. */
-const REPORT_WAIT_MS = 30_000;
+/** Once applied, its report: the link is up, so it should not wait for the next declaration (a failure bound). */
+const REPORT_WAIT_MS = 120_000;
+/** A member's start, up to its "Server is ready": a failure bound for a busy machine. */
+const START_WAIT_MS = 60_000;
 
 interface Member {
   name: string;
@@ -90,7 +93,7 @@ class Cluster {
   }
 
   async start(m: Member): Promise<void> {
-    const child = spawn(NATS_SERVER, ["-c", m.conf], { stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawnGroup(NATS_SERVER, ["-c", m.conf], { stdio: ["ignore", "ignore", "pipe"] });
     m.child = child;
     const from = m.log.length;
     child.stderr!.setEncoding("utf8");
@@ -98,7 +101,7 @@ class Cluster {
     child.once("exit", () => {
       if (m.child === child) m.child = null;
     });
-    const deadline = Date.now() + 15_000;
+    const deadline = Date.now() + START_WAIT_MS;
     while (!m.log.slice(from).includes("Server is ready")) {
       if (!m.child || Date.now() > deadline) throw new Error(`${m.name} did not start: ${m.log.slice(-500)}`);
       await sleep(20);
@@ -106,7 +109,7 @@ class Cluster {
   }
 
   kill(m: Member): void {
-    m.child?.kill("SIGKILL");
+    if (m.child?.pid) killGroup(m.child.pid);
     m.child = null;
   }
 
@@ -130,8 +133,11 @@ class Cluster {
     return undefined;
   }
 
-  stopAll(): void {
+  /** Every member killed; resolves once none is left, so their store can be removed. */
+  async stopAll(): Promise<void> {
+    const pids = this.members.flatMap((m) => (m.child?.pid ? [m.child.pid] : []));
     for (const m of this.members) this.kill(m);
+    while (pids.some(groupAlive)) await sleep(20);
   }
 }
 
@@ -244,10 +250,14 @@ export async function clusterLeaderKilled(notes: string[] = []): Promise<string[
       ],
       { timeoutMs: 10 * 60_000, env: { MESH_LOG: "info" } },
     );
+    let serial = 0;
     const declare = async (tag: string): Promise<number> => {
+      serial++;
       const body = JSON.stringify({
         v: 1,
         node: NODE,
+        serial,
+        issued_at: new Date().toISOString(),
         mode: "converged",
         resources: [
           { id: "conf", type: "file", path: "/etc/cluster.conf", content: `${tag}\n`, mode: "0644" },
@@ -333,8 +343,7 @@ export async function clusterLeaderKilled(notes: string[] = []): Promise<string[
   } finally {
     if (host) await host.kill();
     await nc?.close().catch(() => {});
-    cluster.stopAll();
-    await sleep(100);
+    await cluster.stopAll();
     removeTemp(dir);
   }
 }

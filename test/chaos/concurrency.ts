@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { State } from "../../src/store/index.ts";
 import { digestOf, makeMeshKey, signEnvelope } from "../../src/vocabulary/index.ts";
-import { BusNode, withMesh } from "./bus.ts";
+import { BusNode, until, withMesh } from "./bus.ts";
 import {
   awaitLockBy,
   childCommand,
@@ -22,7 +22,6 @@ import {
   removeTemp,
   type Scenario,
   sha,
-  sleep,
   snap,
   start,
   Tally,
@@ -130,15 +129,6 @@ function envelopeFile(p: Place, tag: string, seq: number): string {
   return `${seq}:${path}`;
 }
 
-async function until(what: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = performance.now() + timeoutMs;
-  while (performance.now() < deadline) {
-    if (what()) return true;
-    await sleep(2);
-  }
-  return false;
-}
-
 function keptSeq(p: Place): number | null {
   try {
     return new State(p.state).readDeclared()?.seq ?? null;
@@ -167,8 +157,7 @@ async function reconcileWhileRunApplies(tags: string[]): Promise<string[]> {
     const run = start([...(await childCommand(CHILD)), p.state, p.root, ...deliveries]);
     // the host is applying the first delivery: it is kept, and the host holds the lock
     const applying =
-      (await until(() => keptSeq(p) === 2, 15_000)) &&
-      (await awaitLockBy(join(p.state, "lock"), run.pid, 5_000));
+      (await until(() => keptSeq(p) === 2)) && (await awaitLockBy(join(p.state, "lock"), run.pid));
     if (!applying) {
       const exit = await run.kill();
       return [`the host never applied the delivery: ${describeExit(exit)}`];
@@ -227,7 +216,7 @@ async function twoApplies(): Promise<string[]> {
       "--json",
     ];
     const first = await meshHost(args(files[0]!));
-    if (!(await awaitLockBy(join(p.state, "lock"), first.pid, 10_000)))
+    if (!(await awaitLockBy(join(p.state, "lock"), first.pid)))
       return [`the first apply never took the lock: ${describeExit(await first.kill())}`];
     const second = await meshHost(args(files[1]!));
     const exits = await Promise.all([first.exited, second.exited]);
@@ -259,15 +248,15 @@ async function reconcileWhileRealRunApplies(): Promise<string[]> {
         } catch {
           return false;
         }
-      }, 20_000);
-      if (!keptB || !(await awaitLockBy(join(node.state, "lock"), node.host!.pid, 10_000)))
+      });
+      if (!keptB || !(await awaitLockBy(join(node.state, "lock"), node.host!.pid)))
         return ["run never applied the first declaration"];
       const seqC = await mesh.declare(node.name, declaration(log, "c", node.name));
       const reconcile = await node.cli(["reconcile", "--json"]);
       const problems = finished(reconcile, "reconcile");
       const reported = await node.report(seqC, "applied");
       if (typeof reported === "string") problems.push(reported);
-      await until(() => !existsSync(join(node.state, "lock")), 10_000);
+      await until(() => !existsSync(join(node.state, "lock")));
       problems.push(...serialized(log));
       const doc = jsonOf<ReportDoc>(reconcile);
       const applied = doc.ok ? doc.doc.report?.declaration.seq : undefined;

@@ -233,7 +233,7 @@ async function calibrate(variant: Variant, seed: number): Promise<number> {
   const p = plan(world, variant);
   for (const f of p.pre) await applyFile(world, f);
   const run = await startApply(world, p.file);
-  await awaitLockBy(join(world.state, "lock"), run.pid, 10_000);
+  await awaitLockBy(join(world.state, "lock"), run.pid);
   const seen = performance.now();
   await run.exited;
   removeTemp(world.base);
@@ -265,7 +265,7 @@ export async function crashOnce(
     }
     const to = expected(world, p.to);
     const victim = await startApply(world, p.file);
-    const locked = await awaitLockBy(join(world.state, "lock"), victim.pid, 10_000);
+    const locked = await awaitLockBy(join(world.state, "lock"), victim.pid);
     const lockedAt = performance.now();
     await sleep(rand() * windowMs);
     const exit = await victim.kill();

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { STATE_FORMAT } from "../../src/defaults.ts";
 import { State } from "../../src/store/index.ts";
 import { makeMeshKey } from "../../src/vocabulary/index.ts";
+import { EVENT_WAIT_MS } from "../support/events.ts";
 import {
   childCommand,
   type Outcome,
@@ -86,7 +87,7 @@ async function killOnce(
   const tempsBefore = tempsUnder(f.dir).length;
   const child = start([...(await childCommand(CHILD)), mode, f.dir, ...f.inputs]);
   const ready = await new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), 10_000);
+    const timer = setTimeout(() => resolve(false), EVENT_WAIT_MS);
     child.child.stdout!.on("data", (d: Buffer) => {
       if (d.toString().includes("ready")) {
         clearTimeout(timer);

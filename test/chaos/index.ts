@@ -9,6 +9,7 @@ import { crashDuringSave } from "./crash-save.ts";
 import { hostileGenerated } from "./hostile.ts";
 import { hostileNamed } from "./hostile-named.ts";
 import { leastPrivilege } from "./privilege.ts";
+import { replayed } from "./replay.ts";
 import { offlineSecrets } from "./secrets.ts";
 import { secretsFullFlow } from "./secrets-flow.ts";
 import type { Outcome, Scenario } from "./support.ts";
@@ -27,6 +28,7 @@ export const SCENARIOS: Scenario[] = [
   offlineSecrets,
   secretsFullFlow,
   leastPrivilege,
+  replayed,
 ];
 
 export interface Row {

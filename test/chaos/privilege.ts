@@ -9,6 +9,13 @@ import { permissionProblems, withMesh } from "./bus.ts";
 import { type Outcome, type RunOptions, type Scenario, Tally } from "./support.ts";
 
 const NODE = "narrow";
+/**
+ * How long the server has to answer a wider act: a refusal is its -ERR, which a busy machine may deliver late,
+ * so this is long; silence for all of it counts as refused (an act the server allowed is answered well within it).
+ */
+const ANSWER_WAIT_MS = 20_000;
+/** A JetStream publish's own wait for its ack: shorter than ANSWER_WAIT_MS, so a refusal says which it was. */
+const PUBLISH_WAIT_MS = 15_000;
 
 /** A promise the server must refuse: rejected with a permissions violation, or never answered. */
 async function refused(what: Promise<unknown>): Promise<string[]> {
@@ -18,7 +25,7 @@ async function refused(what: Promise<unknown>): Promise<string[]> {
       (e: Error) =>
         /Permissions Violation|permission/i.test(e.message) ? "refused" : `failed otherwise: ${e.message}`,
     ),
-    new Promise<string>((r) => setTimeout(() => r("refused"), 4_000)),
+    new Promise<string>((r) => setTimeout(() => r("refused"), ANSWER_WAIT_MS)),
   ]);
   return outcome === "refused" ? [] : [outcome === "done" ? "the server allowed it" : outcome];
 }
@@ -27,7 +34,7 @@ async function subscribeRefused(nc: NatsConnection, subject: string): Promise<st
   const sub = nc.subscribe(subject);
   const closed = await Promise.race([
     sub.closed,
-    new Promise<"open">((r) => setTimeout(() => r("open"), 4_000)),
+    new Promise<"open">((r) => setTimeout(() => r("open"), ANSWER_WAIT_MS)),
   ]);
   if (closed === "open") {
     sub.unsubscribe();
@@ -52,11 +59,12 @@ async function wider(mesh: MeshDouble): Promise<[string, (nc: NatsConnection) =>
     ],
     [
       "publishing another node's report",
-      async (nc) => refused(jetstream(nc).publish("mesh.report.other", "{}", { timeout: 3_000 })),
+      async (nc) => refused(jetstream(nc).publish("mesh.report.other", "{}", { timeout: PUBLISH_WAIT_MS })),
     ],
     [
       "publishing a declaration to itself",
-      async (nc) => refused(jetstream(nc).publish(`mesh.declare.${NODE}`, "{}", { timeout: 3_000 })),
+      async (nc) =>
+        refused(jetstream(nc).publish(`mesh.declare.${NODE}`, "{}", { timeout: PUBLISH_WAIT_MS })),
     ],
     [
       "reading the DECLARE stream's info",

@@ -1,6 +1,6 @@
 // What every chaos scenario shares: temp dirs, snapshots without mtimes, a seeded random, a tally, and the
 // mesh-host CLI as a real process that can be SIGKILLed. No vitest import: scripts/chaos.ts runs this too.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,6 +9,8 @@ import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import { bundleOptions, ENTRY, ROOT } from "../../build/bundle.mjs";
 import { TEMP_MARKER } from "../../src/defaults.ts";
+import { EVENT_WAIT_MS } from "../support/events.ts";
+import { killGroup, spawnGroup } from "../support/processes.ts";
 
 export const REPO = ROOT;
 
@@ -257,29 +259,35 @@ export interface Running {
   pid: number;
   started: number;
   exited: Promise<Exit>;
+  /** What it has printed so far. */
+  output(): { stdout: string; stderr: string };
   /** SIGKILL, now; resolves once the process is reaped. */
   kill(): Promise<Exit>;
 }
 
 export function start(
   argv: string[],
-  opts: { env?: Record<string, string>; timeoutMs?: number } = {},
+  opts: { env?: Record<string, string>; timeoutMs?: number; input?: string } = {},
 ): Running {
   const [cmd, ...args] = argv;
   const started = performance.now();
-  const child = spawn(cmd!, args, {
+  // a group of its own: a SIGKILL takes what it started with it (an action's child), as a crash under a
+  // service manager does, and nothing of it outlives the scenario
+  const child = spawnGroup(cmd!, args, {
     env: { ...process.env, MESH_LOG: "warn", ...opts.env },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
   });
+  if (opts.input !== undefined) child.stdin!.end(opts.input);
   let stdout = "";
   let stderr = "";
   child.stdout!.on("data", (d) => (stdout += d));
   child.stderr!.on("data", (d) => (stderr += d));
-  const timer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs ?? 60_000);
+  const timer = setTimeout(() => killGroup(child.pid!), opts.timeoutMs ?? EVENT_WAIT_MS);
   const exited = new Promise<Exit>((resolve, reject) => {
     child.on("error", reject);
     child.on("close", (code, signal) => {
       clearTimeout(timer);
+      killGroup(child.pid!);
       resolve({ code, signal, stdout, stderr, ms: performance.now() - started });
     });
   });
@@ -288,8 +296,9 @@ export function start(
     pid: child.pid!,
     started,
     exited,
+    output: () => ({ stdout, stderr }),
     kill() {
-      child.kill("SIGKILL");
+      killGroup(child.pid!);
       return exited;
     },
   };
@@ -297,13 +306,17 @@ export function start(
 
 export async function meshHost(
   args: string[],
-  opts: { env?: Record<string, string>; timeoutMs?: number } = {},
+  opts: { env?: Record<string, string>; timeoutMs?: number; input?: string } = {},
 ) {
   return start([...(await meshHostCommand()), ...args], opts);
 }
 
 /** Wait until `path` exists and (when given) holds `pid` as its first word; false after `timeoutMs`. */
-export async function awaitLockBy(path: string, pid: number | null, timeoutMs: number): Promise<boolean> {
+export async function awaitLockBy(
+  path: string,
+  pid: number | null,
+  timeoutMs = EVENT_WAIT_MS,
+): Promise<boolean> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
     if (existsSync(path)) {

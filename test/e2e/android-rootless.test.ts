@@ -3,7 +3,7 @@
 // services) in directories it owns. Offline apply, undeclare, holds and drift repair; owner and group ignored
 // and said; a path it may not write failing cleanly; every type beyond the floor refused; the rollback
 // launcher under mksh (Android's shell); and `run` held in a mesh (the mesh double on loopback).
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   chmodSync,
@@ -19,8 +19,10 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MeshDouble, waitFor } from "../mesh/index.ts";
+import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
+import { killGroup, spawnGroup } from "../support/processes.ts";
 import { PACKAGE, PINNED_RUNTIME, REPO } from "../support/sea.ts";
+import { runMarkerEnv } from "../support/strays.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const ANDROID_SEA = join(REPO, "dist/android", `mesh-host-${PACKAGE.version}-android-x64`);
@@ -48,9 +50,15 @@ function unprivileged(argv: string[]): [string, string[]] {
     : [sh[0]!, sh.slice(1)];
 }
 
+// a bare environment, as on the device, but for the test run's name: a host left running is still the run's
 function spawnUnprivileged(argv: string[], env: Record<string, string>): ChildProcess {
   const [cmd, args] = unprivileged(argv);
-  return spawn(cmd, args, { env: { PATH: "/usr/bin:/bin", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawnGroup(cmd, args, {
+    env: { PATH: "/usr/bin:/bin", ...runMarkerEnv(), ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.once("exit", () => killGroup(child.pid!));
+  return child;
 }
 
 function runAs(argv: string[], env: Record<string, string> = {}): Promise<Result> {
@@ -59,7 +67,7 @@ function runAs(argv: string[], env: Record<string, string> = {}): Promise<Result
   let stderr = "";
   child.stdout!.on("data", (d) => (stdout += d));
   child.stderr!.on("data", (d) => (stderr += d));
-  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  const timer = setTimeout(() => killGroup(child.pid!), EVENT_WAIT_MS);
   return new Promise((resolve, reject) => {
     child.on("error", reject);
     child.on("close", (code) => {
@@ -290,8 +298,55 @@ describe.skipIf(!MKSH)("the rollback launcher under mksh, as the unprivileged us
     return { base, bin, state, standIn, install, start, ran };
   }
 
+  /** What `enrol` leaves in the state directory, owned by the service's user: `launch run` waits for it. */
+  function enrolled(state: string) {
+    for (const f of ["membership.json", "node.json"]) {
+      writeFileSync(join(state, f), "{}\n");
+      if (AS_ROOT) chownSync(join(state, f), UID, UID);
+    }
+  }
+
+  it("upgrades through the binary under /data/mesh-host/bin, which the service's user replaces; /system holds only the launcher", async () => {
+    const d = device();
+    enrolled(d.state);
+    // the device's layout with the launcher (android/rc.mjs): root's /system with the launcher alone, the
+    // executable under the state directory, in bin/ (init makes it on post-fs-data, owned by the user)
+    const system = join(d.base, "system");
+    copyFileSync(LAUNCH, join(system, "mesh-host-launch"));
+    const binDir = join(d.state, "bin");
+    mkdirSync(binDir);
+    if (AS_ROOT) chownSync(binDir, UID, UID);
+    const bin = join(binDir, "mesh-host");
+    // an upgrade as the README says: a copy beside it, then a rename over it, as the service's user
+    const upgrade = async (f: string) => {
+      const r = await runAs([
+        "sh",
+        "-c",
+        `cp '${f}' '${bin}.new' && chmod 0700 '${bin}.new' && mv '${bin}.new' '${bin}'`,
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+    };
+    const start = () =>
+      runAs([MKSH, join(system, "mesh-host-launch"), "run", "--state", d.state], { MESH_HOST_BIN: bin });
+    const [v1, v2, v3] = [d.standIn("v1", true), d.standIn("v2", false), d.standIn("v3", true)];
+    await upgrade(v1);
+    expect((await start()).code).toBe(0);
+    await upgrade(v2);
+    for (let i = 0; i < 3; i++) expect((await start()).code).toBe(1);
+    // past the limit the launcher runs its kept copy of v1, once; the next release is taken as it comes
+    expect((await start()).code).toBe(0);
+    await upgrade(v3);
+    expect((await start()).code).toBe(0);
+    expect(d.ran()).toEqual(["v1", "v2", "v2", "v2", "v1", "v3"]);
+    expect(readFileSync(join(d.state, "confirmed"), "utf8").trim()).toBe(sha256(v3));
+    expect(readFileSync(join(d.state, "rollback-note"), "utf8")).toContain(`rolled back from ${sha256(v2)}`);
+    expect(readdirSync(system)).toEqual(["mesh-host-launch"]);
+    if (AS_ROOT) expect(statSync(bin).uid).toBe(UID);
+  });
+
   it("counts the failed starts of a new release and rolls back once to the last confirmed copy it keeps", async () => {
     const d = device();
+    enrolled(d.state);
     const v1 = d.standIn("v1", true);
     const v2 = d.standIn("v2", false);
     d.install(v1);
@@ -370,7 +425,7 @@ describe("run, held in a mesh, as the unprivileged user", () => {
     );
     try {
       // it reached the mesh's loopback port and read its own state
-      expect((await mesh.awaitHeartbeat(1, { timeoutMs: 15_000 })).value).toMatchObject({ node });
+      expect((await mesh.awaitHeartbeat(1)).value).toMatchObject({ node });
       const seq = await mesh.declare(
         node,
         decl(node, [
@@ -385,7 +440,7 @@ describe("run, held in a mesh, as the unprivileged user", () => {
           },
         ]),
       );
-      const applied = (await mesh.awaitReport(1, { node, timeoutMs: 15_000 })).value!;
+      const applied = (await mesh.awaitReport(1, { node })).value!;
       expect(applied).toMatchObject({ outcome: "applied", declaration: { seq }, host: { os: "android" } });
       expect(applied.steps.find((s) => s.id === "conf")).toMatchObject({
         did: "created",
@@ -396,13 +451,13 @@ describe("run, held in a mesh, as the unprivileged user", () => {
 
       // drift: the drift timer puts the managed file back and says so
       writeFileSync(join(root, "etc/app.conf"), "edited by hand\n");
-      const repaired = (await mesh.awaitReport(2, { node, timeoutMs: 15_000 })).value!;
+      const repaired = (await mesh.awaitReport(2, { node })).value!;
       expect(repaired.steps.find((s) => s.id === "conf")).toMatchObject({ did: "repaired" });
       expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("one\n");
 
       // a type beyond the floor is refused by the Android host, and nothing is applied
       await mesh.declare(node, decl(node, [{ id: "svc", type: "service", unit: "x.service" }]));
-      const refused = (await mesh.awaitReport(3, { node, timeoutMs: 15_000 })).value!;
+      const refused = (await mesh.awaitReport(3, { node })).value!;
       expect(refused.outcome).toBe("refused");
       expect(refused.refusals).toEqual([
         { id: "svc", field: "type", reason: 'type "service": not on an Android host' },
@@ -410,11 +465,11 @@ describe("run, held in a mesh, as the unprivileged user", () => {
 
       // undeclared: the created file goes, the held one comes back
       await mesh.declare(node, decl(node, [], { owns_nothing: true }));
-      const gone = (await mesh.awaitReport(4, { node, timeoutMs: 15_000 })).value!;
+      const gone = (await mesh.awaitReport(4, { node })).value!;
       expect(gone.steps.map((s) => `${s.id}:${s.did}`).sort()).toEqual(["conf:removed", "motd:restored"]);
       expect(readFileSync(join(root, "etc/motd"), "utf8")).toBe("the device's own motd\n");
       expect(existsSync(join(root, "etc/app.conf"))).toBe(false);
-      await waitFor(() => existsSync(join(state, "confirmed")), 5_000, "the confirmation");
+      await waitFor(() => existsSync(join(state, "confirmed")), EVENT_WAIT_MS, "the confirmation");
     } finally {
       if (child.exitCode === null) child.kill("SIGTERM");
       expect(await exited).toBe(0);

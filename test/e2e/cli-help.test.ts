@@ -107,7 +107,11 @@ describe("a mistake is one line in our words, exit 2", () => {
       /unknown command "frobnicate" \(commands: apply, .*see `mesh-host help`\)/,
     ],
     ["help for no command", ["help", "frobnicate"], /no help for "frobnicate"/],
-    ["enrol with nothing", ["enrol"], /enrol needs a CODE, or --node, --server, --fingerprint and --token/],
+    [
+      "enrol with nothing on standard input",
+      ["enrol"],
+      /enrol reads the enrolment code from standard input \(or --code-file F\), and it was empty/,
+    ],
     [
       "enrol garbage",
       ["enrol", "garbage"],

@@ -3,8 +3,9 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeMeshKey, signEnvelope } from "../../src/vocabulary/index.ts";
-import { MeshDouble, waitFor } from "../mesh/index.ts";
+import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
 import { type Running, runCli, startCli } from "../support/cli.ts";
+import { untilFileArgv } from "../support/events.ts";
 import { tempDir } from "../support/tmp.ts";
 
 let mesh: MeshDouble;
@@ -77,7 +78,7 @@ describe("mesh-host enrol and run against a real bus", () => {
       expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("one\n");
       // drift: a person edits the managed file; the timer puts it back and says so
       writeFileSync(join(root, "etc/app.conf"), "edited by hand\n");
-      const repaired = await mesh.awaitReport(2, { node, timeoutMs: 15_000 });
+      const repaired = await mesh.awaitReport(2, { node });
       expect(repaired.value!.steps[0]).toMatchObject({ did: "repaired" });
       expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("one\n");
     } finally {
@@ -130,8 +131,10 @@ describe("mesh-host enrol and run against a real bus", () => {
       const report = await mesh.awaitReport(1, { node });
       expect(report.value!.outcome).toBe("applied");
       expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("version 3\n");
-      await new Promise((r) => setTimeout(r, 500));
-      expect(mesh.reports.filter((r) => r.subject === `mesh.report.${node}`)).toHaveLength(1);
+      // once the node has settled all it was given and sent what waited, the stream holds every report it made
+      await mesh.awaitSettled(node);
+      await waitFor(() => readdirCount(join(state, "outbox")) === 0, EVENT_WAIT_MS, "an empty outbox");
+      expect(await mesh.reportCount(node)).toBe(1);
     } finally {
       await host.stop();
     }
@@ -143,22 +146,29 @@ describe("mesh-host enrol and run against a real bus", () => {
     const host = run(state, root, ["--drift-s", "600"]);
     try {
       await mesh.awaitHeartbeat(1);
+      // busy until the test says so, however fast or slow the machine: the action waits for the gate file
+      const gate = join(tempDir(), "gate");
       const slow = (content: string) => ({
         ...decl(node, content),
         resources: [
           ...decl(node, content).resources,
-          { id: "slow", type: "action", run: ["sleep", "1"], on: ["conf"] },
+          {
+            id: "slow",
+            type: "action",
+            run: untilFileArgv(gate),
+            on: ["conf"],
+          },
         ],
       });
       const first = await mesh.declare(node, slow("one\n"));
       // "one" is in hand once its file is written; its slow action is still running
-      await waitFor(() => existsSync(join(root, "etc/app.conf")), 10_000, "the first apply");
+      await waitFor(() => existsSync(join(root, "etc/app.conf")), EVENT_WAIT_MS, "the first apply");
       await mesh.declare(node, slow("two\n"));
       const third = await mesh.declare(node, slow("three\n"));
+      writeFileSync(gate, "");
       // the stream keeps the last message per subject: "two" was replaced before the busy node could take it
       const reports = [];
-      for (let i = 1; i <= 2; i++)
-        reports.push((await mesh.awaitReport(i, { node, timeoutMs: 20_000 })).value!);
+      for (let i = 1; i <= 2; i++) reports.push((await mesh.awaitReport(i, { node })).value!);
       expect(reports.map((r) => [r.declaration.seq, r.outcome])).toEqual([
         [first, "applied"],
         [third, "applied"],
@@ -183,19 +193,19 @@ describe("mesh-host enrol and run against a real bus", () => {
       writeFileSync(join(root, "etc/app.conf"), "drifted while the bus was away\n");
       await waitFor(
         () => readFileSync(join(root, "etc/app.conf"), "utf8") === "one\n",
-        15_000,
+        EVENT_WAIT_MS,
         "the drift repair",
       );
       await waitFor(
         () => existsSync(join(state, "outbox")) && readdirCount(join(state, "outbox")) > 0,
-        5_000,
+        EVENT_WAIT_MS,
         "a report in the outbox",
       );
       await mesh.startServer();
-      const repaired = await mesh.awaitReport(2, { node, timeoutMs: 30_000 });
+      const repaired = await mesh.awaitReport(2, { node });
       expect(repaired.value!.steps[0]).toMatchObject({ did: "repaired" });
       await mesh.declare(node, decl(node, "two\n"));
-      await mesh.awaitReport(3, { node, timeoutMs: 30_000 });
+      await mesh.awaitReport(3, { node });
       expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("two\n");
     } finally {
       if (!mesh.server.running) await mesh.startServer();
@@ -211,7 +221,7 @@ describe("mesh-host enrol and run against a real bus", () => {
     const first = run(state, root);
     const beat = () => mesh.heartbeats.some((h) => h.value?.node === node);
     try {
-      await waitFor(beat, 15_000, "a heartbeat from the node");
+      await waitFor(beat, EVENT_WAIT_MS, "a heartbeat from the node");
     } finally {
       await first.stop("SIGKILL");
     }
@@ -220,11 +230,11 @@ describe("mesh-host enrol and run against a real bus", () => {
     const second = run(state, root);
     try {
       await mesh.declare(node, decl(node, "one\n"));
-      const report = await mesh.awaitReport(1, { node, timeoutMs: 30_000 });
+      const report = await mesh.awaitReport(1, { node });
       expect(report.value!.notes).toEqual([note]);
       expect(existsSync(join(state, "rollback-note"))).toBe(false);
       await mesh.declare(node, decl(node, "two\n"));
-      const next = await mesh.awaitReport(2, { node, timeoutMs: 30_000 });
+      const next = await mesh.awaitReport(2, { node });
       expect(next.value!.notes ?? []).toEqual([]);
     } finally {
       await second.stop();
@@ -256,5 +266,5 @@ describe("mesh-host enrol and run against a real bus", () => {
 });
 
 function readdirCount(dir: string): number {
-  return readdirSync(dir).length;
+  return existsSync(dir) ? readdirSync(dir).length : 0;
 }

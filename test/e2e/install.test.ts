@@ -79,11 +79,13 @@ describe("mesh-host install-service", () => {
       "120",
       "--move-grace-s",
       "900",
+      "--log-format",
+      "json",
       "--json",
     ]);
     expect(r.code, r.stderr).toBe(0);
     const line =
-      "/usr/lib/mesh-host/launch run --state /srv/mesh-state --host arch --heartbeat-s 10 --drift-s 120 --move-grace-s 900";
+      "/usr/lib/mesh-host/launch run --state /srv/mesh-state --host arch --log-format json --heartbeat-s 10 --drift-s 120 --move-grace-s 900";
     expect(JSON.parse(r.stdout).exec_start).toBe(line);
     expect(execStartOf(root)).toBe(`ExecStart=${line}`);
     expect(statSync(join(root, "srv/mesh-state")).mode & 0o777).toBe(0o700);
@@ -102,11 +104,11 @@ describe("mesh-host install-service", () => {
     const state = join(root, "var/lib/mesh-host");
     const before = snapshot(root);
     const cases: [string[], RegExp][] = [
-      [["--token", "tok-SECRET-1"], /install-service cannot carry --token into the unit/],
-      [["--secret", "pw=/nowhere"], /--secret is for|cannot carry --secret/],
-      [["--server", "nats://a:1"], /cannot carry --server/],
-      [["--mode", "adopted"], /cannot carry --mode/],
-      [["--dry-run"], /cannot carry --dry-run/],
+      [["--token", "tok-SECRET-1"], /install-service takes no --token/],
+      [["--secret", "pw=/nowhere"], /install-service takes no --secret/],
+      [["--server", "nats://a:1"], /install-service takes no --server/],
+      [["--mode", "adopted"], /install-service takes no --mode/],
+      [["--dry-run"], /install-service takes no --dry-run/],
       [["--state", join(box, "elsewhere")], /is not under --root/],
       [["--state", join(root, "with space")], /cannot go into the unit as it is/],
       [["--state", join(root, "100%")], /cannot go into the unit as it is/],

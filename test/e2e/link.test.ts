@@ -13,7 +13,7 @@ import {
   signEnvelope,
   verifyEnvelope,
 } from "../../src/vocabulary/index.ts";
-import { MeshDouble } from "../mesh/index.ts";
+import { EVENT_WAIT_MS, MeshDouble, waitForAsync } from "../mesh/index.ts";
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/${name}`, import.meta.url), "utf8");
 const wire = (name: string) => JSON.stringify(JSON.parse(fixture(name)));
@@ -32,21 +32,24 @@ function reportFor(node: string, seq: number, digest: string): Report {
 
 type Next = IteratorResult<Delivered> | "nothing";
 
-/** The iterator's next delivery, or "nothing" when none came within `ms`; a pending next stays pending. */
+/**
+ * The iterator's next delivery, or "nothing" when none came within `ms`; a pending next stays pending. A
+ * delivery that must come is waited for up to EVENT_WAIT_MS; a short `ms` only where nothing must come.
+ */
 class Hearing {
   private pending: Promise<IteratorResult<Delivered>> | null = null;
   private readonly iterator: AsyncIterator<Delivered>;
   constructor(link: Link) {
     this.iterator = link.declarations()[Symbol.asyncIterator]();
   }
-  async next(ms = 3000): Promise<Next> {
+  async next(ms = EVENT_WAIT_MS): Promise<Next> {
     this.pending ??= this.iterator.next();
     const timer = new Promise<"nothing">((r) => setTimeout(() => r("nothing"), ms));
     const got = await Promise.race([this.pending, timer]);
     if (got !== "nothing") this.pending = null;
     return got;
   }
-  async delivered(ms = 3000): Promise<Delivered> {
+  async delivered(ms = EVENT_WAIT_MS): Promise<Delivered> {
     const got = await this.next(ms);
     if (got === "nothing" || got.done) throw new Error(`no delivery within ${ms} ms`);
     return got.value;
@@ -213,8 +216,12 @@ describe("the link", () => {
 
   it("a consumer deleted under a waiting pull closes the link, said as the mesh's", async () => {
     const link = await bound("deleted");
-    const pending = new Hearing(link).next(5000);
-    await new Promise((r) => setTimeout(r, 100)); // the pull is waiting at the server
+    const pending = new Hearing(link).next();
+    await waitForAsync(
+      async () => (await mesh.consumerInfo("deleted")).num_waiting > 0,
+      EVENT_WAIT_MS,
+      "the pull waiting at the server",
+    );
     await mesh.deleteConsumer("deleted");
     expect(await pending).toMatchObject({ done: true });
     expect(await link.closed()).toBe(
@@ -292,18 +299,19 @@ describe("the link", () => {
     const seq = await mesh.declare("dies", declaration("dies", 1));
     const first = await hearing.delivered();
     expect(first.seq).toBe(seq);
-    const again = await hearing.delivered(3000);
+    const again = await hearing.delivered();
     expect([again.seq, again.redelivered]).toEqual([seq, true]);
     await again.ack();
   });
 
   it("in-progress acks keep a long apply's message from being redelivered", async () => {
-    const membership = await mesh.admit("slow", { ackWaitMs: 1000 });
+    // an ack wait eight times the beat: a busy machine may be late with a beat by seconds and still hold it
+    const membership = await mesh.admit("slow", { ackWaitMs: 4000 });
     const hearing = new Hearing(await bound("slow", membership));
     const seq = await mesh.declare("slow", declaration("slow", 1));
     const d = await hearing.delivered();
-    for (let i = 0; i < 5; i++) {
-      await new Promise((r) => setTimeout(r, 400)); // 2 s of "applying", twice the ack wait
+    for (let i = 0; i < 16; i++) {
+      await new Promise((r) => setTimeout(r, 500)); // 8 s of "applying", twice the ack wait
       d.working();
     }
     await d.ack();
@@ -316,7 +324,7 @@ describe("the link", () => {
     const membership = await mesh.admit("restart");
     const link = await bound("restart", membership);
     const hearing = new Hearing(link);
-    const pending = hearing.next(10_000);
+    const pending = hearing.next();
     await mesh.restartServer();
     expect(await pending).toMatchObject({ done: true });
     expect(await link.closed()).toMatch(/^the connection to nats:\/\/127\.0\.0\.1:\d+ closed/);

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { beginMove, loadKeys, publicKeys, State } from "../../src/store/index.ts";
 import { type Membership, seal } from "../../src/vocabulary/index.ts";
-import { MeshDouble } from "../mesh/index.ts";
+import { EVENT_WAIT_MS, MeshDouble } from "../mesh/index.ts";
 import { runCli, startCli } from "../support/cli.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -57,7 +57,8 @@ async function runUntilExit(state: string, root: string, graceS = 600) {
     "--move-grace-s",
     String(graceS),
   ]);
-  const timer = setTimeout(() => host.child.kill("SIGKILL"), 45_000);
+  // a bound on a run that never exits by itself, not a pace: it moves on events
+  const timer = setTimeout(() => void host.stop("SIGKILL"), EVENT_WAIT_MS);
   const code = await host.exited;
   clearTimeout(timer);
   return { code, ...host.output() };
@@ -111,12 +112,12 @@ describe("moving a node to another bus", () => {
     const host = startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "1"]);
     try {
       // the first report on A after the return carries the note of why
-      const back = await a.awaitReport(2, { node, timeoutMs: 30_000 });
+      const back = await a.awaitReport(2, { node });
       expect(back.value!.notes?.[0]).toMatch(
         /move to nats:\/\/.* failed: .*authentication.*returned to nats:\/\//i,
       );
       await a.declare(node, decl(node, "back on A\n"));
-      expect((await a.awaitReport(3, { node, timeoutMs: 30_000 })).value!.outcome).toBe("applied");
+      expect((await a.awaitReport(3, { node })).value!.outcome).toBe("applied");
       expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("back on A\n");
     } finally {
       await host.stop();

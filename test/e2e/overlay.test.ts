@@ -171,7 +171,7 @@ describe("overlay through the mesh", () => {
     const running = h.run();
     try {
       await mesh.declare(node, { v: 1, node, mode: "adopted", resources: [overlay] });
-      const first = await mesh.awaitReport(1, { node, timeoutMs: 30_000 });
+      const first = await mesh.awaitReport(1, { node });
       expect(first.value?.outcome, JSON.stringify(first.value)).toBe("applied");
       expect(first.value?.steps[0]?.detail).toContain(
         "takeover of wg0: taken (port 51820, range 10.78.0.0/24, 1 peer(s), MTU 1380",
@@ -179,7 +179,7 @@ describe("overlay through the mesh", () => {
       expect(first.value?.holds.map((x) => x.path)).toEqual(["/etc/wireguard/wg0.conf"]);
       expect(await pings(p.spoke, "10.78.0.1")).toBe(true);
       // the drift check finds the handshake and retires the found configuration: a report, since it changed
-      const second = await mesh.awaitReport(2, { node, timeoutMs: 30_000 });
+      const second = await mesh.awaitReport(2, { node });
       expect(second.value?.steps[0]?.detail).toContain("wg0's configuration retired");
       expect(second.value?.holds).toEqual([]);
     } finally {

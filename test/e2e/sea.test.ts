@@ -31,7 +31,7 @@ beforeAll(() => {
 }, 600_000);
 
 function run(bin: string, args: string[], opts: { env?: Record<string, string>; cwd?: string } = {}) {
-  return spawnSync(bin, args, { env: opts.env ?? {}, cwd: opts.cwd, encoding: "utf8", timeout: 30_000 });
+  return spawnSync(bin, args, { env: opts.env ?? {}, cwd: opts.cwd, encoding: "utf8", timeout: 120_000 });
 }
 
 describe("the single executable", () => {

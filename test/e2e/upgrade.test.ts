@@ -1,11 +1,13 @@
 // Self-upgrade by a clean exit, and a rollback that happens once: the built executable under the real launcher,
 // with a restart loop standing in for systemd's Restart=always, against a real nats-server.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MeshDouble, waitFor } from "../mesh/index.ts";
+import { UPGRADE_CHECK_MS, UPGRADE_SETTLE_MS } from "../../src/defaults.ts";
+import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
+import { killGroup, spawnGroup } from "../support/processes.ts";
 import { ensureSea, REPO, seaVariant } from "../support/sea.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -34,7 +36,7 @@ class RestartLoop {
     this.done = (async () => {
       while (!this.stopping) {
         this.starts++;
-        const child = spawn(
+        const child = spawnGroup(
           "sh",
           [LAUNCH, "run", "--state", state, "--root", root, "--heartbeat-s", "1", "--drift-s", "600"],
           {
@@ -44,7 +46,14 @@ class RestartLoop {
         );
         this.child = child;
         child.stderr!.on("data", (d) => (this.log += d));
-        this.exits.push(await new Promise((r) => child.on("exit", (c, s) => r(c ?? s ?? -1))));
+        this.exits.push(
+          await new Promise((r) =>
+            child.on("exit", (c, s) => {
+              killGroup(child.pid!);
+              r(c ?? s ?? -1);
+            }),
+          ),
+        );
         if (!this.stopping) await new Promise((r) => setTimeout(r, 100));
       }
     })();
@@ -68,7 +77,7 @@ async function installedNode(node: string) {
   chmodSync(bin, 0o755);
   const { code } = await mesh.enrolmentCode(node);
   // not spawnSync: the mesh double answering the enrolment lives in this process's event loop
-  const enrol = spawn(bin, ["enrol", code, "--state", state, "--root", root], {
+  const enrol = spawnGroup(bin, ["enrol", code, "--state", state, "--root", root], {
     stdio: ["ignore", "ignore", "pipe"],
   });
   let stderr = "";
@@ -81,7 +90,7 @@ async function installedNode(node: string) {
 /** The launcher's `confirmed` says `digest` (read as a+ so a missing file reads empty). */
 function confirmedAs(state: string, digest: string, what: string): Promise<void> {
   const confirmed = () => readFileSync(join(state, "confirmed"), { flag: "a+" }).toString().trim();
-  return waitFor(() => confirmed() === digest, 20_000, what);
+  return waitFor(() => confirmed() === digest, EVENT_WAIT_MS, what);
 }
 
 /** What pacman does: the new file beside the old, renamed over it. */
@@ -112,14 +121,14 @@ describe("upgrade and rollback under the launcher", () => {
       replace(m.bin, v2);
       await waitFor(
         () => readFileSync(join(m.state, "confirmed"), "utf8").trim() === sha(v2),
-        30_000,
+        EVENT_WAIT_MS,
         "v2 confirmed",
       );
       expect(loop.exits[0]).toBe(0);
       await mesh.declare(node, decl(node, "from v2\n"));
       await waitFor(
         () => readFileSync(join(m.root, "etc/app.conf"), "utf8") === "from v2\n",
-        20_000,
+        EVENT_WAIT_MS,
         "v2 applying",
       );
     } finally {
@@ -140,14 +149,22 @@ describe("upgrade and rollback under the launcher", () => {
       const broken = join(m.base, "v2-broken");
       writeFileSync(broken, "#!/bin/sh\necho 'v2: cannot start' >&2\nexit 1\n", { mode: 0o755 });
       replace(m.bin, broken);
-      const note = await mesh.awaitReport(2, { node, timeoutMs: 60_000 });
+      const note = await mesh.awaitReport(2, { node });
       expect(note.value!.notes?.[0]).toBe(`rolled back from ${sha(broken)} to ${v1} after 3 failed starts`);
       expect(loop.exits.filter((e) => e === 1)).toHaveLength(3);
       // the rolled-back v1 confirms itself again and keeps running: no ping-pong
       await confirmedAs(m.state, v1, "v1 confirmed again");
       const startsThen = loop.starts;
-      await new Promise((r) => setTimeout(r, 3_000));
+      // lived through two upgrade checks since: its heartbeats' uptime says so, however slow the machine
+      const beats = mesh.heartbeats.length;
+      const uptimes = () =>
+        mesh.heartbeats.slice(beats).flatMap((h) => (h.value?.node === node ? [h.value.uptime_s] : []));
+      await waitFor(() => uptimes().length > 0, EVENT_WAIT_MS, "a heartbeat after the confirmation");
+      const checksS = (2 * (UPGRADE_CHECK_MS + UPGRADE_SETTLE_MS)) / 1000;
+      const from = uptimes()[0]!;
+      await waitFor(() => uptimes().some((u) => u >= from + checksS), EVENT_WAIT_MS, "two upgrade checks");
       expect(loop.starts).toBe(startsThen);
+      expect(Math.min(...uptimes())).toBeGreaterThanOrEqual(from);
     } finally {
       await loop.stop();
     }

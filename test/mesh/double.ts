@@ -14,9 +14,20 @@ import {
   jetstreamManager,
 } from "@nats-io/jetstream";
 import { connect, type NatsConnection, nanos, type Subscription } from "@nats-io/transport-node";
-import { encodeCode } from "../../src/link/code.ts";
+import {
+  type Bus,
+  consumeLoop,
+  ensureStreams,
+  membershipOf,
+  refusedAnswer,
+  reply,
+  STREAM_SUBJECTS,
+  sealedAnswer,
+} from "../../src/mesh/index.ts";
 import {
   EnrolQuestion,
+  type Envelope,
+  encodeCode,
   type Heartbeat,
   Heartbeat as HeartbeatSchema,
   type Membership,
@@ -25,17 +36,15 @@ import {
   Report as ReportSchema,
   signEnvelope,
 } from "../../src/vocabulary/index.ts";
+import { EVENT_WAIT_MS } from "../support/events.ts";
 import { type MadeCert, makeCert } from "./cert.ts";
 import { freePort, NatsServer, permissionsFor, type ServerUser } from "./server.ts";
 
-export const STREAMS = {
-  ENROL: "mesh.enrol.>",
-  DECLARE: "mesh.declare.>",
-  REPORTS: "mesh.report.>",
-  REKEY: "mesh.rekey.>",
-} as const;
+/** The mesh's streams and the subjects each keeps: src/mesh says them. */
+export const STREAMS = STREAM_SUBJECTS;
 
-const WAIT_MS = 5_000;
+export { EVENT_WAIT_MS };
+
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
@@ -60,6 +69,8 @@ export interface Received<T> {
 
 export type EnrolPolicy =
   | { answer: "membership" }
+  /** The membership in clear, as the protocol never allows: for a test that the node refuses it. */
+  | { answer: "clear" }
   | { answer: "refuse"; reason: string }
   | { answer: "ignore" };
 
@@ -71,6 +82,8 @@ export class MeshDouble {
   /** Node name → the password of its user, once it has one. */
   readonly passwords = new Map<string, string>();
   private readonly policies = new Map<string, EnrolPolicy>();
+  /** The last serial signed for each node: the mesh raises it for every declaration. */
+  private readonly serials = new Map<string, number>();
   private readonly loops: Promise<void>[] = [];
   private heartbeatSub: Subscription | null = null;
   private stopped = false;
@@ -177,23 +190,33 @@ export class MeshDouble {
   membershipOf(node: string): Membership {
     const password = this.passwords.get(node);
     if (!password) throw new Error(`node ${node} has no user yet`);
-    return {
-      transport: "nats",
+    return membershipOf(node, {
       servers: [this.url],
       fingerprint: this.fingerprint,
-      user: `node.${node}`,
+      meshKey: this.meshKey.publicB64,
       password,
-      stream: "DECLARE",
-      consumer: `node-${node}`,
-      subject: `mesh.declare.${node}`,
-      mesh_key: this.meshKey.publicB64,
-    };
+    });
   }
 
   /** Sign `body` (a declaration, or its exact text) with the mesh key and publish it; the stream seq. */
   async declare(node: string, body: object | string): Promise<number> {
-    const text = typeof body === "string" ? body : JSON.stringify(body);
-    return await this.publishEnvelope(node, signEnvelope(text, this.meshKey.privateKey));
+    return await this.publishEnvelope(node, this.sign(node, body));
+  }
+
+  /**
+   * The envelope the mesh would send: a declaration given as an object carries the next serial for `node` and
+   * the time (protocol.md, "The signed order") unless it names its own; exact text is signed as it stands.
+   */
+  sign(node: string, body: object | string): Envelope {
+    const text = typeof body === "string" ? body : JSON.stringify(this.ordered(node, body));
+    return signEnvelope(text, this.meshKey.privateKey);
+  }
+
+  private ordered(node: string, body: object): object {
+    const given = body as { serial?: unknown; issued_at?: unknown };
+    const serial = typeof given.serial === "number" ? given.serial : (this.serials.get(node) ?? 0) + 1;
+    this.serials.set(node, Math.max(serial, this.serials.get(node) ?? 0));
+    return { ...body, serial, issued_at: given.issued_at ?? new Date().toISOString() };
   }
 
   /** Publish anything on `mesh.declare.<node>` — a forged envelope, raw bytes; the stream seq. */
@@ -205,22 +228,53 @@ export class MeshDouble {
   /** The `n`th report (1-based) received, of `node` only when given; waits for it. */
   async awaitReport(n: number, opts: { node?: string; timeoutMs?: number } = {}): Promise<Received<Report>> {
     const mine = () => this.reports.filter((r) => !opts.node || r.subject === `mesh.report.${opts.node}`);
-    await waitFor(() => mine().length >= n, opts.timeoutMs ?? WAIT_MS, `report ${n}`);
+    await waitFor(() => mine().length >= n, opts.timeoutMs ?? EVENT_WAIT_MS, `report ${n}`);
     return mine()[n - 1]!;
   }
 
   async awaitHeartbeat(n: number, opts: { timeoutMs?: number } = {}): Promise<Received<Heartbeat>> {
-    await waitFor(() => this.heartbeats.length >= n, opts.timeoutMs ?? WAIT_MS, `heartbeat ${n}`);
+    await waitFor(() => this.heartbeats.length >= n, opts.timeoutMs ?? EVENT_WAIT_MS, `heartbeat ${n}`);
     return this.heartbeats[n - 1]!;
   }
 
   async awaitEnrolment(n: number, opts: { timeoutMs?: number } = {}): Promise<SeenEnrolment> {
-    await waitFor(() => this.enrolments.length >= n, opts.timeoutMs ?? WAIT_MS, `enrolment ${n}`);
+    await waitFor(() => this.enrolments.length >= n, opts.timeoutMs ?? EVENT_WAIT_MS, `enrolment ${n}`);
     return this.enrolments[n - 1]!;
   }
 
   async consumerInfo(node: string): Promise<ConsumerInfo> {
     return await this.jsm.consumers.info("DECLARE", `node-${node}`);
+  }
+
+  /**
+   * Wait until the server holds nothing of `node`'s unsettled: no declaration waiting and none delivered and
+   * awaiting its ack. A node acks only once its apply is over and its report is in its outbox.
+   */
+  async awaitSettled(node: string, opts: { timeoutMs?: number } = {}): Promise<void> {
+    const ms = opts.timeoutMs ?? EVENT_WAIT_MS;
+    let last = "no answer";
+    const settled = async () => {
+      try {
+        const info = await this.consumerInfo(node);
+        last = `${info.num_pending} waiting, ${info.num_ack_pending} unacked`;
+        return info.num_pending === 0 && info.num_ack_pending === 0;
+      } catch (e) {
+        last = (e as Error).message;
+        return false;
+      }
+    };
+    try {
+      await waitForAsync(settled, ms, "settling");
+    } catch {
+      throw new Error(`mesh double: ${node}'s declarations were not all settled within ${ms} ms (${last})`);
+    }
+  }
+
+  /** How many reports of `node` the REPORTS stream holds: every one the node sent, read or not. */
+  async reportCount(node: string): Promise<number> {
+    const subject = `mesh.report.${node}`;
+    const info = await this.jsm.streams.info("REPORTS", { subjects_filter: subject });
+    return info.state.subjects?.[subject] ?? 0;
   }
 
   async deleteConsumer(node: string): Promise<void> {
@@ -276,7 +330,7 @@ export class MeshDouble {
           return false;
         }
       },
-      WAIT_MS,
+      EVENT_WAIT_MS,
       "JetStream after the server started",
     );
   }
@@ -292,21 +346,14 @@ export class MeshDouble {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
+  // the mesh's own streams and durables (src/mesh): the double is the controller `mesh up` is, on one server
   private async createStreams(): Promise<void> {
-    for (const [name, subject] of Object.entries(STREAMS)) {
-      await this.jsm.streams.add({
-        name,
-        subjects: [subject],
-        // last message per subject kept: a node that was away finds only the newest declaration
-        ...(name === "DECLARE" ? { max_msgs_per_subject: 1 } : {}),
-      });
-    }
-    for (const [stream, durable] of [
-      ["ENROL", "mesh-enrol"],
-      ["REPORTS", "mesh-reports"],
-    ] as const) {
-      await this.jsm.consumers.add(stream, { durable_name: durable, ack_policy: AckPolicy.Explicit });
-    }
+    await ensureStreams(this.bus, 1);
+  }
+
+  /** The double's connection as src/mesh's controller holds one. */
+  private get bus(): Bus {
+    return { nc: this.nc, js: this.js, jsm: this.jsm, close: async () => {} };
   }
 
   private listen(): void {
@@ -324,37 +371,16 @@ export class MeshDouble {
     });
   }
 
-  /**
-   * Read a stream through a durable until the double stops. A consumer that could not be reached, or a consume
-   * that ended (a busy machine's missed heartbeats, a restart), is taken up again: a loop that died silently
-   * once left a whole test file's enrolments unanswered.
-   */
-  private async consumeLoop(
-    stream: string,
-    durable: string,
-    handle: (m: JsMsg) => Promise<void>,
-  ): Promise<void> {
-    let said = false;
-    while (!this.stopped) {
-      try {
-        const consumer = await this.js.consumers.get(stream, durable);
-        said = false;
-        const messages = await consumer.consume({ max_messages: 100 });
-        for await (const m of messages) {
-          try {
-            await handle(m);
-          } catch (e) {
-            if (!this.stopped) console.error(`mesh double: ${stream}: ${(e as Error).message}`);
-          }
-        }
-      } catch (e) {
-        // said once a streak: while a test has stopped the server this fails until it is back
-        if (!this.stopped && !said)
-          console.error(`mesh double: ${stream} consumer: ${(e as Error).message}; again`);
-        said = true;
-      }
-      if (!this.stopped) await new Promise((r) => setTimeout(r, 250));
-    }
+  /** src/mesh's reader of a stream through a durable, taken up again after a restart, until the double stops. */
+  private consumeLoop(stream: string, durable: string, handle: (m: JsMsg) => Promise<void>): Promise<void> {
+    return consumeLoop(
+      this.bus,
+      stream,
+      durable,
+      handle,
+      () => this.stopped,
+      (line) => console.error(`mesh double: ${line}`),
+    );
   }
 
   private async answer(m: JsMsg): Promise<void> {
@@ -368,29 +394,24 @@ export class MeshDouble {
     const question = parsed.data;
     const policy = this.policies.get(question.node) ?? { answer: "membership" };
     if (m.subject !== `mesh.enrol.${question.node}`) {
-      await this.reply(question.reply, {
-        v: 1,
-        ok: false,
-        reason: `asked on ${m.subject} for node ${question.node}`,
-      });
+      await reply(this.nc, question.reply, refusedAnswer(`asked on ${m.subject} for node ${question.node}`));
       this.enrolments.push({ subject: m.subject, transportReply, question, answered: "refused" });
     } else if (policy.answer === "ignore") {
       this.enrolments.push({ subject: m.subject, transportReply, question, answered: "ignored" });
     } else if (policy.answer === "refuse") {
-      await this.reply(question.reply, { v: 1, ok: false, reason: policy.reason });
+      await reply(this.nc, question.reply, refusedAnswer(policy.reason));
       this.enrolments.push({ subject: m.subject, transportReply, question, answered: "refused" });
     } else {
       const membership = await this.admit(question.node);
-      await this.reply(question.reply, { v: 1, ok: true, membership });
+      // src/mesh's answer, sealed to the key the question carried; "clear" is the test's own forgery
+      await reply(
+        this.nc,
+        question.reply,
+        policy.answer === "clear" ? { v: 1, ok: true, membership } : sealedAnswer(question, membership),
+      );
       this.enrolments.push({ subject: m.subject, transportReply, question, answered: "membership" });
     }
     m.ack();
-  }
-
-  // The answer goes to the address in the payload; the message's own reply field is the ack address.
-  private async reply(address: string, answer: object): Promise<void> {
-    this.nc.publish(address, JSON.stringify(answer));
-    await this.nc.flush();
   }
 }
 

@@ -2,11 +2,13 @@
 export { fingerprintOfPem, type MadeCert, makeCert } from "./cert.ts";
 export {
   type EnrolPolicy,
+  EVENT_WAIT_MS,
   MeshDouble,
   type Received,
   type SeenEnrolment,
   STREAMS,
   waitFor,
+  waitForAsync,
 } from "./double.ts";
 export {
   freePort,

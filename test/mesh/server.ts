@@ -1,9 +1,17 @@
 // Debian's nats-server as a child of the test: rendered from test/fixtures/nats-server.conf.tmpl, the
 // user list beside it, started, stopped and restarted on the same port and store, reloaded by SIGHUP.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
+import {
+  enrolPermissions,
+  nodePermissions,
+  type Permissions,
+  type ServerUser,
+  usersConf,
+} from "../../src/mesh/index.ts";
+import { killGroup, spawnGroup } from "../support/processes.ts";
 
 // Debian installs it in /usr/sbin; MESH_NATS_SERVER names another.
 export const NATS_SERVER =
@@ -13,34 +21,15 @@ export const NATS_SERVER =
   ) ??
   "nats-server";
 const FIXTURES = new URL("../fixtures/", import.meta.url);
-const START_WAIT_MS = 10_000;
-const STOP_WAIT_MS = 5_000;
+// failure bounds, not paces: a busy machine may take this long to start a server or see it go
+const START_WAIT_MS = 60_000;
+const STOP_WAIT_MS = 15_000;
 
-export interface Permissions {
-  publish: { allow: string[] };
-  subscribe: { allow: string[] };
-}
+export type { Permissions, ServerUser };
 
-export interface ServerUser {
-  user: string;
-  password: string;
-  /** Absent: every subject (the mesh's own user). */
-  permissions?: Permissions;
-}
-
-/** The node's and the enrolling user's permissions as the fixture states them, `<n>` filled. */
+/** The node's and the enrolling user's permissions: the mesh's own (src/mesh), which test/code.test.ts holds to the fixture. */
 export function permissionsFor(kind: "node" | "enrol", node: string): Permissions {
-  const all = JSON.parse(readFileSync(new URL("node-permissions.json", FIXTURES), "utf8")) as Record<
-    string,
-    Permissions
-  >;
-  const set = all[`${kind}.<n>`];
-  if (!set) throw new Error(`node-permissions.json has no ${kind}.<n>`);
-  const fill = (s: string) => s.replaceAll("<n>", node);
-  return {
-    publish: { allow: set.publish.allow.map(fill) },
-    subscribe: { allow: set.subscribe.allow.map(fill) },
-  };
+  return kind === "node" ? nodePermissions(node) : enrolPermissions(node);
 }
 
 export async function freePort(): Promise<number> {
@@ -63,12 +52,6 @@ export interface ServerFiles {
   keyFile: string;
   storeDir: string;
 }
-
-// Killed by pid when the test process exits however it exits, so no server outlives its test.
-const running = new Set<ChildProcess>();
-process.once("exit", () => {
-  for (const child of running) child.kill("SIGKILL");
-});
 
 export class NatsServer {
   users: ServerUser[] = [];
@@ -97,12 +80,11 @@ export class NatsServer {
   async start(): Promise<void> {
     if (this.child) return;
     this.render();
-    const child = spawn(NATS_SERVER, ["-c", this.confFile], { stdio: ["ignore", "ignore", "pipe"] });
+    // its own process group, killed when the test process exits however it exits: no server outlives its test
+    const child = spawnGroup(NATS_SERVER, ["-c", this.confFile], { stdio: ["ignore", "ignore", "pipe"] });
     this.child = child;
-    running.add(child);
     child.once("error", (e) => {
       this.logText += `\ncannot start ${NATS_SERVER}: ${e.message}\n`;
-      running.delete(child);
       if (this.child === child) this.child = null;
     });
     child.stderr?.setEncoding("utf8");
@@ -110,7 +92,7 @@ export class NatsServer {
       this.logText += chunk;
     });
     child.once("exit", () => {
-      running.delete(child);
+      if (child.pid) killGroup(child.pid);
       if (this.child === child) this.child = null;
     });
     const from = this.logText.length;
@@ -123,7 +105,7 @@ export class NatsServer {
     if (!child) return;
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
     child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), STOP_WAIT_MS);
+    const timer = setTimeout(() => child.pid && killGroup(child.pid), STOP_WAIT_MS);
     await exited;
     clearTimeout(timer);
     this.child = null;
@@ -159,7 +141,7 @@ export class NatsServer {
       return value;
     });
     writeFileSync(this.confFile, conf);
-    writeFileSync(join(this.files.dir, "users.conf"), renderUsers(this.users));
+    writeFileSync(join(this.files.dir, "users.conf"), usersConf(this.users));
   }
 
   private async waitForLog(line: string, from: number, ms: number): Promise<void> {
@@ -171,11 +153,4 @@ export class NatsServer {
       await new Promise((r) => setTimeout(r, 10));
     }
   }
-}
-
-// The mesh's user list: one account with JetStream. Quoted strings are literal in the server's
-// config language, so "$JS.API..." is a subject and not a variable.
-function renderUsers(users: ServerUser[]): string {
-  const lines = users.map((u) => `    ${JSON.stringify(u)}`);
-  return `MESH {\n  jetstream: enabled\n  users: [\n${lines.join("\n")}\n  ]\n}\n`;
 }

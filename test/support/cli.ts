@@ -1,6 +1,7 @@
 // Run the mesh-host CLI as a person would: a separate process, its stdout, stderr and exit status.
-import { spawn } from "node:child_process";
 import { join } from "node:path";
+import { EVENT_WAIT_MS } from "./events.ts";
+import { killGroup, spawnGroup } from "./processes.ts";
 
 const REPO = join(import.meta.dirname, "../..");
 
@@ -22,19 +23,21 @@ export function runCli(
 ): Promise<CliResult> {
   const [cmd, ...pre] = cliCommand();
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd!, [...pre, ...args], {
+    const child = spawnGroup(cmd!, [...pre, ...args], {
       env: { ...process.env, ...opts.env },
       stdio: ["pipe", "pipe", "pipe"],
     });
     let stdout = "";
     let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.stdin.end(opts.input ?? "");
-    const timer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs ?? 60_000);
+    child.stdout!.on("data", (d) => (stdout += d));
+    child.stderr!.on("data", (d) => (stderr += d));
+    child.stdin!.end(opts.input ?? "");
+    const timer = setTimeout(() => killGroup(child.pid!), opts.timeoutMs ?? EVENT_WAIT_MS);
     child.on("error", reject);
     child.on("close", (code) => {
       clearTimeout(timer);
+      // whatever it left in its group (tsx's node child after a kill) ends with it
+      killGroup(child.pid!);
       resolve({ code, stdout, stderr });
     });
   });
@@ -48,10 +51,14 @@ export interface Running {
   stop(signal?: NodeJS.Signals): Promise<number | string>;
 }
 
-/** A long-running command (`run`): started, read as it goes, stopped by a signal. */
+/**
+ * A long-running command (`run`): started, read as it goes, stopped by a signal. SIGKILL ends its whole
+ * process group (through tsx the host is tsx's child, which a SIGKILL of tsx alone would leave running); a
+ * polite signal goes to the leader alone, as a service manager sends it, and the group is ended once it exits.
+ */
 export function startCli(args: string[], opts: { env?: Record<string, string> } = {}): Running {
   const [cmd, ...pre] = cliCommand();
-  const child = spawn(cmd!, [...pre, ...args], {
+  const child = spawnGroup(cmd!, [...pre, ...args], {
     env: { ...process.env, ...opts.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -60,14 +67,19 @@ export function startCli(args: string[], opts: { env?: Record<string, string> } 
   child.stdout!.on("data", (d) => (stdout += d));
   child.stderr!.on("data", (d) => (stderr += d));
   const exited = new Promise<number | string>((resolve) =>
-    child.on("exit", (code, signal) => resolve(code ?? signal ?? -1)),
+    child.on("exit", (code, signal) => {
+      killGroup(child.pid!);
+      resolve(code ?? signal ?? -1);
+    }),
   );
   return {
     child,
     output: () => ({ stdout, stderr }),
     exited,
     async stop(signal: NodeJS.Signals = "SIGTERM") {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      if (child.exitCode === null && child.signalCode === null)
+        if (signal === "SIGKILL") killGroup(child.pid!);
+        else child.kill(signal);
       return await exited;
     },
   };

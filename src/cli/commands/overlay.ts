@@ -36,7 +36,9 @@ export async function overlayCommand(ctx: Context): Promise<number> {
   const membership = ctx.state.readMembership();
   const node = ctx.state.readNode();
   if (!membership || !node)
-    throw new UsageError("this node is not enrolled: `mesh-host enrol CODE` takes a tunnel found then");
+    throw new UsageError(
+      "this node is not enrolled: `mesh-host enrol` (the code on standard input) takes a tunnel found then",
+    );
   // the bus client is loaded here, not at the top: `status` reads this file and must start without it
   const { signRekey, tellRekey } = await import("../../link/rekey.ts");
   const lock = await acquireLock(ctx.state.ensure().dir);

@@ -53,7 +53,14 @@ const sha256 = (file: string) => createHash("sha256").update(readFileSync(file))
 /** `npm run package` with the given pkgrel, into `dest`; the staging directory is fixed so .BUILDINFO is. */
 function makePackage(pkgrel: string, dest: string): string {
   const r = must(["bash", join(REPO, "pkgbuild/package.sh")], {
-    env: { MESH_PKGREL: pkgrel, MESH_PKGDEST: dest, MESH_PKGWORK: join(work, "stage"), SOURCE_DATE_EPOCH },
+    env: {
+      MESH_PKGREL: pkgrel,
+      MESH_PKGDEST: dest,
+      MESH_PKGWORK: join(work, "stage"),
+      SOURCE_DATE_EPOCH,
+      // zstd's default level: -19 (the shipped one) changes only the size, and takes a minute a package here
+      MESH_PKGZST: "-3",
+    },
   });
   const file = join(dest, `mesh-host-${PKGVER}-${pkgrel}-x86_64.pkg.tar.zst`);
   if (!existsSync(file)) throw new Error(`package.sh made no ${file}:\n${r.all}`);

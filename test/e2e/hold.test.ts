@@ -46,6 +46,8 @@ function run(state: string, root: string, extra: string[] = []): Running {
     root,
     "--heartbeat-s",
     "1",
+    "--redial-spread-s",
+    "1",
     "--drift-s",
     "2",
     ...extra,

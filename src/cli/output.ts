@@ -23,15 +23,22 @@ export function table(lines: readonly Line[]): string {
     .join("");
 }
 
+/** `--diff`: each planned file's changes after the table, headed by its id. */
+function diffs(lines: readonly Line[]): string {
+  return lines
+    .flatMap((l) => ("diff" in l && l.diff?.length ? [`diff ${l.id}:\n${l.diff.join("\n")}\n`] : []))
+    .join("");
+}
+
 /**
  * The lines a person reads: what changes, and how many did not (listed only with --verbose). A no-op of 5,000
  * files is one line, not 10,005.
  */
 export function changesTable(lines: readonly Line[], verbose: boolean): string {
-  if (verbose || !lines.length) return table(lines);
+  if (verbose || !lines.length) return table(lines) + diffs(lines);
   const shown = lines.filter((l) => l.did !== "unchanged");
   const quiet = lines.length - shown.length;
-  return `${shown.length ? table(shown) : ""}${quiet ? `  (${quiet} unchanged; --verbose lists them)\n` : ""}`;
+  return `${shown.length ? table(shown) : ""}${quiet ? `  (${quiet} unchanged; --verbose lists them)\n` : ""}${diffs(shown)}`;
 }
 
 /** The plan in words: before acting, or as all a dry run does. */

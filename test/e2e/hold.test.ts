@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeMeshKey, signEnvelope } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
-import { type Running, runCli, startCli } from "../support/cli.ts";
+import { type Running, runCli, startRun } from "../support/cli.ts";
 import { untilFileArgv } from "../support/events.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -39,19 +39,7 @@ async function enrolled(node: string) {
 
 /** `run` with a heartbeat a second and the drift check every `driftS` seconds (each flag given once). */
 function run(state: string, root: string, driftS = 2): Running {
-  return startCli([
-    "run",
-    "--state",
-    state,
-    "--root",
-    root,
-    "--heartbeat-s",
-    "1",
-    "--redial-spread-s",
-    "1",
-    "--drift-s",
-    String(driftS),
-  ]);
+  return startRun(state, root, ["--drift-s", String(driftS)]);
 }
 
 describe("mesh-host enrol and run against a real bus", () => {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { beginMove, loadKeys, publicKeys, State } from "../../src/store/index.ts";
 import { type Membership, seal } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS, MeshDouble } from "../mesh/index.ts";
-import { runCli, startCli } from "../support/cli.ts";
+import { runCli, startRun } from "../support/cli.ts";
 import { tempDir } from "../support/tmp.ts";
 
 let a: MeshDouble;
@@ -44,21 +44,7 @@ function sealedTo(state: string, value: object): string {
 
 /** `run` until it exits by itself (a move exits 0), as the service manager would see it. */
 async function runUntilExit(state: string, root: string, graceS = 600) {
-  const host = startCli([
-    "run",
-    "--state",
-    state,
-    "--root",
-    root,
-    "--heartbeat-s",
-    "1",
-    "--redial-spread-s",
-    "1",
-    "--drift-s",
-    "60",
-    "--move-grace-s",
-    String(graceS),
-  ]);
+  const host = startRun(state, root, ["--drift-s", "60", "--move-grace-s", String(graceS)]);
   // a bound on a run that never exits by itself, not a pace: it moves on events
   const timer = setTimeout(() => void host.stop("SIGKILL"), EVENT_WAIT_MS);
   const code = await host.exited;
@@ -84,17 +70,7 @@ describe("moving a node to another bus", () => {
     expect(status.stdout).toMatch(/move: +to nats:\/\/127\.0\.0\.1:\d+ since .*back to/);
     expect(status.stdout).not.toContain(onB.password);
     // restarted by the service manager: dials B
-    const host = startCli([
-      "run",
-      "--state",
-      state,
-      "--root",
-      root,
-      "--heartbeat-s",
-      "1",
-      "--redial-spread-s",
-      "1",
-    ]);
+    const host = startRun(state, root);
     try {
       await b.declare(node, decl(node, "on B\n"));
       const onBReport = await b.awaitReport(1, { node });
@@ -121,17 +97,7 @@ describe("moving a node to another bus", () => {
       a.url,
     ]);
     expect(`${second.stdout}${second.stderr}`).not.toContain("not-the-password");
-    const host = startCli([
-      "run",
-      "--state",
-      state,
-      "--root",
-      root,
-      "--heartbeat-s",
-      "1",
-      "--redial-spread-s",
-      "1",
-    ]);
+    const host = startRun(state, root);
     try {
       // the first report on A after the return carries the note of why
       const back = await a.awaitReport(2, { node });
@@ -152,17 +118,7 @@ describe("moving a node to another bus", () => {
     const onA = JSON.parse(readFileSync(join(state, "membership.json"), "utf8")).membership;
     // the state a kill leaves right after the save: B is the identity, A kept beside it
     beginMove(new State(state), await b.admit(node), onA);
-    const host = startCli([
-      "run",
-      "--state",
-      state,
-      "--root",
-      root,
-      "--heartbeat-s",
-      "1",
-      "--redial-spread-s",
-      "1",
-    ]);
+    const host = startRun(state, root);
     try {
       await b.declare(node, decl(node, "on B\n"));
       expect((await b.awaitReport(1, { node })).value!.outcome).toBe("applied");
@@ -178,17 +134,7 @@ describe("moving a node to another bus", () => {
     const other = await enrolOnA("someone-else");
     const onB = await b.admit(node);
     await a.declare(node, decl(node, "x\n", { membership: sealedTo(other.state, onB) }));
-    const host = startCli([
-      "run",
-      "--state",
-      state,
-      "--root",
-      root,
-      "--heartbeat-s",
-      "1",
-      "--redial-spread-s",
-      "1",
-    ]);
+    const host = startRun(state, root);
     try {
       const r = await a.awaitReport(1, { node });
       expect(r.value).toMatchObject({

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Envelope } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
-import { type Running, runCli, startCli } from "../support/cli.ts";
+import { type Running, runCli, startRun } from "../support/cli.ts";
 import { untilFileArgv } from "../support/events.ts";
 import { ensureSea } from "../support/sea.ts";
 import { snapshot, tempDir } from "../support/tmp.ts";
@@ -41,20 +41,7 @@ async function holding(node: string, opts: { ackWaitMs?: number } = {}) {
     await mesh.deleteConsumer(node);
     await mesh.admit(node, { ackWaitMs: opts.ackWaitMs });
   }
-  const start = (): Running =>
-    startCli([
-      "run",
-      "--state",
-      state,
-      "--root",
-      root,
-      "--heartbeat-s",
-      "1",
-      "--redial-spread-s",
-      "1",
-      "--drift-s",
-      "600",
-    ]);
+  const start = (): Running => startRun(state, root, ["--drift-s", "600"]);
   const host = { run: start() };
   const report = async (n: number) => (await mesh.awaitReport(n, { node })).value!;
   return { state, root, host, start, report, conf: () => readFileSync(join(root, "etc/app.conf"), "utf8") };

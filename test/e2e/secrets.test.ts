@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadKeys, publicKeys } from "../../src/store/index.ts";
 import { seal } from "../../src/vocabulary/index.ts";
 import { MeshDouble } from "../mesh/index.ts";
-import { runCli, startCli } from "../support/cli.ts";
+import { runCli, startRun } from "../support/cli.ts";
 import { tempDir } from "../support/tmp.ts";
 
 let mesh: MeshDouble;
@@ -37,24 +37,9 @@ describe("secrets never leak", () => {
     const keys = loadKeys(state);
     if (!keys.ok) throw new Error(keys.reason);
     const sealed = seal(Buffer.from(secretValue), publicKeys(keys.keys).sealing);
-    const host = startCli(
-      [
-        "run",
-        "--state",
-        state,
-        "--root",
-        root,
-        "--heartbeat-s",
-        "1",
-        "--redial-spread-s",
-        "1",
-        "--drift-s",
-        "2",
-      ],
-      {
-        env: { MESH_LOG: "debug" },
-      },
-    );
+    const host = startRun(state, root, ["--drift-s", "2"], {
+      env: { MESH_LOG: "debug" },
+    });
     let outputs = "";
     try {
       await mesh.declare(node, {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadKeys, publicKeys } from "../../src/store/index.ts";
 import { type Report, seal } from "../../src/vocabulary/index.ts";
 import { MeshDouble } from "../mesh/index.ts";
-import { runCli, startCli } from "../support/cli.ts";
+import { runCli, startRun } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -40,20 +40,7 @@ async function enrolled(node: string) {
   return { base, state, root };
 }
 
-const run = (state: string, root: string) =>
-  startCli([
-    "run",
-    "--state",
-    state,
-    "--root",
-    root,
-    "--heartbeat-s",
-    "1",
-    "--redial-spread-s",
-    "1",
-    "--drift-s",
-    "600",
-  ]);
+const run = (state: string, root: string) => startRun(state, root, ["--drift-s", "600"]);
 
 describe("reports carry no digest of a secret", () => {
   it("neither of a file filled from a secret, nor of the original it replaced, even once the secret is gone", async () => {

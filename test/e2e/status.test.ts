@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitForAsync } from "../mesh/double.ts";
 import { MeshDouble } from "../mesh/index.ts";
-import { runCli, startCli } from "../support/cli.ts";
+import { runCli, startRun } from "../support/cli.ts";
 import { useBuiltExecutable } from "../support/sea.ts";
 import { tempMachine } from "../support/tmp.ts";
 
@@ -106,17 +106,7 @@ describe("status of an enrolled node", () => {
     expect(never.doc.link).toMatchObject({ up: false, error: "mesh-host run has never run here" });
     expect(never.doc.problems).toEqual(["the link is down"]);
 
-    const host = startCli([
-      "run",
-      "--state",
-      state,
-      "--root",
-      root,
-      "--heartbeat-s",
-      "1",
-      "--redial-spread-s",
-      "1",
-    ]);
+    const host = startRun(state, root);
     try {
       await waitForAsync(
         async () => (await status()).doc.heartbeat_at !== null,

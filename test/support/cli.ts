@@ -84,3 +84,19 @@ export function startCli(args: string[], opts: { env?: Record<string, string> } 
     },
   };
 }
+
+/**
+ * `mesh-host run` as the e2e tests run it: a heartbeat a second and redials spread over a second, so a test
+ * waits on events rather than the production pacing; `extra` adds each test's own flags (drift, move grace).
+ */
+export function startRun(
+  state: string,
+  root: string,
+  extra: string[] = [],
+  opts: { env?: Record<string, string> } = {},
+): Running {
+  return startCli(
+    ["run", "--state", state, "--root", root, "--heartbeat-s", "1", "--redial-spread-s", "1", ...extra],
+    opts,
+  );
+}

@@ -4,21 +4,17 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { dial } from "../../src/link/index.ts";
-import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
+import { EVENT_WAIT_MS, type MeshDouble, waitFor } from "../mesh/index.ts";
 import { cliCommand, runCli } from "../support/cli.ts";
+import { meshForFile } from "../support/mesh-file.ts";
 import { killGroup, spawnGroup } from "../support/processes.ts";
-import { ensureSea } from "../support/sea.ts";
 import { tempDir } from "../support/tmp.ts";
 
 let mesh: MeshDouble;
-beforeAll(async () => {
-  process.env.MESH_HOST_BIN ??= ensureSea();
-  mesh = await MeshDouble.start();
-}, 600_000);
-afterAll(async () => {
-  await mesh?.stop();
+meshForFile((m) => {
+  mesh = m;
 });
 
 function dirs() {

@@ -2,21 +2,17 @@
 // executable and a real nats-server, a replay of an older envelope's exact bytes must change nothing.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Envelope } from "../../src/vocabulary/index.ts";
-import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
+import { EVENT_WAIT_MS, type MeshDouble, waitFor } from "../mesh/index.ts";
 import { type Running, runCli, startRun } from "../support/cli.ts";
 import { untilFileArgv } from "../support/events.ts";
-import { ensureSea } from "../support/sea.ts";
+import { meshForFile } from "../support/mesh-file.ts";
 import { snapshot, tempDir } from "../support/tmp.ts";
 
 let mesh: MeshDouble;
-beforeAll(async () => {
-  process.env.MESH_HOST_BIN ??= ensureSea();
-  mesh = await MeshDouble.start();
-}, 600_000);
-afterAll(async () => {
-  await mesh?.stop();
+meshForFile((m) => {
+  mesh = m;
 });
 
 const decl = (node: string, content: string, extra: object = {}) => ({

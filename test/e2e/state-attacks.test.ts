@@ -3,21 +3,17 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { loadKeys, publicKeys } from "../../src/store/index.ts";
 import { type Report, seal } from "../../src/vocabulary/index.ts";
-import { MeshDouble } from "../mesh/index.ts";
+import type { MeshDouble } from "../mesh/index.ts";
 import { runCli, startRun } from "../support/cli.ts";
-import { ensureSea } from "../support/sea.ts";
+import { meshForFile } from "../support/mesh-file.ts";
 import { tempDir } from "../support/tmp.ts";
 
 let mesh: MeshDouble;
-beforeAll(async () => {
-  process.env.MESH_HOST_BIN ??= ensureSea();
-  mesh = await MeshDouble.start();
-}, 600_000);
-afterAll(async () => {
-  await mesh?.stop();
+meshForFile((m) => {
+  mesh = m;
 });
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");

@@ -6,6 +6,7 @@ import { closeSync, fstatSync, openSync, readFileSync, writeFileSync } from "nod
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../support/cli.ts";
+import { decl } from "../support/offline.ts";
 import { ensureSea } from "../support/sea.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -20,15 +21,12 @@ function failing(base: string): string {
   const file = join(base, "d.json");
   writeFileSync(
     file,
-    JSON.stringify({
-      v: 1,
-      node: "n1",
-      mode: "converged",
-      resources: [
+    JSON.stringify(
+      decl([
         { id: "conf", type: "file", path: "/etc/app.conf", content: "a=1\n" },
         { id: "boom", type: "action", run: ["sh", "-c", "exit 3"] },
-      ],
-    }),
+      ]),
+    ),
   );
   return file;
 }

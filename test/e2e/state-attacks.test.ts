@@ -9,6 +9,7 @@ import { type Report, seal } from "../../src/vocabulary/index.ts";
 import type { MeshDouble } from "../mesh/index.ts";
 import { runCli, startRun } from "../support/cli.ts";
 import { meshForFile } from "../support/mesh-file.ts";
+import { decl } from "../support/offline.ts";
 import { tempDir } from "../support/tmp.ts";
 
 let mesh: MeshDouble;
@@ -173,15 +174,7 @@ describe("the lock", () => {
       mkdirSync(state, { mode: 0o700 });
       symlinkSync(target, join(state, "lock"));
       const file = join(base, "d.json");
-      writeFileSync(
-        file,
-        JSON.stringify({
-          v: 1,
-          node: "n1",
-          mode: "converged",
-          resources: [{ id: "f", type: "file", path: "/f", content: "x" }],
-        }),
-      );
+      writeFileSync(file, JSON.stringify(decl([{ id: "f", type: "file", path: "/f", content: "x" }])));
       const started = Date.now();
       const r = await runCli(["apply", file, "--state", state, "--root", root], { timeoutMs: 120_000 });
       expect(r.code, r.stderr).toBe(2);

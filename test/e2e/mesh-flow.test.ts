@@ -9,7 +9,7 @@ import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MeshDir } from "../../src/mesh/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
-import { type Running, runCli, startCli } from "../support/cli.ts";
+import { type Running, runCli, startCli, startRun } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 import { snapshot, tempDir } from "../support/tmp.ts";
 
@@ -45,13 +45,11 @@ async function enrolled(dir: string, base: string, name: string): Promise<Node> 
   const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: added.stdout });
   expect(enrol.code, enrol.stderr).toBe(0);
   expect(enrol.stdout + enrol.stderr).not.toContain(added.stdout.trim());
-  return { name, state, root, run: await startRun(state, root) };
+  return { name, state, root, run: await runLinkUp(state, root) };
 }
 
-async function startRun(state: string, root: string): Promise<Running> {
-  const run = keep(
-    startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "1", "--redial-spread-s", "1"]),
-  );
+async function runLinkUp(state: string, root: string): Promise<Running> {
+  const run = keep(startRun(state, root));
   await awaitOutput(run, (o) => o.stderr.includes('"link up"'), "the node's link up");
   return run;
 }
@@ -253,7 +251,7 @@ describe("one server: the operator's path", () => {
     expect(moved.stdout).toMatch(/moved web-1: it now dials nats:\/\/127\.0\.0\.1:\d+/);
     // the host exits cleanly after a move, for its service manager to start it on the new bus
     expect(await node.run.exited).toBe(0);
-    node.run = await startRun(node.state, node.root);
+    node.run = await runLinkUp(node.state, node.root);
     const there = await mesh(other, ["push", "web-1", file(base, "b.json", declaration("on b\n")), ...WAIT]);
     expect(there.code, there.stderr).toBe(0);
     expect(there.stdout).toMatch(/^web-1: serial 1,/);

@@ -2,21 +2,25 @@
 
 import { closeSync } from "node:fs";
 import { basename } from "node:path";
-import { DEFAULT_DIR_MODE } from "../defaults.ts";
+import { DEFAULT_DIR_MODE } from "../../defaults.ts";
 import {
   chmodDirAt,
   entryAt,
   forgetUnder,
   listAt,
+  octal,
   openDirAt,
+  ownerIgnored,
+  parseMode,
+  placeProblem,
   removeDirAt,
   removeEntryIn,
+  resolveIds,
   setOnHandle,
-} from "../system/index.ts";
-import type { DirectoryResource } from "../vocabulary/index.ts";
-import { octal, ownerIgnored, parseMode, placeProblem, resolveIds } from "./paths.ts";
-import { stepsOf } from "./step.ts";
-import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
+} from "../../system/index.ts";
+import type { DirectoryResource } from "../../vocabulary/index.ts";
+import { stepsOf } from "../step.ts";
+import type { Applier, DecideContext, Executed, RecordBase, Step } from "../types.ts";
 
 export interface DirectoryRecord extends RecordBase {
   type: "directory";

@@ -4,11 +4,6 @@
 // made the removal delete /var/lib/mesh whole).
 import { createHash } from "node:crypto";
 import { basename } from "node:path";
-import { entryAt } from "../system/index.ts";
-import { bundlePathProblem, nameProblem, type ProcessResource } from "../vocabulary/index.ts";
-import { sha256 } from "./file.ts";
-import { octal, placeProblem } from "./paths.ts";
-import { stepsOf } from "./step.ts";
 import {
   calendarProblem,
   commandLine,
@@ -23,10 +18,13 @@ import {
   UNIT_DIR,
   type UnitState,
   unitPath,
+  unitsProblem,
   writeRegular,
-} from "./systemd.ts";
-import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
-import { unitsProblem } from "./unit-verify.ts";
+} from "../../system/arch/index.ts";
+import { entryAt, octal, placeProblem, sha256 } from "../../system/index.ts";
+import { bundlePathProblem, nameProblem, type ProcessResource } from "../../vocabulary/index.ts";
+import { stepsOf } from "../step.ts";
+import type { Applier, DecideContext, Executed, RecordBase, Step } from "../types.ts";
 
 /** Where every process's bundle lives; a process's own directory is `<BUNDLE_ROOT>/<name>`. */
 export const BUNDLE_ROOT = "/var/lib/mesh";

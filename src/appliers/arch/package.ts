@@ -1,7 +1,5 @@
 // package: installed by pacman, read back with `pacman -Q`; undeclared, removed only if the mesh installed it.
 
-import type { PackageResource } from "../vocabulary/index.ts";
-import { packageNameProblem } from "../vocabulary/index.ts";
 import {
   errorLines,
   type Installed,
@@ -11,9 +9,11 @@ import {
   queryPackage,
   syncTarget,
   versionMatches,
-} from "./pacman.ts";
-import { stepsOf } from "./step.ts";
-import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
+} from "../../system/arch/index.ts";
+import type { PackageResource } from "../../vocabulary/index.ts";
+import { packageNameProblem } from "../../vocabulary/index.ts";
+import { stepsOf } from "../step.ts";
+import type { Applier, DecideContext, Executed, RecordBase, Step } from "../types.ts";
 
 export interface PackageRecord extends RecordBase {
   type: "package";

@@ -1,12 +1,20 @@
 // file: written atomically, read back by digest and mode; what was found is held, never lost.
 
-import { createHash } from "node:crypto";
-import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE } from "../defaults.ts";
-import { readFileAt, removeFileAt, writeFileAt } from "../system/index.ts";
-import type { FileResource } from "../vocabulary/index.ts";
-import { octal, ownerIgnored, parseMode, placeProblem, resolveIds } from "./paths.ts";
-import { stepsOf } from "./step.ts";
-import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
+import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE } from "../../defaults.ts";
+import {
+  octal,
+  ownerIgnored,
+  parseMode,
+  placeProblem,
+  readFileAt,
+  removeFileAt,
+  resolveIds,
+  sha256,
+  writeFileAt,
+} from "../../system/index.ts";
+import type { FileResource } from "../../vocabulary/index.ts";
+import { stepsOf } from "../step.ts";
+import type { Applier, DecideContext, Executed, RecordBase, Step } from "../types.ts";
 
 export interface FileRecord extends RecordBase {
   type: "file";
@@ -39,8 +47,6 @@ interface WriteData {
   /** Filled from a secret: no digest of it, nor of the original it replaces, is ever said. */
   secret: boolean;
 }
-
-export const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex");
 
 /** What is at declared `path` now: a regular file's digest and mode, null when absent, or why it cannot be managed. */
 async function readFound(root: string, path: string, fresh = false): Promise<Found | null | string> {

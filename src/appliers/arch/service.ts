@@ -1,32 +1,34 @@
 // service: a systemd unit made to match (enabled, state, restart_on, a unit file the mesh writes), read back
 // after the daemon-reload that loads it; undeclared, given back as it was found, never simply stopped.
 
-import type { ServiceResource } from "../vocabulary/index.ts";
-import { unitNameProblem } from "../vocabulary/index.ts";
-import { sha256 } from "./file.ts";
-import { stepsOf } from "./step.ts";
 import {
   type FoundFile,
-  foundLine,
-  type GiveBack,
-  giveBack,
   isAbsent,
   isActive,
   isEnabled,
-  planGiveBack,
   readRegular,
-  type ServiceFound,
-  type ServiceRecord,
   showUnit,
   systemctl,
   type UnitState,
   unitPath,
+  unitsProblem,
   writeRegular,
-} from "./systemd.ts";
-import type { Applier, DecideContext, Executed, Step } from "./types.ts";
-import { unitsProblem } from "./unit-verify.ts";
+} from "../../system/arch/index.ts";
+import { sha256 } from "../../system/index.ts";
+import type { ServiceResource } from "../../vocabulary/index.ts";
+import { unitNameProblem } from "../../vocabulary/index.ts";
+import { stepsOf } from "../step.ts";
+import type { Applier, DecideContext, Executed, Step } from "../types.ts";
+import {
+  foundLine,
+  type GiveBack,
+  giveBack,
+  planGiveBack,
+  type ServiceFound,
+  type ServiceRecord,
+} from "./give-back.ts";
 
-export type { ServiceFound, ServiceRecord } from "./systemd.ts";
+export type { ServiceFound, ServiceRecord } from "./give-back.ts";
 
 interface Write {
   content: string;

@@ -53,6 +53,7 @@ import {
 import { androidBundleOptions, archModulesIn, ROOT, stubsIn } from "./bundle.mjs";
 import { elfOf } from "./elf.mjs";
 import { RC_DEFAULTS, rcProblem, rcText } from "./rc.mjs";
+import { fileContextsText, teText } from "./sepolicy.mjs";
 
 /** Bump when this script changes what it makes from the same inputs, so an old stamp is not trusted. */
 const RECIPE = "android-sea-1";
@@ -178,6 +179,13 @@ function blobMaker(runtime, blobRuntimePath) {
   return { file, version: blobVersion, own: file === runtime.file };
 }
 
+/** The launcher as init execs it on a device: Android has no /bin/sh, its shell is /system/bin/sh. */
+function androidLauncher() {
+  const text = readFileSync(join(ROOT, "pkgbuild/launch"), "utf8");
+  if (!text.startsWith("#!/bin/sh\n")) fail("pkgbuild/launch no longer starts with #!/bin/sh");
+  return `#!/system/bin/sh\n${text.slice("#!/bin/sh\n".length)}`;
+}
+
 async function bundle(work, version, commit) {
   const esbuild = require("esbuild");
   const t = performance.now();
@@ -279,9 +287,15 @@ async function main() {
   say(
     `${rel(rcFile)}: user ${flags.user}, group ${flags.group} inet, started by ${flags.start === "class" ? "class late_start" : "sys.boot_completed=1"}${flags.launcher ? ", through the launcher" : ""}`,
   );
+  const policy = join(out, "sepolicy");
+  mkdirSync(policy, { recursive: true });
+  const rcFull = { ...RC_DEFAULTS, ...rcOptions };
+  writeAtomic(join(policy, "mesh_host.te"), teText(rcFull));
+  writeAtomic(join(policy, "file_contexts"), fileContextsText(rcFull));
+  say(`${rel(policy)}/: mesh_host.te and file_contexts, the SELinux fragment an enforcing image needs`);
   if (flags.launcher) {
     const launcher = join(out, "mesh-host-launch");
-    writeAtomic(launcher, readFileSync(join(ROOT, "pkgbuild/launch"), "utf8"), 0o755);
+    writeAtomic(launcher, androidLauncher(), 0o755);
     say(`${rel(launcher)}: the rollback launcher (POSIX sh; Android's mksh runs it)`);
   }
 

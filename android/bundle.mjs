@@ -23,9 +23,17 @@ const ARCH_ONLY_FOLDERS = /^src\/(appliers|system)\/arch\//;
 /** Commands with nothing to do on Android: the overlay's key, and a systemd unit and launcher to install. */
 const ARCH_ONLY_COMMANDS = /^src\/cli\/commands\/(overlay|install)\.ts$/;
 
+/** The operator's half (`mesh-host mesh …`): a phone is a node, never a mesh's controller. */
+const MESH_OPERATOR = /^src\/(mesh|cli\/mesh)\//;
+
 /** A module of the Arch host that must not be in the Android bundle (by its path from the repository root). */
 export function isArchOnly(rel) {
-  return rel === "src/hosts/arch.ts" || ARCH_ONLY_FOLDERS.test(rel) || ARCH_ONLY_COMMANDS.test(rel);
+  return (
+    rel === "src/hosts/arch.ts" ||
+    ARCH_ONLY_FOLDERS.test(rel) ||
+    ARCH_ONLY_COMMANDS.test(rel) ||
+    MESH_OPERATOR.test(rel)
+  );
 }
 
 /**

@@ -10,5 +10,7 @@ export interface RcOptions {
 }
 export const RC_DEFAULTS: Readonly<RcOptions>;
 export const START_MODES: readonly RcOptions["start"][];
+export const USERDEBUG_SECLABEL: string;
+export function dataBinary(state: string): string;
 export function rcProblem(o: RcOptions): string | null;
 export function rcText(options?: Partial<RcOptions>): string;

@@ -53,14 +53,20 @@ async function main(): Promise<void> {
     node = startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "2"]);
     const hb = await mesh.awaitHeartbeat(1, { timeoutMs: 20_000 });
     say(`  heartbeat from ${hb.value?.node}: version ${hb.value?.version}, uptime ${hb.value?.uptime_s} s`);
+    const sent: Uint8Array[] = [];
     for (const [i, file] of ["web.json", "web-v2.json"].entries()) {
       const body = readFileSync(join(EXAMPLES, file), "utf8");
       // the double signs each with the next serial: the node refuses any older one replayed later
-      const seq = await mesh.declare(NODE, JSON.parse(body));
+      sent.push(Buffer.from(JSON.stringify(mesh.sign(NODE, JSON.parse(body)))));
+      const seq = await mesh.publishEnvelope(NODE, sent[i]!);
       say(`\nmesh pushes examples/${file} (signed as serial ${i + 1}, stream seq ${seq})`);
       const report = await mesh.awaitReport(i + 1, { node: NODE, timeoutMs: 20_000 });
       showReport(report.value!);
     }
+    const replay = await mesh.publishEnvelope(NODE, sent[0]!);
+    say(`\nsomeone on the bus replays web.json's exact signed bytes (stream seq ${replay})`);
+    const refused = (await mesh.awaitReport(3, { node: NODE, timeoutMs: 20_000 })).value!;
+    say(`  report: ${refused.outcome}: ${refused.refusals.map((r) => r.reason).join("; ")}`);
     const motd = join(root, "etc/motd");
     say(
       `\n/etc/motd after the mesh let it go: ${existsSync(motd) ? JSON.stringify(readFileSync(motd, "utf8")) : "(gone)"}`,

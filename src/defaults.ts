@@ -18,6 +18,11 @@ export const DEFAULT_DIR_MODE = 0o755;
 export const STATE_DIR_MODE = 0o700;
 export const SECRET_FILE_MODE = 0o600;
 
+/** Lines of one file's diff `--diff` shows before it says how many more there are. */
+export const MAX_DIFF_LINES = 200;
+/** A file larger than this is not read to be diffed: the plan says so instead. */
+export const MAX_DIFF_BYTES = 1024 * 1024;
+
 /** How many file writes may be in flight at once: overlaps fsyncs on Node's thread pool. */
 export const FILE_WRITE_CONCURRENCY = 32;
 /** How many files are read and hashed at once during a plan. */

@@ -19,7 +19,8 @@ import { build } from "esbuild";
 import { describe, expect, it } from "vitest";
 import { androidBundleOptions, archModulesIn, isArchOnly, stubsIn } from "../android/bundle.mjs";
 import { elfOf } from "../android/elf.mjs";
-import { rcText } from "../android/rc.mjs";
+import { RC_DEFAULTS, rcText } from "../android/rc.mjs";
+import { fileContextsText, teText } from "../android/sepolicy.mjs";
 import { bundleOptions, ENTRY, ROOT } from "../build/bundle.mjs";
 import { detectHostKind } from "../src/hosts/index.ts";
 import { runCli } from "./support/cli.ts";
@@ -177,6 +178,9 @@ describe("the Android bundle", () => {
         "src/appliers/arch/process.ts",
         "src/system/arch/systemd.ts",
         "src/system/arch/pacman.ts",
+        // the operator's half: a phone is a node, never a mesh's controller
+        "src/mesh/index.ts",
+        "src/cli/mesh/main.ts",
       ]),
     );
     expect(stubsIn(result.metafile)).toEqual([]);
@@ -207,7 +211,7 @@ describe("npm run build:android", () => {
       [["--runtime", join(dir, "missing"), "--out", dir], {}, /no such file/],
       [["--runtime", "/bin/true", "--out", dir], {}, /has no single-executable fuse/],
       [["--runtime", PINNED_RUNTIME, "--user", "root", "--out", dir], {}, /--user must not be root/],
-      [["--runtime", PINNED_RUNTIME, "--launcher", "--out", dir], {}, /--launcher .* give --seclabel/],
+      [["--runtime", PINNED_RUNTIME, "--seclabel", "su", "--out", dir], {}, /--seclabel must be a context/],
       [["--runtime", PINNED_RUNTIME, "--frobnicate"], {}, /unknown flag "--frobnicate"/],
     ];
     for (const [args, env, line] of cases) {
@@ -228,6 +232,9 @@ describe("npm run build:android", () => {
       );
       expect(statSync(ANDROID_SEA).mode & 0o111).not.toBe(0);
       expect(readFileSync(join(DIST, "mesh-host.rc"), "utf8")).toBe(rcText());
+      // the SELinux fragment beside it, for the same options
+      expect(readFileSync(join(DIST, "sepolicy/mesh_host.te"), "utf8")).toBe(teText(RC_DEFAULTS));
+      expect(readFileSync(join(DIST, "sepolicy/file_contexts"), "utf8")).toBe(fileContextsText(RC_DEFAULTS));
       // the metafile of the bundle inside it, as the build kept it
       const meta = JSON.parse(readFileSync(join(DIST, ".build/x64/meta.json"), "utf8"));
       expect(archModulesIn(meta)).toEqual([]);

@@ -41,44 +41,51 @@ function parseRc(text: string): Parsed {
   return out;
 }
 
-/** The service options init knows (system/core/init/README.md, "Options"): anything else is a typo. */
-const SERVICE_OPTIONS = new Set([
-  "capabilities",
-  "class",
-  "console",
-  "critical",
-  "disabled",
-  "enter_namespace",
-  "file",
-  "group",
-  "interface",
-  "ioprio",
-  "keycodes",
-  "memcg.limit_in_bytes",
-  "memcg.limit_percent",
-  "memcg.limit_property",
-  "memcg.soft_limit_in_bytes",
-  "memcg.swappiness",
-  "namespace",
-  "oneshot",
-  "onrestart",
-  "oom_score_adjust",
-  "override",
-  "priority",
-  "reboot_on_failure",
-  "restart_period",
-  "rlimit",
-  "seclabel",
-  "setenv",
-  "shutdown",
-  "sigstop",
-  "socket",
-  "stdio_to_kmsg",
-  "task_profiles",
-  "timeout_period",
-  "updatable",
-  "user",
-  "writepid",
+/**
+ * The service options init knows, with the fewest and most arguments each takes: system/core/init's
+ * service_parser.cpp, ServiceParser::GetParserMap() (Android 14+, where gentle_kill arrived). Anything else is a
+ * typo init refuses ("invalid keyword"), and a wrong count is refused too.
+ */
+const MAX = Number.POSITIVE_INFINITY;
+const SERVICE_OPTIONS = new Map<string, [number, number]>([
+  ["capabilities", [0, MAX]],
+  ["class", [1, MAX]],
+  ["console", [0, 1]],
+  ["critical", [0, 2]],
+  ["disabled", [0, 0]],
+  ["enter_namespace", [2, 2]],
+  ["file", [2, 2]],
+  ["gentle_kill", [0, 0]],
+  ["group", [1, 2048 + 1]],
+  ["interface", [2, 2]],
+  ["ioprio", [2, 2]],
+  ["keycodes", [1, MAX]],
+  ["memcg.limit_in_bytes", [1, 1]],
+  ["memcg.limit_percent", [1, 1]],
+  ["memcg.limit_property", [1, 1]],
+  ["memcg.soft_limit_in_bytes", [1, 1]],
+  ["memcg.swappiness", [1, 1]],
+  ["namespace", [1, 2]],
+  ["oneshot", [0, 0]],
+  ["onrestart", [1, MAX]],
+  ["oom_score_adjust", [1, 1]],
+  ["override", [0, 0]],
+  ["priority", [1, 1]],
+  ["reboot_on_failure", [1, 1]],
+  ["restart_period", [1, 1]],
+  ["rlimit", [3, 3]],
+  ["seclabel", [1, 1]],
+  ["setenv", [2, 2]],
+  ["shared_kallsyms", [0, 0]],
+  ["shutdown", [1, 1]],
+  ["sigstop", [0, 0]],
+  ["socket", [3, 6]],
+  ["stdio_to_kmsg", [0, 0]],
+  ["task_profiles", [1, MAX]],
+  ["timeout_period", [1, 1]],
+  ["updatable", [0, 0]],
+  ["user", [1, 1]],
+  ["writepid", [1, MAX]],
 ]);
 const ROOTS = new Set(["root", "0"]);
 const STATE = RC_DEFAULTS.state;
@@ -95,16 +102,28 @@ function lintRc(text: string): string[] {
   const svc = ours[0]!;
   const command = svc.words.slice(2);
   const direct = command.join(" ") === `/system/bin/mesh-host run --state ${STATE}`;
+  // the launcher is started itself (its label is what transitions init to the domain), never through a shell
   const launched =
-    command[0] === "/system/bin/sh" && command.slice(2).join(" ") === `run --state ${STATE}` && !!command[1];
+    /^\/system\/bin\/[\w.-]*mesh-host-launch$/.test(command[0] ?? "") &&
+    command.slice(1).join(" ") === `run --state ${STATE}`;
   if (!direct && !launched)
     problems.push(`the service runs "${command.join(" ")}", not /system/bin/mesh-host run --state ${STATE}`);
   const options = new Map<string, string[][]>();
   for (const o of svc.body) {
     const name = o.words[0]!;
-    if (!SERVICE_OPTIONS.has(name)) problems.push(`unknown service option "${name}" (line ${o.line})`);
+    const arity = SERVICE_OPTIONS.get(name);
+    if (!arity) problems.push(`unknown service option "${name}" (line ${o.line})`);
+    else if (o.words.length - 1 < arity[0] || o.words.length - 1 > arity[1])
+      problems.push(
+        `${name} takes ${arity[0]} to ${arity[1]} arguments, not ${o.words.length - 1} (line ${o.line})`,
+      );
     options.set(name, [...(options.get(name) ?? []), o.words.slice(1)]);
   }
+  if (!options.has("stdio_to_kmsg"))
+    problems.push("no stdio_to_kmsg: init sends the host's log lines to /dev/null");
+  if (!options.has("gentle_kill")) problems.push("no gentle_kill: stop would SIGKILL the host at once");
+  if (options.has("console") && options.has("stdio_to_kmsg"))
+    problems.push("console and stdio_to_kmsg: init refuses the two together");
   if (options.has("oneshot")) problems.push("oneshot: init would not restart it after an exit");
   if (options.has("critical")) problems.push("critical: four exits in four minutes would reboot the device");
   const user = options.get("user")?.[0]?.[0];
@@ -129,9 +148,14 @@ function lintRc(text: string): string[] {
   if (!disabled && !classes.some((c) => ["late_start", "main", "core"].includes(c)))
     problems.push("no class that starts at boot (late_start, main or core), and not started by a trigger");
   if (launched) {
-    if (!options.get("setenv")?.some(([k, v]) => k === "MESH_HOST_BIN" && v === "/system/bin/mesh-host"))
-      problems.push("the launcher is not told the executable: setenv MESH_HOST_BIN /system/bin/mesh-host");
-    if (!options.has("seclabel")) problems.push("the launcher runs as /system/bin/sh: it needs a seclabel");
+    const bin = `${STATE}/bin/mesh-host`;
+    if (!options.get("setenv")?.some(([k, v]) => k === "MESH_HOST_BIN" && v === bin))
+      problems.push(`the launcher is not told the executable: setenv MESH_HOST_BIN ${bin}`);
+    const madeBin = rc.sections
+      .filter((s) => s.kind === "on" && s.words[1] === "post-fs-data")
+      .flatMap((s) => s.body)
+      .some((c) => c.words.slice(0, 2).join(" ") === `mkdir ${STATE}/bin`);
+    if (!madeBin) problems.push(`${STATE}/bin is never made: the upgrade path keeps the executable there`);
   }
   if (!rc.comments.some((c) => /\bseclabel\b/.test(c) && /\benforcing\b/.test(c)))
     problems.push("no comment on seclabel for enforcing devices");
@@ -157,6 +181,8 @@ describe("mesh-host.rc as generated", () => {
       "class late_start",
       "user nobody",
       "group nobody inet",
+      "stdio_to_kmsg",
+      "gentle_kill",
     ]);
     expect(rc.sections.map((s) => s.words.join(" "))).toEqual([
       "on post-fs-data",
@@ -168,8 +194,12 @@ describe("mesh-host.rc as generated", () => {
     ["--user and --group", { user: "shell", group: "shell" }],
     ["a disabled service started on sys.boot_completed=1", { start: "boot-completed" }],
     [
-      "the launcher, with the seclabel it needs",
-      { launcher: "/system/bin/mesh-host-launch", seclabel: "u:r:mesh_host:s0" },
+      "the launcher (the upgrade path), its domain from the policy fragment",
+      { launcher: "/system/bin/mesh-host-launch" },
+    ],
+    [
+      "the launcher on a userdebug image",
+      { launcher: "/system/bin/mesh-host-launch", seclabel: "u:r:su:s0" },
     ],
     ["a seclabel", { seclabel: "u:r:mesh_host:s0", start: "boot-completed" }],
   ];
@@ -181,12 +211,11 @@ describe("mesh-host.rc as generated", () => {
     expect(text).toContain(`mkdir /data/mesh-host 0700 ${user} ${options?.group ?? "nobody"}\n`);
   });
 
-  it("the generator refuses what would break a rule: root, a bad name, the launcher without a seclabel", () => {
+  it("the generator refuses what would break a rule: root, a bad name, a malformed seclabel", () => {
     expect(() => rcText({ user: "root" })).toThrow(/must not be root/);
     expect(() => rcText({ group: "root" })).toThrow(/must not be root/);
     expect(() => rcText({ user: "no body" })).toThrow(/user or group name/);
     expect(() => rcText({ start: "never" as "class" })).toThrow(/--start/);
-    expect(() => rcText({ launcher: "/system/bin/mesh-host-launch" })).toThrow(/--seclabel/);
     expect(() => rcText({ seclabel: "system_server" })).toThrow(/--seclabel/);
     expect(rcProblem({ ...RC_DEFAULTS })).toBeNull();
   });
@@ -234,6 +263,19 @@ describe("the lint fails a broken mesh-host.rc, naming the rule", () => {
       /is made "0700 root root"/,
     ],
     ["an option before any section", (t) => `    user nobody\n${t}`, /^lines before the first section/],
+    ["no stdio_to_kmsg", swap("    stdio_to_kmsg\n", ""), /^no stdio_to_kmsg/],
+    ["no gentle_kill", swap("    gentle_kill\n", ""), /^no gentle_kill/],
+    [
+      "gentle_kill given an argument",
+      swap("    gentle_kill\n", "    gentle_kill 5\n"),
+      /^gentle_kill takes 0 to 0/,
+    ],
+    [
+      "a console as well",
+      swap("    gentle_kill\n", "    gentle_kill\n    console\n"),
+      /^console and stdio_to_kmsg/,
+    ],
+    ["user with two names", swap("    user nobody\n", "    user nobody shell\n"), /^user takes 1 to 1/],
     ["two services", (t) => `${t}\nservice mesh-host /system/bin/mesh-host run\n`, /^one service mesh-host/],
   ];
   it.each(broken)("%s", (_what, breakIt, rule) => {
@@ -245,13 +287,21 @@ describe("the lint fails a broken mesh-host.rc, naming the rule", () => {
     ).toBe(true);
   });
 
-  it("the launcher variant without its setenv or its seclabel", () => {
-    const text = rcText({ launcher: "/system/bin/mesh-host-launch", seclabel: "u:r:mesh_host:s0" });
+  it("the launcher variant through a shell, without its setenv, or without its bin directory", () => {
+    const text = rcText({ launcher: "/system/bin/mesh-host-launch" });
     expect(lintRc(text.replace(/ {4}setenv .*\n/, ""))).toEqual([
       expect.stringMatching(/^the launcher is not told the executable/),
     ]);
-    expect(lintRc(text.replace(/ {4}seclabel u:r:.*\n/, ""))).toEqual([
-      expect.stringMatching(/needs a seclabel/),
+    expect(
+      lintRc(
+        text.replace(
+          "mesh-host /system/bin/mesh-host-launch",
+          "mesh-host /system/bin/sh /system/bin/mesh-host-launch",
+        ),
+      ),
+    ).toEqual([expect.stringMatching(/^the service runs "\/system\/bin\/sh/)]);
+    expect(lintRc(text.replace(/ {4}mkdir \/data\/mesh-host\/bin .*\n/, ""))).toEqual([
+      expect.stringMatching(/\/bin is never made/),
     ]);
   });
 });

@@ -1,7 +1,10 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { MAX_CODE_CHARS } from "../src/defaults.ts";
-import { CODE_PREFIX, decodeCode, encodeCode } from "../src/link/code.ts";
+import { enrolPermissions, nodePermissions } from "../src/mesh/index.ts";
 import type { EnrolmentCode } from "../src/vocabulary/index.ts";
+import { CODE_PREFIX, decodeCode, encodeCode } from "../src/vocabulary/index.ts";
 
 const TOKEN = "tok_S3CRET-9f2c1e";
 
@@ -187,5 +190,54 @@ describe("a malformed code is refused naming the part, never the token", () => {
 
   it("refuses a non-string without throwing", () => {
     expect(reasonOf(undefined as unknown as string)).toMatch(/^enrolment code prefix: /);
+  });
+});
+
+describe("the operator's layer (src/mesh/) and the host's", () => {
+  const SRC = join(import.meta.dirname, "../src");
+  const files = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name)] : [],
+    );
+  const importsOf = (file: string) =>
+    [...readFileSync(file, "utf8").matchAll(/(?:from|import\()\s*"([^"]+)"/g)].map((m) => m[1]!);
+  const inMesh = (file: string) => /\/src\/(mesh|cli\/mesh)\//.test(file);
+
+  it("no module of the host imports it: only the CLI's mesh commands, loaded lazily, do", () => {
+    const offenders = files(SRC)
+      .filter((f) => !inMesh(f))
+      .flatMap((f) =>
+        importsOf(f)
+          .filter((i) => i.startsWith(".") && inMesh(`${resolve(dirname(f), i)}/`))
+          .map((i) => `${relative(SRC, f)} imports ${i}`),
+      )
+      .filter((line) => line !== "cli/cli.ts imports ./mesh/main.ts");
+    expect(offenders).toEqual([]);
+  });
+
+  it("imports only the vocabulary, the defaults, Node's built-ins, zod and the nats client", () => {
+    const offenders = files(join(SRC, "mesh")).flatMap((f) =>
+      importsOf(f)
+        .filter(
+          (i) =>
+            !i.startsWith("node:") &&
+            !i.startsWith("@nats-io/") &&
+            i !== "zod" &&
+            !/^\.\/[a-z-]+\.ts$/.test(i) &&
+            !i.startsWith("../vocabulary/") &&
+            i !== "../defaults.ts",
+        )
+        .map((i) => `${relative(SRC, f)} imports ${i}`),
+    );
+    expect(offenders).toEqual([]);
+  });
+
+  it("grants a node and its enrolling user exactly the fixture's permissions", () => {
+    const fixture = JSON.parse(
+      readFileSync(join(import.meta.dirname, "fixtures/node-permissions.json"), "utf8"),
+    ) as Record<string, unknown>;
+    const fill = (v: unknown) => JSON.parse(JSON.stringify(v).replaceAll("<n>", "web-1"));
+    expect(nodePermissions("web-1")).toEqual(fill(fixture["node.<n>"]));
+    expect(enrolPermissions("web-1")).toEqual(fill(fixture["enrol.<n>"]));
   });
 });

@@ -2,9 +2,7 @@
 // small sh scripts that start and confirm, start and never confirm, or fail, on purpose. Each test is one
 // machine's history: installs, starts (what systemd's Restart=always would do), and what ran each time.
 import { spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
 import {
-  chmodSync,
   copyFileSync,
   existsSync,
   mkdirSync,
@@ -16,137 +14,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { spawnGroup } from "./support/processes.ts";
-import { tempDir } from "./support/tmp.ts";
-
-/** Resolves once `ok()` holds, looking every 50 ms; the test's own timeout is the deadline. */
-async function until(ok: () => boolean): Promise<void> {
-  while (!ok()) await new Promise((r) => setTimeout(r, 50));
-}
-
-const LAUNCH = join(import.meta.dirname, "../pkgbuild/launch");
-/** dash is /bin/sh on Debian, mksh is Android's sh, bash is Arch's. */
-const SHELLS = ["dash", "mksh", "bash"].filter(
-  (sh) => spawnSync("sh", ["-c", `command -v ${sh}`]).status === 0,
-);
-/** Each shell by its absolute path: one test runs the launcher with a PATH that lacks it. */
-const SHELL_PATHS = new Map(
-  SHELLS.map((sh) => [sh, spawnSync("sh", ["-c", `command -v ${sh}`], { encoding: "utf8" }).stdout.trim()]),
-);
-const shellPath = (sh: string) => SHELL_PATHS.get(sh)!;
-
-type Behaviour = "confirm" | "unconfirmed" | "fail";
-
-interface Start {
-  code: number | null;
-  /** The stand-in that ran, or null when none did. */
-  ran: string | null;
-  stderr: string;
-  env: Record<string, string>;
-  argv: string[];
-}
-
-const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex");
-
-/** The two files `mesh-host enrol` writes, in its order; the launcher looks only at whether they are there. */
-function enrol(state: string) {
-  mkdirSync(state, { recursive: true });
-  writeFileSync(join(state, "membership.json"), "{}\n");
-  writeFileSync(join(state, "node.json"), "{}\n");
-}
-
-/** One machine: an installed binary, a state directory, and the stand-ins that can be installed. */
-function machine(shell: string, opts: { stateArg?: "space" | "equals" | "env"; enrolled?: boolean } = {}) {
-  const base = tempDir("mesh-launch-");
-  const bin = join(base, "usr/bin/mesh-host");
-  const state = join(base, "state");
-  const log = join(base, "log");
-  mkdirSync(join(base, "usr/bin"), { recursive: true });
-  mkdirSync(join(base, "standins"));
-  // what `mesh-host enrol` leaves: `launch run` waits for it (a test of its own leaves it out)
-  if (opts.enrolled !== false) enrol(state);
-
-  /** A stand-in: logs what it was started as, then behaves. Its name makes its digest its own. */
-  function standIn(name: string, behaviour: Behaviour): string {
-    const file = join(base, "standins", name);
-    writeFileSync(
-      file,
-      [
-        "#!/bin/sh",
-        `# stand-in ${name}: ${behaviour}`,
-        `{ printf 'ran=${name}\\n'; printf 'arg=%s\\n' "$@"; printf 'self=%s\\n' "$0"; printf 'umask=%s\\n' "$(umask)"`,
-        `  env | grep '^MESH_HOST_'; printf 'end\\n'; } >> '${log}'`,
-        behaviour === "confirm"
-          ? // the host's part: once it "completed a reconcile", it writes its own binary's digest
-            `d=$(sha256sum < "$0"); printf '%s\\n' "\${d%% *}" > '${state}/confirmed'; exit 0`
-          : behaviour === "unconfirmed"
-            ? "exit 0"
-            : "exit 1",
-        "",
-      ].join("\n"),
-    );
-    chmodSync(file, 0o755);
-    return file;
-  }
-
-  function install(file: string) {
-    // a package upgrade replaces the file (a new inode), as pacman does
-    rmSync(bin, { force: true });
-    copyFileSync(file, bin);
-    chmodSync(bin, 0o755);
-  }
-
-  function start(extraEnv: Record<string, string> = {}, args = ["run", "--flag", "a b"]): Start {
-    const stateArgs =
-      opts.stateArg === "equals" ? [`--state=${state}`] : opts.stateArg === "env" ? [] : ["--state", state];
-    const before = existsSync(log) ? readFileSync(log, "utf8").length : 0;
-    const env: Record<string, string> = {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      MESH_HOST_BIN: bin,
-      ...extraEnv,
-    };
-    if (opts.stateArg === "env") env.MESH_HOST_STATE = state;
-    const r = spawnSync(shellPath(shell), [LAUNCH, ...args, ...stateArgs], { env, encoding: "utf8" });
-    const record = existsSync(log) ? readFileSync(log, "utf8").slice(before) : "";
-    const lines = record.split("\n").filter(Boolean);
-    const ranLine = lines.find((l) => l.startsWith("ran="));
-    const envOf = Object.fromEntries(
-      lines
-        .filter((l) => l.startsWith("MESH_HOST_"))
-        .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
-    );
-    return {
-      code: r.status,
-      ran: ranLine ? ranLine.slice(4) : null,
-      stderr: r.stderr,
-      env: {
-        ...envOf,
-        self: lines.find((l) => l.startsWith("self="))?.slice(5) ?? "",
-        umask: lines.find((l) => l.startsWith("umask="))?.slice(6) ?? "",
-      },
-      argv: lines.filter((l) => l.startsWith("arg=")).map((l) => l.slice(4)),
-    };
-  }
-
-  /** `n` starts; the names of what ran, in order. */
-  function starts(n: number, env: Record<string, string> = {}): (string | null)[] {
-    return Array.from({ length: n }, () => start(env).ran);
-  }
-
-  const launcherState = (): Record<string, string> =>
-    Object.fromEntries(
-      readFileSync(join(state, "launcher/state"), "utf8")
-        .split("\n")
-        .filter(Boolean)
-        .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
-    );
-  const note = () => {
-    const file = join(state, "rollback-note");
-    return existsSync(file) ? readFileSync(file, "utf8") : null;
-  };
-
-  return { base, bin, state, standIn, install, start, starts, launcherState, note };
-}
+import { LAUNCH, machine, SHELLS, sha256 } from "./support/launcher.ts";
 
 describe.each(SHELLS)("the rollback launcher under %s", (shell) => {
   it("runs the installed binary with the arguments it was given, counts the start, and keeps a candidate copy", () => {
@@ -448,55 +316,6 @@ describe.each(SHELLS)("the rollback launcher under %s", (shell) => {
     expect(s.ran).toBe("v1");
     expect(s.stderr).toContain("no sha256sum on this machine");
     expect(existsSync(join(m.state, "launcher"))).toBe(false);
-  });
-
-  it("waits quietly for enrolment before `run`, one line, then starts the host once enrol wrote its files", async () => {
-    const m = machine(shell, { enrolled: false });
-    m.install(m.standIn("v1", "unconfirmed"));
-    const log = join(m.base, "log");
-    // a `sleep` that counts itself: each poll is an event the test can wait for
-    const tools = join(m.base, "tools");
-    const polls = join(m.base, "polls");
-    mkdirSync(tools);
-    writeFileSync(join(tools, "sleep"), `#!/bin/sh\necho "$1" >> '${polls}'\nexec /bin/sleep "$@"\n`);
-    chmodSync(join(tools, "sleep"), 0o755);
-    const pollCount = () => (existsSync(polls) ? readFileSync(polls, "utf8").split("\n").length - 1 : 0);
-    // a group the test process ends: a launcher left waiting for enrolment would poll for ever
-    const child = spawnGroup(shellPath(shell), [LAUNCH, "run", "--state", m.state], {
-      env: { PATH: `${tools}:${process.env.PATH}`, MESH_HOST_BIN: m.bin, MESH_HOST_ENROL_POLL_S: "1" },
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    let stderr = "";
-    child.stderr!.on("data", (c: Buffer) => {
-      stderr += c.toString();
-    });
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
-    // three polls go by: nothing is started and nothing more is said
-    await until(() => pollCount() >= 3);
-    expect(existsSync(log)).toBe(false);
-    expect(stderr.trim().split("\n")).toEqual([
-      `mesh-host-launch: this node is not enrolled yet (no membership in ${m.state}): waiting for \`mesh-host enrol CODE\``,
-    ]);
-    expect(readFileSync(polls, "utf8").split("\n")[0]).toBe("1");
-    // enrol writes the membership first: with the node's name still missing it keeps waiting
-    mkdirSync(m.state, { recursive: true });
-    writeFileSync(join(m.state, "membership.json"), "{}\n");
-    const seen = pollCount();
-    await until(() => pollCount() >= seen + 2);
-    expect(existsSync(log)).toBe(false);
-    writeFileSync(join(m.state, "node.json"), "{}\n");
-    expect(await exited).toBe(0);
-    expect(readFileSync(log, "utf8")).toContain("ran=v1");
-    expect(stderr).toContain("enrolled: starting the host");
-    expect(m.launcherState()).toMatchObject({ starts: "1" });
-  });
-
-  it("holds only `run`: another command runs at once on a node not enrolled", () => {
-    const m = machine(shell, { enrolled: false });
-    m.install(m.standIn("v1", "unconfirmed"));
-    const s = m.start({}, ["status"]);
-    expect(s.ran).toBe("v1");
-    expect(s.stderr).not.toContain("not enrolled");
   });
 
   it("exits 127 when the installed binary is missing", () => {

@@ -79,6 +79,8 @@ export interface Executed<Rec> {
 /** A record kept in records.json for each id: what the host wrote and what it found. */
 export interface RecordBase {
   type: string;
+  /** Journalled before its step ran and not yet confirmed by it (an apply killed or interrupted first). */
+  pending?: boolean;
 }
 
 export interface Applier<R extends Resource = Resource, Rec extends RecordBase = RecordBase> {

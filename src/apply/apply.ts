@@ -1,7 +1,8 @@
 // Apply a declaration: check who and which mode, plan, journal, execute step by step, read back, report.
 import { dirname } from "node:path";
+import { fileDiff } from "../appliers/portable/index.ts";
 import type { DecideContext, Ports } from "../appliers/types.ts";
-import { FILE_WRITE_CONCURRENCY, VERSION } from "../defaults.ts";
+import { FILE_READ_CONCURRENCY, FILE_WRITE_CONCURRENCY, VERSION } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
 import type { Records, State, StoreHolds } from "../store/index.ts";
 import { forgetResolved, sweepTempsAt } from "../system/index.ts";
@@ -23,6 +24,7 @@ import {
   planSteps,
   readsChanges,
 } from "./plan.ts";
+import { failureDetail, INTERRUPTED, interruption, logSteps } from "./steps.ts";
 
 /** Opens a value of `secrets` (named, so an installer's secret can be found by its name) or the membership. */
 export type Unseal = (
@@ -42,6 +44,10 @@ export interface ApplyRequest {
   holds: StoreHolds;
   ports: Omit<Ports, "holds">;
   unseal: Unseal;
+  /** Each planned file write carries its diff (`--diff`). */
+  diff?: boolean;
+  /** Aborted (Ctrl-C, SIGTERM): the step in progress finishes, the rest are not reached, the report says so. */
+  signal?: AbortSignal;
   /** Told the plan after it is decided and before anything is touched: show, then act. */
   onPlan?: (plan: PlanLine[]) => void;
   /** Told each time a step is done, with how many of how many: a progress line for a long apply. */
@@ -53,6 +59,8 @@ export interface PlanLine {
   type: string;
   did: ReportStep["did"];
   detail: string;
+  /** `--diff`: a file's content as a unified diff, its mode and owner change; never a secret's content. */
+  diff?: string[];
 }
 
 export interface ApplyResult {
@@ -62,6 +70,8 @@ export interface ApplyResult {
   moveTo?: Membership;
   /** 0 applied (or nothing to do), 1 failed, 2 refused. */
   exit: 0 | 1 | 2;
+  /** Stopped part-way by the signal: how many steps ran of how many planned. */
+  interrupted?: { after: number; of: number };
 }
 
 const now = () => new Date().toISOString();
@@ -69,6 +79,9 @@ const now = () => new Date().toISOString();
 export function planLine(s: { id: string; type: string; did: ReportStep["did"]; detail: string }): PlanLine {
   return { id: s.id, type: s.type, did: s.did, detail: s.detail };
 }
+
+const withDiff = (line: PlanLine, diff: string[] | undefined): PlanLine =>
+  diff?.length ? { ...line, diff } : line;
 
 /** A report for a declaration that never reached the machine. */
 export function refusedReport(
@@ -186,7 +199,9 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   const owed = new Set(req.state.readOwed());
   const input = { declaration: d, records, order, host: req.host, ctx: contextFor(req, secrets), owed };
   const steps = await planSteps(input);
-  const plan = steps.map(planLine);
+  const plan = await mapLimited(steps, FILE_READ_CONCURRENCY, async (s) =>
+    withDiff(planLine(s), req.diff ? await fileDiff(s, req.ports.root) : undefined),
+  );
   req.ports.log.debug(
     { seq: req.seq, steps: plan.length, changing: plan.filter((p) => CHANGING.has(p.did)).length },
     req.dryRun ? "planned (a dry run: nothing will be changed)" : "planned",
@@ -198,7 +213,10 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   if (req.dryRun)
     return {
       plan,
-      report: { ...refusedReport(d.node, req.seq, req.digest, [], req.host, "applied"), steps: plan },
+      report: {
+        ...refusedReport(d.node, req.seq, req.digest, [], req.host, "applied"),
+        steps: steps.map(planLine),
+      },
       exit: 0,
     };
   req.onPlan?.(plan);
@@ -217,9 +235,12 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
     next,
     () => req.state.writeRecords(next, orderOf()),
     req.onStep,
+    req.signal,
   );
   logSteps(req.ports.log, executed);
-  const outcome: Outcome = executed.some((s) => s.did === "failed") ? "failed" : "applied";
+  const interrupted = interruption(executed);
+  if (interrupted) notes.push(`interrupted after ${interrupted.after} of ${interrupted.of} steps`);
+  const outcome: Outcome = executed.some((s) => s.did === "failed") || interrupted ? "failed" : "applied";
   // every dependent ran: nothing is owed; a failed apply keeps what it changed owed for the next one
   if (outcome === "applied") req.state.writeOwed([]);
   const nextOrder = orderOf();
@@ -227,9 +248,6 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   if (JSON.stringify([next, nextOrder]) !== JSON.stringify([records, order]))
     req.state.writeRecords(next, nextOrder);
   req.holds.commit(nextOrder.length);
-  const last = req.state.readLast();
-  if (last?.seq !== req.seq || last.outcome !== outcome)
-    req.state.writeLast({ seq: req.seq, outcome, at: now() });
   const report: Report = {
     v: 1,
     node: d.node,
@@ -244,20 +262,16 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
     mode: d.mode,
     ...(notes.length ? { notes } : {}),
   };
+  // every apply, so `status` and the heartbeat say when the machine was last made to match, and why it failed
+  req.state.writeLast({ seq: req.seq, outcome, at: report.finished_at });
+  req.state.writeLastReport(report);
   return {
     plan,
     report,
     exit: outcome === "failed" ? 1 : 0,
     moveTo: outcome === "applied" ? moveTo : undefined,
+    ...(interrupted ? { interrupted } : {}),
   };
-}
-
-/** Each step at debug; a failed one at warn, naming the resource and the reason, so the journal finds it. */
-function logSteps(log: ApplyRequest["ports"]["log"], steps: ReportStep[]): void {
-  for (const s of steps) {
-    if (s.did === "failed") log.warn({ id: s.id, type: s.type, reason: s.detail }, "step failed");
-    else log.debug({ id: s.id, type: s.type, did: s.did, detail: s.detail }, "step done");
-  }
 }
 
 /** The node's name and mode: the mesh's signed word sets the mode; an offline apply only where none is recorded. */
@@ -297,7 +311,8 @@ async function journal(
     }
     // an id still recorded as something else keeps that record until its removal has run
     if (s.record || !data?.intent || next[s.id]) continue;
-    next[s.id] = data.intent;
+    // pending until its step has run: a file an interrupted apply never wrote is then created, not repaired
+    next[s.id] = { ...data.intent, pending: true };
     intents++;
   }
   if (intents) state.writeRecords(next, [...new Set([...Object.keys(next), ...order])]);
@@ -330,6 +345,7 @@ async function execute(
   records: Records,
   saveRecords: () => void,
   onStep?: ApplyRequest["onStep"],
+  signal?: AbortSignal,
 ): Promise<ReportStep[]> {
   // decided against the records as the steps before have left them: `wrote` reads what was just written
   const d = decider(input, records);
@@ -341,11 +357,12 @@ async function execute(
   const runOne = async (step: PlannedStep): Promise<ReportStep> => {
     if (stoppedBy)
       return { ...planLine(step), did: "not-reached", detail: `not reached: action ${stoppedBy} failed` };
+    if (signal?.aborted) return { ...planLine(step), did: "not-reached", detail: INTERRUPTED };
     const applier = input.host.appliers.get(step.type)!;
     // an id that named something else until the removal just before: its new record is journalled now
     const intent = (step.data as { intent?: Records[string] } | undefined)?.intent;
     if (intent && step.resource && !step.record && !records[step.id]) {
-      records[step.id] = intent;
+      records[step.id] = { ...intent, pending: true };
       saveRecords();
     }
     try {
@@ -368,7 +385,9 @@ async function execute(
     const first = batch[0]!;
     // what reads changes is decided again with what actually changed: the same function the plan used
     const fresh =
-      first.resource && readsChanges(first.resource) ? await d.decide(first.resource, changed, made) : batch;
+      first.resource && readsChanges(first.resource) && !signal?.aborted && !stoppedBy
+        ? await d.decide(first.resource, changed, made)
+        : batch;
     const results = await mapLimited(fresh, FILE_WRITE_CONCURRENCY, runOne);
     results.forEach((r, i) => {
       noteChange(fresh[i]!, r.did, changed, made);
@@ -378,17 +397,6 @@ async function execute(
     onStep?.(out.length, steps.length);
   }
   return out;
-}
-
-/** One line for an executor that threw: the declared path, never the temp file beside it, and the code once. */
-function failureDetail(e: unknown, step: PlannedStep): string {
-  const err = e as NodeJS.ErrnoException;
-  const path = step.resource && "path" in step.resource ? step.resource.path : undefined;
-  let message = (err.message ?? String(e))
-    .split("\n")[0]!
-    .replace(/'[^']*\.mesh-tmp-[^']*'/g, path ? `'${path}'` : "a temporary file");
-  if (err.code && !message.startsWith(err.code)) message = `${err.code}: ${message}`;
-  return message;
 }
 
 /** Steps grouped so that consecutive file writes run side by side (their fsyncs overlap) and all else one at a time. */

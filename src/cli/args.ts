@@ -98,6 +98,7 @@ export function parseCli(argv: string[]): Args {
   const values: Values = {};
   for (const [f, v] of given) {
     const name = f.name as FlagName;
+    // a flag given twice takes its last value, as getopt does: a wrapper may append to the service's flags
     if (f.multiple) values[name] = [...((values[name] as string[] | undefined) ?? []), v as string];
     else values[name] = v;
   }
@@ -123,8 +124,6 @@ export function parseCli(argv: string[]): Args {
       throw new UsageError(
         `--${f.name} must be ${f.choices.join(" or ")}, not "${printable(v)}"${helpHint(command)}`,
       );
-    if (!f.multiple && given.filter(([g]) => g === f).length > 1)
-      throw new UsageError(`--${f.name} is given more than once${helpHint(command)}`);
   }
   return { ...argsOf(values), command, positionals: rest };
 }

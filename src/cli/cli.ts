@@ -42,6 +42,8 @@ const HANDLERS: Record<Exclude<Command, "help">, Handler> = {
 export async function main(argv: string[]): Promise<number> {
   let stateDir: string | undefined;
   try {
+    // the operator's commands (src/cli/mesh/) have their own flags and help, and are not in the Android build
+    if (argv[0] === "mesh") return await (await import("./mesh/main.ts")).meshMain(argv.slice(1));
     const args = parseCli(argv);
     if (args.command === "help") {
       writeOut(args.helpFor ? commandHelp(commandSpec(args.helpFor)!) : overview());

@@ -16,7 +16,13 @@ export function overview(): string {
     "usage: mesh-host <command> [flags]",
     "",
     "commands:",
-    ...column(COMMANDS.map((c) => [`${c.name}${c.args ? ` ${c.args}` : ""}`, c.summary])),
+    ...column([
+      ...COMMANDS.map((c): [string, string] => [`${c.name}${c.args ? ` ${c.args}` : ""}`, c.summary]),
+      [
+        "mesh COMMAND",
+        "the operator's half: init, up, node add|rm, push, nodes, watch, move (`mesh-host mesh --help`)",
+      ],
+    ]),
     "",
     "global flags (every command):",
     ...column(flagRows(GLOBAL_FLAGS.map((n) => FLAGS[n]))),

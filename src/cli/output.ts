@@ -18,8 +18,16 @@ export function table(lines: readonly Line[]): string {
   if (!lines.length) return "  (nothing declared)\n";
   const w = (k: "did" | "type" | "id") => Math.max(...lines.map((l) => l[k].length));
   const [dw, tw, iw] = [w("did"), w("type"), w("id")];
-  return lines
+  const rows = lines
     .map((l) => `  ${l.did.padEnd(dw)}  ${l.type.padEnd(tw)}  ${l.id.padEnd(iw)}  ${l.detail}\n`)
+    .join("");
+  return rows + diffs(lines);
+}
+
+/** `--diff`: each planned file's changes after the table, headed by its id. */
+function diffs(lines: readonly Line[]): string {
+  return lines
+    .flatMap((l) => ("diff" in l && l.diff?.length ? [`diff ${l.id}:\n${l.diff.join("\n")}\n`] : []))
     .join("");
 }
 

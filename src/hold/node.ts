@@ -36,6 +36,10 @@ export interface DeliveredOptions {
   /** Keep the envelope as the node's declaration (a delivery); false for the kept one applied again. */
   keep?: boolean;
   dryRun?: boolean;
+  /** Each planned file write carries its diff (`reconcile --diff`). */
+  diff?: boolean;
+  /** Aborted: the step in progress finishes, the rest are not reached. */
+  signal?: AbortSignal;
   onPlan?: (plan: PlanLine[]) => void;
   onStep?: (done: number, total: number) => void;
   /** Verify against this key instead of the membership's: the kept declaration's own. */
@@ -90,6 +94,8 @@ export async function applyDelivered(
       digest: verified.digest,
       source: "link",
       dryRun,
+      diff: opts.diff,
+      signal: opts.signal,
       onPlan: opts.onPlan,
       onStep: opts.onStep,
       host: deps.host,

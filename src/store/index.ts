@@ -6,4 +6,5 @@ export * from "./lock.ts";
 export * from "./move.ts";
 export * from "./order.ts";
 export * from "./outbox.ts";
+export * from "./run.ts";
 export * from "./state.ts";

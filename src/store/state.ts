@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync
 import { join } from "node:path";
 import * as z from "zod";
 import { STATE_DIR_MODE, STATE_FORMAT } from "../defaults.ts";
-import { Membership, Mode } from "../vocabulary/index.ts";
+import { Membership, Mode, Report } from "../vocabulary/index.ts";
 import { isTempName, writeFileAtomicSync } from "./atomic.ts";
 import { deniedFault, faultLine } from "./faults.ts";
 
@@ -52,6 +52,8 @@ const LastFile = z.object({
   at: z.string(),
 });
 export type LastFile = z.infer<typeof LastFile>;
+
+const LastReportFile = z.object({ format: z.number().int(), report: Report });
 
 /** The state directory: identity, records, the kept declaration, holds, outbox, confirmation. */
 export class State {
@@ -158,6 +160,15 @@ export class State {
 
   writeLast(value: Omit<LastFile, "format">): void {
     this.writeVersioned("last.json", value);
+  }
+
+  /** The last apply's whole report (every step and its detail; a report never holds a secret). */
+  readLastReport(): Report | null {
+    return this.readVersioned("last-report.json", LastReportFile)?.report ?? null;
+  }
+
+  writeLastReport(report: Report): void {
+    this.writeVersioned("last-report.json", { report });
   }
 
   readText(name: string): string | null {

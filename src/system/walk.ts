@@ -131,7 +131,8 @@ export function openChildDir(
       const code = (e as NodeJS.ErrnoException).code;
       if (code === "ENOTDIR" || code === "ELOOP")
         return { problem: blocked(root, dirFd, name, prefix, path) };
-      if (code !== "ENOENT") throw e;
+      // worded with the declared path, never the /proc/self/fd name the walk went through
+      if (code !== "ENOENT") return { problem: `${code}: ${prefix} cannot be walked through to ${path}` };
       if (mode === undefined) return { absent: true };
       // made, then gone again before it could be opened: someone is racing this walk; it does not chase them
       if (tries >= MAKE_TRIES) throw new PathRefused(`${prefix} keeps changing on the way to ${path}`);

@@ -1,3 +1,4 @@
+export * from "./code.ts";
 export * from "./declaration.ts";
 export * from "./envelope.ts";
 export * from "./json.ts";

@@ -5,6 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { State, StoreHolds } from "../../src/store/index.ts";
 import type { MeshDouble } from "../mesh/index.ts";
+import { untilFileArgv } from "../support/events.ts";
 import { BusNode, permissionProblems, serverPid, until, withMesh } from "./bus.ts";
 import { clusterLeaderKilled } from "./cluster.ts";
 import { type Outcome, type RunOptions, type Scenario, Tally, tempsUnder } from "./support.ts";
@@ -12,7 +13,10 @@ import { type Outcome, type RunOptions, type Scenario, Tally, tempsUnder } from 
 /** What `run` logs each time a dial fails or a link drops. */
 const LINK_LOST = "link lost or refused";
 
-/** A declaration: ten files saying `tag`; when f0 changes a slow action (the window to kill in) and a counter. */
+/**
+ * A declaration: ten files saying `tag`; when f0 changes a slow action (the window to kill in, open until the
+ * test calls `node.release(tag)`) and a counter.
+ */
 export function busDeclaration(node: BusNode, tag: string, slow = false): object {
   const log = join(node.base, "actions.log");
   return {
@@ -28,7 +32,7 @@ export function busDeclaration(node: BusNode, tag: string, slow = false): object
         content: `${tag} ${i}\n`,
         mode: "0644",
       })),
-      ...(slow ? [{ id: "slow", type: "action", on: ["f0"], run: ["sleep", "2"] }] : []),
+      ...(slow ? [{ id: "slow", type: "action", on: ["f0"], run: untilFileArgv(node.gate(tag)) }] : []),
       { id: "count", type: "action", on: ["f0"], run: ["sh", "-c", `echo ${tag} >> ${log}`] },
     ],
   };
@@ -111,6 +115,7 @@ async function serverKilledMidApply(mesh: MeshDouble, life: Life, n: number): Pr
   process.kill(serverPid(mesh.server.confFile), "SIGKILL");
   // started again only once this one is gone: a start while it still runs would start nothing
   if (!(await until(() => !mesh.server.running))) return ["the SIGKILLed server never exited"];
+  life.node.release(tag);
   const problems: string[] = [];
   // the apply finishes with the bus away: its report waits on disk
   if (!(await until(() => life.node.outbox().length > 0)))
@@ -129,6 +134,8 @@ async function nodeKilledMidApply(mesh: MeshDouble, life: Life, n: number): Prom
   if (!(await until(() => life.node.fileText("/srv/bus/f9") === `${tag} 9\n`)))
     return [`the node never started applying ${tag}: ${life.node.runTail()}`];
   await life.node.kill();
+  // the restart runs the owed slow action again: it ends at once now
+  life.node.release(tag);
   await life.node.start();
   // redelivered once the ack wait runs out, and applied again: nothing left to change. The report may be the
   // start's reconcile of the kept declaration; the state is judged once the redelivery is acked too, not

@@ -1,7 +1,7 @@
 // What the bus scenarios (3, 6, 7, 8) share: a node enrolled with the mesh double through the CLI, `mesh-host
 // run` as a process that can be stopped or SIGKILLed, its reports counted at the double and in its own logs,
 // and the check that its server user holds exactly protocol.md's permissions.
-import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Report } from "../../src/vocabulary/index.ts";
 import type { Received } from "../mesh/index.ts";
@@ -208,6 +208,16 @@ export class BusNode {
     } catch {
       return [];
     }
+  }
+
+  /** The file that ends the slow action of `tag`'s declaration (busDeclaration) once it exists. */
+  gate(tag: string): string {
+    return join(this.base, `gate-${tag}`);
+  }
+
+  /** Let the slow action of `tag`'s declaration end. */
+  release(tag: string): void {
+    writeFileSync(this.gate(tag), "");
   }
 
   fileText(path: string): string | null {

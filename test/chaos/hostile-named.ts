@@ -18,6 +18,22 @@ import { type Bench, lineProblems, makeBench, NODE } from "./hostile.ts";
 import { meshHost, type Outcome, type RunOptions, type Scenario, snap, Tally, tempDir } from "./support.ts";
 
 const MiB = 1024 * 1024;
+/**
+ * A refusal bounded in time holds when one of this many tries keeps the bound: the time says what work was
+ * skipped (a 64 MiB body never hashed or parsed), and a busy machine can stall any single try by seconds.
+ */
+const TIMED_TRIES = 3;
+
+/** The fastest of up to TIMED_TRIES runs of `once` (the first already made: `first` ms), stopping under `maxMs`. */
+async function fastestMs(
+  first: number,
+  maxMs: number | undefined,
+  once: () => Promise<number>,
+): Promise<number> {
+  let ms = first;
+  for (let i = 1; i < TIMED_TRIES && maxMs !== undefined && ms > maxMs; i++) ms = Math.min(ms, await once());
+  return ms;
+}
 const quiet = { info() {}, warn() {}, error() {}, debug() {} };
 
 const decl = (resources: unknown[], extra: Record<string, unknown> = {}) => ({
@@ -50,14 +66,20 @@ async function refusedByLink(
   opts: { allTypes?: boolean; maxMs?: number } = {},
 ): Promise<string[]> {
   const before = bench.look();
-  const started = performance.now();
-  let refusals: Refusal[];
-  if (opts.allTypes) {
+  const refusalsOf = async (): Promise<Refusal[]> => {
+    if (!opts.allTypes) return (await bench.plan(bytes, false)).refusals;
     // the Arch types: parsed by the vocabulary whatever host this machine is, so the name rule is reached
     const v = verifyEnvelope(bytes, { meshKey: bench.mesh.publicB64, node: NODE });
-    refusals = v.ok ? [] : v.refusals;
-  } else refusals = (await bench.plan(bytes, false)).refusals;
-  const ms = performance.now() - started;
+    return v.ok ? [] : v.refusals;
+  };
+  const timed = async () => {
+    const started = performance.now();
+    const refusals = await refusalsOf();
+    return { refusals, ms: performance.now() - started };
+  };
+  const first = await timed();
+  const refusals = first.refusals;
+  const ms = await fastestMs(first.ms, opts.maxMs, async () => (await timed()).ms);
   const problems = lineProblems(refusals);
   if (!refusals.length) problems.push("was not refused");
   else if (!refusals.some((r) => matches(r, want)))
@@ -107,17 +129,11 @@ async function refusedByCli(
     const path = join(dir, "declaration.json");
     writeFileSync(path, bytes);
     const before = JSON.stringify([...snap(root, { mtimes: true })]);
-    const run = await meshHost([
-      "apply",
-      path,
-      "--root",
-      root,
-      "--state",
-      join(dir, "state"),
-      "--host",
-      "linux",
-    ]);
-    const exit = await run.exited;
+    const refuse = async () =>
+      await (
+        await meshHost(["apply", path, "--root", root, "--state", join(dir, "state"), "--host", "linux"])
+      ).exited;
+    const exit = await refuse();
     const problems: string[] = [];
     const lines = exit.stderr.trimEnd().split("\n");
     if (exit.code !== 2) problems.push(`exit ${exit.code}, not 2`);
@@ -126,9 +142,9 @@ async function refusedByCli(
     else if (!reason.test(lines[0]!)) problems.push(`said ${lines[0]!.slice(0, 160)}`);
     if (lines[0]!.length > 500) problems.push(`its line is ${lines[0]!.length} characters`);
     if (JSON.stringify([...snap(root, { mtimes: true })]) !== before) problems.push("the root changed");
-    if (maxMs !== undefined && exit.ms > maxMs)
-      problems.push(`took ${Math.round(exit.ms)} ms (more than ${maxMs})`);
-    bench.notes.push(`CLI refused ${Math.round(bytes.byteLength / 1024)} KiB in ${Math.round(exit.ms)} ms`);
+    const ms = await fastestMs(exit.ms, maxMs, async () => (await refuse()).ms);
+    if (maxMs !== undefined && ms > maxMs) problems.push(`took ${Math.round(ms)} ms (more than ${maxMs})`);
+    bench.notes.push(`CLI refused ${Math.round(bytes.byteLength / 1024)} KiB in ${Math.round(ms)} ms`);
     return problems;
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -328,9 +344,12 @@ const CASES: Case[] = [
     "a 64 MiB body, refused before parsing",
     async (b) => {
       const bytes = Buffer.alloc(64 * MiB, 0x7b); // "{{{{…": parsing it at all would be slow and deep
-      const started = performance.now();
-      const parsed = parseDeclarationBody(bytes);
-      const ms = performance.now() - started;
+      const timed = () => {
+        const started = performance.now();
+        return { parsed: parseDeclarationBody(bytes), ms: performance.now() - started };
+      };
+      const { parsed, ms: first } = timed();
+      const ms = await fastestMs(first, 50, async () => timed().ms);
       b.notes.push(`parseDeclarationBody refused 64 MiB in ${ms.toFixed(2)} ms`);
       const problems = parsed.ok ? ["accepted"] : lineProblems(parsed.refusals);
       if (!parsed.ok && !/bytes, more than/.test(parsed.refusals[0]!.reason))

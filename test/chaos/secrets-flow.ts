@@ -8,6 +8,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { loadKeys, publicKeys } from "../../src/store/index.ts";
 import { seal } from "../../src/vocabulary/index.ts";
+import { untilFileArgv } from "../support/events.ts";
 import { BusNode, permissionProblems, until, withMesh } from "./bus.ts";
 import { leakedForm, type Outcome, type RunOptions, type Scenario, Tally } from "./support.ts";
 
@@ -61,11 +62,12 @@ async function flow(n: number): Promise<{ problems: string[]; checked: number }>
       // a new secret, and the host killed while the action after it runs
       const s2 = await mesh.declare(
         node.name,
-        declaration(secrets[1]!, [{ id: "slow", type: "action", run: ["sleep", "2"] }]),
+        declaration(secrets[1]!, [{ id: "slow", type: "action", run: untilFileArgv(node.gate("s2")) }]),
       );
       if (!(await until(() => node.fileText(PATH) === secrets[1])))
         problems.push(`the second secret was never written: ${node.runTail()}`);
       await node.kill();
+      node.release("s2");
       await node.start({ level: "debug", driftS: 2 });
       const r2 = await node.report(s2, "applied");
       if (typeof r2 === "string") problems.push(r2);

@@ -7,7 +7,7 @@ import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "n
 import { join, relative } from "node:path";
 import { ensureKeys, publicKeys } from "../../src/store/index.ts";
 import { seal } from "../../src/vocabulary/index.ts";
-import { EVENT_WAIT_MS } from "../support/events.ts";
+import { EVENT_WAIT_MS, untilFileArgv } from "../support/events.ts";
 import {
   awaitLockBy,
   describeExit,
@@ -169,7 +169,8 @@ async function crashFlow(): Promise<string[]> {
     writeFileSync(join(p.root, PATH), "the machine's own password\n", { mode: 0o640 });
     const [one, two, three] = [secretValue("one"), secretValue("two"), secretValue("three")];
     const problems: string[] = [];
-    const slow = [{ id: "slow", type: "action", run: ["sleep", "3"] }];
+    // the action after the file runs until the kill, however slow the machine (its file is never made)
+    const slow = [{ id: "slow", type: "action", run: untilFileArgv(join(p.base, "never")) }];
     const exit1 = await cli(p, ["apply", declarationFile(p, "one", one), "--json"]);
     if (exit1.code !== 0) return [`the first apply: ${describeExit(exit1)}`];
     // killed while the action after the file runs: the file holds `two`, the records still say `one`

@@ -118,6 +118,7 @@ export const surface: Scenario = {
               ? surfaceProblems(node, mesh, "mid-apply")
               : [`the node never started applying ${tag}: ${node.runTail()}`],
           );
+          node.release(tag);
           await mesh.restartServer();
           await tally.try(`round ${n}: after the server restarted and the node dialled again`, async () => [
             ...(await heartbeatsArrive(mesh, node, "after the restart")),

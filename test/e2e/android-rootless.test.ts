@@ -298,8 +298,55 @@ describe.skipIf(!MKSH)("the rollback launcher under mksh, as the unprivileged us
     return { base, bin, state, standIn, install, start, ran };
   }
 
+  /** What `enrol` leaves in the state directory, owned by the service's user: `launch run` waits for it. */
+  function enrolled(state: string) {
+    for (const f of ["membership.json", "node.json"]) {
+      writeFileSync(join(state, f), "{}\n");
+      if (AS_ROOT) chownSync(join(state, f), UID, UID);
+    }
+  }
+
+  it("upgrades through the binary under /data/mesh-host/bin, which the service's user replaces; /system holds only the launcher", async () => {
+    const d = device();
+    enrolled(d.state);
+    // the device's layout with the launcher (android/rc.mjs): root's /system with the launcher alone, the
+    // executable under the state directory, in bin/ (init makes it on post-fs-data, owned by the user)
+    const system = join(d.base, "system");
+    copyFileSync(LAUNCH, join(system, "mesh-host-launch"));
+    const binDir = join(d.state, "bin");
+    mkdirSync(binDir);
+    if (AS_ROOT) chownSync(binDir, UID, UID);
+    const bin = join(binDir, "mesh-host");
+    // an upgrade as the README says: a copy beside it, then a rename over it, as the service's user
+    const upgrade = async (f: string) => {
+      const r = await runAs([
+        "sh",
+        "-c",
+        `cp '${f}' '${bin}.new' && chmod 0700 '${bin}.new' && mv '${bin}.new' '${bin}'`,
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+    };
+    const start = () =>
+      runAs([MKSH, join(system, "mesh-host-launch"), "run", "--state", d.state], { MESH_HOST_BIN: bin });
+    const [v1, v2, v3] = [d.standIn("v1", true), d.standIn("v2", false), d.standIn("v3", true)];
+    await upgrade(v1);
+    expect((await start()).code).toBe(0);
+    await upgrade(v2);
+    for (let i = 0; i < 3; i++) expect((await start()).code).toBe(1);
+    // past the limit the launcher runs its kept copy of v1, once; the next release is taken as it comes
+    expect((await start()).code).toBe(0);
+    await upgrade(v3);
+    expect((await start()).code).toBe(0);
+    expect(d.ran()).toEqual(["v1", "v2", "v2", "v2", "v1", "v3"]);
+    expect(readFileSync(join(d.state, "confirmed"), "utf8").trim()).toBe(sha256(v3));
+    expect(readFileSync(join(d.state, "rollback-note"), "utf8")).toContain(`rolled back from ${sha256(v2)}`);
+    expect(readdirSync(system)).toEqual(["mesh-host-launch"]);
+    if (AS_ROOT) expect(statSync(bin).uid).toBe(UID);
+  });
+
   it("counts the failed starts of a new release and rolls back once to the last confirmed copy it keeps", async () => {
     const d = device();
+    enrolled(d.state);
     const v1 = d.standIn("v1", true);
     const v2 = d.standIn("v2", false);
     d.install(v1);

@@ -275,7 +275,9 @@ describe("a secret the installer gives genesis", () => {
     expect(empty.stderr).toMatch(/--secret superuser: .* is empty/);
     const elsewhere = await m.cli("status", "--secret", `superuser=${given(m, VALUE)}`);
     expect(elsewhere.code).toBe(2);
-    expect(elsewhere.stderr).toMatch(/--secret is for genesis, apply, plan, reconcile/);
+    expect(elsewhere.stderr).toMatch(
+      /status takes no --secret \(it is a flag of apply, plan, genesis, reconcile\)/,
+    );
     for (const r of [missing, typo, empty, elsewhere]) expect(r.stdout + r.stderr).not.toContain(VALUE);
     expect(snapshot(m.root)).toEqual(before);
     expect(existsSync(join(m.state, "genesis.json"))).toBe(false);

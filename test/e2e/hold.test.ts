@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeMeshKey, signEnvelope } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
 import { type Running, runCli, startCli } from "../support/cli.ts";
+import { untilFileArgv } from "../support/events.ts";
 import { tempDir } from "../support/tmp.ts";
 
 let mesh: MeshDouble;
@@ -154,7 +155,7 @@ describe("mesh-host enrol and run against a real bus", () => {
           {
             id: "slow",
             type: "action",
-            run: ["sh", "-c", 'while [ ! -e "$0" ]; do sleep 0.05; done', gate],
+            run: untilFileArgv(gate),
             on: ["conf"],
           },
         ],

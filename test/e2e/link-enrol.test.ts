@@ -4,8 +4,9 @@ import { arch, hostname, platform } from "node:os";
 import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ENROL_TIMEOUT_MS, VERSION } from "../../src/defaults.ts";
-import { type Asking, ask, decodeCode, dial, openLink } from "../../src/link/index.ts";
+import { type Asking, ask, dial, openLink } from "../../src/link/index.ts";
 import { makeKeys, publicKeys } from "../../src/store/keys.ts";
+import { decodeCode } from "../../src/vocabulary/index.ts";
 import { MeshDouble } from "../mesh/index.ts";
 
 const facts = { os: platform(), arch: arch(), hostname: hostname(), version: VERSION };

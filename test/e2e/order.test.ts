@@ -4,8 +4,9 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Envelope } from "../../src/vocabulary/index.ts";
-import { MeshDouble, waitFor } from "../mesh/index.ts";
+import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
 import { type Running, runCli, startCli } from "../support/cli.ts";
+import { untilFileArgv } from "../support/events.ts";
 import { ensureSea } from "../support/sea.ts";
 import { snapshot, tempDir } from "../support/tmp.ts";
 
@@ -43,7 +44,7 @@ async function holding(node: string, opts: { ackWaitMs?: number } = {}) {
   const start = (): Running =>
     startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "1", "--drift-s", "600"]);
   const host = { run: start() };
-  const report = async (n: number) => (await mesh.awaitReport(n, { node, timeoutMs: 30_000 })).value!;
+  const report = async (n: number) => (await mesh.awaitReport(n, { node })).value!;
   return { state, root, host, start, report, conf: () => readFileSync(join(root, "etc/app.conf"), "utf8") };
 }
 
@@ -102,11 +103,13 @@ describe("the signed order over the link", () => {
   it("a node killed mid-apply finishes the same declaration when it is redelivered", async () => {
     const node = "order-killed";
     const n = await holding(node, { ackWaitMs: 2_000 });
+    // busy until the kill, however slow the machine: the action ends once the gate exists
+    const gate = join(tempDir(), "gate");
     const slow = {
       ...decl(node, "slow\n"),
       resources: [
         ...decl(node, "slow\n").resources,
-        { id: "wait", type: "action", run: ["sleep", "2"], on: ["conf"] },
+        { id: "wait", type: "action", run: untilFileArgv(gate), on: ["conf"] },
       ],
     };
     const seq = await mesh.declare(node, slow);
@@ -117,8 +120,9 @@ describe("the signed order over the link", () => {
         return false;
       }
     };
-    await waitFor(written, 30_000, "the first apply to begin");
+    await waitFor(written, EVENT_WAIT_MS, "the first apply to begin");
     await n.host.run.stop("SIGKILL");
+    writeFileSync(gate, "");
     const again = n.start();
     try {
       // the kept declaration at start, then the redelivered message: the same serial and body, applied again

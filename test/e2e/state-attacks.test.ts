@@ -65,7 +65,7 @@ describe("reports carry no digest of a secret", () => {
         secrets: { db: sealed },
         resources: [{ id: "db", type: "file", path: "/etc/db.pass", secret: "db", mode: "0600" }, plain],
       });
-      reports.push((await mesh.awaitReport(1, { node, timeoutMs: 30_000 })).value!);
+      reports.push((await mesh.awaitReport(1, { node })).value!);
       expect(reports[0]!.outcome).toBe("applied");
       expect(readFileSync(join(root, "etc/db.pass"), "utf8")).toBe(weak);
       // the same path, now declared in clear: the original a secret once replaced is still not said
@@ -75,7 +75,7 @@ describe("reports carry no digest of a secret", () => {
         mode: "converged",
         resources: [{ id: "db", type: "file", path: "/etc/db.pass", content: "not secret\n" }, plain],
       });
-      reports.push((await mesh.awaitReport(2, { node, timeoutMs: 30_000 })).value!);
+      reports.push((await mesh.awaitReport(2, { node })).value!);
       expect(reports[1]!.outcome).toBe("applied");
     } finally {
       expect(await host.stop()).toBe(0);
@@ -133,7 +133,7 @@ describe("the outbox", () => {
         mode: "converged",
         resources: [{ id: "f", type: "file", path: "/f", content: "x\n" }],
       });
-      const first = (await mesh.awaitReport(1, { node, timeoutMs: 30_000 })).value!;
+      const first = (await mesh.awaitReport(1, { node })).value!;
       expect(first.outcome).toBe("applied");
       expect(first.notes).toEqual([
         "outbox entry 000000000000001-1-000001.json set aside in outbox/rejected/: not JSON",
@@ -147,7 +147,7 @@ describe("the outbox", () => {
         mode: "converged",
         resources: [{ id: "f", type: "file", path: "/f", content: "y\n" }],
       });
-      const second = (await mesh.awaitReport(2, { node, timeoutMs: 30_000 })).value!;
+      const second = (await mesh.awaitReport(2, { node })).value!;
       expect(second.notes ?? []).toEqual([]);
       expect(mesh.reports.filter((r) => r.subject === `mesh.report.${node}`)).toHaveLength(2);
     } finally {

@@ -111,7 +111,7 @@ describe.skipIf(!isRoot)("the unit under systemd", () => {
     expect(lines).toEqual([
       "Starting mesh-host.service - mesh-host, the agent that holds this machine in its mesh...",
       "Started mesh-host.service - mesh-host, the agent that holds this machine in its mesh.",
-      "mesh-host-launch: this node is not enrolled yet (no membership in /var/lib/mesh-host): waiting for `mesh-host enrol CODE`",
+      "mesh-host-launch: this node is not enrolled yet (no membership in /var/lib/mesh-host): waiting for `mesh-host enrol` (the code on its standard input)",
     ]);
 
     enrol();

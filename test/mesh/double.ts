@@ -14,29 +14,34 @@ import {
   jetstreamManager,
 } from "@nats-io/jetstream";
 import { connect, type NatsConnection, nanos, type Subscription } from "@nats-io/transport-node";
-import { encodeCode } from "../../src/link/code.ts";
+import {
+  type Bus,
+  consumeLoop,
+  ensureStreams,
+  membershipOf,
+  refusedAnswer,
+  reply,
+  STREAM_SUBJECTS,
+  sealedAnswer,
+} from "../../src/mesh/index.ts";
 import {
   EnrolQuestion,
   type Envelope,
+  encodeCode,
   type Heartbeat,
   Heartbeat as HeartbeatSchema,
   type Membership,
   makeMeshKey,
   type Report,
   Report as ReportSchema,
-  seal,
   signEnvelope,
 } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS } from "../support/events.ts";
 import { type MadeCert, makeCert } from "./cert.ts";
 import { freePort, NatsServer, permissionsFor, type ServerUser } from "./server.ts";
 
-export const STREAMS = {
-  ENROL: "mesh.enrol.>",
-  DECLARE: "mesh.declare.>",
-  REPORTS: "mesh.report.>",
-  REKEY: "mesh.rekey.>",
-} as const;
+/** The mesh's streams and the subjects each keeps: src/mesh says them. */
+export const STREAMS = STREAM_SUBJECTS;
 
 export { EVENT_WAIT_MS };
 
@@ -185,17 +190,12 @@ export class MeshDouble {
   membershipOf(node: string): Membership {
     const password = this.passwords.get(node);
     if (!password) throw new Error(`node ${node} has no user yet`);
-    return {
-      transport: "nats",
+    return membershipOf(node, {
       servers: [this.url],
       fingerprint: this.fingerprint,
-      user: `node.${node}`,
+      meshKey: this.meshKey.publicB64,
       password,
-      stream: "DECLARE",
-      consumer: `node-${node}`,
-      subject: `mesh.declare.${node}`,
-      mesh_key: this.meshKey.publicB64,
-    };
+    });
   }
 
   /** Sign `body` (a declaration, or its exact text) with the mesh key and publish it; the stream seq. */
@@ -346,21 +346,14 @@ export class MeshDouble {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
+  // the mesh's own streams and durables (src/mesh): the double is the controller `mesh up` is, on one server
   private async createStreams(): Promise<void> {
-    for (const [name, subject] of Object.entries(STREAMS)) {
-      await this.jsm.streams.add({
-        name,
-        subjects: [subject],
-        // last message per subject kept: a node that was away finds only the newest declaration
-        ...(name === "DECLARE" ? { max_msgs_per_subject: 1 } : {}),
-      });
-    }
-    for (const [stream, durable] of [
-      ["ENROL", "mesh-enrol"],
-      ["REPORTS", "mesh-reports"],
-    ] as const) {
-      await this.jsm.consumers.add(stream, { durable_name: durable, ack_policy: AckPolicy.Explicit });
-    }
+    await ensureStreams(this.bus, 1);
+  }
+
+  /** The double's connection as src/mesh's controller holds one. */
+  private get bus(): Bus {
+    return { nc: this.nc, js: this.js, jsm: this.jsm, close: async () => {} };
   }
 
   private listen(): void {
@@ -378,37 +371,16 @@ export class MeshDouble {
     });
   }
 
-  /**
-   * Read a stream through a durable until the double stops. A consumer that could not be reached, or a consume
-   * that ended (a busy machine's missed heartbeats, a restart), is taken up again: a loop that died silently
-   * once left a whole test file's enrolments unanswered.
-   */
-  private async consumeLoop(
-    stream: string,
-    durable: string,
-    handle: (m: JsMsg) => Promise<void>,
-  ): Promise<void> {
-    let said = false;
-    while (!this.stopped) {
-      try {
-        const consumer = await this.js.consumers.get(stream, durable);
-        said = false;
-        const messages = await consumer.consume({ max_messages: 100 });
-        for await (const m of messages) {
-          try {
-            await handle(m);
-          } catch (e) {
-            if (!this.stopped) console.error(`mesh double: ${stream}: ${(e as Error).message}`);
-          }
-        }
-      } catch (e) {
-        // said once a streak: while a test has stopped the server this fails until it is back
-        if (!this.stopped && !said)
-          console.error(`mesh double: ${stream} consumer: ${(e as Error).message}; again`);
-        said = true;
-      }
-      if (!this.stopped) await new Promise((r) => setTimeout(r, 250));
-    }
+  /** src/mesh's reader of a stream through a durable, taken up again after a restart, until the double stops. */
+  private consumeLoop(stream: string, durable: string, handle: (m: JsMsg) => Promise<void>): Promise<void> {
+    return consumeLoop(
+      this.bus,
+      stream,
+      durable,
+      handle,
+      () => this.stopped,
+      (line) => console.error(`mesh double: ${line}`),
+    );
   }
 
   private async answer(m: JsMsg): Promise<void> {
@@ -422,35 +394,24 @@ export class MeshDouble {
     const question = parsed.data;
     const policy = this.policies.get(question.node) ?? { answer: "membership" };
     if (m.subject !== `mesh.enrol.${question.node}`) {
-      await this.reply(question.reply, {
-        v: 1,
-        ok: false,
-        reason: `asked on ${m.subject} for node ${question.node}`,
-      });
+      await reply(this.nc, question.reply, refusedAnswer(`asked on ${m.subject} for node ${question.node}`));
       this.enrolments.push({ subject: m.subject, transportReply, question, answered: "refused" });
     } else if (policy.answer === "ignore") {
       this.enrolments.push({ subject: m.subject, transportReply, question, answered: "ignored" });
     } else if (policy.answer === "refuse") {
-      await this.reply(question.reply, { v: 1, ok: false, reason: policy.reason });
+      await reply(this.nc, question.reply, refusedAnswer(policy.reason));
       this.enrolments.push({ subject: m.subject, transportReply, question, answered: "refused" });
     } else {
       const membership = await this.admit(question.node);
-      // sealed to the key the question carried: anyone else holding the token may listen on the inbox
-      const sealed = seal(Buffer.from(JSON.stringify(membership)), question.keys.sealing);
-      await this.reply(question.reply, {
-        v: 1,
-        ok: true,
-        membership: policy.answer === "clear" ? membership : sealed,
-      });
+      // src/mesh's answer, sealed to the key the question carried; "clear" is the test's own forgery
+      await reply(
+        this.nc,
+        question.reply,
+        policy.answer === "clear" ? { v: 1, ok: true, membership } : sealedAnswer(question, membership),
+      );
       this.enrolments.push({ subject: m.subject, transportReply, question, answered: "membership" });
     }
     m.ack();
-  }
-
-  // The answer goes to the address in the payload; the message's own reply field is the ack address.
-  private async reply(address: string, answer: object): Promise<void> {
-    this.nc.publish(address, JSON.stringify(answer));
-    await this.nc.flush();
   }
 }
 

@@ -4,6 +4,13 @@ import type { ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
+import {
+  enrolPermissions,
+  nodePermissions,
+  type Permissions,
+  type ServerUser,
+  usersConf,
+} from "../../src/mesh/index.ts";
 import { killGroup, spawnGroup } from "../support/processes.ts";
 
 // Debian installs it in /usr/sbin; MESH_NATS_SERVER names another.
@@ -18,31 +25,11 @@ const FIXTURES = new URL("../fixtures/", import.meta.url);
 const START_WAIT_MS = 60_000;
 const STOP_WAIT_MS = 15_000;
 
-export interface Permissions {
-  publish: { allow: string[] };
-  subscribe: { allow: string[] };
-}
+export type { Permissions, ServerUser };
 
-export interface ServerUser {
-  user: string;
-  password: string;
-  /** Absent: every subject (the mesh's own user). */
-  permissions?: Permissions;
-}
-
-/** The node's and the enrolling user's permissions as the fixture states them, `<n>` filled. */
+/** The node's and the enrolling user's permissions: the mesh's own (src/mesh), which test/code.test.ts holds to the fixture. */
 export function permissionsFor(kind: "node" | "enrol", node: string): Permissions {
-  const all = JSON.parse(readFileSync(new URL("node-permissions.json", FIXTURES), "utf8")) as Record<
-    string,
-    Permissions
-  >;
-  const set = all[`${kind}.<n>`];
-  if (!set) throw new Error(`node-permissions.json has no ${kind}.<n>`);
-  const fill = (s: string) => s.replaceAll("<n>", node);
-  return {
-    publish: { allow: set.publish.allow.map(fill) },
-    subscribe: { allow: set.subscribe.allow.map(fill) },
-  };
+  return kind === "node" ? nodePermissions(node) : enrolPermissions(node);
 }
 
 export async function freePort(): Promise<number> {
@@ -154,7 +141,7 @@ export class NatsServer {
       return value;
     });
     writeFileSync(this.confFile, conf);
-    writeFileSync(join(this.files.dir, "users.conf"), renderUsers(this.users));
+    writeFileSync(join(this.files.dir, "users.conf"), usersConf(this.users));
   }
 
   private async waitForLog(line: string, from: number, ms: number): Promise<void> {
@@ -166,11 +153,4 @@ export class NatsServer {
       await new Promise((r) => setTimeout(r, 10));
     }
   }
-}
-
-// The mesh's user list: one account with JetStream. Quoted strings are literal in the server's
-// config language, so "$JS.API..." is a subject and not a variable.
-function renderUsers(users: ServerUser[]): string {
-  const lines = users.map((u) => `    ${JSON.stringify(u)}`);
-  return `MESH {\n  jetstream: enabled\n  users: [\n${lines.join("\n")}\n  ]\n}\n`;
 }

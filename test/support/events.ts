@@ -8,3 +8,11 @@ import { RECONNECT_MAX_MS } from "../../src/defaults.ts";
  * RECONNECT_MAX_MS at a time: the bound outlasts more than two such waits.
  */
 export const EVENT_WAIT_MS = 3 * RECONNECT_MAX_MS;
+
+/**
+ * An action's argv that runs until `path` exists: an apply kept busy exactly as long as the test wants (to kill
+ * it, or to publish behind it), where a `sleep` would end on its own before a busy machine's test got there.
+ */
+export function untilFileArgv(path: string): string[] {
+  return ["sh", "-c", 'while [ ! -e "$0" ]; do sleep 0.05; done', path];
+}

@@ -72,7 +72,8 @@ function writeDid(
   sha: string,
   mode: string | undefined,
 ) {
-  if (record && record.wrote === sha && record.mode === mode) return "repaired" as const;
+  // a pending record is one an interrupted apply journalled and never wrote: nothing was there to repair
+  if (record && !record.pending && record.wrote === sha && record.mode === mode) return "repaired" as const;
   return found || record?.created === false ? ("updated" as const) : ("created" as const);
 }
 
@@ -102,7 +103,7 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
     if (matches) {
       // found already right and never recorded: take it over (holding it) without writing
       // a record that does not say what is there (a kill after the write, before the records were saved) is set right
-      const current = record && record.wrote === sha && record.mode === wanted.mode;
+      const current = record && !record.pending && record.wrote === sha && record.mode === wanted.mode;
       const action = current ? "none" : prior ? "claim" : "adopt";
       const intent: FileRecord = {
         type: "file",

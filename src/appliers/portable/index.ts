@@ -3,3 +3,4 @@
 export { actionApplier } from "./action.ts";
 export { directoryApplier } from "./directory.ts";
 export { type FileRecord, fileApplier } from "./file.ts";
+export { fileDiff } from "./file-diff.ts";

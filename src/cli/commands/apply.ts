@@ -1,5 +1,5 @@
 // `apply FILE [--dry-run]`, `plan FILE` and `genesis BUNDLE --mode M`: the offline path, for a machine the mesh has not spoken to.
-import { applyDeclaration, modeRefusal } from "../../apply/index.ts";
+import { type ApplyResult, applyDeclaration, modeRefusal } from "../../apply/index.ts";
 import { acquireLock } from "../../store/index.ts";
 import { type Declaration, digestOf, type Report } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
@@ -28,6 +28,7 @@ export async function applyOffline(
   dryRun: boolean,
 ): Promise<number> {
   const lock = dryRun ? null : await acquireLock(ctx.state.ensure().dir);
+  const stop = dryRun ? null : interruptible(ctx);
   const { json } = ctx.args;
   // genesis is the review of what an adopted machine holds (its held lines say "unchanged"): every step, always
   const verbose = ctx.args.verbose || ctx.args.command === "genesis";
@@ -39,6 +40,8 @@ export async function applyOffline(
       digest: digestOf(bytes),
       source: "file",
       dryRun,
+      diff: ctx.args.diff,
+      signal: stop?.signal,
       host: ctx.host,
       state: ctx.state,
       holds: ctx.holds,
@@ -54,8 +57,7 @@ export async function applyOffline(
     });
     shown.clear();
     if (result.exit === 2) throw new Refused(result.report.refusals);
-    if (json) writeJson(dryRun ? { plan: result.plan } : { plan: result.plan, report: result.report });
-    else writeOut(dryRun ? planText(result.plan, verbose, true) : reportText(result.report, verbose));
+    showResult(ctx, result, dryRun, verbose);
     // a dry run applied nothing, and its log says nothing of an apply
     if (!dryRun) logOutcome(ctx, result.report);
     if (ctx.args.command === "genesis" && !dryRun && result.report.outcome === "applied")
@@ -66,9 +68,47 @@ export async function applyOffline(
       });
     return result.exit;
   } finally {
+    stop?.done();
     shown.clear();
     lock?.release();
   }
+}
+
+/** The plan (a dry run) or the plan and the report, in words or as one JSON document; how far an interrupted one got. */
+export function showResult(ctx: Context, result: ApplyResult, dryRun: boolean, verbose: boolean): void {
+  const cut = result.interrupted;
+  if (ctx.args.json)
+    writeJson(
+      dryRun
+        ? { plan: result.plan }
+        : { plan: result.plan, report: result.report, ...(cut ? { interrupted: cut } : {}) },
+    );
+  else if (dryRun) writeOut(planText(result.plan, verbose, true));
+  else
+    writeOut(
+      `${reportText(result.report, verbose)}${cut ? `\ninterrupted after ${cut.after} of ${cut.of} steps: the rest were not reached; apply again to finish` : ""}`,
+    );
+}
+
+/**
+ * Ctrl-C or SIGTERM during an apply: the step in progress finishes and the rest are not reached, so the report
+ * says exactly what was done; a second signal finds no handler and ends the process at once.
+ */
+export function interruptible(ctx: Context): { signal: AbortSignal; done(): void } {
+  const controller = new AbortController();
+  const stop = (signal: NodeJS.Signals) => {
+    controller.abort();
+    ctx.log.warn({ signal }, "interrupted: stopping after the step in progress");
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  return {
+    signal: controller.signal,
+    done: () => {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+    },
+  };
 }
 
 /** The apply's end: info when it applied, error naming each failed step when it did not. */

@@ -4,9 +4,8 @@
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { MAX_CODE_CHARS } from "../../defaults.ts";
-import { decodeCode } from "../../link/code.ts";
 import { faultLine } from "../../store/faults.ts";
-import { EnrolmentCode, issueWords } from "../../vocabulary/index.ts";
+import { decodeCode, EnrolmentCode, issueWords } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import type { Context } from "../context.ts";
 

@@ -1,5 +1,6 @@
-// `status`: what this node holds.
-import { moveInProgress, type Records } from "../../store/index.ts";
+// `status`: what this node holds, and whether all is well with it.
+import { moveInProgress, Outbox, type Records, type RunFile, readRun } from "../../store/index.ts";
+import type { Report } from "../../vocabulary/index.ts";
 import type { Context } from "../context.ts";
 import { writeJson, writeOut } from "../output.ts";
 import { overlayStatus, overlayStatusLines } from "./overlay.ts";
@@ -8,6 +9,8 @@ export function statusDoc(ctx: Context) {
   const node = ctx.state.readNode();
   const membership = readMembershipSummary(ctx);
   const declared = ctx.state.readDeclared();
+  const run = readRun(ctx.state);
+  const outbox = new Outbox(ctx.state).pending();
   return {
     node: node?.node ?? null,
     mode: node?.mode ?? null,
@@ -18,15 +21,62 @@ export function statusDoc(ctx: Context) {
       ? { seq: declared.seq, digest: declared.digest, received_at: declared.received_at }
       : null,
     last: ctx.state.readLast(),
+    report: reportSummary(ctx.state.readLastReport()),
+    run: runSummary(run),
+    link: membership ? linkOf(run) : null,
+    heartbeat_at: run?.heartbeat_at ?? null,
     holds: ctx.holds.list(),
     held: heldOf(ctx.state.readRecords().records),
     confirmed: ctx.state.readText("confirmed")?.trim() ?? null,
-    outbox: ctx.state.list("outbox").filter((n) => n.endsWith(".json")).length,
+    outbox: outbox.length,
+    outbox_oldest: outbox[0]?.report.finished_at ?? null,
     move: moveInProgress(ctx.state),
     overlay: ctx.host.appliers.has("overlay")
       ? overlayStatus(ctx.state.dir, ctx.state.readRecords().records)
       : null,
   };
+}
+
+/** The last apply's report, as much as says whether it failed and why: every failed step with its reason. */
+function reportSummary(report: Report | null) {
+  if (!report) return null;
+  return {
+    outcome: report.outcome,
+    seq: report.declaration.seq,
+    finished_at: report.finished_at,
+    steps: report.steps.length,
+    failed: report.steps
+      .filter((s) => s.did === "failed")
+      .map(({ id, type, detail }) => ({ id, type, detail })),
+    not_reached: report.steps.filter((s) => s.did === "not-reached").length,
+    notes: report.notes ?? [],
+  };
+}
+
+function runSummary(run: (RunFile & { alive: boolean }) | null) {
+  return run ? { alive: run.alive, pid: run.pid, since: run.since } : null;
+}
+
+/** An enrolled node's link: up only while `run` is alive and said so; down since it last said, or never up. */
+function linkOf(run: (RunFile & { alive: boolean }) | null) {
+  if (!run) return { up: false, since: null, error: "mesh-host run has never run here" };
+  if (!run.alive)
+    return {
+      up: false,
+      since: run.link?.since ?? null,
+      error: `mesh-host run (pid ${run.pid}) is not running`,
+    };
+  if (!run.link) return { up: false, since: run.since, error: "not up yet: dialling" };
+  return run.link;
+}
+
+/** Why `status` exits 1: the last apply failed, or an enrolled node's link is down. */
+export function problemsOf(doc: ReturnType<typeof statusDoc>): string[] {
+  const out: string[] = [];
+  if (doc.report && doc.report.outcome === "failed") out.push("the last apply failed");
+  else if (!doc.report && doc.last?.outcome === "failed") out.push("the last apply failed");
+  if (doc.link && !doc.link.up) out.push("the link is down");
+  return out;
 }
 
 /**
@@ -59,35 +109,55 @@ function readMembershipSummary(
 
 export function statusCommand(ctx: Context): number {
   const doc = statusDoc(ctx);
-  if (ctx.args.json) {
-    writeJson(doc);
-    return 0;
-  }
-  const lines = [
-    `node:        ${doc.node ?? "(no identity yet)"}`,
-    `mode:        ${doc.mode ?? "(none recorded)"}`,
-    `host:        ${doc.host}`,
-    `state:       ${doc.state}`,
-    `bus:         ${doc.bus ? `${doc.bus.servers.join(", ")} as ${doc.bus.user} (pinned ${doc.bus.fingerprint.slice(0, 16)}…)` : "(not enrolled)"}`,
-    `declaration: ${doc.declaration ? `seq ${doc.declaration.seq}, sha256:${doc.declaration.digest.slice(0, 12)}` : "(none from the mesh)"}`,
-    `last:        ${doc.last ? `${doc.last.outcome} at ${doc.last.at} (seq ${doc.last.seq})` : "(never applied)"}`,
-    ...(doc.overlay
-      ? overlayStatusLines(doc.overlay).map((l, i) => `${i ? " ".repeat(13) : "overlay:     "}${l}`)
+  const problems = problemsOf(doc);
+  if (ctx.args.json) writeJson({ ...doc, ok: problems.length === 0, problems });
+  else writeOut(statusLines(doc, problems).join("\n"));
+  return problems.length ? 1 : 0;
+}
+
+const at = (label: string) => `${label}:`.padEnd(13);
+/** Lines after the first of a field, under its value. */
+const more = (lines: string[]) => lines.map((l, i) => (i ? `${" ".repeat(13)}${l}` : l));
+
+function statusLines(doc: ReturnType<typeof statusDoc>, problems: string[]): string[] {
+  const r = doc.report;
+  return [
+    `${at("node")}${doc.node ?? "(no identity yet)"}`,
+    `${at("mode")}${doc.mode ?? "(none recorded)"}`,
+    `${at("host")}${doc.host}`,
+    `${at("state")}${doc.state}`,
+    `${at("bus")}${doc.bus ? `${doc.bus.servers.join(", ")} as ${doc.bus.user} (pinned ${doc.bus.fingerprint.slice(0, 16)}…)` : "(not enrolled)"}`,
+    `${at("run")}${doc.run ? `${doc.run.alive ? "running" : "not running"}: pid ${doc.run.pid} since ${doc.run.since}` : "(never run here)"}`,
+    ...(doc.link
+      ? [
+          `${at("link")}${doc.link.up ? `up since ${doc.link.since}` : `down${doc.link.since ? ` since ${doc.link.since}` : ""}: ${doc.link.error}`}`,
+          `${at("heartbeat")}${doc.heartbeat_at ? `last sent at ${doc.heartbeat_at}` : "(none sent)"}`,
+        ]
       : []),
-    `holds:       ${doc.holds.length ? doc.holds.map((h) => h.path).join(", ") : "(none)"}`,
+    `${at("declaration")}${doc.declaration ? `seq ${doc.declaration.seq}, sha256:${doc.declaration.digest.slice(0, 12)}` : "(none from the mesh)"}`,
+    `${at("last")}${doc.last ? `${doc.last.outcome} at ${doc.last.at} (seq ${doc.last.seq})` : "(never applied)"}`,
+    ...(r?.failed.length
+      ? more(r.failed.map((f) => `${f.id} (${f.type}): ${f.detail}`)).map((l, i) =>
+          i ? l : `${at("failed")}${l}`,
+        )
+      : []),
+    ...(r?.not_reached ? [`${at("not reached")}${r.not_reached} step(s) after the failure`] : []),
+    ...(doc.overlay
+      ? more(overlayStatusLines(doc.overlay)).map((l, i) => (i ? l : `${at("overlay")}${l}`))
+      : []),
+    `${at("holds")}${doc.holds.length ? doc.holds.map((h) => h.path).join(", ") : "(none)"}`,
     ...(doc.held.length
       ? [
-          `held:        ${doc.held.map((h) => `${h.name} (${h.type} ${h.id})`).join(", ")}: as found, until taken`,
+          `${at("held")}${doc.held.map((h) => `${h.name} (${h.type} ${h.id})`).join(", ")}: as found, until taken`,
         ]
       : []),
-    `confirmed:   ${doc.confirmed ? `sha256:${doc.confirmed.slice(0, 12)}` : "(not yet)"}`,
-    `outbox:      ${doc.outbox} report(s) waiting`,
+    `${at("confirmed")}${doc.confirmed ? `sha256:${doc.confirmed.slice(0, 12)}` : "(not yet)"}`,
+    `${at("outbox")}${doc.outbox} report(s) waiting${doc.outbox_oldest ? `, the oldest from ${doc.outbox_oldest}` : ""}`,
     ...(doc.move
       ? [
-          `move:        to ${doc.move.to.join(", ")} since ${doc.move.started_at}; back to ${doc.move.from.join(", ")} if it will not hold`,
+          `${at("move")}to ${doc.move.to.join(", ")} since ${doc.move.started_at}; back to ${doc.move.from.join(", ")} if it will not hold`,
         ]
       : []),
+    `${at("health")}${problems.length ? problems.join("; ") : "ok"}`,
   ];
-  writeOut(lines.join("\n"));
-  return 0;
 }

@@ -5,8 +5,8 @@ import { Outbox } from "../../store/index.ts";
 import { type Declaration, digestOf } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { type Context, checkGiven, portsOf, Refused, readDeclarationFile } from "../context.ts";
-import { planText, progress, reportText, writeJson, writeOut } from "../output.ts";
-import { applyOffline, logOutcome } from "./apply.ts";
+import { planText, progress, writeOut } from "../output.ts";
+import { applyOffline, interruptible, logOutcome, showResult } from "./apply.ts";
 
 /**
  * A bundle given to reconcile is checked, never trusted: its mode against the node's, its bytes against what
@@ -64,8 +64,11 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
   // read again under the lock: `run` may apply a newer delivery while this waits for it
   const { json, verbose } = ctx.args;
   const shown = progress(!json, process.stderr);
+  const stop = dryRun ? null : interruptible(ctx);
   const applied = await applyKept(deps, {
     dryRun,
+    diff: ctx.args.diff,
+    signal: stop?.signal,
     onPlan: json
       ? undefined
       : (plan) => {
@@ -73,7 +76,10 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
           writeOut(planText(plan, verbose));
         },
     onStep: shown.step,
-  }).finally(() => shown.clear());
+  }).finally(() => {
+    shown.clear();
+    stop?.done();
+  });
   if (!applied) throw new UsageError("this node holds no declaration from the mesh to reconcile");
   const result = applied;
   if (result.exit === 2) throw new Refused(result.report.refusals);
@@ -84,7 +90,6 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
     result.report.notes;
   if (!dryRun && said) outbox.put(result.report);
   if (!dryRun) logOutcome(ctx, result.report);
-  if (json) writeJson(dryRun ? { plan: result.plan } : { plan: result.plan, report: result.report });
-  else writeOut(dryRun ? planText(result.plan, verbose, true) : reportText(result.report, verbose));
+  showResult(ctx, result, dryRun, verbose);
   return result.exit;
 }

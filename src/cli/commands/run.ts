@@ -7,6 +7,7 @@ import {
   moveInProgress,
   Outbox,
   pendingNotes,
+  RunRecord,
   returnFromMove,
 } from "../../store/index.ts";
 import type { Membership } from "../../vocabulary/index.ts";
@@ -64,6 +65,7 @@ export async function runCommand(ctx: Context): Promise<number> {
     );
   // the launcher names the installed path: after a rollback this process runs from a copy, which never changes
   const binary = runningBinary();
+  const record = new RunRecord(ctx.state);
   const installed = process.env.MESH_HOST_BIN ?? binary;
   const hold = new Hold({
     deps: {
@@ -88,6 +90,8 @@ export async function runCommand(ctx: Context): Promise<number> {
       beginMove(ctx.state, to, membership);
       ctx.log.info({ to: to.servers }, "moving to another bus: exiting to be restarted onto it");
     },
+    onLink: (l) => record.link(l.up, l.up ? null : l.error),
+    onHeartbeat: (at) => record.heartbeat(at),
     onDelivered: () => {
       if (moveInProgress(ctx.state)) finishMove(ctx.state);
     },

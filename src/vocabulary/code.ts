@@ -3,7 +3,8 @@
 // A refusal names the part that is wrong and never quotes the code: the token is a password.
 import type { z } from "zod";
 import { MAX_CODE_CHARS } from "../defaults.ts";
-import { EnrolmentCode, oneLine } from "../vocabulary/index.ts";
+import { oneLine } from "./refusal.ts";
+import { EnrolmentCode } from "./wire.ts";
 
 export const CODE_PREFIX = "mesh1.";
 

@@ -1,0 +1,31 @@
+// What the steps of an apply came to, said: in the log, as an interruption, as one line for a step that threw.
+import type { Logger } from "../appliers/types.ts";
+import type { ReportStep } from "../vocabulary/index.ts";
+import type { PlannedStep } from "./plan.ts";
+
+export const INTERRUPTED = "not reached: the apply was interrupted";
+
+/** How far an interrupted apply got, or undefined when nothing was cut short. */
+export function interruption(steps: ReportStep[]): { after: number; of: number } | undefined {
+  if (!steps.some((s) => s.did === "not-reached" && s.detail === INTERRUPTED)) return undefined;
+  return { after: steps.filter((s) => s.did !== "not-reached").length, of: steps.length };
+}
+
+/** Each step at debug; a failed one at warn, naming the resource and the reason, so the journal finds it. */
+export function logSteps(log: Logger, steps: ReportStep[]): void {
+  for (const s of steps) {
+    if (s.did === "failed") log.warn({ id: s.id, type: s.type, reason: s.detail }, "step failed");
+    else log.debug({ id: s.id, type: s.type, did: s.did, detail: s.detail }, "step done");
+  }
+}
+
+/** One line for an executor that threw: the declared path, never the temp file beside it, and the code once. */
+export function failureDetail(e: unknown, step: PlannedStep): string {
+  const err = e as NodeJS.ErrnoException;
+  const path = step.resource && "path" in step.resource ? step.resource.path : undefined;
+  let message = (err.message ?? String(e))
+    .split("\n")[0]!
+    .replace(/'[^']*\.mesh-tmp-[^']*'/g, path ? `'${path}'` : "a temporary file");
+  if (err.code && !message.startsWith(err.code)) message = `${err.code}: ${message}`;
+  return message;
+}

@@ -1,0 +1,103 @@
+// `mesh push` and `mesh move`: what was sent to whom, and each node's report printed the way `apply` prints it.
+import { readFileSync, statSync } from "node:fs";
+import { MAX_BODY_BYTES } from "../../defaults.ts";
+import {
+  exitOf,
+  type MeshDir,
+  markMoved,
+  type Pushed,
+  prepareMove,
+  preparePush,
+  publishAndWait,
+  targetsOf,
+} from "../../mesh/index.ts";
+import { parseJsonBytes } from "../../vocabulary/index.ts";
+import { UsageError } from "../args.ts";
+import { summary, table, writeJson, writeOut } from "../output.ts";
+import { readGivenSecrets } from "../unseal.ts";
+import type { MeshArgs } from "./args.ts";
+
+/** FILE as a JSON object, its size checked before it is read. */
+function readFile(path: string): Record<string, unknown> {
+  let bytes: Buffer;
+  try {
+    const size = statSync(path).size;
+    if (size > MAX_BODY_BYTES)
+      throw new UsageError(`${path} is ${size} bytes, more than the ${MAX_BODY_BYTES} allowed`);
+    bytes = readFileSync(path);
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
+    throw new UsageError(`cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? "error"}`);
+  }
+  const json = parseJsonBytes(bytes);
+  if (!json.ok) throw new UsageError(`${path}: the declaration ${json.reason}`);
+  if (typeof json.value !== "object" || json.value === null || Array.isArray(json.value))
+    throw new UsageError(`${path}: a declaration is a JSON object`);
+  return json.value as Record<string, unknown>;
+}
+
+export async function pushCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
+  const file = args.positionals.at(-1);
+  const names = args.positionals.slice(0, -1);
+  if (!file) throw new UsageError("mesh push needs NAME... FILE, or --all FILE");
+  if (args.all && names.length) throw new UsageError("mesh push takes NAME... or --all, not both");
+  if (!args.all && !names.length) throw new UsageError("mesh push needs a node NAME before FILE, or --all");
+  mesh.config();
+  const targets = targetsOf(mesh, names, args.all);
+  const input = { file: readFile(file), secrets: readGivenSecrets(args.secret) };
+  const { bus, composed } = await preparePush(mesh, targets, input);
+  try {
+    const pushed = await publishAndWait(mesh, bus, composed, args.waitS * 1000);
+    say(pushed, args);
+    return args.waitS === 0 ? 0 : exitOf(pushed);
+  } finally {
+    await bus.close();
+  }
+}
+
+export async function moveCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
+  const [name, ...extra] = args.positionals;
+  if (!name || extra.length) throw new UsageError("mesh move takes one NAME");
+  if (!args.to)
+    throw new UsageError("mesh move needs --to DIR2: the other mesh, made by `mesh-host mesh init`");
+  mesh.known(name);
+  const { bus, composed, to } = await prepareMove(mesh, name, args.to);
+  try {
+    const pushed = await publishAndWait(mesh, bus, composed, args.waitS * 1000);
+    const code = exitOf(pushed);
+    if (code === 0) await markMoved(mesh, name, to);
+    say(pushed, args);
+    if (!args.json && code === 0)
+      writeOut(
+        `moved ${name}: it now dials ${to.urls().join(", ")} (\`mesh-host mesh node rm ${name}\` here once it is heard there)`,
+      );
+    return code;
+  } finally {
+    await bus.close();
+  }
+}
+
+function say(pushed: Pushed[], args: MeshArgs): void {
+  if (args.json) {
+    writeJson({
+      nodes: pushed.map((p) => ({
+        node: p.node,
+        serial: p.serial,
+        seq: p.seq,
+        digest: p.digest,
+        report: p.report,
+      })),
+    });
+    return;
+  }
+  for (const p of pushed) {
+    const head = `${p.node}: serial ${p.serial}, stream seq ${p.seq}`;
+    if (!p.report) writeOut(`${head}: ${args.waitS ? `no report within ${args.waitS} s` : "sent"}`);
+    else writeOut(`${head}\n${table(p.report.steps)}${summary(p.report)}${refusals(p)}`);
+  }
+}
+
+function refusals(p: Pushed): string {
+  const r = p.report?.refusals ?? [];
+  return r.map((x) => `\n  refused: ${x.id}${x.field ? `.${x.field}` : ""}: ${x.reason}`).join("");
+}

@@ -1,0 +1,144 @@
+// The controller's connection to its own bus: trusting exactly the mesh's certificate, as user `mesh`, and the
+// streams and consumers protocol.md says the mesh creates (the node creates none, ever).
+import {
+  AckPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  jetstream,
+  jetstreamManager,
+  StorageType,
+} from "@nats-io/jetstream";
+import { connect, type NatsConnection, nanos } from "@nats-io/transport-node";
+import {
+  CONNECT_TIMEOUT_MS,
+  CONTROLLER_USER,
+  declareSubject,
+  ENROL_CONSUMER,
+  JETSTREAM_READY_MS,
+  nodeConsumer,
+  REPORTS_CONSUMER,
+  REPORTS_MAX_AGE_S,
+  STREAM_SUBJECTS,
+  type StreamName,
+} from "./defaults.ts";
+import { type MeshDir, MeshRefused } from "./layout.ts";
+
+export interface Bus {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  close(): Promise<void>;
+}
+
+/**
+ * Connect as the controller. `reconnect`: a long-running `up` or `watch` rides out a server restart; a short
+ * command fails at once, one line, when the bus is not up.
+ */
+export async function connectBus(
+  mesh: MeshDir,
+  opts: { reconnect?: boolean; name?: string } = {},
+): Promise<Bus> {
+  let nc: NatsConnection;
+  try {
+    nc = await connect({
+      servers: mesh.urls(),
+      user: CONTROLLER_USER,
+      pass: mesh.secrets().controller,
+      name: opts.name ?? "mesh-host mesh",
+      tls: { ca: mesh.certPem() },
+      timeout: CONNECT_TIMEOUT_MS,
+      reconnect: opts.reconnect ?? false,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+    });
+  } catch (e) {
+    throw new MeshRefused(
+      `the mesh's bus does not answer at ${mesh.urls().join(", ")} (is \`mesh-host mesh up\` running?): ${firstLine(e)}`,
+    );
+  }
+  // no API check here: a cluster still electing its leaders answers JetStream later, and `up` waits for that
+  const jsm = await jetstreamManager(nc, { timeout: CONNECT_TIMEOUT_MS, checkAPI: false });
+  return { nc, js: jetstream(nc), jsm, close: () => nc.close().catch(() => undefined) };
+}
+
+export function firstLine(e: unknown): string {
+  return String((e as Error)?.message ?? e).split("\n")[0]!;
+}
+
+/** The four streams, replicated on every server; made or brought to this configuration, whichever is needed. */
+export async function ensureStreams(bus: Bus, replicas: number): Promise<void> {
+  for (const [name, subject] of Object.entries(STREAM_SUBJECTS) as [StreamName, string][]) {
+    const config = {
+      name,
+      subjects: [subject],
+      storage: StorageType.File,
+      num_replicas: replicas,
+      // newest wins: a node that was away finds only the last declaration
+      ...(name === "DECLARE" ? { max_msgs_per_subject: 1 } : {}),
+      ...(name === "REPORTS" ? { max_age: nanos(REPORTS_MAX_AGE_S * 1000) } : {}),
+    };
+    const exists = await bus.jsm.streams.info(name).then(
+      () => true,
+      () => false,
+    );
+    if (exists) await bus.jsm.streams.update(name, config);
+    else await bus.jsm.streams.add(config);
+  }
+  await bus.jsm.consumers.add("ENROL", { durable_name: ENROL_CONSUMER, ack_policy: AckPolicy.Explicit });
+  await bus.jsm.consumers.add("REPORTS", { durable_name: REPORTS_CONSUMER, ack_policy: AckPolicy.Explicit });
+}
+
+/**
+ * Until JetStream answers and the streams are made: a cluster elects its leaders first, and a server started
+ * alone (`up --only`) waits for enough of the others. Said once when it takes long, never given up.
+ */
+export async function awaitStreams(
+  bus: Bus,
+  replicas: number,
+  stopped: () => boolean,
+  warn: (line: string) => void,
+): Promise<boolean> {
+  const slow = Date.now() + JETSTREAM_READY_MS;
+  let said = false;
+  while (!stopped()) {
+    try {
+      await ensureStreams(bus, replicas);
+      return true;
+    } catch (e) {
+      if (!said && Date.now() > slow) {
+        warn(
+          `JetStream has not made the mesh's streams yet (${firstLine(e)}); still waiting for the other servers`,
+        );
+        said = true;
+      }
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return false;
+}
+
+/** The node's durable pull consumer on DECLARE, filtered on its subject, ack explicit (protocol.md). */
+export async function ensureNodeConsumer(bus: Bus, node: string): Promise<void> {
+  await bus.jsm.consumers.add("DECLARE", {
+    durable_name: nodeConsumer(node),
+    filter_subject: declareSubject(node),
+    ack_policy: AckPolicy.Explicit,
+  });
+}
+
+/** A revoked node: its consumer and its declarations (which hold secrets sealed to it) go. */
+export async function dropNode(bus: Bus, node: string): Promise<void> {
+  await bus.jsm.consumers.delete("DECLARE", nodeConsumer(node)).catch(() => false);
+  await bus.jsm.streams.purge("DECLARE", { filter: declareSubject(node) }).catch(() => undefined);
+}
+
+/** Consumers of DECLARE whose node has no record: left by a `node rm` made while the bus was down. */
+export async function sweepConsumers(bus: Bus, known: Set<string>): Promise<string[]> {
+  const gone: string[] = [];
+  for await (const info of bus.jsm.consumers.list("DECLARE")) {
+    const node = info.name.startsWith("node-") ? info.name.slice(5) : null;
+    if (node && !known.has(node)) gone.push(node);
+  }
+  for (const node of gone) await dropNode(bus, node);
+  return gone;
+}

@@ -1,0 +1,84 @@
+// The controller's half of the protocol, said once: the membership a node is given, the enrolment answer
+// sealed to the key the question carried, and a stream read through a durable that survives a restart.
+// `mesh up` runs it; the test double in test/mesh/ uses it too.
+import type { JsMsg } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { type EnrolQuestion, type Membership, seal } from "../vocabulary/index.ts";
+import type { Bus } from "./bus.ts";
+import { declareSubject, nodeConsumer, nodeUser } from "./defaults.ts";
+
+export interface MembershipParts {
+  servers: string[];
+  fingerprint: string;
+  meshKey: string;
+  password: string;
+}
+
+export function membershipOf(node: string, parts: MembershipParts): Membership {
+  return {
+    transport: "nats",
+    servers: parts.servers,
+    fingerprint: parts.fingerprint,
+    user: nodeUser(node),
+    password: parts.password,
+    stream: "DECLARE",
+    consumer: nodeConsumer(node),
+    subject: declareSubject(node),
+    mesh_key: parts.meshKey,
+  };
+}
+
+/**
+ * `{v:1, ok:true, membership:"v1:…"}`: the membership sealed to the sealing key of the question. The answer
+ * is a core message on `_INBOX.enrol.<n>.>`, where whoever holds the token may listen too.
+ */
+export function sealedAnswer(question: EnrolQuestion, membership: Membership): object {
+  return { v: 1, ok: true, membership: seal(Buffer.from(JSON.stringify(membership)), question.keys.sealing) };
+}
+
+export function refusedAnswer(reason: string): object {
+  return { v: 1, ok: false, reason };
+}
+
+/** The answer goes to the address in the payload: the message's own reply field is the consumer's ack address. */
+export async function reply(nc: NatsConnection, address: string, answer: object): Promise<void> {
+  nc.publish(address, JSON.stringify(answer));
+  await nc.flush();
+}
+
+/**
+ * Read a stream through a durable until `stopped()`. A consumer that could not be reached, or a consume that
+ * ended (missed heartbeats on a busy machine, a server restart), is taken up again: a loop that died silently
+ * once left a whole test file's enrolments unanswered.
+ */
+export async function consumeLoop(
+  bus: Bus,
+  stream: string,
+  durable: string,
+  handle: (m: JsMsg) => Promise<void>,
+  stopped: () => boolean,
+  warn: (line: string) => void,
+): Promise<void> {
+  let said = false;
+  while (!stopped()) {
+    try {
+      const consumer = await bus.js.consumers.get(stream, durable);
+      said = false;
+      const messages = await consumer.consume({ max_messages: 100 });
+      for await (const m of messages) {
+        if (stopped()) break;
+        try {
+          await handle(m);
+        } catch (e) {
+          if (!stopped()) warn(`${stream}: ${(e as Error).message.split("\n")[0]}`);
+        }
+      }
+    } catch (e) {
+      // said once a streak: while a server is away this fails until it is back
+      if (!stopped() && !said)
+        warn(`${stream} consumer: ${(e as Error).message.split("\n")[0]}; trying again`);
+      said = true;
+    }
+    if (!stopped()) await new Promise((r) => setTimeout(r, 250));
+  }
+}

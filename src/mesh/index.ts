@@ -1,0 +1,29 @@
+// The operator's half (`mesh-host mesh …`): the bus's configuration and its servers, enrolment codes, the
+// controller's half of the protocol (answering enrolments with a sealed membership, signing with each node's
+// serial, sealing secrets, pushing, the fleet view, the sealed move). It knows the vocabulary (with the
+// envelope and the sealing) and the nats client, nothing of the host's layers; none of them imports it, and the
+// Android build leaves it out. Only src/cli/mesh/ and the tests import this surface.
+export { type Bus, connectBus, ensureNodeConsumer, ensureStreams } from "./bus.ts";
+export { meshUsers, type ServerUser, serverConf, usersConf } from "./conf.ts";
+export { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
+export * from "./defaults.ts";
+export { LockBusy, writeAtomic } from "./files.ts";
+export { age, type FleetRow, fleetRows, fleetTable } from "./fleet.ts";
+export { type InitOptions, initMesh } from "./init.ts";
+export { type MeshConfig, MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
+export { markMoved, prepareMove } from "./move.ts";
+export { addNode, checkNodeName, codeOf, removeNode } from "./nodes.ts";
+export { enrolPermissions, nodePermissions, type Permissions } from "./permissions.ts";
+export {
+  type Composed,
+  exitOf,
+  type Pushed,
+  type PushInput,
+  preparePush,
+  publishAndWait,
+  targetsOf,
+} from "./push.ts";
+export { natsServerPath, reloadUsers, runningServers } from "./servers.ts";
+export { writeUnits } from "./units.ts";
+export { type UpOptions, up } from "./up.ts";
+export { type Heard, watch } from "./watch.ts";

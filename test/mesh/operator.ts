@@ -1,0 +1,79 @@
+// Driving `mesh-host mesh …` as an operator would: the built executable, a mesh directory of the test's own,
+// free ports for its servers (each with the port after it free too: the routes listen there), and `mesh up`
+// known ready by the line it says, never by time.
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { type CliResult, type Running, runCli, startCli } from "../support/cli.ts";
+
+const UP_READY = "mesh up:";
+const UP_WAIT_MS = 120_000;
+
+async function listenable(port: number): Promise<boolean> {
+  return await new Promise((resolve) => {
+    const srv = createServer();
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
+  });
+}
+
+/** `n` ports, each with the next one free as well, none within one of another. */
+export async function freePortPairs(n: number): Promise<number[]> {
+  const ports: number[] = [];
+  while (ports.length < n) {
+    const p = 20_000 + Math.floor(Math.random() * 30_000);
+    if (ports.some((q) => Math.abs(q - p) < 3)) continue;
+    if ((await listenable(p)) && (await listenable(p + 1))) ports.push(p);
+  }
+  return ports;
+}
+
+export function mesh(
+  dir: string,
+  args: string[],
+  opts: { input?: string; env?: Record<string, string> } = {},
+): Promise<CliResult> {
+  return runCli(["mesh", "--mesh", dir, ...args], opts);
+}
+
+/** A command's output until `check` holds, or a clear failure with what it said. */
+export async function awaitOutput(
+  running: Running,
+  check: (out: { stdout: string; stderr: string }) => boolean,
+  what: string,
+  ms = UP_WAIT_MS,
+): Promise<void> {
+  const deadline = Date.now() + ms;
+  let exited: number | string | null = null;
+  void running.exited.then((c) => (exited = c));
+  while (!check(running.output())) {
+    if (exited !== null || Date.now() > deadline) {
+      const { stdout, stderr } = running.output();
+      throw new Error(
+        `no ${what} (${exited !== null ? `exited ${exited}` : "timed out"}):\n${stdout}\n${stderr}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** `mesh up` (all servers, or `extra` flags), resolved once it says the mesh is up. */
+export async function meshUp(dir: string, extra: string[] = []): Promise<Running> {
+  const up = startCli(["mesh", "--mesh", dir, "up", ...extra]);
+  try {
+    await awaitOutput(up, (o) => o.stdout.includes(UP_READY), `"${UP_READY}" from mesh up`);
+  } catch (e) {
+    await up.stop("SIGKILL");
+    throw e;
+  }
+  return up;
+}
+
+export function serverDir(dir: string, i: number): string {
+  return join(dir, "servers", String(i));
+}
+
+/** `mesh init` with a server on each port given; throws with what it said when it does not exit 0. */
+export async function initMesh(dir: string, ports: number[]): Promise<void> {
+  const r = await mesh(dir, ["init", ...ports.flatMap((p) => ["--server", `127.0.0.1:${p}`])]);
+  if (r.code !== 0) throw new Error(`mesh init exited ${r.code}: ${r.stderr}`);
+}

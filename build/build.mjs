@@ -30,6 +30,7 @@ import { arch as hostArchOf } from "node:os";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleOptions, ENTRY, externalsOf, foreignExternals, ROOT } from "./bundle.mjs";
+import { writeDocs } from "./docs.mjs";
 import { CXXABI_FLOOR, compareVersions, floorProblem, GLIBC_FLOOR, GLIBCXX_FLOOR } from "./floor.mjs";
 import {
   buildLock,
@@ -239,6 +240,14 @@ async function main() {
     if (r.status !== 0) fail(`${name} version exited ${r.status ?? r.signal}: ${r.stderr}`);
     say(`runs: ${JSON.stringify(JSON.parse(r.stdout))} (${since(t)})`);
   } else say(`${name} is for ${flags.arch}: not run on this ${hostArch} machine`);
+
+  // the man page and completions come from the same command table as the executable's parser and help
+  const docs = await writeDocs(DIST);
+  say(
+    `docs: ${Object.values(docs)
+      .map((p) => relative(ROOT, p))
+      .join(", ")}`,
+  );
 
   say(
     `${relative(ROOT, output)} ${mib(statSync(output).size)}, ${((performance.now() - started) / 1000).toFixed(1)} s in all`,

@@ -1,80 +1,133 @@
-// `npm run demo`: a real nats-server as the mesh, a node enrolled into it, two declarations pushed, each report shown.
-//   --stay   keep the node and the mesh running until Ctrl-C
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+// `npm run demo`: the operator's commands and the node's, run by the built executable as a person types them —
+// a mesh made and raised (a real nats-server with TLS, one account, JetStream), a node added and enrolled (its
+// code handed over in a 0600 file, never on a command line), the node run, two declarations pushed, the fleet
+// and the node's own status shown; and someone on the bus replaying the first declaration's exact bytes,
+// which the node refuses naming both serials. Everything lives under one temporary directory and stops at the end.
+//   --stay   keep the mesh and the node running until Ctrl-C
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import type { Report } from "../src/vocabulary/index.ts";
-import { MeshDouble } from "../test/mesh/index.ts";
-import { cliCommand, runCli, startCli } from "../test/support/cli.ts";
+import { join, relative } from "node:path";
+import { type Bus, connectBus, MeshDir } from "../src/mesh/index.ts";
+import { Report } from "../src/vocabulary/index.ts";
+import { awaitOutput, freePortPairs } from "../test/mesh/operator.ts";
+import { type Running, runCli, startCli } from "../test/support/cli.ts";
+import { ensureSea } from "../test/support/sea.ts";
 
 const NODE = "demo";
-const EXAMPLES = join(import.meta.dirname, "../examples");
+const REPO = join(import.meta.dirname, "..");
 const stay = process.argv.includes("--stay");
 
 function say(text: string): void {
   process.stdout.write(`${text}\n`);
 }
 
-function showReport(r: Report): void {
-  say(
-    `  report: ${r.outcome} (declaration seq ${r.declaration.seq}, sha256:${r.declaration.digest.slice(0, 12)})`,
-  );
-  for (const s of r.steps) say(`    ${s.did.padEnd(9)} ${s.type.padEnd(9)} ${s.id.padEnd(9)} ${s.detail}`);
-  for (const h of r.holds)
-    say(`    held     ${h.path}${h.original ? ` (original sha256:${h.original.slice(0, 12)})` : ""}`);
+/** Show the command as typed, run it, show what it said; stop the demo if it failed. */
+async function type(args: string[], env: Record<string, string> = {}): Promise<string> {
+  say(`\n$ mesh-host ${args.join(" ")}`);
+  const r = await runCli(args, { env });
+  const out = `${r.stdout}${r.code === 0 ? "" : r.stderr}`.trimEnd();
+  if (out) say(out.replace(/^/gm, "  "));
+  if (r.code !== 0) throw new Error(`mesh-host ${args[0]} ${args[1] ?? ""} exited ${r.code}`);
+  return r.stdout;
+}
+
+/** A long-running command, shown as typed with `&`, returned once it says `ready`. */
+async function background(
+  args: string[],
+  ready: (o: { stdout: string; stderr: string }) => boolean,
+  what: string,
+): Promise<Running> {
+  say(`\n$ mesh-host ${args.join(" ")} &`);
+  const r = startCli(args);
+  await awaitOutput(r, ready, what);
+  return r;
+}
+
+/**
+ * Someone who can publish on the bus (a leaked controller credential, the bus's operator) replays the first
+ * declaration's exact signed bytes: the signature holds, the serial is older, and the node refuses it.
+ */
+async function replay(bus: Bus, first: Uint8Array): Promise<void> {
+  const report = new Promise<Report>((resolve) => {
+    const sub = bus.nc.subscribe(`mesh.report.${NODE}`, {
+      callback: (_e, m) => {
+        const r = Report.safeParse(JSON.parse(new TextDecoder().decode(m.data)));
+        if (r.success && r.data.outcome === "refused") {
+          sub.unsubscribe();
+          resolve(r.data);
+        }
+      },
+    });
+  });
+  await bus.nc.flush();
+  const seq = (await bus.js.publish(`mesh.declare.${NODE}`, first)).seq;
+  say(`\nsomeone on the bus replays web.json's exact signed bytes (stream seq ${seq})`);
+  const refused = await report;
+  say(`  report: ${refused.outcome}: ${refused.refusals.map((r) => r.reason).join("; ")}`);
 }
 
 async function main(): Promise<void> {
+  process.env.MESH_HOST_BIN ??= ensureSea();
   const base = mkdtempSync(join(tmpdir(), "mesh-demo-"));
+  const meshDir = join(base, "mesh");
   const root = join(base, "root");
   const state = join(base, "state");
   mkdirSync(join(root, "etc"), { recursive: true });
   writeFileSync(join(root, "etc/motd"), "the machine's own message of the day\n");
-  say(`mesh-host demo — the node's machine is ${root}, its state ${state}`);
-  say(`  running: ${cliCommand().at(-1)}`);
-  const mesh = await MeshDouble.start();
-  say(`mesh: nats-server on ${mesh.url}, TLS pinned by sha256 ${mesh.fingerprint.slice(0, 16)}…`);
-  let node: ReturnType<typeof startCli> | null = null;
+  const [port] = await freePortPairs(1);
+  say(`mesh-host demo: everything under ${base}`);
+  say(`  the executable: ${relative(REPO, process.env.MESH_HOST_BIN!)}; the node's machine is ${root}`);
+  const started: Running[] = [];
   const stopAll = async () => {
-    await node?.stop();
-    await mesh.stop();
+    while (started.length) await started.pop()!.stop();
     rmSync(base, { recursive: true, force: true });
   };
   process.once("SIGINT", () => void stopAll().then(() => process.exit(0)));
   try {
-    const { code } = await mesh.enrolmentCode(NODE);
-    say(
-      `\n$ mesh-host enrol < code   (${code.slice(0, 12)}… on standard input: the token is never in argv nor printed)`,
+    say("\n# the operator's machine: a mesh of one server");
+    await type(["mesh", "init", "--mesh", meshDir, "--server", `127.0.0.1:${port}`]);
+    const up = await background(
+      ["mesh", "up", "--mesh", meshDir],
+      (o) => o.stdout.includes("mesh up:"),
+      "mesh up",
     );
-    const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: `${code}\n` });
-    say(`  ${enrol.stdout.trim() || enrol.stderr.trim()}`);
-    if (enrol.code !== 0) throw new Error("enrolment failed");
-    say("\n$ mesh-host run");
-    node = startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "2"]);
-    const hb = await mesh.awaitHeartbeat(1, { timeoutMs: 20_000 });
-    say(`  heartbeat from ${hb.value?.node}: version ${hb.value?.version}, uptime ${hb.value?.uptime_s} s`);
+    started.push(up);
+    say(up.output().stdout.trimEnd().replace(/^/gm, "  "));
+    const codeFile = join(base, `${NODE}.code`);
+    await type(["mesh", "node", "add", NODE, "--mesh", meshDir, "--code-file", codeFile]);
+
+    say(
+      "\n# the node's machine: the code file carried over (it holds a one-time token: never on a command line)",
+    );
+    await type(["enrol", "--code-file", codeFile, "--state", state, "--root", root]);
+    const run = await background(
+      ["run", "--state", state, "--root", root, "--heartbeat-s", "2"],
+      (o) => o.stderr.includes('"link up"'),
+      "the node's link",
+    );
+    started.push(run);
+    say("  (holding the node in its mesh: the link is up)");
+
+    say("\n# the operator pushes a declaration, then a second one that lets /etc/motd go");
+    const bus = await connectBus(new MeshDir(meshDir), { name: "demo: someone on the bus" });
     const sent: Uint8Array[] = [];
-    for (const [i, file] of ["web.json", "web-v2.json"].entries()) {
-      const body = readFileSync(join(EXAMPLES, file), "utf8");
-      // the double signs each with the next serial: the node refuses any older one replayed later
-      sent.push(Buffer.from(JSON.stringify(mesh.sign(NODE, JSON.parse(body)))));
-      const seq = await mesh.publishEnvelope(NODE, sent[i]!);
-      say(`\nmesh pushes examples/${file} (signed as serial ${i + 1}, stream seq ${seq})`);
-      const report = await mesh.awaitReport(i + 1, { node: NODE, timeoutMs: 20_000 });
-      showReport(report.value!);
-    }
-    const replay = await mesh.publishEnvelope(NODE, sent[0]!);
-    say(`\nsomeone on the bus replays web.json's exact signed bytes (stream seq ${replay})`);
-    const refused = (await mesh.awaitReport(3, { node: NODE, timeoutMs: 20_000 })).value!;
-    say(`  report: ${refused.outcome}: ${refused.refusals.map((r) => r.reason).join("; ")}`);
-    const motd = join(root, "etc/motd");
+    bus.nc.subscribe(`mesh.declare.${NODE}`, {
+      callback: (_e, m) => {
+        sent.push(Uint8Array.from(m.data));
+      },
+    });
+    await bus.nc.flush();
+    for (const file of ["examples/web.json", "examples/web-v2.json"])
+      await type(["mesh", "push", NODE, file, "--mesh", meshDir]);
+    await replay(bus, sent[0]!);
+    await bus.close();
     say(
-      `\n/etc/motd after the mesh let it go: ${existsSync(motd) ? JSON.stringify(readFileSync(motd, "utf8")) : "(gone)"}`,
+      `\n/etc/motd after the mesh let it go: ${JSON.stringify(readFileSync(join(root, "etc/motd"), "utf8"))}`,
     );
-    const status = await runCli(["status", "--state", state, "--root", root]);
-    say(`\n$ mesh-host status\n${status.stdout.replace(/^/gm, "  ").trimEnd()}`);
+    await type(["mesh", "nodes", "--mesh", meshDir]);
+    await type(["status", "--state", state, "--root", root]);
     if (stay) {
-      say("\nthe node and the mesh keep running; Ctrl-C stops both");
+      say(`\nthe mesh and the node keep running (MESH_DIR=${meshDir}); Ctrl-C stops both`);
       await new Promise(() => {});
     }
   } finally {

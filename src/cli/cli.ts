@@ -44,6 +44,8 @@ export async function main(argv: string[]): Promise<number> {
   try {
     // the operator's commands (src/cli/mesh/) have their own flags and help, and are not in the Android build
     if (argv[0] === "mesh") return await (await import("./mesh/main.ts")).meshMain(argv.slice(1));
+    if (argv[0] === "help" && argv[1] === "mesh")
+      return await (await import("./mesh/main.ts")).meshMain(["--help"]);
     const args = parseCli(argv);
     if (args.command === "help") {
       writeOut(args.helpFor ? commandHelp(commandSpec(args.helpFor)!) : overview());

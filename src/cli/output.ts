@@ -18,10 +18,9 @@ export function table(lines: readonly Line[]): string {
   if (!lines.length) return "  (nothing declared)\n";
   const w = (k: "did" | "type" | "id") => Math.max(...lines.map((l) => l[k].length));
   const [dw, tw, iw] = [w("did"), w("type"), w("id")];
-  const rows = lines
+  return lines
     .map((l) => `  ${l.did.padEnd(dw)}  ${l.type.padEnd(tw)}  ${l.id.padEnd(iw)}  ${l.detail}\n`)
     .join("");
-  return rows + diffs(lines);
 }
 
 /** `--diff`: each planned file's changes after the table, headed by its id. */
@@ -36,10 +35,10 @@ function diffs(lines: readonly Line[]): string {
  * files is one line, not 10,005.
  */
 export function changesTable(lines: readonly Line[], verbose: boolean): string {
-  if (verbose || !lines.length) return table(lines);
+  if (verbose || !lines.length) return table(lines) + diffs(lines);
   const shown = lines.filter((l) => l.did !== "unchanged");
   const quiet = lines.length - shown.length;
-  return `${shown.length ? table(shown) : ""}${quiet ? `  (${quiet} unchanged; --verbose lists them)\n` : ""}`;
+  return `${shown.length ? table(shown) : ""}${quiet ? `  (${quiet} unchanged; --verbose lists them)\n` : ""}${diffs(shown)}`;
 }
 
 /** The plan in words: before acting, or as all a dry run does. */

@@ -15,6 +15,7 @@ import {
   declareSubject,
   ENROL_CONSUMER,
   JETSTREAM_READY_MS,
+  JS_RELOAD_MS,
   nodeConsumer,
   REPORTS_CONSUMER,
   REPORTS_MAX_AGE_S,
@@ -59,6 +60,24 @@ export async function connectBus(
   // no API check here: a cluster still electing its leaders answers JetStream later, and `up` waits for that
   const jsm = await jetstreamManager(nc, { timeout: CONNECT_TIMEOUT_MS, checkAPI: false });
   return { nc, js: jetstream(nc), jsm, close: () => nc.close().catch(() => undefined) };
+}
+
+/** While a server reloads its user list, the account's JetStream API goes unanswered for a moment. */
+function reloading(e: unknown): boolean {
+  return /no responders|not enabled|503/i.test(firstLine(e));
+}
+
+/** A JetStream call, tried again while the servers are reloading (up to JS_RELOAD_MS); any other failure at once. */
+export async function jsCall<T>(call: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + JS_RELOAD_MS;
+  for (;;) {
+    try {
+      return await call();
+    } catch (e) {
+      if (!reloading(e) || Date.now() > deadline) throw e;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 export function firstLine(e: unknown): string {
@@ -119,11 +138,13 @@ export async function awaitStreams(
 
 /** The node's durable pull consumer on DECLARE, filtered on its subject, ack explicit (protocol.md). */
 export async function ensureNodeConsumer(bus: Bus, node: string): Promise<void> {
-  await bus.jsm.consumers.add("DECLARE", {
-    durable_name: nodeConsumer(node),
-    filter_subject: declareSubject(node),
-    ack_policy: AckPolicy.Explicit,
-  });
+  await jsCall(() =>
+    bus.jsm.consumers.add("DECLARE", {
+      durable_name: nodeConsumer(node),
+      filter_subject: declareSubject(node),
+      ack_policy: AckPolicy.Explicit,
+    }),
+  );
 }
 
 /** A revoked node: its consumer and its declarations (which hold secrets sealed to it) go. */

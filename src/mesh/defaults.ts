@@ -24,6 +24,8 @@ export const LOCK_WAIT_MS = 30_000;
 /** JetStream answers once the servers agree on a leader: a cluster coming up takes a few seconds. */
 export const JETSTREAM_READY_MS = 60_000;
 export const CONNECT_TIMEOUT_MS = 5_000;
+/** How long a JetStream call is tried again while the servers reload a user list. */
+export const JS_RELOAD_MS = 15_000;
 /** `mesh push --wait-s`: how long the reports are waited for. */
 export const PUSH_WAIT_S = 60;
 /** The fleet view is written at most this often, however many heartbeats a second arrive. */

@@ -22,13 +22,16 @@ export function serialOf(record: NodeRecord | null, digest: string): number | nu
 }
 
 export function heardReport(fleet: Fleet, report: Report, record: NodeRecord | null, at = new Date()): void {
-  entryOf(fleet, report.node).report = {
+  const entry = entryOf(fleet, report.node);
+  // a refused declaration's report names no mode: the node's mode is still what it last said
+  const mode = report.mode ?? entry.report?.mode ?? null;
+  entry.report = {
     at: at.toISOString(),
     outcome: report.outcome,
     seq: report.declaration.seq,
     digest: report.declaration.digest,
     serial: serialOf(record, report.declaration.digest),
-    mode: report.mode ?? null,
+    mode,
   };
 }
 

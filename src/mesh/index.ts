@@ -3,7 +3,7 @@
 // serial, sealing secrets, pushing, the fleet view, the sealed move). It knows the vocabulary (with the
 // envelope and the sealing) and the nats client, nothing of the host's layers; none of them imports it, and the
 // Android build leaves it out. Only src/cli/mesh/ and the tests import this surface.
-export { type Bus, connectBus, ensureNodeConsumer, ensureStreams } from "./bus.ts";
+export { type Bus, connectBus, ensureNodeConsumer, ensureStreams, jsCall } from "./bus.ts";
 export { meshUsers, type ServerUser, serverConf, usersConf } from "./conf.ts";
 export { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 export * from "./defaults.ts";

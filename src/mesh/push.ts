@@ -13,7 +13,7 @@ import {
   seal,
   signEnvelope,
 } from "../vocabulary/index.ts";
-import { type Bus, connectBus, firstLine } from "./bus.ts";
+import { type Bus, connectBus, firstLine, jsCall } from "./bus.ts";
 import { declareSubject, PUSHES_KEPT, reportSubject } from "./defaults.ts";
 import { lockMesh } from "./files.ts";
 import { type MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
@@ -176,7 +176,10 @@ export async function publishAndWait(
     for (const c of composed) {
       const envelope = signEnvelope(c.body, key);
       try {
-        seqs.set(c.node, (await bus.js.publish(declareSubject(c.node), JSON.stringify(envelope))).seq);
+        seqs.set(
+          c.node,
+          (await jsCall(() => bus.js.publish(declareSubject(c.node), JSON.stringify(envelope)))).seq,
+        );
       } catch (e) {
         throw new Error(`publishing to node ${c.node} failed: ${firstLine(e)}`);
       }

@@ -75,6 +75,8 @@ class Controller {
   private loops: Promise<void>[] = [];
   private fleet: Fleet;
   private fleetTimer: NodeJS.Timeout | null = null;
+  private readonly spent = new Set<string>();
+  private spendTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly mesh: MeshDir,
@@ -119,6 +121,7 @@ class Controller {
   async stop(): Promise<void> {
     this.heartbeats?.unsubscribe();
     if (this.fleetTimer) clearTimeout(this.fleetTimer);
+    if (this.spendTimer) clearTimeout(this.spendTimer);
     this.flushFleet();
   }
 
@@ -186,17 +189,37 @@ class Controller {
       heardHeartbeat(this.fleet, h.data);
     }
     this.scheduleFleet();
-    if (record.token && record.enrolled_at) await this.spendToken(node);
+    if (record.token && record.enrolled_at) this.spendToken(node);
   }
 
-  /** The node spoke as itself: its one-time enrol user goes from every server. */
-  private async spendToken(node: string): Promise<void> {
+  /**
+   * The node spoke as itself: its one-time enrol user goes from every server. Batched, one reload for all the
+   * nodes first heard within FLEET_WRITE_MS: a fleet enrolling at once would otherwise reload the servers once
+   * a node, and a reload briefly leaves the account's JetStream API unanswered.
+   */
+  private spendToken(node: string): void {
+    this.spent.add(node);
+    this.spendTimer ??= setTimeout(() => {
+      this.spendTimer = null;
+      const nodes = [...this.spent];
+      this.spent.clear();
+      void this.spendTokens(nodes).catch((e: Error) =>
+        this.warn(`cannot spend enrolment tokens: ${e.message}`),
+      );
+    }, FLEET_WRITE_MS);
+  }
+
+  private async spendTokens(nodes: string[]): Promise<void> {
     const lock = await lockMesh(this.mesh.dir);
     try {
-      const record = this.mesh.node(node);
-      if (!record?.token) return;
-      this.mesh.writeNode({ ...record, token: null });
-      await reloadUsers(this.mesh);
+      let changed = false;
+      for (const node of nodes) {
+        const record = this.mesh.node(node);
+        if (!record?.token || !record.enrolled_at) continue;
+        this.mesh.writeNode({ ...record, token: null });
+        changed = true;
+      }
+      if (changed && !this.stopped()) await reloadUsers(this.mesh);
     } finally {
       lock.release();
     }

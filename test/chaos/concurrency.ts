@@ -123,9 +123,11 @@ function enrolledWith(p: Place, tag: string, seq: number): void {
   });
 }
 
+/** A delivery as the mesh signs it: its serial rises with its seq (protocol.md, "The signed order"). */
 function envelopeFile(p: Place, tag: string, seq: number): string {
   const path = join(p.base, `envelope-${seq}.json`);
-  writeFileSync(path, JSON.stringify(signEnvelope(JSON.stringify(declaration(p, tag)), p.key.privateKey)));
+  const body = { ...declaration(p, tag), serial: seq, issued_at: new Date().toISOString() };
+  writeFileSync(path, JSON.stringify(signEnvelope(JSON.stringify(body), p.key.privateKey)));
   return `${seq}:${path}`;
 }
 

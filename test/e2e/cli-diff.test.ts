@@ -1,24 +1,15 @@
 // `plan --diff` and `apply --diff` through the built executable: each file's content as `diff -u` prints it,
 // its mode and owner change, capped per file, in --json as a field; never a secret-filled file's content.
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { MAX_DIFF_LINES } from "../../src/defaults.ts";
 import { runCli } from "../support/cli.ts";
-import { ensureSea } from "../support/sea.ts";
-import { snapshot, tempDir } from "../support/tmp.ts";
+import { useBuiltExecutable } from "../support/sea.ts";
+import { snapshot, tempMachine } from "../support/tmp.ts";
 
-beforeAll(() => {
-  process.env.MESH_HOST_BIN ??= ensureSea();
-}, 600_000);
-
-function place() {
-  const base = tempDir();
-  const root = join(base, "root");
-  mkdirSync(join(root, "etc"), { recursive: true });
-  return { base, root, state: join(base, "state") };
-}
+useBuiltExecutable();
 
 function declare(base: string, resources: unknown[], extra: object = {}): string {
   const file = join(base, `d-${Math.random().toString(36).slice(2)}.json`);
@@ -31,7 +22,7 @@ const lines = (n: number, f: (i: number) => string) =>
 
 describe("--diff", () => {
   it("shows what plan and apply will change in words, and changes nothing on a plan", async () => {
-    const { base, root, state } = place();
+    const { base, root, state } = tempMachine("etc");
     writeFileSync(join(root, "etc/app.conf"), "a=1\nb=2\nc=3\n", { mode: 0o644 });
     chmodSync(join(root, "etc/app.conf"), 0o644);
     const d = declare(base, [
@@ -77,7 +68,7 @@ describe("--diff", () => {
   });
 
   it("is what `diff -u` says, hunk for hunk", async () => {
-    const { base, root, state } = place();
+    const { base, root, state } = tempMachine("etc");
     const pairs: [string, string][] = [
       [lines(40, (i) => `line ${i}`), lines(40, (i) => (i % 9 === 4 ? `changed ${i}` : `line ${i}`))],
       [lines(30, (i) => `k${i}`), lines(25, (i) => `k${i + 5}`) + "tail\n"],
@@ -100,7 +91,7 @@ describe("--diff", () => {
   });
 
   it("is capped per file, saying how many lines it did not show", async () => {
-    const { base, root, state } = place();
+    const { base, root, state } = tempMachine("etc");
     writeFileSync(
       join(root, "etc/big"),
       lines(1000, (i) => `old ${i}`),
@@ -115,7 +106,7 @@ describe("--diff", () => {
   });
 
   it("never shows a file filled from a secret: (secret: content not shown)", async () => {
-    const { base, root, state } = place();
+    const { base, root, state } = tempMachine("etc");
     const VALUE = "pg-superuser-7f3a9c";
     const OLD = "the-old-password-1d2e";
     writeFileSync(join(root, "etc/superuser"), OLD, { mode: 0o644 });

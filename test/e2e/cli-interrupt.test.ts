@@ -1,29 +1,20 @@
 // An apply stopped part-way (Ctrl-C, SIGTERM) says how far it got, with the partial report, and the next one
 // calls the files it never wrote `created`, not `repaired`; `apply -` and `plan -` read standard input.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { waitFor } from "../mesh/double.ts";
 import { runCli, startCli } from "../support/cli.ts";
-import { ensureSea } from "../support/sea.ts";
-import { tempDir } from "../support/tmp.ts";
+import { useBuiltExecutable } from "../support/sea.ts";
+import { tempMachine } from "../support/tmp.ts";
 
-beforeAll(() => {
-  process.env.MESH_HOST_BIN ??= ensureSea();
-}, 600_000);
-
-function place() {
-  const base = tempDir();
-  const root = join(base, "root");
-  mkdirSync(root);
-  return { base, root, state: join(base, "state") };
-}
+useBuiltExecutable();
 
 describe("an interrupted apply", () => {
   it.each(["SIGINT", "SIGTERM"] as const)(
     "%s: the step in progress finishes, `interrupted after N of M`, and the next plan says created",
     async (signal) => {
-      const { base, root, state } = place();
+      const { base, root, state } = tempMachine();
       const started = join(base, "started");
       const go = join(base, "go");
       const d = join(base, "d.json");
@@ -81,7 +72,7 @@ describe("an interrupted apply", () => {
 
 describe("standard input", () => {
   it("`plan -` and `apply -` read the declaration from standard input", async () => {
-    const { root, state } = place();
+    const { root, state } = tempMachine();
     const body = JSON.stringify({
       v: 1,
       node: "n1",

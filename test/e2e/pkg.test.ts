@@ -53,7 +53,14 @@ const sha256 = (file: string) => createHash("sha256").update(readFileSync(file))
 /** `npm run package` with the given pkgrel, into `dest`; the staging directory is fixed so .BUILDINFO is. */
 function makePackage(pkgrel: string, dest: string): string {
   const r = must(["bash", join(REPO, "pkgbuild/package.sh")], {
-    env: { MESH_PKGREL: pkgrel, MESH_PKGDEST: dest, MESH_PKGWORK: join(work, "stage"), SOURCE_DATE_EPOCH },
+    env: {
+      MESH_PKGREL: pkgrel,
+      MESH_PKGDEST: dest,
+      MESH_PKGWORK: join(work, "stage"),
+      SOURCE_DATE_EPOCH,
+      // zstd's default level: -19 (the shipped one) changes only the size, and takes a minute a package here
+      MESH_PKGZST: "-3",
+    },
   });
   const file = join(dest, `mesh-host-${PKGVER}-${pkgrel}-x86_64.pkg.tar.zst`);
   if (!existsSync(file)) throw new Error(`package.sh made no ${file}:\n${r.all}`);
@@ -132,6 +139,9 @@ describe("the Arch package", () => {
       "usr/lib/systemd/system/mesh-host.service": "-rw-r--r--",
       "usr/lib/mesh-host/launch": "-rwxr-xr-x",
       "usr/share/licenses/mesh-host/LICENSE": "-rw-r--r--",
+      "usr/share/man/man1/mesh-host.1": "-rw-r--r--",
+      "usr/share/bash-completion/completions/mesh-host": "-rw-r--r--",
+      "usr/share/zsh/site-functions/_mesh-host": "-rw-r--r--",
       "var/lib/mesh-host": "drwx------",
     });
     const files = Object.keys(entries).filter((p) => !entries[p]!.startsWith("d") && !p.startsWith("."));
@@ -139,7 +149,10 @@ describe("the Arch package", () => {
       "usr/bin/mesh-host",
       "usr/lib/mesh-host/launch",
       "usr/lib/systemd/system/mesh-host.service",
+      "usr/share/bash-completion/completions/mesh-host",
       "usr/share/licenses/mesh-host/LICENSE",
+      "usr/share/man/man1/mesh-host.1",
+      "usr/share/zsh/site-functions/_mesh-host",
     ]);
     const pkginfo = must(["bsdtar", "-xOf", pkgs.v1, ".PKGINFO"]).stdout;
     expect(pkginfo).toContain(`pkgver = ${PKGVER}-1`);
@@ -149,6 +162,15 @@ describe("the Arch package", () => {
     mkdirSync(out);
     must(["bsdtar", "-xf", pkgs.v1, "-C", out, "usr/bin/mesh-host"]);
     expect(sha256(join(out, "usr/bin/mesh-host"))).toBe(sha256(sea));
+    // the man page and completions are the ones the build made from the command table (test/e2e/manual.test.ts)
+    for (const [inPkg, built] of [
+      ["usr/share/man/man1/mesh-host.1", "dist/mesh-host.1"],
+      ["usr/share/bash-completion/completions/mesh-host", "dist/completions/mesh-host.bash"],
+      ["usr/share/zsh/site-functions/_mesh-host", "dist/completions/_mesh-host"],
+    ]) {
+      must(["bsdtar", "-xf", pkgs.v1, "-C", out, inPkg!]);
+      expect(sha256(join(out, inPkg!)), inPkg).toBe(sha256(join(REPO, built!)));
+    }
   });
 
   it("is namcap-clean: Arch's rules namcap checks, over the package itself", () => {

@@ -1,25 +1,16 @@
 // `status` as a monitoring check, through the built executable: the last apply's failed steps and why (kept by
 // the machine in last-report.json), whether `run` is alive, the link up or down since when, the last
 // heartbeat, the outbox; exit 1 when the last apply failed or an enrolled node's link is down, 0 when well.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitForAsync } from "../mesh/double.ts";
 import { MeshDouble } from "../mesh/index.ts";
 import { runCli, startCli } from "../support/cli.ts";
-import { ensureSea } from "../support/sea.ts";
-import { tempDir } from "../support/tmp.ts";
+import { useBuiltExecutable } from "../support/sea.ts";
+import { tempMachine } from "../support/tmp.ts";
 
-beforeAll(() => {
-  process.env.MESH_HOST_BIN ??= ensureSea();
-}, 600_000);
-
-function place() {
-  const base = tempDir();
-  const root = join(base, "root");
-  mkdirSync(root);
-  return { base, root, state: join(base, "state") };
-}
+useBuiltExecutable();
 
 function declaration(base: string, name: string, resources: unknown[]): string {
   const file = join(base, name);
@@ -33,7 +24,7 @@ const after = { id: "later", type: "file", path: "/etc/later.conf", content: "b\
 
 describe("status offline", () => {
   it("an empty root: all is well, exit 0, the JSON keys stable", async () => {
-    const { root, state } = place();
+    const { root, state } = tempMachine();
     const r = await runCli(["status", "--json", "--root", root, "--state", state]);
     expect(r.code).toBe(0);
     const doc = JSON.parse(r.stdout);
@@ -53,7 +44,7 @@ describe("status offline", () => {
   });
 
   it("a failed apply: the failed step and its reason kept, exit 1 until an apply succeeds", async () => {
-    const { base, root, state } = place();
+    const { base, root, state } = tempMachine();
     const bad = declaration(base, "bad.json", [conf, boom, after]);
     expect((await runCli(["apply", bad, "--root", root, "--state", state])).code).toBe(1);
     const kept = JSON.parse(readFileSync(join(state, "last-report.json"), "utf8")).report;
@@ -79,7 +70,7 @@ describe("status offline", () => {
   });
 
   it("every offline apply moves the last apply's time (issue 17 item 6), a dry run does not", async () => {
-    const { base, root, state } = place();
+    const { base, root, state } = tempMachine();
     const good = declaration(base, "good.json", [conf]);
     const lastAt = async () =>
       JSON.parse((await runCli(["status", "--json", "--root", root, "--state", state])).stdout).last.at;
@@ -103,7 +94,7 @@ describe("status of an enrolled node", () => {
   });
 
   it("link down while run is not running, up with a heartbeat while it is, down again once it stops", async () => {
-    const { root, state } = place();
+    const { root, state } = tempMachine();
     const { code } = await mesh.enrolmentCode("status-a");
     expect((await runCli(["enrol", code, "--state", state, "--root", root])).code).toBe(0);
     const status = async () => {

@@ -5,6 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { appendFileSync, chmodSync, copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { beforeAll } from "vitest";
 import type { Exec } from "../../src/appliers/types.ts";
 import type { PlanLine } from "../../src/apply/index.ts";
 import type { Report } from "../../src/vocabulary/index.ts";
@@ -98,4 +99,11 @@ export function seaMachine(on: {
       return { exit: r.code, plan: out.plan, report: out.report, stderr: r.stderr };
     },
   };
+}
+
+/** For a test file that drives the built executable: build it once (if stale) before its tests, and use it. */
+export function useBuiltExecutable(): void {
+  beforeAll(() => {
+    process.env.MESH_HOST_BIN ??= ensureSea();
+  }, 600_000);
 }

@@ -1,6 +1,6 @@
 // Temporary roots and state directories: every test runs against real files it made itself.
 import { createHash } from "node:crypto";
-import { lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach } from "vitest";
@@ -15,6 +15,15 @@ export function tempDir(prefix = "mesh-test-"): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   made.push(dir);
   return dir;
+}
+
+/** A machine to run the CLI on: an empty root (with `dirs` made under it) and a state directory not made yet. */
+export function tempMachine(...dirs: string[]): { base: string; root: string; state: string } {
+  const base = tempDir();
+  const root = join(base, "root");
+  mkdirSync(root);
+  for (const d of dirs) mkdirSync(join(root, d), { recursive: true });
+  return { base, root, state: join(base, "state") };
 }
 
 /** Every entry under `dir` with its kind, mode, and content digest: equal snapshots mean nothing changed. */

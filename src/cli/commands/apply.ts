@@ -1,5 +1,5 @@
 // `apply FILE [--dry-run]`, `plan FILE` and `genesis BUNDLE --mode M`: the offline path, for a machine the mesh has not spoken to.
-import { type ApplyResult, applyDeclaration, modeRefusal } from "../../apply/index.ts";
+import { type ApplyResult, applyDeclaration, modeRefusal, type PlanLine } from "../../apply/index.ts";
 import { acquireLock } from "../../store/index.ts";
 import { type Declaration, digestOf, type Report } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
@@ -28,11 +28,9 @@ export async function applyOffline(
   dryRun: boolean,
 ): Promise<number> {
   const lock = dryRun ? null : await acquireLock(ctx.state.ensure().dir);
-  const stop = dryRun ? null : interruptible(ctx);
-  const { json } = ctx.args;
   // genesis is the review of what an adopted machine holds (its held lines say "unchanged"): every step, always
   const verbose = ctx.args.verbose || ctx.args.command === "genesis";
-  const shown = progress(!json, process.stderr);
+  const hooks = applyHooks(ctx, dryRun, verbose);
   try {
     const result = await applyDeclaration({
       declaration,
@@ -40,22 +38,14 @@ export async function applyOffline(
       digest: digestOf(bytes),
       source: "file",
       dryRun,
-      diff: ctx.args.diff,
-      signal: stop?.signal,
       host: ctx.host,
       state: ctx.state,
       holds: ctx.holds,
       ports: portsOf(ctx),
       unseal: ctx.unseal,
-      onPlan: json
-        ? undefined
-        : (plan) => {
-            shown.clear();
-            writeOut(planText(plan, verbose));
-          },
-      onStep: shown.step,
+      ...hooks.options,
     });
-    shown.clear();
+    hooks.done();
     if (result.exit === 2) throw new Refused(result.report.refusals);
     showResult(ctx, result, dryRun, verbose);
     // a dry run applied nothing, and its log says nothing of an apply
@@ -68,10 +58,35 @@ export async function applyOffline(
       });
     return result.exit;
   } finally {
-    stop?.done();
-    shown.clear();
+    hooks.done();
     lock?.release();
   }
+}
+
+/**
+ * What a command tells the apply it runs: the diff asked for, the signal Ctrl-C aborts, where the plan and the
+ * progress line go; `done` takes the progress line away and the signal handlers off.
+ */
+export function applyHooks(ctx: Context, dryRun: boolean, verbose: boolean) {
+  const shown = progress(!ctx.args.json, process.stderr);
+  const stop = dryRun ? null : interruptible(ctx);
+  return {
+    options: {
+      diff: ctx.args.diff,
+      signal: stop?.signal,
+      onPlan: ctx.args.json
+        ? undefined
+        : (plan: PlanLine[]) => {
+            shown.clear();
+            writeOut(planText(plan, verbose));
+          },
+      onStep: shown.step,
+    },
+    done() {
+      shown.clear();
+      stop?.done();
+    },
+  };
 }
 
 /** The plan (a dry run) or the plan and the report, in words or as one JSON document; how far an interrupted one got. */

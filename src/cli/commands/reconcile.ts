@@ -5,8 +5,8 @@ import { Outbox } from "../../store/index.ts";
 import { type Declaration, digestOf } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { type Context, checkGiven, portsOf, Refused, readDeclarationFile } from "../context.ts";
-import { planText, progress, writeOut } from "../output.ts";
-import { applyOffline, interruptible, logOutcome, showResult } from "./apply.ts";
+import { writeOut } from "../output.ts";
+import { applyHooks, applyOffline, logOutcome, showResult } from "./apply.ts";
 
 /**
  * A bundle given to reconcile is checked, never trusted: its mode against the node's, its bytes against what
@@ -62,24 +62,9 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
     membership,
   };
   // read again under the lock: `run` may apply a newer delivery while this waits for it
-  const { json, verbose } = ctx.args;
-  const shown = progress(!json, process.stderr);
-  const stop = dryRun ? null : interruptible(ctx);
-  const applied = await applyKept(deps, {
-    dryRun,
-    diff: ctx.args.diff,
-    signal: stop?.signal,
-    onPlan: json
-      ? undefined
-      : (plan) => {
-          shown.clear();
-          writeOut(planText(plan, verbose));
-        },
-    onStep: shown.step,
-  }).finally(() => {
-    shown.clear();
-    stop?.done();
-  });
+  const { verbose } = ctx.args;
+  const hooks = applyHooks(ctx, dryRun, verbose);
+  const applied = await applyKept(deps, { dryRun, ...hooks.options }).finally(() => hooks.done());
   if (!applied) throw new UsageError("this node holds no declaration from the mesh to reconcile");
   const result = applied;
   if (result.exit === 2) throw new Refused(result.report.refusals);

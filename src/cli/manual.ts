@@ -1,0 +1,220 @@
+// The man page and the bash and zsh completions, made at build time from the one table (table.ts) the parser
+// and `help` read: none of them can name a flag the executable does not take, nor miss one it does.
+import { DEFAULT_STATE_DIR } from "../defaults.ts";
+import { MESH_USAGE } from "./mesh/args.ts";
+import { COMMANDS, type CommandSpec, FLAGS, type Flag, flagsOf, GLOBAL_FLAGS } from "./table.ts";
+
+/** Text as roff reads it: backslashes escaped, hyphens literal, no line taken for a request. */
+function roff(text: string): string {
+  return text
+    .replace(/\\/g, "\\e")
+    .replace(/-/g, "\\-")
+    .replace(/^([.'])/gm, "\\&$1");
+}
+
+function roffFlag(f: Flag): string[] {
+  const value = f.value ? ` \\fI${roff(f.choices ? f.choices.join("|") : f.value)}\\fR` : "";
+  const names = f.short
+    ? `\\fB\\-${f.short}\\fR, \\fB\\-\\-${roff(f.name)}\\fR`
+    : `\\fB\\-\\-${roff(f.name)}\\fR`;
+  return [".TP", `${names}${value}`, `${roff(f.help)} (default: ${roff(f.default)}).`];
+}
+
+function roffCommand(c: CommandSpec): string[] {
+  const own = c.flags.map((n) => FLAGS[n]);
+  return [
+    ".TP",
+    `\\fB${roff(c.name)}\\fR${c.args ? ` \\fI${roff(c.args)}\\fR` : ""}`,
+    `${roff(c.summary)}.`,
+    ...(c.about ? [roff(c.about)] : []),
+    ...(own.length ? [".RS", ...own.flatMap(roffFlag), ".RE"] : []),
+  ];
+}
+
+/** mesh-host(1). */
+export function manPage(version: string): string {
+  return [
+    `.TH MESH\\-HOST 1 "" "mesh\\-host ${roff(version)}" "User Commands"`,
+    ".SH NAME",
+    "mesh\\-host \\- the agent on every machine of a self\\-hosted mesh",
+    ".SH SYNOPSIS",
+    ".B mesh\\-host",
+    ".I command",
+    "[\\fIflags\\fR]",
+    ".SH DESCRIPTION",
+    roff(
+      "mesh-host holds one outbound TLS link to the mesh's bus, hears signed declarations, makes this machine " +
+        "match them, reads the result back and reports it. Without a mesh, apply makes the machine match a " +
+        "declaration in a file. Logs go to standard error, never standard output: JSON lines, or one short line " +
+        "each on a terminal; under systemd each carries its journald priority.",
+    ),
+    ".SH COMMANDS",
+    ...COMMANDS.flatMap(roffCommand),
+    ".TP",
+    "\\fBmesh\\fR \\fICOMMAND\\fR",
+    roff("The operator's half, with its own flags (mesh-host mesh --help):"),
+    ".RS",
+    ".nf",
+    roff(MESH_USAGE),
+    ".fi",
+    ".RE",
+    ".SH GLOBAL FLAGS",
+    "Every command takes these.",
+    ...GLOBAL_FLAGS.map((n) => FLAGS[n]).flatMap(roffFlag),
+    ".SH EXIT STATUS",
+    ".TP",
+    ".B 0",
+    roff("Done, or nothing to do; for status: all is well."),
+    ".TP",
+    ".B 1",
+    roff(
+      "An apply ran and failed (or was interrupted), or the link could not be held; for status: the last apply " +
+        "failed, or an enrolled node's link is down.",
+    ),
+    ".TP",
+    ".B 2",
+    roff(
+      "Refused: bad input, bad flags, a declaration that fails the schema or the rules, a refusal of the mode. " +
+        "One line on standard error says what and why.",
+    ),
+    ".SH ENVIRONMENT",
+    ".TP",
+    ".B MESH_LOG",
+    roff("The log level: trace, debug, info (the default), warn, error, fatal or silent."),
+    ".TP",
+    ".B MESH_HOST_STATE",
+    roff("The state directory, when --state is not given."),
+    ".TP",
+    ".B JOURNAL_STREAM",
+    roff(
+      "Set by systemd: when it names standard error, each log line starts with its journald priority <N>.",
+    ),
+    ".SH FILES",
+    ".TP",
+    `.I ${roff(DEFAULT_STATE_DIR)}`,
+    roff(
+      "The state directory (0700): identity keys, membership, the kept declaration, records, holds, the " +
+        "outbox, last.json and last-report.json (the last apply's report), run.json (what the running host says " +
+        "of its link), the lock.",
+    ),
+    ".SH SEE ALSO",
+    ".BR systemctl (1),",
+    ".BR journalctl (1)",
+    "",
+  ].join("\n");
+}
+
+const commandNames = () => [...COMMANDS.map((c) => c.name), "mesh"].join(" ");
+/** The operator's subcommands (src/cli/mesh/), completed by name: their flags are theirs. */
+const MESH_SUBCOMMANDS = "init up node push nodes watch move";
+const longNames = (flags: Flag[]) =>
+  flags.map((f) => `--${f.name}${f.short ? ` -${f.short}` : ""}`).join(" ");
+/** The commands whose arguments are files (a declaration, a bundle). */
+const TAKES_FILE = new Set(["apply", "plan", "genesis", "reconcile"]);
+
+/** /usr/share/bash-completion/completions/mesh-host */
+export function bashCompletion(): string {
+  const all = Object.values(FLAGS) as Flag[];
+  const valued = all.filter((f) => f.value);
+  const cases = valued.map((f) => {
+    const words = f.choices
+      ? `COMPREPLY=($(compgen -W "${f.choices.join(" ")}" -- "$cur"))`
+      : f.complete === "dir"
+        ? `COMPREPLY=($(compgen -d -- "$cur"))`
+        : f.complete === "file"
+          ? `COMPREPLY=($(compgen -f -- "$cur"))`
+          : "COMPREPLY=()";
+    return `    --${f.name}) ${words}; return ;;`;
+  });
+  const perCommand = COMMANDS.map((c) => `    ${c.name}) flags="${longNames(flagsOf(c))}" ;;`);
+  return `# bash completion for mesh-host (made from its command table at build time)
+_mesh_host() {
+  local cur prev cmd="" flags i
+  cur="\${COMP_WORDS[COMP_CWORD]}"
+  prev="\${COMP_WORDS[COMP_CWORD-1]}"
+  local commands="${commandNames()}"
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    case " $commands " in *" \${COMP_WORDS[i]} "*) cmd="\${COMP_WORDS[i]}"; break ;; esac
+  done
+  case "$prev" in
+${cases.join("\n")}
+  esac
+  if [[ -z $cmd ]]; then
+    if [[ $cur == -* ]]; then
+      COMPREPLY=($(compgen -W "${longNames(GLOBAL_FLAGS.map((n) => FLAGS[n]))}" -- "$cur"))
+    else
+      COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+    fi
+    return
+  fi
+  case "$cmd" in
+${perCommand.join("\n")}
+  esac
+  if [[ $cmd == mesh ]]; then
+    [[ $prev == mesh ]] && COMPREPLY=($(compgen -W "${MESH_SUBCOMMANDS}" -- "$cur"))
+    return
+  fi
+  if [[ $cur == -* ]]; then
+    COMPREPLY=($(compgen -W "$flags" -- "$cur"))
+  elif [[ $cmd == help ]]; then
+    COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+  elif [[ " ${[...TAKES_FILE].join(" ")} " == *" $cmd "* ]]; then
+    COMPREPLY=($(compgen -f -- "$cur"))
+  fi
+}
+complete -F _mesh_host mesh-host
+`;
+}
+
+/** zsh's _arguments spec of one flag: `--state[the node's state directory]:DIR:_files -/`. */
+function zshFlag(f: Flag): string[] {
+  const help = f.help.replace(/[[\]:']/g, (c) => (c === "'" ? "'\\''" : `\\${c}`));
+  const action = f.choices
+    ? `:${f.value}:(${f.choices.join(" ")})`
+    : f.complete === "dir"
+      ? `:${f.value}:_files -/`
+      : f.complete === "file"
+        ? `:${f.value}:_files`
+        : f.value
+          ? `:${f.value}: `
+          : "";
+  const repeat = f.multiple ? "*" : "";
+  const spec = (name: string) => `'${repeat}${name}[${help}]${action}'`;
+  return f.short ? [spec(`--${f.name}`), spec(`-${f.short}`)] : [spec(`--${f.name}`)];
+}
+
+/** /usr/share/zsh/site-functions/_mesh-host */
+export function zshCompletion(): string {
+  const described = [
+    ...COMMANDS,
+    { name: "mesh", summary: "the operator's half (mesh-host mesh --help)" },
+  ].map((c) => `    '${c.name}:${c.summary.replace(/[:']/g, (ch) => (ch === "'" ? "'\\''" : "\\:"))}'`);
+  const perCommand = COMMANDS.map((c) => {
+    const rest = TAKES_FILE.has(c.name)
+      ? ` '*:file:_files'`
+      : c.name === "help"
+        ? ` '1:command:(${commandNames()})'`
+        : "";
+    return `    ${c.name}) _arguments ${flagsOf(c).flatMap(zshFlag).join(" ")}${rest} ;;`;
+  });
+  perCommand.push(`    mesh) _arguments '1:command:(${MESH_SUBCOMMANDS})' ;;`);
+  return `#compdef mesh-host
+# zsh completion for mesh-host (made from its command table at build time)
+_mesh-host() {
+  local -a commands
+  commands=(
+${described.join("\n")}
+  )
+  if (( CURRENT == 2 )); then
+    _describe command commands
+    return
+  fi
+  shift words
+  (( CURRENT-- ))
+  case $words[1] in
+${perCommand.join("\n")}
+  esac
+}
+_mesh-host "$@"
+`;
+}

@@ -1,0 +1,285 @@
+// The operator's whole path through the built executable against real nats-servers, as the README tells it:
+// mesh init, mesh up, mesh node add, enrol (the code on stdin), run, mesh push (with a sealed secret), mesh
+// nodes, mesh watch, mesh move to another mesh, mesh node rm — on one server and on a three-server cluster.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MeshDir } from "../../src/mesh/index.ts";
+import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
+import { type Running, runCli, startCli } from "../support/cli.ts";
+import { ensureSea } from "../support/sea.ts";
+import { snapshot, tempDir } from "../support/tmp.ts";
+
+const WAIT = ["--wait-s", "120"];
+const running: Running[] = [];
+
+beforeAll(() => {
+  process.env.MESH_HOST_BIN ??= ensureSea();
+}, 600_000);
+afterAll(async () => {
+  while (running.length) await running.pop()!.stop();
+});
+
+function keep(r: Running): Running {
+  running.push(r);
+  return r;
+}
+
+interface Node {
+  name: string;
+  state: string;
+  root: string;
+  run: Running;
+}
+
+/** `mesh node add`, then `enrol` with the code on stdin, then `run` until its link is up. */
+async function enrolled(dir: string, base: string, name: string): Promise<Node> {
+  const added = await mesh(dir, ["node", "add", name]);
+  expect(added.code, added.stderr).toBe(0);
+  const state = join(base, name, "state");
+  const root = join(base, name, "root");
+  mkdirSync(root, { recursive: true });
+  const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: added.stdout });
+  expect(enrol.code, enrol.stderr).toBe(0);
+  expect(enrol.stdout + enrol.stderr).not.toContain(added.stdout.trim());
+  return { name, state, root, run: await startRun(state, root) };
+}
+
+async function startRun(state: string, root: string): Promise<Running> {
+  const run = keep(startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "1"]));
+  await awaitOutput(run, (o) => o.stderr.includes('"link up"'), "the node's link up");
+  return run;
+}
+
+const declaration = (content: string, extra: object = {}) => ({
+  v: 1,
+  mode: "converged",
+  resources: [{ id: "conf", type: "file", path: "/etc/app.conf", content }],
+  ...extra,
+});
+
+function file(base: string, name: string, value: object): string {
+  const path = join(base, name);
+  writeFileSync(path, JSON.stringify(value));
+  return path;
+}
+
+async function declared(dir: string): Promise<number> {
+  const m = new MeshDir(dir);
+  const nc = await connect({
+    servers: m.urls(),
+    user: "mesh",
+    pass: m.secrets().controller,
+    tls: { ca: m.certPem() },
+    reconnect: false,
+  });
+  try {
+    return (await (await jetstreamManager(nc)).streams.info("DECLARE")).state.messages;
+  } finally {
+    await nc.close();
+  }
+}
+
+describe("one server: the operator's path", () => {
+  let base: string;
+  let dir: string;
+  let node: Node;
+  afterAll(async () => {
+    while (running.length) await running.pop()!.stop();
+    rmSync(base, { recursive: true, force: true });
+  });
+  beforeAll(async () => {
+    // made here, not by tempDir(): the whole describe shares it, and tempDir's go after each test
+    base = mkdtempSync(join(tmpdir(), "mesh-flow-"));
+    dir = join(base, "mesh-a");
+    await initMesh(dir, await freePortPairs(1));
+    keep(await meshUp(dir));
+    node = await enrolled(dir, base, "web-1");
+  }, 300_000);
+
+  it("spends the node's token once it is heard as itself: the enrol user is gone", async () => {
+    const deadline = Date.now() + 60_000;
+    while (new MeshDir(dir).known("web-1").token !== null && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    expect(new MeshDir(dir).known("web-1").token).toBeNull();
+    expect(readFileSync(join(dir, "servers/1/users.conf"), "utf8")).not.toContain("enrol.web-1");
+  });
+
+  it("push signs with serial 1, 2, …, waits for the report and prints it the way apply does", async () => {
+    const decl = file(base, "one.json", declaration("one\n"));
+    const first = await mesh(dir, ["push", "web-1", decl, ...WAIT]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toMatch(/^web-1: serial 1, stream seq \d+\n/);
+    expect(first.stdout).toMatch(/created\s+file\s+conf\s+\/etc\/app.conf created/);
+    expect(first.stdout).toContain("applied: 1 created");
+    expect(readFileSync(join(node.root, "etc/app.conf"), "utf8")).toBe("one\n");
+    const second = await mesh(dir, [
+      "push",
+      "web-1",
+      file(base, "two.json", declaration("two\n")),
+      ...WAIT,
+      "--json",
+    ]);
+    expect(second.code, second.stderr).toBe(0);
+    const doc = JSON.parse(second.stdout);
+    expect(doc.nodes[0]).toMatchObject({ node: "web-1", serial: 2, report: { outcome: "applied" } });
+    expect(new MeshDir(dir).known("web-1").serial).toBe(2);
+  });
+
+  it("seals --secret to the node: the value reaches the file and nothing the mesh prints or keeps", async () => {
+    const value = "hunter2-Zq9";
+    const secretFile = join(base, "dbpw");
+    writeFileSync(secretFile, `${value}\n`);
+    const decl = file(base, "secret.json", {
+      v: 1,
+      mode: "converged",
+      resources: [{ id: "pw", type: "file", path: "/etc/db.pw", secret: "dbpw", mode: "0600" }],
+    });
+    const r = await mesh(dir, ["push", "web-1", decl, "--secret", `dbpw=${secretFile}`, ...WAIT]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(join(node.root, "etc/db.pw"), "utf8")).toBe(value);
+    expect(r.stdout + r.stderr).not.toContain(value);
+    // nowhere in the mesh directory (records, fleet view, the servers' logs and stores) is it in the clear
+    const files = Object.entries(snapshot(dir)).filter(([, kind]) => kind.startsWith("file"));
+    for (const [path] of files) expect(readFileSync(join(dir, path)).includes(value), path).toBe(false);
+    expect(JSON.stringify(new MeshDir(dir).known("web-1").last_body)).toMatch(/"dbpw":"v1:/);
+    expect(JSON.stringify(new MeshDir(dir).known("web-1"))).not.toContain(value);
+  });
+
+  it("refuses a push that is wrong, sending nothing and using no serial", async () => {
+    const before = await declared(dir);
+    const serial = new MeshDir(dir).known("web-1").serial;
+    const cases: [string[], RegExp][] = [
+      [
+        ["web-1", file(base, "other.json", declaration("x", { node: "web-2" }))],
+        /names node "web-2", not web-1/,
+      ],
+      [
+        [
+          "web-1",
+          file(base, "bad.json", { v: 1, mode: "converged", resources: [{ id: "x", type: "file" }] }),
+        ],
+        /refused for node web-1: resource "x"/,
+      ],
+      [
+        ["web-1", file(base, "unused.json", declaration("x")), "--secret", `nothing=${join(base, "dbpw")}`],
+        /--secret nothing: no file resource/,
+      ],
+      [["web-1", join(base, "missing.json")], /cannot read .*missing.json: ENOENT/],
+      [["nobody", file(base, "ok.json", declaration("x"))], /node nobody is not in this mesh/],
+      [
+        ["web-1", file(base, "ok.json", declaration("x")), "--wait-s", "soon"],
+        /--wait-s must be a whole number/,
+      ],
+    ];
+    for (const [args, says] of cases) {
+      const r = await mesh(dir, ["push", ...args]);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
+      expect(r.stderr).toMatch(says);
+    }
+    expect(new MeshDir(dir).known("web-1").serial).toBe(serial);
+    expect(await declared(dir)).toBe(before);
+  });
+
+  it("nodes shows the node's mode, version, heartbeat and last report; watch follows them as they come", async () => {
+    const watch = keep(startCli(["mesh", "--mesh", dir, "watch", "--json"]));
+    await awaitOutput(watch, (o) => o.stderr.includes("following"), "watch following");
+    await awaitOutput(watch, (o) => o.stdout.includes('"kind":"heartbeat"'), "a heartbeat line");
+    const pushed = await mesh(dir, [
+      "push",
+      "--all",
+      file(base, "three.json", declaration("three\n")),
+      ...WAIT,
+    ]);
+    expect(pushed.code, pushed.stderr).toBe(0);
+    await awaitOutput(watch, (o) => o.stdout.includes('"kind":"report"'), "a report line");
+    const line = watch
+      .output()
+      .stdout.split("\n")
+      .find((l) => l.includes('"kind":"report"'))!;
+    expect(JSON.parse(line)).toMatchObject({ node: "web-1", report: { outcome: "applied" } });
+    expect(await watch.stop("SIGINT")).toBe(0);
+    const serial = new MeshDir(dir).known("web-1").serial;
+    // the fleet view is written by `up` as reports arrive: read until it holds this one
+    let rows: { node: string; report: { serial: number } | null }[] = [];
+    const deadline = Date.now() + 60_000;
+    while (rows[0]?.report?.serial !== serial && Date.now() < deadline)
+      rows = JSON.parse((await mesh(dir, ["nodes", "--json"])).stdout).nodes;
+    expect(rows[0]).toMatchObject({
+      node: "web-1",
+      mode: "converged",
+      report: { outcome: "applied", serial },
+    });
+    const human = await mesh(dir, ["nodes"]);
+    expect(human.stdout).toMatch(/^NODE\s+MODE\s+VERSION\s+HEARTBEAT\s+LAST REPORT\s+CONFIRMED\n/);
+    expect(human.stdout).toMatch(
+      new RegExp(`web-1\\s+converged\\s+\\S+\\s+\\d+s ago\\s+applied serial ${serial}`),
+    );
+  });
+
+  it("refuses a wrong move in one line, changing no node record", async () => {
+    const notMesh = join(base, "not-a-mesh");
+    mkdirSync(notMesh, { recursive: true });
+    const before = snapshot(join(dir, "nodes"));
+    const cases: [string[], RegExp][] = [
+      [["move", "web-1", "--to", notMesh], /not-a-mesh is not a mesh \(no mesh.json\)/],
+      [["move", "web-1", "--to", dir], /--to .* is this mesh/],
+      [["move", "web-1"], /mesh move needs --to DIR2/],
+      [["move", "nobody", "--to", notMesh], /node nobody is not in this mesh/],
+    ];
+    for (const [args, says] of cases) {
+      const r = await mesh(dir, args);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
+      expect(r.stderr).toMatch(says);
+    }
+    expect(snapshot(join(dir, "nodes"))).toEqual(before);
+  });
+
+  it("moves the node to another mesh: it applies, restarts on the other bus, and takes its declarations there", async () => {
+    const other = join(base, "mesh-b");
+    await initMesh(other, await freePortPairs(1));
+    keep(await meshUp(other));
+    const moved = await mesh(dir, ["move", "web-1", "--to", other, ...WAIT]);
+    expect(moved.code, moved.stderr).toBe(0);
+    expect(moved.stdout).toMatch(/moved web-1: it now dials nats:\/\/127\.0\.0\.1:\d+/);
+    // the host exits cleanly after a move, for its service manager to start it on the new bus
+    expect(await node.run.exited).toBe(0);
+    node.run = await startRun(node.state, node.root);
+    const there = await mesh(other, ["push", "web-1", file(base, "b.json", declaration("on b\n")), ...WAIT]);
+    expect(there.code, there.stderr).toBe(0);
+    expect(there.stdout).toMatch(/^web-1: serial 1,/);
+    expect(readFileSync(join(node.root, "etc/app.conf"), "utf8")).toBe("on b\n");
+    const again = await mesh(dir, ["push", "web-1", file(base, "a.json", declaration("x"))]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/node web-1 has moved to the mesh at/);
+  });
+
+  it("node rm revokes the node: its record goes, and a push to it is refused", async () => {
+    const r = await mesh(dir, ["node", "rm", "web-1"]);
+    expect(r.code, r.stderr).toBe(0);
+    const nodes = await mesh(dir, ["nodes", "--json"]);
+    expect(JSON.parse(nodes.stdout).nodes).toEqual([]);
+    const push = await mesh(dir, ["push", "web-1", file(base, "gone.json", declaration("x"))]);
+    expect(push.code).toBe(2);
+    expect(push.stderr).toMatch(/node web-1 is not in this mesh/);
+  });
+});
+
+describe("a three-server cluster", () => {
+  it("enrols a node and pushes to it through any server", async () => {
+    const base = tempDir("mesh-cluster-");
+    const dir = join(base, "mesh");
+    await initMesh(dir, await freePortPairs(3));
+    keep(await meshUp(dir));
+    const node = await enrolled(dir, base, "edge-1");
+    const r = await mesh(dir, ["push", "edge-1", file(base, "c.json", declaration("clustered\n")), ...WAIT]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(join(node.root, "etc/app.conf"), "utf8")).toBe("clustered\n");
+    await node.run.stop();
+  });
+});

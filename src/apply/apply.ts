@@ -1,7 +1,7 @@
 // Apply a declaration: check who and which mode, plan, journal, execute step by step, read back, report.
 import { dirname } from "node:path";
+import type { DecideContext, Ports } from "../appliers/index.ts";
 import { fileDiff } from "../appliers/portable/index.ts";
-import type { DecideContext, Ports } from "../appliers/types.ts";
 import { FILE_READ_CONCURRENCY, FILE_WRITE_CONCURRENCY, VERSION } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
 import type { Records, State, StoreHolds } from "../store/index.ts";

@@ -16,7 +16,7 @@ import type { Rekey } from "../../link/rekey.ts";
 import { acquireLock, loadKeys, overlayKeyFromB64, publicB64, saveKey } from "../../store/index.ts";
 import { readTunnel } from "../../system/arch/index.ts";
 import { localExec } from "../../system/index.ts";
-import { interfaceNameProblem } from "../../vocabulary/overlay.ts";
+import { interfaceNameProblem } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import type { Context } from "../context.ts";
 import { writeJson, writeOut } from "../output.ts";

@@ -5,8 +5,7 @@
 import { join } from "node:path";
 import { type Live, readRegular, removeRegular, WIREGUARD_DIR } from "../../../system/arch/index.ts";
 import { placeProblem } from "../../../system/index.ts";
-import type { OverlayResource } from "../../../vocabulary/index.ts";
-import { interfaceNameProblem } from "../../../vocabulary/overlay.ts";
+import { interfaceNameProblem, type OverlayResource } from "../../../vocabulary/index.ts";
 import type { DecideContext } from "../../types.ts";
 import { LEDGER_DIR, recordRetired, type Takeover } from "./ledger.ts";
 import { type Survey, stateDirOf } from "./survey.ts";

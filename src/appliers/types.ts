@@ -83,15 +83,50 @@ export interface RecordBase {
   pending?: boolean;
 }
 
-export interface Applier<R extends Resource = Resource, Rec extends RecordBase = RecordBase> {
+/**
+ * One member of an applier's steps: an `action` and the `data` its executor reads, together, so the executor is
+ * handed its own data typed, never cast (balena-supervisor's CompositionStepArgs). An applier's steps are a
+ * union of these, keyed by action.
+ */
+export type StepOf<A extends string, D = undefined> = Omit<Step, "action" | "data"> & { action: A } & ([
+    D,
+  ] extends [undefined]
+    ? { data?: undefined }
+    : { data: D });
+
+/** The member of the union `S` whose action is `A` (any step, for an applier not yet typed by action). */
+export type StepFor<S extends Step, A extends string> = string extends S["action"]
+  ? S
+  : S extends { action: infer X }
+    ? A extends X
+      ? S
+      : never
+    : never;
+
+/** One executor per action of the union `S`: the compiler refuses a missing one, and each is given its own step. */
+export type Executors<S extends Step, R, Rec> = {
+  [A in S["action"]]: (
+    step: StepFor<S, A>,
+    wanted: R | undefined,
+    record: Rec | undefined,
+    ctx: DecideContext,
+  ) => Promise<Executed<Rec>>;
+};
+
+/** `S`: the applier's steps, a union keyed by action (StepOf), or any step while it is not typed yet. */
+export interface Applier<
+  R extends Resource = Resource,
+  Rec extends RecordBase = RecordBase,
+  S extends Step = Step,
+> {
   type: R["type"];
   /** Read only: the one step that makes the machine match `wanted`, given the record of earlier applies. */
-  decide(wanted: R, record: Rec | undefined, ctx: DecideContext): Promise<Step>;
+  decide(wanted: R, record: Rec | undefined, ctx: DecideContext): Promise<S>;
   /** Read only: the one step that gives back an undeclared resource (remove what the mesh made, restore what it found). */
-  decideRemoval(id: string, record: Rec, ctx: DecideContext): Promise<Step>;
+  decideRemoval(id: string, record: Rec, ctx: DecideContext): Promise<S>;
   /** Carry out a step this applier decided, read the machine back, and say what happened. */
   execute(
-    step: Step,
+    step: S,
     wanted: R | undefined,
     record: Rec | undefined,
     ctx: DecideContext,

@@ -9,11 +9,5 @@ import {
 import type { Applier } from "../appliers/index.ts";
 
 export function archAppliers(): Applier[] {
-  return [
-    serviceApplier as unknown as Applier,
-    packageApplier as unknown as Applier,
-    processApplier as unknown as Applier,
-    ...runtimeAppliers(),
-    overlayApplier as unknown as Applier,
-  ];
+  return [serviceApplier, packageApplier, processApplier, ...runtimeAppliers(), overlayApplier];
 }

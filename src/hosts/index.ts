@@ -15,7 +15,7 @@ export interface Host {
   support: TypeSupport;
 }
 
-const floor: Applier[] = [fileApplier, directoryApplier, actionApplier] as unknown as Applier[];
+const floor: Applier[] = [fileApplier, directoryApplier, actionApplier];
 
 const REASONS: Record<HostKind, string> = {
   arch: "not implemented on the Arch host",

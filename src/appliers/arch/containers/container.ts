@@ -455,10 +455,5 @@ async function readBack(
 
 /** The four appliers over one runtime finder: the machine's own unless a test gives its daemons. */
 export function runtimeAppliers(finder: RuntimeFinder = machineRuntimes()): Applier[] {
-  return [
-    imageApplier(finder),
-    networkApplier(finder),
-    volumeApplier(finder),
-    containerApplier(finder),
-  ] as unknown as Applier[];
+  return [imageApplier(finder), networkApplier(finder), volumeApplier(finder), containerApplier(finder)];
 }

@@ -20,7 +20,7 @@ export function overview(): string {
       ...COMMANDS.map((c): [string, string] => [`${c.name}${c.args ? ` ${c.args}` : ""}`, c.summary]),
       [
         "mesh COMMAND",
-        "the operator's half: init, up, node add|rm, push, nodes, watch, move (`mesh-host mesh --help`)",
+        "the operator's half: init, up, node add|rm, push, nodes, watch, move (mesh-host mesh --help)",
       ],
     ]),
     "",

@@ -17,8 +17,8 @@ import {
 import { sha256 } from "../../system/index.ts";
 import type { ServiceResource } from "../../vocabulary/index.ts";
 import { unitNameProblem } from "../../vocabulary/index.ts";
-import { stepsOf } from "../step.ts";
-import type { Applier, DecideContext, Executed, Step } from "../types.ts";
+import { executeBy, stepsOf } from "../step.ts";
+import type { Applier, DecideContext, Executed, Executors, StepOf } from "../types.ts";
 import {
   foundLine,
   type GiveBack,
@@ -61,7 +61,14 @@ interface HoldData {
   moved?: GiveBack;
 }
 
-const step = stepsOf("service");
+/** The service applier's steps, keyed by action: each executor below is handed its own. */
+export type ServiceStep =
+  | StepOf<"apply", ApplyData>
+  | StepOf<"hold", HoldData>
+  | StepOf<"give-back", GiveBack>
+  | StepOf<"fail" | "refuse">;
+
+const step = stepsOf<ServiceStep>("service");
 
 /**
  * On an adopted node the host's own running units stay the host's: a unit found running (or held before) is
@@ -84,7 +91,7 @@ function holdStep(
   kept: ServiceRecord | undefined,
   now: UnitState,
   moved: GiveBack | undefined,
-): Step {
+): ServiceStep {
   const found = kept?.found ?? { load: now.load, enabled: now.file, active: now.active };
   const record: ServiceRecord = { type: "service", unit, held: true, found };
   const data: HoldData = { record, moved };
@@ -159,7 +166,33 @@ function describe(
   return parts.join(", ");
 }
 
-export const serviceApplier: Applier<ServiceResource, ServiceRecord> = {
+const failed = async (
+  s: ServiceStep,
+  _w: ServiceResource | undefined,
+  record: ServiceRecord | undefined,
+) => ({
+  did: "failed" as const,
+  detail: s.detail,
+  record: record ?? null,
+});
+
+/** One executor per action of ServiceStep. */
+const executors: Executors<ServiceStep, ServiceResource, ServiceRecord> = {
+  apply: async (s, _wanted, record, ctx) => applyUnit(s, s.data, record, ctx),
+  hold: async (s, _wanted, record, ctx) => holdUnit(s, s.data, record, ctx),
+  "give-back": async (s, _wanted, record, ctx) => {
+    const done = await giveBack(s.data, ctx);
+    return {
+      did: done.ok ? s.did : "failed",
+      detail: done.detail,
+      record: done.ok ? null : (record ?? null),
+    };
+  },
+  fail: failed,
+  refuse: failed,
+};
+
+export const serviceApplier: Applier<ServiceResource, ServiceRecord, ServiceStep> = {
   type: "service",
 
   async decide(wanted, record, ctx) {
@@ -239,29 +272,12 @@ export const serviceApplier: Applier<ServiceResource, ServiceRecord> = {
     return step(id, plan.did, "give-back", plan.detail, plan);
   },
 
-  async execute(s, _wanted, record, ctx): Promise<Executed<ServiceRecord>> {
-    switch (s.action) {
-      case "apply":
-        return applyUnit(s, s.data as ApplyData, record, ctx);
-      case "hold":
-        return holdUnit(s, s.data as HoldData, record, ctx);
-      case "give-back": {
-        const done = await giveBack(s.data as GiveBack, ctx);
-        return {
-          did: done.ok ? s.did : "failed",
-          detail: done.detail,
-          record: done.ok ? null : (record ?? null),
-        };
-      }
-      default:
-        return { did: "failed", detail: s.detail, record: record ?? null };
-    }
-  },
+  execute: executeBy(executors),
 };
 
 /** A held unit is left as it is; only an id moved off another unit gives that one back first. */
 async function holdUnit(
-  s: Step,
+  s: ServiceStep,
   data: HoldData,
   old: ServiceRecord | undefined,
   ctx: DecideContext,
@@ -275,7 +291,7 @@ async function holdUnit(
 
 /** Carry out a decided apply. The record (with what was found) is returned whatever fails, so it is never lost. */
 async function applyUnit(
-  s: Step,
+  s: ServiceStep,
   data: ApplyData,
   old: ServiceRecord | undefined,
   ctx: DecideContext,

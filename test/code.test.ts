@@ -285,7 +285,7 @@ const IMPORT_EXCEPTIONS: Record<string, string> = {
 /** Files over 400 lines today, at most this long: each to be split along a seam it already has. */
 const LONG_FILES: Record<string, { lines: number; why: string }> = {
   "src/appliers/arch/process.ts": {
-    lines: 503,
+    lines: 470,
     why: "decide and the unit texts; its steps become a union (phase 3)",
   },
   "src/appliers/arch/containers/container.ts": { lines: 464, why: "the spec digest and the executor in one" },

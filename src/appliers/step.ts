@@ -28,6 +28,15 @@ export function stepsOf<S extends Step = Step>(type: string) {
   };
 }
 
+/** The executor of a step its decision failed (`fail`, `refuse`): it fails again, touching nothing. */
+export async function failsAgain<Rec>(
+  s: Step,
+  _wanted: unknown,
+  record: Rec | undefined,
+): Promise<Executed<Rec>> {
+  return { did: "failed", detail: s.detail, record: record ?? null };
+}
+
 /**
  * An applier's `execute` from its table of executors, one per action: the step goes to its action's executor.
  * A step of an action the table lacks (a journal written by another version) fails, touching nothing.

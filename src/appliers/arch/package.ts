@@ -12,7 +12,7 @@ import {
 } from "../../system/arch/index.ts";
 import type { PackageResource } from "../../vocabulary/index.ts";
 import { packageNameProblem } from "../../vocabulary/index.ts";
-import { executeBy, stepsOf } from "../step.ts";
+import { executeBy, failsAgain, stepsOf } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
 
 export interface PackageRecord extends RecordBase {
@@ -87,16 +87,6 @@ function holdStep(
   return step(id, givesBack ? "updated" : "unchanged", "hold", detail, { record, previous });
 }
 
-const failed = async (
-  s: PackageStep,
-  _w: PackageResource | undefined,
-  record: PackageRecord | undefined,
-) => ({
-  did: "failed" as const,
-  detail: s.detail,
-  record: record ?? null,
-});
-
 /** One executor per action of PackageStep. */
 const executors: Executors<PackageStep, PackageResource, PackageRecord> = {
   record: async (s) => ({ did: s.did, detail: s.detail, record: s.data.record }),
@@ -109,8 +99,8 @@ const executors: Executors<PackageStep, PackageResource, PackageRecord> = {
       : { did: "removed", detail: s.detail, record: null };
   },
   forget: async (s) => ({ did: s.did, detail: s.detail, record: null }),
-  fail: failed,
-  refuse: failed,
+  fail: failsAgain,
+  refuse: failsAgain,
 };
 
 export const packageApplier: Applier<PackageResource, PackageRecord, PackageStep> = {

@@ -17,7 +17,7 @@ import {
 import { sha256 } from "../../system/index.ts";
 import type { ServiceResource } from "../../vocabulary/index.ts";
 import { unitNameProblem } from "../../vocabulary/index.ts";
-import { executeBy, stepsOf } from "../step.ts";
+import { executeBy, failsAgain, stepsOf } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, StepOf } from "../types.ts";
 import {
   foundLine,
@@ -166,16 +166,6 @@ function describe(
   return parts.join(", ");
 }
 
-const failed = async (
-  s: ServiceStep,
-  _w: ServiceResource | undefined,
-  record: ServiceRecord | undefined,
-) => ({
-  did: "failed" as const,
-  detail: s.detail,
-  record: record ?? null,
-});
-
 /** One executor per action of ServiceStep. */
 const executors: Executors<ServiceStep, ServiceResource, ServiceRecord> = {
   apply: async (s, _wanted, record, ctx) => applyUnit(s, s.data, record, ctx),
@@ -188,8 +178,8 @@ const executors: Executors<ServiceStep, ServiceResource, ServiceRecord> = {
       record: done.ok ? null : (record ?? null),
     };
   },
-  fail: failed,
-  refuse: failed,
+  fail: failsAgain,
+  refuse: failsAgain,
 };
 
 export const serviceApplier: Applier<ServiceResource, ServiceRecord, ServiceStep> = {

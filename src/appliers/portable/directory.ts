@@ -19,7 +19,7 @@ import {
   setOnHandle,
 } from "../../system/index.ts";
 import type { DirectoryResource } from "../../vocabulary/index.ts";
-import { executeBy, stepsOf } from "../step.ts";
+import { executeBy, failsAgain, stepsOf } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
 
 export interface DirectoryRecord extends RecordBase {
@@ -91,7 +91,7 @@ const executors: Executors<DirectoryStep, DirectoryResource, DirectoryRecord> = 
     return { did: "restored", detail: step.detail, record: null };
   },
   forget: async (step) => ({ did: step.did, detail: step.detail, record: null }),
-  refuse: async (step, _wanted, record) => ({ did: "failed", detail: step.detail, record: record ?? null }),
+  refuse: failsAgain,
 };
 
 export const directoryApplier: Applier<DirectoryResource, DirectoryRecord, DirectoryStep> = {

@@ -13,7 +13,7 @@ import {
   writeFileAt,
 } from "../../system/index.ts";
 import type { FileResource } from "../../vocabulary/index.ts";
-import { executeBy, stepsOf } from "../step.ts";
+import { executeBy, failsAgain, stepsOf } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
 
 export interface FileRecord extends RecordBase {
@@ -108,7 +108,7 @@ const executors: Executors<FileStep, FileResource, FileRecord> = {
   },
   restore: async (step, wanted, record, ctx) => restoreOriginal(step, pathOf(wanted, record), ctx),
   forget: async (step) => ({ did: step.did, detail: step.detail, record: null }),
-  refuse: async (step, _wanted, record) => ({ did: "failed", detail: step.detail, record: record ?? null }),
+  refuse: failsAgain,
 };
 
 const pathOf = (wanted: FileResource | undefined, record: FileRecord | undefined): string =>

@@ -41,7 +41,14 @@ export const LOCK_POLL_MS = 50;
 export const HEARTBEAT_S = 30;
 export const DRIFT_S = 300;
 export const MOVE_GRACE_S = 600;
-export const RECONNECT_MIN_MS = 1_000;
+/**
+ * The first redial after a lost link waits a uniformly random time up to this long (each later one up to twice the
+ * last): a restarted bus must not see its whole fleet in one second (issue 20: no second holds more than a fifth).
+ * Uniform over 10 s, 100 nodes come back about ten a second. `run --redial-spread-s` sets it.
+ */
+export const REDIAL_SPREAD_S = 10;
+/** ...and never sooner than this after a failure: no hot loop against a bus that refuses at once. */
+export const RECONNECT_FLOOR_MS = 500;
 export const RECONNECT_MAX_MS = 60_000;
 export const ENROL_TIMEOUT_MS = 30_000;
 /** In-progress acks keep a running apply's message alive more often than the consumer's ack wait. */

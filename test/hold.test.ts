@@ -75,6 +75,7 @@ describe("the hold, one link's life", () => {
       dial: async () => link,
       log: quiet,
       heartbeatS: 30,
+      redialSpreadS: 1,
       driftS: 300,
     });
     expect(await hold.run()).toBe("stopped");

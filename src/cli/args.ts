@@ -1,6 +1,13 @@
 // The command line, read against the one table (table.ts): a flag the command does not take, a value missing
 // or not one of its choices, is refused in our words, naming the command's help.
-import { DEFAULT_ROOT, DEFAULT_STATE_DIR, DRIFT_S, HEARTBEAT_S, MOVE_GRACE_S } from "../defaults.ts";
+import {
+  DEFAULT_ROOT,
+  DEFAULT_STATE_DIR,
+  DRIFT_S,
+  HEARTBEAT_S,
+  MOVE_GRACE_S,
+  REDIAL_SPREAD_S,
+} from "../defaults.ts";
 import type { HostKind } from "../hosts/index.ts";
 import { COMMANDS, type Command, commandSpec, FLAGS, type Flag, type FlagName, flagsOf } from "./table.ts";
 
@@ -37,6 +44,7 @@ export interface Args {
   /** `--secret NAME=FILE`: a secret the installer gives a bundle that names it as `"installer"`. */
   secret: string[];
   heartbeatS: number;
+  redialSpreadS: number;
   driftS: number;
   moveGraceS: number;
 }
@@ -170,5 +178,6 @@ function argsOf(v: Values): Omit<Args, "command" | "positionals"> {
     heartbeatS: seconds("heartbeat-s", one("heartbeat-s"), HEARTBEAT_S),
     driftS: seconds("drift-s", one("drift-s"), DRIFT_S),
     moveGraceS: seconds("move-grace-s", one("move-grace-s"), MOVE_GRACE_S),
+    redialSpreadS: seconds("redial-spread-s", one("redial-spread-s"), REDIAL_SPREAD_S),
   };
 }

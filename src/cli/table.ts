@@ -8,6 +8,7 @@ import {
   DRIFT_S,
   HEARTBEAT_S,
   MOVE_GRACE_S,
+  REDIAL_SPREAD_S,
 } from "../defaults.ts";
 
 export interface Flag {
@@ -142,6 +143,12 @@ export const FLAGS = {
     default: String(MOVE_GRACE_S),
     help: "seconds a new bus has to hold the node before it goes back to the previous one",
   }),
+  "redial-spread-s": flag({
+    name: "redial-spread-s",
+    value: "S",
+    default: String(REDIAL_SPREAD_S),
+    help: "the first redial after a lost link waits a random time up to S seconds, so a fleet does not return in step",
+  }),
 } as const satisfies Record<string, Flag>;
 
 export type FlagName = keyof typeof FLAGS;
@@ -211,7 +218,7 @@ export const COMMANDS = [
     name: "run",
     summary: "hold the node in its mesh until stopped (the service's command)",
     about: "SIGTERM or Ctrl-C finishes the step in progress and exits 0.",
-    flags: ["heartbeat-s", "drift-s", "move-grace-s"],
+    flags: ["heartbeat-s", "drift-s", "move-grace-s", "redial-spread-s"],
   }),
   command({
     name: "reconcile",
@@ -241,7 +248,7 @@ export const COMMANDS = [
     summary: "write the unit and the launcher where no package did",
     about:
       "Each flag of run given here is written into the unit's ExecStart, the state directory as the service sees it inside the root the files are written under.",
-    flags: ["heartbeat-s", "drift-s", "move-grace-s"],
+    flags: ["heartbeat-s", "drift-s", "move-grace-s", "redial-spread-s"],
   }),
   command({
     name: "version",

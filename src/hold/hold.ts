@@ -43,6 +43,8 @@ export interface HoldOptions {
   log: Logger;
   heartbeatS: number;
   driftS: number;
+  /** The window of the first redial after a lost link (defaults.ts REDIAL_SPREAD_S). */
+  redialSpreadS: number;
   /** The installed binary: when pacman replaces it, the host finishes its step and exits 0 for the new one. */
   binaryPath?: string;
   /** Its digest when this process started (the launcher says it); read from the file when not given. */
@@ -134,7 +136,7 @@ export class Hold {
   private async dialLoop(): Promise<void> {
     let attempt = 0;
     while (!this.stopped) {
-      await sleep(backoffMs(attempt), this.stopping.signal);
+      await sleep(backoffMs(attempt, Math.random, this.o.redialSpreadS * 1000), this.stopping.signal);
       if (this.stopped) break;
       try {
         this.o.log.debug({ attempt }, "dialling the bus");

@@ -101,6 +101,8 @@ export class BusNode {
         "linux",
         "--heartbeat-s",
         "1",
+        "--redial-spread-s",
+        "1",
         "--drift-s",
         String(opts.driftS ?? 3600),
       ],

@@ -245,6 +245,8 @@ export async function clusterLeaderKilled(notes: string[] = []): Promise<string[
         "linux",
         "--heartbeat-s",
         "1",
+        "--redial-spread-s",
+        "1",
         "--drift-s",
         "3600",
       ],

@@ -61,6 +61,7 @@ hold = new Hold({
   dial: async () => link,
   log: quiet,
   heartbeatS: 86_400,
+  redialSpreadS: 1,
   driftS: 86_400,
 });
 

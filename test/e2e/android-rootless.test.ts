@@ -417,7 +417,7 @@ describe("run, held in a mesh, as the unprivileged user", () => {
     if (AS_ROOT) expect(statSync(join(state, "membership.json")).uid).toBe(UID);
 
     const child = spawnUnprivileged(
-      [ANDROID_SEA, "run", ...flags, "--heartbeat-s", "1", "--drift-s", "2"],
+      [ANDROID_SEA, "run", ...flags, "--heartbeat-s", "1", "--redial-spread-s", "1", "--drift-s", "2"],
       {},
     );
     let output = "";

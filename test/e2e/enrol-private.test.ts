@@ -1,13 +1,14 @@
 // The enrolment is private (protocol.md, "Enrolment"), attacked as issue 18 found it, through the real
 // executable and a real nats-server: another local user reads the enrolling process's argv from /proc, and
 // whoever holds the token listens on the answer's inbox.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dial } from "../../src/link/index.ts";
-import { MeshDouble, waitFor } from "../mesh/index.ts";
+import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
 import { cliCommand, runCli } from "../support/cli.ts";
+import { killGroup, spawnGroup } from "../support/processes.ts";
 import { ensureSea } from "../support/sea.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -39,18 +40,19 @@ async function cmdlineWhileEnrolling(node: string, how: "stdin" | "file" | "argv
   writeFileSync(codeFile, `  ${code}\n\n`, { mode: 0o600 });
   const given = how === "argv" ? [code] : how === "file" ? ["--code-file", codeFile] : [];
   const [cmd, ...pre] = cliCommand();
-  const child = spawn(cmd!, [...pre, "enrol", ...given, "--state", d.state, "--root", d.root], {
+  // a group of its own: through tsx the host is tsx's child, which a SIGKILL of tsx alone would leave running
+  const child = spawnGroup(cmd!, [...pre, "enrol", ...given, "--state", d.state, "--root", d.root], {
     stdio: ["pipe", "pipe", "pipe"],
   });
   let stderr = "";
-  child.stderr.on("data", (b) => (stderr += b));
-  child.stdin.end(how === "stdin" ? `\n  ${code}  \n` : "");
+  child.stderr!.on("data", (b) => (stderr += b));
+  child.stdin!.end(how === "stdin" ? `\n  ${code}  \n` : "");
   const exited = new Promise((r) => child.on("close", r));
   const before = mesh.enrolments.length;
   try {
     await waitFor(
       () => mesh.enrolments.slice(before).some((e) => e.question?.node === node),
-      30_000,
+      EVENT_WAIT_MS,
       "the question",
     );
     const read = spawnSync(
@@ -61,7 +63,7 @@ async function cmdlineWhileEnrolling(node: string, how: "stdin" | "file" | "argv
     expect(read.status, read.stderr).toBe(0);
     return { cmdline: read.stdout.split("\0").join(" "), token, stderr: () => stderr };
   } finally {
-    child.kill("SIGKILL");
+    killGroup(child.pid!);
     await exited;
   }
 }

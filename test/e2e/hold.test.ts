@@ -37,7 +37,8 @@ async function enrolled(node: string) {
   return { state, root, token };
 }
 
-function run(state: string, root: string, extra: string[] = []): Running {
+/** `run` with a heartbeat a second and the drift check every `driftS` seconds (each flag given once). */
+function run(state: string, root: string, driftS = 2): Running {
   return startCli([
     "run",
     "--state",
@@ -46,9 +47,10 @@ function run(state: string, root: string, extra: string[] = []): Running {
     root,
     "--heartbeat-s",
     "1",
+    "--redial-spread-s",
+    "1",
     "--drift-s",
-    "2",
-    ...extra,
+    String(driftS),
   ]);
 }
 
@@ -143,9 +145,14 @@ describe("mesh-host enrol and run against a real bus", () => {
   it("three quick pushes to a busy node: it settles what it was given and applies the newest, never an older after a newer", async () => {
     const node = "hold-f";
     const { state, root } = await enrolled(node);
-    const host = run(state, root, ["--drift-s", "600"]);
+    const host = run(state, root, 600);
     try {
-      await mesh.awaitHeartbeat(1);
+      // this node's own: another test's heartbeats say nothing of whether this run holds the link
+      await waitFor(
+        () => mesh.heartbeats.some((h) => h.value?.node === node),
+        EVENT_WAIT_MS,
+        "a heartbeat from the node",
+      );
       // busy until the test says so, however fast or slow the machine: the action waits for the gate file
       const gate = join(tempDir(), "gate");
       const slow = (content: string) => ({

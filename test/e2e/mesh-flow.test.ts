@@ -49,7 +49,9 @@ async function enrolled(dir: string, base: string, name: string): Promise<Node> 
 }
 
 async function startRun(state: string, root: string): Promise<Running> {
-  const run = keep(startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "1"]));
+  const run = keep(
+    startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "1", "--redial-spread-s", "1"]),
+  );
   await awaitOutput(run, (o) => o.stderr.includes('"link up"'), "the node's link up");
   return run;
 }

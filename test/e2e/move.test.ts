@@ -52,6 +52,8 @@ async function runUntilExit(state: string, root: string, graceS = 600) {
     root,
     "--heartbeat-s",
     "1",
+    "--redial-spread-s",
+    "1",
     "--drift-s",
     "60",
     "--move-grace-s",
@@ -82,7 +84,17 @@ describe("moving a node to another bus", () => {
     expect(status.stdout).toMatch(/move: +to nats:\/\/127\.0\.0\.1:\d+ since .*back to/);
     expect(status.stdout).not.toContain(onB.password);
     // restarted by the service manager: dials B
-    const host = startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "1"]);
+    const host = startCli([
+      "run",
+      "--state",
+      state,
+      "--root",
+      root,
+      "--heartbeat-s",
+      "1",
+      "--redial-spread-s",
+      "1",
+    ]);
     try {
       await b.declare(node, decl(node, "on B\n"));
       const onBReport = await b.awaitReport(1, { node });
@@ -109,7 +121,17 @@ describe("moving a node to another bus", () => {
       a.url,
     ]);
     expect(`${second.stdout}${second.stderr}`).not.toContain("not-the-password");
-    const host = startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "1"]);
+    const host = startCli([
+      "run",
+      "--state",
+      state,
+      "--root",
+      root,
+      "--heartbeat-s",
+      "1",
+      "--redial-spread-s",
+      "1",
+    ]);
     try {
       // the first report on A after the return carries the note of why
       const back = await a.awaitReport(2, { node });
@@ -130,7 +152,17 @@ describe("moving a node to another bus", () => {
     const onA = JSON.parse(readFileSync(join(state, "membership.json"), "utf8")).membership;
     // the state a kill leaves right after the save: B is the identity, A kept beside it
     beginMove(new State(state), await b.admit(node), onA);
-    const host = startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "1"]);
+    const host = startCli([
+      "run",
+      "--state",
+      state,
+      "--root",
+      root,
+      "--heartbeat-s",
+      "1",
+      "--redial-spread-s",
+      "1",
+    ]);
     try {
       await b.declare(node, decl(node, "on B\n"));
       expect((await b.awaitReport(1, { node })).value!.outcome).toBe("applied");
@@ -146,7 +178,17 @@ describe("moving a node to another bus", () => {
     const other = await enrolOnA("someone-else");
     const onB = await b.admit(node);
     await a.declare(node, decl(node, "x\n", { membership: sealedTo(other.state, onB) }));
-    const host = startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "1"]);
+    const host = startCli([
+      "run",
+      "--state",
+      state,
+      "--root",
+      root,
+      "--heartbeat-s",
+      "1",
+      "--redial-spread-s",
+      "1",
+    ]);
     try {
       const r = await a.awaitReport(1, { node });
       expect(r.value).toMatchObject({

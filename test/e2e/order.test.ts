@@ -42,7 +42,19 @@ async function holding(node: string, opts: { ackWaitMs?: number } = {}) {
     await mesh.admit(node, { ackWaitMs: opts.ackWaitMs });
   }
   const start = (): Running =>
-    startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "1", "--drift-s", "600"]);
+    startCli([
+      "run",
+      "--state",
+      state,
+      "--root",
+      root,
+      "--heartbeat-s",
+      "1",
+      "--redial-spread-s",
+      "1",
+      "--drift-s",
+      "600",
+    ]);
   const host = { run: start() };
   const report = async (n: number) => (await mesh.awaitReport(n, { node })).value!;
   return { state, root, host, start, report, conf: () => readFileSync(join(root, "etc/app.conf"), "utf8") };

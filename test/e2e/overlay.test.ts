@@ -118,6 +118,7 @@ function hold(m: Machine, stateDir: string, node: string): Hold {
     dial,
     log: quiet,
     heartbeatS: 30,
+    redialSpreadS: 1,
     driftS: 1,
   });
 }

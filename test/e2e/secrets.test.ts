@@ -37,9 +37,24 @@ describe("secrets never leak", () => {
     const keys = loadKeys(state);
     if (!keys.ok) throw new Error(keys.reason);
     const sealed = seal(Buffer.from(secretValue), publicKeys(keys.keys).sealing);
-    const host = startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "1", "--drift-s", "2"], {
-      env: { MESH_LOG: "debug" },
-    });
+    const host = startCli(
+      [
+        "run",
+        "--state",
+        state,
+        "--root",
+        root,
+        "--heartbeat-s",
+        "1",
+        "--redial-spread-s",
+        "1",
+        "--drift-s",
+        "2",
+      ],
+      {
+        env: { MESH_LOG: "debug" },
+      },
+    );
     let outputs = "";
     try {
       await mesh.declare(node, {

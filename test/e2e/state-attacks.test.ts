@@ -41,7 +41,19 @@ async function enrolled(node: string) {
 }
 
 const run = (state: string, root: string) =>
-  startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "1", "--drift-s", "600"]);
+  startCli([
+    "run",
+    "--state",
+    state,
+    "--root",
+    root,
+    "--heartbeat-s",
+    "1",
+    "--redial-spread-s",
+    "1",
+    "--drift-s",
+    "600",
+  ]);
 
 describe("reports carry no digest of a secret", () => {
   it("neither of a file filled from a secret, nor of the original it replaced, even once the secret is gone", async () => {

@@ -106,7 +106,17 @@ describe("status of an enrolled node", () => {
     expect(never.doc.link).toMatchObject({ up: false, error: "mesh-host run has never run here" });
     expect(never.doc.problems).toEqual(["the link is down"]);
 
-    const host = startCli(["run", "--state", state, "--root", root, "--heartbeat-s", "1"]);
+    const host = startCli([
+      "run",
+      "--state",
+      state,
+      "--root",
+      root,
+      "--heartbeat-s",
+      "1",
+      "--redial-spread-s",
+      "1",
+    ]);
     try {
       await waitForAsync(
         async () => (await status()).doc.heartbeat_at !== null,

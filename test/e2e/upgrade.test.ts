@@ -38,7 +38,20 @@ class RestartLoop {
         this.starts++;
         const child = spawnGroup(
           "sh",
-          [LAUNCH, "run", "--state", state, "--root", root, "--heartbeat-s", "1", "--drift-s", "600"],
+          [
+            LAUNCH,
+            "run",
+            "--state",
+            state,
+            "--root",
+            root,
+            "--heartbeat-s",
+            "1",
+            "--redial-spread-s",
+            "1",
+            "--drift-s",
+            "600",
+          ],
           {
             env: { ...process.env, MESH_HOST_BIN: bin },
             stdio: ["ignore", "ignore", "pipe"],

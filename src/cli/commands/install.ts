@@ -11,7 +11,14 @@ import {
 } from "node:fs";
 import { dirname, isAbsolute, normalize, relative } from "node:path";
 import { ADMIN_UNIT_PATH, launcherText, PACKAGED_PATHS, unitTextWith } from "../../../pkgbuild/embedded.ts";
-import { DEFAULT_ROOT, DRIFT_S, HEARTBEAT_S, MOVE_GRACE_S, STATE_DIR_MODE } from "../../defaults.ts";
+import {
+  DEFAULT_ROOT,
+  DRIFT_S,
+  HEARTBEAT_S,
+  MOVE_GRACE_S,
+  REDIAL_SPREAD_S,
+  STATE_DIR_MODE,
+} from "../../defaults.ts";
 import { acquireLock, fsyncDirSync, tempPathFor, writeFileAtomicSync } from "../../store/index.ts";
 import { underRoot } from "../../system/index.ts";
 import { type Args, UsageError } from "../args.ts";
@@ -73,6 +80,7 @@ export function carriedRunArgs(args: Args): string[] {
     ["--heartbeat-s", args.heartbeatS, HEARTBEAT_S],
     ["--drift-s", args.driftS, DRIFT_S],
     ["--move-grace-s", args.moveGraceS, MOVE_GRACE_S],
+    ["--redial-spread-s", args.redialSpreadS, REDIAL_SPREAD_S],
   ] as const)
     if (value !== fallback) out.push(flag, String(value));
   return out;

@@ -82,6 +82,7 @@ export async function runCommand(ctx: Context): Promise<number> {
     log: ctx.log,
     heartbeatS: ctx.args.heartbeatS,
     driftS: ctx.args.driftS,
+    redialSpreadS: ctx.args.redialSpreadS,
     binaryPath: installed ?? undefined,
     binaryDigest: process.env.MESH_HOST_INSTALLED_SHA256 || undefined,
     onConfirmed: () => confirmBinary(ctx.state, binary),

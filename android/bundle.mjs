@@ -1,11 +1,12 @@
 // The Android build's bundle, importable by tests: the Linux build's esbuild options (build/bundle.mjs) plus one
-// plugin that keeps every applier but the portable floor out, and the check that proves it from the metafile.
+// plugin that keeps the Arch host's folders out, and the check that proves it from the metafile.
 //
 // What the plugin does, at resolve time (nothing is edited in src/):
 // - src/hosts/arch.ts, the Arch host's appliers, becomes src/hosts/floor-only.ts: the same export, no appliers.
-// - Every other module of the Arch host that a shared module still imports (today: the overlay and WireGuard
-//   appliers, which `enrol` reads to find a tunnel to take; the `overlay` and `install-service` commands, which
-//   cli.ts loads lazily) becomes a stub with the same export names, each a function that refuses with exit 2,
+// - Every module in an `arch/` folder of src/ (src/appliers/arch/, src/system/arch/: the Arch host's appliers and
+//   drivers; a new one is left out by where it lives, no list to remember) that a shared module still imports
+//   (today: the overlay's and WireGuard's surfaces, which `enrol` reads to find a tunnel to take; the `overlay`
+//   and `install-service` commands, which cli.ts loads lazily) becomes a stub with the same export names, each a function that refuses with exit 2,
 //   "not on an Android host". The stub imports nothing, so nothing behind the real module is reached either.
 // The stubs are never called on Android: `enrol` looks for a tunnel only on a host that has an overlay applier.
 import { relative, resolve } from "node:path";
@@ -17,9 +18,8 @@ const FLOOR_ONLY = resolve(ROOT, "src/hosts/floor-only.ts");
 const ARCH_HOST = resolve(ROOT, "src/hosts/arch.ts");
 const NAMESPACE = "android-absent";
 
-/** The Arch host's appliers and what they drive: never in the Android bundle, by file name. */
-const ARCH_ONLY_APPLIERS =
-  /^src\/appliers\/(service|package|process|container|overlay|systemd|pacman|runtime|wireguard|image|network|volume)\.ts$/;
+/** The Arch host's appliers and what they drive: never in the Android bundle, by the folder they live in. */
+const ARCH_ONLY_FOLDERS = /^src\/(appliers|system)\/arch\//;
 /** Commands with nothing to do on Android: the overlay's key, and a systemd unit and launcher to install. */
 const ARCH_ONLY_COMMANDS = /^src\/cli\/commands\/(overlay|install)\.ts$/;
 
@@ -30,7 +30,7 @@ const MESH_OPERATOR = /^src\/(mesh|cli\/mesh)\//;
 export function isArchOnly(rel) {
   return (
     rel === "src/hosts/arch.ts" ||
-    ARCH_ONLY_APPLIERS.test(rel) ||
+    ARCH_ONLY_FOLDERS.test(rel) ||
     ARCH_ONLY_COMMANDS.test(rel) ||
     MESH_OPERATOR.test(rel)
   );
@@ -54,11 +54,15 @@ export function stubsIn(metafile) {
     .map((key) => key.slice(NAMESPACE.length + 1));
 }
 
-/** The names a module exports (type-only exports erased), read by esbuild from the module alone. */
+/**
+ * The names a module exports (type-only exports erased), read by esbuild: bundled (packages left out), so an
+ * index.ts's `export *` is followed to the names it re-exports. Nothing of it reaches the Android bundle.
+ */
 async function exportNames(esbuild, file) {
   const r = await esbuild.build({
     entryPoints: [file],
-    bundle: false,
+    bundle: true,
+    packages: "external",
     write: false,
     metafile: true,
     format: "esm",

@@ -150,9 +150,9 @@ describe("the Android bundle", () => {
       expect.arrayContaining([
         "src/hosts/floor-only.ts",
         "src/hosts/index.ts",
-        "src/appliers/file.ts",
-        "src/appliers/directory.ts",
-        "src/appliers/action.ts",
+        "src/appliers/portable/file.ts",
+        "src/appliers/portable/directory.ts",
+        "src/appliers/portable/action.ts",
       ]),
     );
     // what a shared module still imports from the Arch host is a stub: its names, none of its code
@@ -173,11 +173,11 @@ describe("the Android bundle", () => {
     expect(archModulesIn(result.metafile)).toEqual(
       expect.arrayContaining([
         "src/hosts/arch.ts",
-        "src/appliers/service.ts",
-        "src/appliers/package.ts",
-        "src/appliers/process.ts",
-        "src/appliers/systemd.ts",
-        "src/appliers/pacman.ts",
+        "src/appliers/arch/service.ts",
+        "src/appliers/arch/package.ts",
+        "src/appliers/arch/process.ts",
+        "src/system/arch/systemd.ts",
+        "src/system/arch/pacman.ts",
         // the operator's half: a phone is a node, never a mesh's controller
         "src/mesh/index.ts",
         "src/cli/mesh/main.ts",

@@ -18,10 +18,10 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { processApplier } from "../src/appliers/process.ts";
-import { showUnit, type UnitState } from "../src/appliers/systemd.ts";
+import { processApplier } from "../src/appliers/arch/process.ts";
 import type { DecideContext } from "../src/appliers/types.ts";
 import { State, StoreHolds } from "../src/store/index.ts";
+import { showUnit, type UnitState } from "../src/system/arch/index.ts";
 import { parseDeclaration } from "../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS } from "./support/events.ts";
 import { decl } from "./support/offline.ts";

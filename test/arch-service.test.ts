@@ -3,7 +3,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { showUnit, type UnitState } from "../src/appliers/systemd.ts";
+import { showUnit, type UnitState } from "../src/system/arch/index.ts";
 import { parseDeclaration } from "../src/vocabulary/index.ts";
 import { decl } from "./support/offline.ts";
 import {

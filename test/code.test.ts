@@ -5,6 +5,14 @@ import { MAX_CODE_CHARS } from "../src/defaults.ts";
 import { enrolPermissions, nodePermissions } from "../src/mesh/index.ts";
 import type { EnrolmentCode } from "../src/vocabulary/index.ts";
 import { CODE_PREFIX, decodeCode, encodeCode } from "../src/vocabulary/index.ts";
+import {
+  edgeProblem,
+  functionLengths,
+  importsOf,
+  layeringProblems,
+  lineCount,
+  sourceFiles,
+} from "./support/layers.ts";
 
 const TOKEN = "tok_S3CRET-9f2c1e";
 
@@ -253,5 +261,153 @@ describe("the operator's layer (src/mesh/) and the host's", () => {
     const fill = (v: unknown) => JSON.parse(JSON.stringify(v).replaceAll("<n>", "web-1"));
     expect(nodePermissions("web-1")).toEqual(fill(fixture["node.<n>"]));
     expect(enrolPermissions("web-1")).toEqual(fill(fixture["enrol.<n>"]));
+  });
+});
+
+// The layering, held as a test (issue 19): which folder may import which (architecture.md's table, in
+// test/support/layers.ts), another layer reached only through its index.ts, no file over 400 lines and no
+// function over 60. What today's code breaks is listed here, each with its reason and its size: an entry
+// may only shrink, and one that no longer breaks the rule must leave the list (so the list cannot grow stale).
+
+/** Imports past another layer's index.ts, kept on purpose: each command loads only what it runs (issue 22). */
+const IMPORT_EXCEPTIONS: Record<string, string> = {
+  "src/cli/cli.ts -> src/store/faults.ts":
+    "a refusal's words before anything is loaded: store/index.ts would load the whole store at start",
+  "src/cli/commands/enrol-code.ts -> src/store/faults.ts": "as cli.ts: the fault's words without the store",
+  "src/cli/commands/enrol.ts -> src/link/asking.ts":
+    "enrolment is its own seam of the link (architecture.md)",
+  "src/cli/commands/overlay.ts -> src/link/rekey.ts":
+    "loaded with import() only when a rekey is told: `status` loads this file and no bus client",
+  "src/cli/commands/version.ts -> src/hosts/kind.ts":
+    "`version` needs the host's kind, not its appliers (hosts/kind.ts says why it stands apart)",
+};
+
+/** Files over 400 lines today, at most this long: each to be split along a seam it already has. */
+const LONG_FILES: Record<string, { lines: number; why: string }> = {
+  "src/appliers/arch/process.ts": {
+    lines: 470,
+    why: "decide and the unit texts; its steps become a union (phase 3)",
+  },
+  "src/appliers/arch/containers/container.ts": { lines: 464, why: "the spec digest and the executor in one" },
+  "src/system/arch/wireguard.ts": {
+    lines: 440,
+    why: "the dump, the config and the found tunnel in one driver",
+  },
+  "src/apply/apply.ts": {
+    lines: 429,
+    why: "names resource types (the file batch, the takeover) until traits",
+  },
+};
+
+/** Functions over 60 lines today, at most this long (by file and name; line numbers move). */
+const LONG_FUNCTIONS: Record<string, { lines: number; why: string }> = {
+  "src/appliers/arch/process.ts decide": { lines: 102, why: "one decision for unit, timer and bundle" },
+  "src/vocabulary/containers.ts containerCrossChecks": {
+    lines: 93,
+    why: "one pass over every container rule",
+  },
+  "src/appliers/arch/containers/container.ts decide": {
+    lines: 86,
+    why: "image, networks, spec, state in one",
+  },
+  "src/appliers/arch/containers/container.ts execute": {
+    lines: 84,
+    why: "one executor for every action (phase 3)",
+  },
+  "src/apply/apply.ts applyWhole": { lines: 91, why: "the journal, the file batch and the report together" },
+  "src/appliers/arch/give-back.ts planGiveBack": { lines: 80, why: "owned, found and held units in one" },
+  "src/cli/commands/overlay.ts overlayCommand": { lines: 79, why: "the take, told then written, in one" },
+  "src/apply/plan.ts decider": {
+    lines: 73,
+    why: "names resource traits until each applier declares its own",
+  },
+  "src/appliers/arch/overlay/overlay.ts decide": { lines: 70, why: "survey, takeover and the config in one" },
+  "src/appliers/arch/overlay/takeover.ts decideTakeover": { lines: 65, why: "each state of a found tunnel" },
+  "src/link/dial.ts peerCertificate": { lines: 65, why: "the pinned TLS check in one place, on purpose" },
+  "src/link/dial.ts (anonymous)": { lines: 62, why: "the promise body of peerCertificate" },
+  "src/cli/manual.ts manPage": { lines: 71, why: "the man page's sections in one (issue 21, just merged)" },
+  "src/hold/node.ts applyDelivered": { lines: 66, why: "the delivery path (issue 19's last part, not yet)" },
+};
+
+const MAX_FILE_LINES = 400;
+const MAX_FUNCTION_LINES = 60;
+
+/** What breaks a rule beyond its listed allowance, and listed entries that no longer break it. */
+function againstList(found: Map<string, number>, listed: Record<string, { lines: number }>): string[] {
+  const over = [...found].filter(([k, n]) => !listed[k] || n > listed[k].lines).map(([k, n]) => `${k}: ${n}`);
+  const stale = Object.keys(listed)
+    .filter((k) => !found.has(k))
+    .map((k) => `${k}: within the rule now, take it off the list`);
+  return [...over, ...stale];
+}
+
+describe("the layering (architecture.md), held over src/", () => {
+  const files = sourceFiles();
+  const edges = files.flatMap(importsOf);
+
+  it("every import runs downward, into another layer only through its index.ts, bar the listed", () => {
+    const problems = layeringProblems(edges).map((p) => p.slice(0, p.lastIndexOf(": ")));
+    expect([...new Set(problems)].filter((p) => !(p in IMPORT_EXCEPTIONS))).toEqual([]);
+    expect(Object.keys(IMPORT_EXCEPTIONS).filter((k) => !problems.includes(k))).toEqual([]);
+  });
+
+  it("the drivers (src/system/) know no step: nothing there imports an applier", () => {
+    expect(edges.filter((e) => e.from.startsWith("src/system/") && e.to.startsWith("src/appliers/"))).toEqual(
+      [],
+    );
+  });
+
+  it(`no file over ${MAX_FILE_LINES} lines, bar the listed (each no longer than it is today)`, () => {
+    const long = new Map(files.map((f) => [f, lineCount(f)] as const).filter(([, n]) => n > MAX_FILE_LINES));
+    expect(againstList(long, LONG_FILES)).toEqual([]);
+  });
+
+  it(`no function over ${MAX_FUNCTION_LINES} lines, bar the listed (each no longer than it is today)`, () => {
+    const long = new Map<string, number>();
+    for (const f of files)
+      for (const fn of functionLengths(f))
+        if (fn.lines > MAX_FUNCTION_LINES) long.set(fn.name.replace(/:\d+ /, " "), fn.lines);
+    expect(againstList(long, LONG_FUNCTIONS)).toEqual([]);
+  });
+});
+
+describe("the layering rule itself, over a synthetic graph", () => {
+  it("refuses an import that runs upward, naming both layers", () => {
+    expect(layeringProblems([{ from: "src/store/holds.ts", to: "src/appliers/index.ts" }])).toEqual([
+      "src/store/holds.ts -> src/appliers/index.ts: store may not import appliers",
+    ]);
+    expect(edgeProblem({ from: "src/system/arch/systemd.ts", to: "src/appliers/index.ts" })).toBe(
+      "system may not import appliers",
+    );
+  });
+
+  it("refuses a sideways import the table does not name: the link knows nothing of the host", () => {
+    expect(edgeProblem({ from: "src/link/link.ts", to: "src/store/index.ts" })).toBe(
+      "link may not import store",
+    );
+    expect(edgeProblem({ from: "src/hold/hold.ts", to: "src/mesh/index.ts" })).toBe(
+      "hold may not import mesh",
+    );
+    expect(edgeProblem({ from: "src/mesh/push.ts", to: "src/store/index.ts" })).toBe(
+      "mesh may not import store",
+    );
+  });
+
+  it("refuses an import past another layer's index.ts, and takes a folder's own index.ts within the layer", () => {
+    expect(edgeProblem({ from: "src/hosts/arch.ts", to: "src/appliers/arch/service.ts" })).toBe(
+      "appliers is reached only through an index.ts",
+    );
+    expect(edgeProblem({ from: "src/hosts/arch.ts", to: "src/appliers/arch/index.ts" })).toBeNull();
+  });
+
+  it("lets a layer import downward, within itself, and the shared defaults", () => {
+    const fine = [
+      { from: "src/cli/context.ts", to: "src/hosts/index.ts" },
+      { from: "src/apply/apply.ts", to: "src/system/index.ts" },
+      { from: "src/appliers/arch/service.ts", to: "src/appliers/arch/give-back.ts" },
+      { from: "src/vocabulary/json.ts", to: "src/defaults.ts" },
+      { from: "src/cli/mesh/init.ts", to: "src/mesh/index.ts" },
+    ];
+    expect(layeringProblems(fine)).toEqual([]);
   });
 });

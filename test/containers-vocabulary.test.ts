@@ -3,7 +3,7 @@
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { machineRuntimes, shortRef } from "../src/appliers/runtime.ts";
+import { machineRuntimes, shortRef } from "../src/system/arch/runtime.ts";
 import { inSubnet, parseDeclaration, type Refusal } from "../src/vocabulary/index.ts";
 import { tempDir } from "./support/tmp.ts";
 

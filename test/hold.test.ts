@@ -2,10 +2,10 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { localExec } from "../src/appliers/index.ts";
 import { type Delivery, Hold, type Link } from "../src/hold/index.ts";
 import { makeHost } from "../src/hosts/index.ts";
 import { Outbox, State, StoreHolds } from "../src/store/index.ts";
+import { localExec } from "../src/system/index.ts";
 
 import { makeMeshKey, type Report, signEnvelope } from "../src/vocabulary/index.ts";
 import { tempDir } from "./support/tmp.ts";

@@ -2,9 +2,9 @@
 // found `[Interface]` say, the config the mesh writes, and the rekey's signature over its fixed text.
 import { createPrivateKey } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { parseConfig, parseDump, rangeOf, renderConfig } from "../src/appliers/wireguard.ts";
 import { rekeySigned, signRekey, verifyRekey } from "../src/link/rekey.ts";
 import { publicB64 } from "../src/store/index.ts";
+import { parseConfig, parseDump, rangeOf, renderConfig } from "../src/system/arch/wireguard.ts";
 import { type OverlayResource, parseDeclaration } from "../src/vocabulary/index.ts";
 
 const KEY = "HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw=";

@@ -6,8 +6,8 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { findTunnel, readInterface } from "../src/appliers/wireguard.ts";
 import { overlayStatus, overlayStatusLines } from "../src/cli/commands/overlay.ts";
+import { findTunnel, readInterface } from "../src/system/arch/wireguard.ts";
 import { tempDir } from "./support/tmp.ts";
 import {
   isUp,

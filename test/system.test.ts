@@ -15,9 +15,9 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { localExec } from "../src/appliers/exec.ts";
-import { createArgv, envFileFds } from "../src/appliers/runtime.ts";
 import { KEPT_DIR_HANDLES_MAX } from "../src/defaults.ts";
+import { createArgv, envFileFds } from "../src/system/arch/runtime.ts";
+import { localExec } from "../src/system/exec.ts";
 import {
   chmodDirAt,
   entryAt,

@@ -1,6 +1,5 @@
-export { actionApplier } from "./action.ts";
-export { directoryApplier } from "./directory.ts";
-export { localExec } from "./exec.ts";
-export { fileApplier, sha256 } from "./file.ts";
-export * from "./paths.ts";
+// appliers: one per resource type, in a folder per host family — `portable/` (every host), `arch/` (the Arch
+// host: service, package, process, `containers/`, `overlay/`). This index is what every applier shares: the
+// Applier interface, the step and its builder. The families' own surfaces are their folders' index.ts.
+export { stepsOf } from "./step.ts";
 export type * from "./types.ts";

@@ -1,55 +1,17 @@
 // What every applier is: one decision (read only) shared by plan and apply, and one executor per step.
+
+import type { Holds } from "../store/index.ts";
+import type { Exec } from "../system/index.ts";
 import type { Did, Resource } from "../vocabulary/index.ts";
 
-/** The outcome of running a command; never thrown, so a failure is a value the report can carry. */
-export interface ExecResult {
-  code: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-  timedOut: boolean;
-  /** Set when the program could not be started at all (ENOENT, EACCES). */
-  spawnError?: string;
-}
-
-export interface ExecOptions {
-  env?: Record<string, string>;
-  timeoutMs?: number;
-  cwd?: string;
-  input?: string | Uint8Array;
-  /** Open fds the program inherits as its fd 3, 4, …: a file handed over as /dev/fd/N, never by name. */
-  fds?: number[];
-}
-
-/** The narrow command port: appliers reach systemctl, pacman and actions only through it. */
-export interface Exec {
-  run(argv: string[], opts?: ExecOptions): Promise<ExecResult>;
-}
+export type { HeldMeta, Holds } from "../store/index.ts";
+export type { Exec, ExecOptions, ExecResult } from "../system/index.ts";
 
 export interface Logger {
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
   debug(obj: object, msg?: string): void;
-}
-
-/** Originals of what the mesh took over, kept beside the state (store/holds). */
-export interface Holds {
-  /**
-   * Keep `bytes` found at `path`: the first becomes the original, a later different content is kept once beside
-   * it. `secret`: a secret (or a private key) is written there, so the original's digest is never said again.
-   */
-  keep(path: string, bytes: Uint8Array, meta: HeldMeta, secret?: boolean): Promise<string>;
-  /** The original kept for `path`, if any. */
-  original(path: string): Promise<{ bytes: Uint8Array; meta: HeldMeta; sha: string } | null>;
-  /** The hold ends once the original is given back. */
-  release(path: string): Promise<void>;
-}
-
-export interface HeldMeta {
-  mode: number;
-  uid: number;
-  gid: number;
 }
 
 export interface Ports {
@@ -121,15 +83,50 @@ export interface RecordBase {
   pending?: boolean;
 }
 
-export interface Applier<R extends Resource = Resource, Rec extends RecordBase = RecordBase> {
+/**
+ * One member of an applier's steps: an `action` and the `data` its executor reads, together, so the executor is
+ * handed its own data typed, never cast (balena-supervisor's CompositionStepArgs). An applier's steps are a
+ * union of these, keyed by action.
+ */
+export type StepOf<A extends string, D = undefined> = Omit<Step, "action" | "data"> & { action: A } & ([
+    D,
+  ] extends [undefined]
+    ? { data?: undefined }
+    : { data: D });
+
+/** The member of the union `S` whose action is `A` (any step, for an applier not yet typed by action). */
+export type StepFor<S extends Step, A extends string> = string extends S["action"]
+  ? S
+  : S extends { action: infer X }
+    ? A extends X
+      ? S
+      : never
+    : never;
+
+/** One executor per action of the union `S`: the compiler refuses a missing one, and each is given its own step. */
+export type Executors<S extends Step, R, Rec> = {
+  [A in S["action"]]: (
+    step: StepFor<S, A>,
+    wanted: R | undefined,
+    record: Rec | undefined,
+    ctx: DecideContext,
+  ) => Promise<Executed<Rec>>;
+};
+
+/** `S`: the applier's steps, a union keyed by action (StepOf), or any step while it is not typed yet. */
+export interface Applier<
+  R extends Resource = Resource,
+  Rec extends RecordBase = RecordBase,
+  S extends Step = Step,
+> {
   type: R["type"];
   /** Read only: the one step that makes the machine match `wanted`, given the record of earlier applies. */
-  decide(wanted: R, record: Rec | undefined, ctx: DecideContext): Promise<Step>;
+  decide(wanted: R, record: Rec | undefined, ctx: DecideContext): Promise<S>;
   /** Read only: the one step that gives back an undeclared resource (remove what the mesh made, restore what it found). */
-  decideRemoval(id: string, record: Rec, ctx: DecideContext): Promise<Step>;
+  decideRemoval(id: string, record: Rec, ctx: DecideContext): Promise<S>;
   /** Carry out a step this applier decided, read the machine back, and say what happened. */
   execute(
-    step: Step,
+    step: S,
     wanted: R | undefined,
     record: Rec | undefined,
     ctx: DecideContext,

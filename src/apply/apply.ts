@@ -1,12 +1,11 @@
 // Apply a declaration: check who and which mode, plan, journal, execute step by step, read back, report.
 import { dirname } from "node:path";
-import { fileDiff } from "../appliers/file-diff.ts";
-import { forgetResolved } from "../appliers/paths.ts";
-import type { DecideContext, Ports } from "../appliers/types.ts";
+import type { DecideContext, Ports } from "../appliers/index.ts";
+import { fileDiff } from "../appliers/portable/index.ts";
 import { FILE_READ_CONCURRENCY, FILE_WRITE_CONCURRENCY, VERSION } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
 import type { Records, State, StoreHolds } from "../store/index.ts";
-import { sweepTempsAt } from "../system/index.ts";
+import { forgetResolved, sweepTempsAt } from "../system/index.ts";
 import {
   type Declaration,
   Membership,

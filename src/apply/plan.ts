@@ -1,6 +1,6 @@
 // One decision for plan and apply: each resource's step, decided in declaration order, removals after.
 
-import type { DecideContext, RecordBase, Step } from "../appliers/types.ts";
+import type { DecideContext, RecordBase, Step } from "../appliers/index.ts";
 import { FILE_READ_CONCURRENCY } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
 import type { Records } from "../store/index.ts";

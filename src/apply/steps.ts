@@ -1,5 +1,5 @@
 // What the steps of an apply came to, said: in the log, as an interruption, as one line for a step that threw.
-import type { Logger } from "../appliers/types.ts";
+import type { Logger } from "../appliers/index.ts";
 import type { ReportStep } from "../vocabulary/index.ts";
 import type { PlannedStep } from "./plan.ts";
 

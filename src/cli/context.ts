@@ -1,10 +1,10 @@
 // What every command starts from: the host for this machine, the state directory, the ports.
 import { readFileSync, readSync, statSync } from "node:fs";
-import { localExec } from "../appliers/index.ts";
 import type { Unseal } from "../apply/index.ts";
 import { DEFAULT_ANDROID_STATE_DIR, MAX_BODY_BYTES } from "../defaults.ts";
 import { detectHostKind, type Host, makeHost } from "../hosts/index.ts";
 import { faultLine, State, StoreHolds, stateFault } from "../store/index.ts";
+import { localExec } from "../system/index.ts";
 import {
   type Declaration,
   INSTALLER_SECRET,

@@ -1,6 +1,6 @@
 // The run loop: dial, hear, apply one step at a time, report, heartbeat, look for drift; exit cleanly to be restarted.
 
-import type { Logger } from "../appliers/types.ts";
+import type { Logger } from "../appliers/index.ts";
 import { CHANGING, refusedReport } from "../apply/index.ts";
 import { BUILD } from "../build-info.ts";
 import { UPGRADE_CHECK_MS, UPGRADE_SETTLE_MS, WORKING_ACK_INTERVAL_MS } from "../defaults.ts";

@@ -1,7 +1,7 @@
 // Applying what the mesh sends, under the lock: verify, apply, keep, report into the outbox.
 import { createHash } from "node:crypto";
 import { closeSync, openSync, readSync, statSync } from "node:fs";
-import type { Ports } from "../appliers/types.ts";
+import type { Ports } from "../appliers/index.ts";
 import type { PlanLine, Unseal } from "../apply/index.ts";
 import { applyDeclaration, refusedReport } from "../apply/index.ts";
 import { HASH_CHUNK_BYTES } from "../defaults.ts";

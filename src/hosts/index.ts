@@ -1,6 +1,7 @@
 // The per-OS set of appliers, and the reason each host gives for the types it does not implement.
-import { actionApplier, directoryApplier, fileApplier } from "../appliers/index.ts";
-import type { Applier } from "../appliers/types.ts";
+
+import type { Applier } from "../appliers/index.ts";
+import { actionApplier, directoryApplier, fileApplier } from "../appliers/portable/index.ts";
 import type { TypeSupport } from "../vocabulary/index.ts";
 import { archAppliers } from "./arch.ts";
 
@@ -14,7 +15,7 @@ export interface Host {
   support: TypeSupport;
 }
 
-const floor: Applier[] = [fileApplier, directoryApplier, actionApplier] as unknown as Applier[];
+const floor: Applier[] = [fileApplier, directoryApplier, actionApplier];
 
 const REASONS: Record<HostKind, string> = {
   arch: "not implemented on the Arch host",

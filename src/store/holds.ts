@@ -3,9 +3,27 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import * as z from "zod";
-import type { HeldMeta, Holds } from "../appliers/types.ts";
 import { writeFileAtomicSync } from "./atomic.ts";
 import type { State } from "./state.ts";
+
+/** Originals of what the mesh took over, kept beside the state: the port appliers are handed (Ports.holds), declared here with its one implementation. */
+export interface Holds {
+  /**
+   * Keep `bytes` found at `path`: the first becomes the original, a later different content is kept once beside
+   * it. `secret`: a secret (or a private key) is written there, so the original's digest is never said again.
+   */
+  keep(path: string, bytes: Uint8Array, meta: HeldMeta, secret?: boolean): Promise<string>;
+  /** The original kept for `path`, if any. */
+  original(path: string): Promise<{ bytes: Uint8Array; meta: HeldMeta; sha: string } | null>;
+  /** The hold ends once the original is given back. */
+  release(path: string): Promise<void>;
+}
+
+export interface HeldMeta {
+  mode: number;
+  uid: number;
+  gid: number;
+}
 
 const Meta = z.object({ mode: z.number().int(), uid: z.number().int(), gid: z.number().int() });
 /** `secret`: a secret was written over it (sticky): a digest of what a secret replaced is said nowhere. */

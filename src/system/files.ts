@@ -20,7 +20,7 @@ import { open, rename, unlink } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
 import { SYNC_READ_MAX_BYTES } from "../defaults.ts";
-import { fsyncDirShared, isTempName, tempPathFor } from "../store/atomic.ts";
+import { fsyncDirShared, isTempName, tempPathFor } from "../store/index.ts";
 import {
   at,
   ENTRY_HANDLE,

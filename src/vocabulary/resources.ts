@@ -6,7 +6,7 @@ import { nameProblem, pathProblem } from "./names.ts";
 import { OverlayResource } from "./overlay.ts";
 
 export * from "./containers.ts";
-export { configPath, OverlayResource, WIREGUARD_DIR } from "./overlay.ts";
+export { configPath, interfaceNameProblem, OverlayResource, WIREGUARD_DIR } from "./overlay.ts";
 
 export const Name = z.string().superRefine((v, ctx) => {
   const problem = nameProblem(v);

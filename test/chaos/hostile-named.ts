@@ -3,10 +3,10 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { localExec } from "../../src/appliers/index.ts";
 import { applyDeclaration } from "../../src/apply/index.ts";
 import { makeHost } from "../../src/hosts/index.ts";
 import { State, StoreHolds } from "../../src/store/index.ts";
+import { localExec } from "../../src/system/index.ts";
 import {
   parseDeclaration,
   parseDeclarationBody,

@@ -4,11 +4,11 @@
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
-import { localExec } from "../../src/appliers/index.ts";
 import { applyDeclaration } from "../../src/apply/index.ts";
 import { unsealerFor } from "../../src/cli/unseal.ts";
 import { makeHost } from "../../src/hosts/index.ts";
 import { ensureKeys, publicKeys, State, StoreHolds } from "../../src/store/index.ts";
+import { localExec } from "../../src/system/index.ts";
 import {
   digestOf,
   makeMeshKey,

@@ -4,11 +4,11 @@
 // deliveries exactly, with no bus timing in the way.
 // argv: STATE ROOT SEQ:ENVELOPE_FILE…
 import { readFileSync } from "node:fs";
-import { localExec } from "../../src/appliers/index.ts";
 import { unsealerFor } from "../../src/cli/unseal.ts";
 import { type Delivery, Hold, type Link } from "../../src/hold/index.ts";
 import { makeHost } from "../../src/hosts/index.ts";
 import { Outbox, State, StoreHolds } from "../../src/store/index.ts";
+import { localExec } from "../../src/system/index.ts";
 
 const [stateDir, root, ...given] = process.argv.slice(2) as [string, string, ...string[]];
 const quiet = { info() {}, warn() {}, error() {}, debug() {} };

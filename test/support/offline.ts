@@ -1,10 +1,10 @@
 // Apply a declaration in-process against a temporary root, the way the CLI does.
 
-import { localExec } from "../../src/appliers/index.ts";
 import type { Ports } from "../../src/appliers/types.ts";
 import { type ApplyResult, applyDeclaration, type Unseal } from "../../src/apply/index.ts";
 import { type Host, type HostKind, makeHost } from "../../src/hosts/index.ts";
 import { State, StoreHolds } from "../../src/store/index.ts";
+import { localExec } from "../../src/system/index.ts";
 import { digestOf, parseDeclaration, refusalLine } from "../../src/vocabulary/index.ts";
 
 const quiet = { info() {}, warn() {}, error() {}, debug() {} };

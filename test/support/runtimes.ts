@@ -14,14 +14,15 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { runtimeAppliers } from "../../src/appliers/container.ts";
-import { actionApplier, directoryApplier, fileApplier, localExec } from "../../src/appliers/index.ts";
-import { givenRuntimes, type RuntimeCommand } from "../../src/appliers/runtime.ts";
+import { runtimeAppliers } from "../../src/appliers/arch/containers/container.ts";
+import { actionApplier, directoryApplier, fileApplier } from "../../src/appliers/portable/index.ts";
 import type { Applier, Exec, ExecResult } from "../../src/appliers/types.ts";
 import type { ApplyResult, Unseal } from "../../src/apply/index.ts";
 import { type GivenSecrets, unsealerFor } from "../../src/cli/unseal.ts";
 import type { Host } from "../../src/hosts/index.ts";
 import { State } from "../../src/store/index.ts";
+import { givenRuntimes, type RuntimeCommand } from "../../src/system/arch/runtime.ts";
+import { localExec } from "../../src/system/index.ts";
 import { INSTALLER_SECRET } from "../../src/vocabulary/index.ts";
 import { applyRaw } from "./offline.ts";
 import { groupAlive, killGroup, spawnGroup } from "./processes.ts";

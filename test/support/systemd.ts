@@ -4,14 +4,15 @@ import { spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { actionApplier, directoryApplier, fileApplier, localExec } from "../../src/appliers/index.ts";
-import { packageApplier } from "../../src/appliers/package.ts";
-import { processApplier } from "../../src/appliers/process.ts";
-import { serviceApplier } from "../../src/appliers/service.ts";
+import { packageApplier } from "../../src/appliers/arch/package.ts";
+import { processApplier } from "../../src/appliers/arch/process.ts";
+import { serviceApplier } from "../../src/appliers/arch/service.ts";
+import { actionApplier, directoryApplier, fileApplier } from "../../src/appliers/portable/index.ts";
 import type { Applier, Exec, ExecOptions, ExecResult } from "../../src/appliers/types.ts";
 import type { ApplyResult } from "../../src/apply/index.ts";
 import type { Host } from "../../src/hosts/index.ts";
 import { type Records, State } from "../../src/store/index.ts";
+import { localExec } from "../../src/system/index.ts";
 import { applyRaw } from "./offline.ts";
 import { killGroup, spawnGroup } from "./processes.ts";
 import { ensureSea, type SeaMachine, seaMachine } from "./sea.ts";
@@ -27,7 +28,7 @@ const WORK_DIR = process.env.MESH_HOST_TEST_WORK ?? (existsSync("/dev/shm") ? "/
 const BOOT_TIMEOUT_MS = 180_000;
 const POWEROFF_TIMEOUT_MS = 60_000;
 
-/** The port the host itself uses (src/appliers/exec.ts): argv on this machine, no shell. */
+/** The port the host itself uses (src/system/exec.ts): argv on this machine, no shell. */
 export const hostExec: Exec = localExec();
 
 /** Run a command that must succeed (harness plumbing, not the code under test). */

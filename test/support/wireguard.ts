@@ -19,8 +19,8 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { actionApplier, directoryApplier, fileApplier } from "../../src/appliers/index.ts";
-import { type OverlayPorts, overlayApplier } from "../../src/appliers/overlay.ts";
+import { type OverlayPorts, overlayApplier } from "../../src/appliers/arch/overlay/overlay.ts";
+import { actionApplier, directoryApplier, fileApplier } from "../../src/appliers/portable/index.ts";
 import type { Applier, Exec, ExecOptions, ExecResult } from "../../src/appliers/types.ts";
 import type { ApplyResult } from "../../src/apply/index.ts";
 import type { Host } from "../../src/hosts/index.ts";

@@ -1,12 +1,12 @@
 // `enrol` (the code on standard input, or --code-file F): make keys, ask the mesh, save the membership. The token
 // is never printed.
 import { arch, hostname } from "node:os";
-import { localExec } from "../../appliers/exec.ts";
-import { meshInterfaces, facts as tunnelFacts } from "../../appliers/overlay.ts";
-import { type Found, findTunnel, type TunnelFacts } from "../../appliers/wireguard.ts";
+import { meshInterfaces, facts as tunnelFacts } from "../../appliers/arch/overlay/index.ts";
 import { BUILD } from "../../build-info.ts";
 import { ask } from "../../link/asking.ts";
 import { acquireLock, ensureKeys, overlayKeyFromB64, publicKeys, saveKey } from "../../store/index.ts";
+import { type Found, findTunnel, type TunnelFacts } from "../../system/arch/index.ts";
+import { localExec } from "../../system/index.ts";
 import { UsageError } from "../args.ts";
 import type { Context } from "../context.ts";
 import { writeJson, writeOut } from "../output.ts";

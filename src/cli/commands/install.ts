@@ -11,7 +11,6 @@ import {
 } from "node:fs";
 import { dirname, isAbsolute, normalize, relative } from "node:path";
 import { ADMIN_UNIT_PATH, launcherText, PACKAGED_PATHS, unitTextWith } from "../../../pkgbuild/embedded.ts";
-import { underRoot } from "../../appliers/index.ts";
 import {
   DEFAULT_ROOT,
   DRIFT_S,
@@ -21,6 +20,7 @@ import {
   STATE_DIR_MODE,
 } from "../../defaults.ts";
 import { acquireLock, fsyncDirSync, tempPathFor, writeFileAtomicSync } from "../../store/index.ts";
+import { underRoot } from "../../system/index.ts";
 import { type Args, UsageError } from "../args.ts";
 import type { Context } from "../context.ts";
 import { writeJson, writeOut } from "../output.ts";

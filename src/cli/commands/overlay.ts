@@ -4,7 +4,6 @@
 // stream before the key is saved, so a run again puts right whichever half did not happen.
 // Also what `status` shows of the overlay (overlayStatus, overlayStatusLines): this file loads no bus client.
 import { join } from "node:path";
-import { localExec } from "../../appliers/exec.ts";
 import {
   facts,
   meshInterfaces,
@@ -12,11 +11,12 @@ import {
   retiredTunnels,
   type Takeover,
   takeovers,
-} from "../../appliers/overlay.ts";
-import { readTunnel } from "../../appliers/wireguard.ts";
+} from "../../appliers/arch/overlay/index.ts";
 import type { Rekey } from "../../link/rekey.ts";
 import { acquireLock, loadKeys, overlayKeyFromB64, publicB64, saveKey } from "../../store/index.ts";
-import { interfaceNameProblem } from "../../vocabulary/overlay.ts";
+import { readTunnel } from "../../system/arch/index.ts";
+import { localExec } from "../../system/index.ts";
+import { interfaceNameProblem } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import type { Context } from "../context.ts";
 import { writeJson, writeOut } from "../output.ts";

@@ -1,11 +1,12 @@
 // volume: made as declared, read back by `volume inspect`; never recreated (its data would go with it);
 // undeclared, removed only when the mesh made it and the declaration said `remove_data: true`, else kept and said.
 
-import type { VolumeResource } from "../vocabulary/index.ts";
+import { isError, machineRuntimes, type RuntimeFinder, type VolumeInfo } from "../../../system/arch/index.ts";
+import type { VolumeResource } from "../../../vocabulary/index.ts";
+import { stepsOf } from "../../step.ts";
+import type { Applier, Executed } from "../../types.ts";
 import { absentStep, isDone, type MadeRecord, readBack, removalStep, settle } from "./made-objects.ts";
-import { isError, machineRuntimes, type RuntimeFinder, sessionOf, type VolumeInfo } from "./runtime.ts";
-import { stepsOf } from "./step.ts";
-import type { Applier, Executed } from "./types.ts";
+import { sessionOf } from "./session.ts";
 
 export interface VolumeRecord extends MadeRecord {
   type: "volume";

@@ -3,14 +3,15 @@
 // machine's init — `wg-quick@<if>` where systemd runs, `wg-quick` itself where it does not. Nothing here
 // prints or logs a private key: the dump's first field is read and handed back, never put in a reason.
 import { isIP } from "node:net";
-import { SECRET_FILE_MODE, STATE_DIR_MODE } from "../defaults.ts";
+import { SECRET_FILE_MODE, STATE_DIR_MODE } from "../../defaults.ts";
 import {
   configPath,
   type EnrolQuestion,
   type OverlayResource,
   oneLine,
   WIREGUARD_DIR,
-} from "../vocabulary/index.ts";
+} from "../../vocabulary/index.ts";
+import type { Exec, ExecResult } from "../exec.ts";
 import {
   type FoundFile,
   isActive,
@@ -21,7 +22,6 @@ import {
   type UnitState,
   writeRegular,
 } from "./systemd.ts";
-import type { Exec, ExecResult } from "./types.ts";
 
 export const WG_TIMEOUT_MS = 30_000;
 /** How long an interface is given to go after its unit stopped, or to come back after it started again. */

@@ -2,21 +2,25 @@
 
 import { closeSync } from "node:fs";
 import { basename } from "node:path";
-import { DEFAULT_DIR_MODE } from "../defaults.ts";
+import { DEFAULT_DIR_MODE } from "../../defaults.ts";
 import {
   chmodDirAt,
   entryAt,
   forgetUnder,
   listAt,
+  octal,
   openDirAt,
+  ownerIgnored,
+  parseMode,
+  placeProblem,
   removeDirAt,
   removeEntryIn,
+  resolveIds,
   setOnHandle,
-} from "../system/index.ts";
-import type { DirectoryResource } from "../vocabulary/index.ts";
-import { octal, ownerIgnored, parseMode, placeProblem, resolveIds } from "./paths.ts";
-import { stepsOf } from "./step.ts";
-import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
+} from "../../system/index.ts";
+import type { DirectoryResource } from "../../vocabulary/index.ts";
+import { executeBy, failsAgain, stepsOf } from "../step.ts";
+import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
 
 export interface DirectoryRecord extends RecordBase {
   type: "directory";
@@ -54,11 +58,43 @@ function unmanagedEntries(root: string, path: string, declared: ReadonlySet<stri
     .filter((p) => !keep(p));
 }
 
-const step = stepsOf("directory");
+/** The directory applier's steps, keyed by action (`restore` carries the mode found): each executor gets its own. */
+export type DirectoryStep =
+  | StepOf<"make" | "adopt" | "none", DirData>
+  | StepOf<"restore", number>
+  | StepOf<"remove" | "forget" | "refuse">;
 
-const refuse = (id: string, detail: string): Step => step(id, "failed", "refuse", detail);
+const step = stepsOf<DirectoryStep>("directory");
 
-export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
+const refuse = (id: string, detail: string) => step(id, "failed", "refuse", detail);
+
+const pathOf = (wanted: DirectoryResource | undefined, record: DirectoryRecord | undefined): string =>
+  wanted?.path ?? record?.path ?? "";
+
+/** One executor per action of DirectoryStep. */
+const executors: Executors<DirectoryStep, DirectoryResource, DirectoryRecord> = {
+  make: async (step, wanted, _record, ctx) => makeAndReadBack(step, wanted!, ctx),
+  adopt: async (step, wanted, _record, ctx) => makeAndReadBack(step, wanted!, ctx),
+  none: async (step, _wanted, record) => ({ did: step.did, detail: step.detail, record: record ?? null }),
+  remove: async (step, wanted, record, ctx) => {
+    const path = pathOf(wanted, record);
+    if (removeDirAt(ctx.ports.root, path) === "not-empty")
+      return {
+        did: "unchanged",
+        detail: `${path} left in place: it holds what the mesh did not create`,
+        record: null,
+      };
+    return { did: "removed", detail: step.detail, record: null };
+  },
+  restore: async (step, wanted, record, ctx) => {
+    chmodDirAt(ctx.ports.root, pathOf(wanted, record), step.data);
+    return { did: "restored", detail: step.detail, record: null };
+  },
+  forget: async (step) => ({ did: step.did, detail: step.detail, record: null }),
+  refuse: failsAgain,
+};
+
+export const directoryApplier: Applier<DirectoryResource, DirectoryRecord, DirectoryStep> = {
   type: "directory",
 
   async decide(wanted, record, ctx) {
@@ -120,40 +156,15 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord> = {
     return step(id, "unchanged", "forget", `${record.path} left as it was found`);
   },
 
-  async execute(step, wanted, record, ctx): Promise<Executed<DirectoryRecord>> {
-    const path = wanted?.path ?? record?.path ?? "";
-    const { root } = ctx.ports;
-    switch (step.action) {
-      case "make":
-      case "adopt":
-        return makeAndReadBack(step, wanted!, ctx);
-      case "none":
-        return { did: step.did, detail: step.detail, record: record ?? null };
-      case "remove":
-        if (removeDirAt(root, path) === "not-empty")
-          return {
-            did: "unchanged",
-            detail: `${path} left in place: it holds what the mesh did not create`,
-            record: null,
-          };
-        return { did: "removed", detail: step.detail, record: null };
-      case "restore":
-        chmodDirAt(root, path, step.data as number);
-        return { did: "restored", detail: step.detail, record: null };
-      case "forget":
-        return { did: step.did, detail: step.detail, record: null };
-      default:
-        return { did: "failed", detail: step.detail, record: record ?? null };
-    }
-  },
+  execute: executeBy(executors),
 };
 
 async function makeAndReadBack(
-  step: Step,
+  step: StepOf<"make" | "adopt" | "none", DirData>,
   wanted: DirectoryResource,
   ctx: DecideContext,
 ): Promise<Executed<DirectoryRecord>> {
-  const data = step.data as DirData;
+  const { data } = step;
   const { root } = ctx.ports;
   // walked afresh and held as a handle: the chmod, chown and purge land on the directory the walk reached,
   // and a link swapped in anywhere on the path since the plan is refused, never followed

@@ -1,10 +1,10 @@
 // A unit file verified by systemd itself before it is swapped in for a working one: systemd loads a unit it
 // cannot parse as "bad-setting", and by then the working unit would be gone.
 import { randomBytes } from "node:crypto";
-import { UNIT_VERIFY_DIR, UNIT_VERIFY_TIMEOUT_MS } from "../defaults.ts";
-import { removeTreeAt, writeFileAt } from "../system/index.ts";
+import { UNIT_VERIFY_DIR, UNIT_VERIFY_TIMEOUT_MS } from "../../defaults.ts";
+import type { Exec } from "../exec.ts";
+import { removeTreeAt, writeFileAt } from "../files.ts";
 import { C_LOCALE, failureText, UNIT_DIR } from "./systemd.ts";
-import type { Exec } from "./types.ts";
 
 /**
  * Why systemd would refuse the unit files `units` (unit name → content), or null: `systemd-analyze verify` on

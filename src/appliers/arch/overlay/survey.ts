@@ -3,22 +3,23 @@
 // MTU and, where systemd runs, its wg-quick unit. A takeover reads the same, so both start from one survey.
 
 import { readFileSync } from "node:fs";
-import { keyPath, overlayKeyFromB64, privateB64, publicB64 } from "../store/index.ts";
-import type { OverlayResource } from "../vocabulary/index.ts";
-import { sha256 } from "./file.ts";
-import { placeProblem } from "./paths.ts";
-import { type FoundFile, readRegular, type UnitState } from "./systemd.ts";
-import type { DecideContext, Ports } from "./types.ts";
+import { keyPath, overlayKeyFromB64, privateB64, publicB64 } from "../../../store/index.ts";
 import {
   configPath,
+  type FoundFile,
   hasSystemd,
   type Init,
   interfaceMtu,
   type Live,
   quickUnitState,
   readInterface,
+  readRegular,
   renderConfig,
-} from "./wireguard.ts";
+  type UnitState,
+} from "../../../system/arch/index.ts";
+import { placeProblem, sha256 } from "../../../system/index.ts";
+import type { OverlayResource } from "../../../vocabulary/index.ts";
+import type { DecideContext, Ports } from "../../types.ts";
 
 /** The ports the overlay needs beyond the contract's: the state directory, where the node's keys are. */
 export interface OverlayPorts extends Ports {

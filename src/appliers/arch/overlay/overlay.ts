@@ -1,30 +1,33 @@
 // overlay (overlay.md, ADR 0105): the node's WireGuard interface, written 0600 with the node's overlay key and run
 // by wg-quick@<if>; read back from `wg show <if> dump` and the kernel's MTU. When it `takes` a found tunnel the
-// takeover is overlay-takeover.ts's and the found configuration's retirement overlay-retire.ts's; what both
-// remember across runs is overlay-ledger.ts's. Removal gives back what was found, a retired tunnel excepted.
+// takeover is takeover.ts's and the found configuration's retirement retire.ts's; what both
+// remember across runs is ledger.ts's. Removal gives back what was found, a retired tunnel excepted.
 
-import { SECRET_FILE_MODE } from "../defaults.ts";
-import type { OverlayResource } from "../vocabulary/index.ts";
-import { type FoundRun, noteTakeover, retiredTunnels, type Takeover } from "./overlay-ledger.ts";
-import { type RetireData, retire } from "./overlay-retire.ts";
-import { initOf, overlayKeyOf, runner, type Survey, stateDirOf, survey } from "./overlay-survey.ts";
-import { decideTakes, facts, type TakeData, takeOver } from "./overlay-takeover.ts";
-import { stepsOf } from "./step.ts";
-import { type FoundFile, readRegular, removeRegular, writeRegular } from "./systemd.ts";
-import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
+import { SECRET_FILE_MODE } from "../../../defaults.ts";
 import {
   bringDown,
   bringUp,
   describeLive,
+  type FoundFile,
   type Init,
   liveDifference,
   putBack,
   readBack,
+  readRegular,
+  removeRegular,
   unitEnabled,
   unitRunning,
   waitGone,
   writeConfig,
-} from "./wireguard.ts";
+  writeRegular,
+} from "../../../system/arch/index.ts";
+import type { OverlayResource } from "../../../vocabulary/index.ts";
+import { stepsOf } from "../../step.ts";
+import type { Applier, DecideContext, Executed, RecordBase, Step } from "../../types.ts";
+import { type FoundRun, noteTakeover, retiredTunnels, type Takeover } from "./ledger.ts";
+import { type RetireData, retire } from "./retire.ts";
+import { initOf, overlayKeyOf, runner, type Survey, stateDirOf, survey } from "./survey.ts";
+import { decideTakes, facts, type TakeData, takeOver } from "./takeover.ts";
 
 export {
   type Account,
@@ -36,9 +39,9 @@ export {
   retiredTunnels,
   type Takeover,
   takeovers,
-} from "./overlay-ledger.ts";
-export { type OverlayPorts, overlayKeyOf } from "./overlay-survey.ts";
-export { accountLine, facts } from "./overlay-takeover.ts";
+} from "./ledger.ts";
+export { type OverlayPorts, overlayKeyOf } from "./survey.ts";
+export { accountLine, facts } from "./takeover.ts";
 
 export interface OverlayRecord extends RecordBase {
   type: "overlay";

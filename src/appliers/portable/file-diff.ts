@@ -1,10 +1,9 @@
 // What a planned file write will change, for `--diff`: its content as a unified diff, its mode and owner; never
 // the content (nor a digest) of a file filled from a secret.
-import { MAX_DIFF_BYTES, MAX_DIFF_LINES } from "../defaults.ts";
-import { readFileAt } from "../system/index.ts";
-import type { FileResource, Resource } from "../vocabulary/index.ts";
-import { octal } from "./paths.ts";
-import type { Step } from "./types.ts";
+import { MAX_DIFF_BYTES, MAX_DIFF_LINES } from "../../defaults.ts";
+import { octal, readFileAt } from "../../system/index.ts";
+import type { FileResource, Resource } from "../../vocabulary/index.ts";
+import type { Step } from "../types.ts";
 import { unifiedDiff } from "./unified-diff.ts";
 
 interface Write {

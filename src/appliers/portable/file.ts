@@ -1,12 +1,20 @@
 // file: written atomically, read back by digest and mode; what was found is held, never lost.
 
-import { createHash } from "node:crypto";
-import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE } from "../defaults.ts";
-import { readFileAt, removeFileAt, writeFileAt } from "../system/index.ts";
-import type { FileResource } from "../vocabulary/index.ts";
-import { octal, ownerIgnored, parseMode, placeProblem, resolveIds } from "./paths.ts";
-import { stepsOf } from "./step.ts";
-import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
+import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE } from "../../defaults.ts";
+import {
+  octal,
+  ownerIgnored,
+  parseMode,
+  placeProblem,
+  readFileAt,
+  removeFileAt,
+  resolveIds,
+  sha256,
+  writeFileAt,
+} from "../../system/index.ts";
+import type { FileResource } from "../../vocabulary/index.ts";
+import { executeBy, failsAgain, stepsOf } from "../step.ts";
+import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
 
 export interface FileRecord extends RecordBase {
   type: "file";
@@ -40,7 +48,19 @@ interface WriteData {
   secret: boolean;
 }
 
-export const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex");
+/** Found already right: kept as it is, taken over (`adopt`, holding what was found) or claimed from another id. */
+interface KeptData {
+  hold?: Found;
+  sha: string;
+  intent: FileRecord;
+  secret: boolean;
+}
+
+/** The file applier's steps, keyed by action: each executor below is handed its own. */
+export type FileStep =
+  | StepOf<"none" | "claim" | "adopt", KeptData>
+  | StepOf<"write", WriteData>
+  | StepOf<"remove" | "restore" | "forget" | "refuse">;
 
 /** What is at declared `path` now: a regular file's digest and mode, null when absent, or why it cannot be managed. */
 async function readFound(root: string, path: string, fresh = false): Promise<Found | null | string> {
@@ -55,9 +75,9 @@ function wantedBytes(wanted: FileResource, ctx: DecideContext): Uint8Array {
   return ctx.secret(wanted.secret!);
 }
 
-const step = stepsOf("file");
+const step = stepsOf<FileStep>("file");
 
-const refuse = (wanted: { id: string }, detail: string): Step => step(wanted.id, "failed", "refuse", detail);
+const refuse = (wanted: { id: string }, detail: string) => step(wanted.id, "failed", "refuse", detail);
 
 /** Which word describes writing over what is there: put back, changed by the mesh, or made. */
 function writeDid(
@@ -71,7 +91,30 @@ function writeDid(
   return found || record?.created === false ? ("updated" as const) : ("created" as const);
 }
 
-export const fileApplier: Applier<FileResource, FileRecord> = {
+/** One executor per action of FileStep. */
+const executors: Executors<FileStep, FileResource, FileRecord> = {
+  none: async (step, _wanted, record) => ({ did: step.did, detail: step.detail, record: record ?? null }),
+  claim: async (step) => ({ did: "unchanged", detail: step.detail, record: step.data.intent }),
+  adopt: async (step, wanted, record, ctx) => {
+    const path = pathOf(wanted, record);
+    const { hold, intent, secret } = step.data;
+    const original = await ctx.ports.holds.keep(path, hold!.bytes, hold!, secret);
+    return { did: "unchanged", detail: step.detail, record: intent, held: { path, original } };
+  },
+  write: async (step, wanted, record, ctx) => writeAndReadBack(step, pathOf(wanted, record), ctx),
+  remove: async (step, wanted, record, ctx) => {
+    removeFileAt(ctx.ports.root, pathOf(wanted, record));
+    return { did: "removed", detail: step.detail, record: null };
+  },
+  restore: async (step, wanted, record, ctx) => restoreOriginal(step, pathOf(wanted, record), ctx),
+  forget: async (step) => ({ did: step.did, detail: step.detail, record: null }),
+  refuse: failsAgain,
+};
+
+const pathOf = (wanted: FileResource | undefined, record: FileRecord | undefined): string =>
+  wanted?.path ?? record?.path ?? "";
+
+export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
   type: "file",
 
   async decide(wanted, record, ctx) {
@@ -148,40 +191,15 @@ export const fileApplier: Applier<FileResource, FileRecord> = {
     return step(id, "removed", "remove", `${record.path} removed (the mesh created it)`);
   },
 
-  async execute(step, wanted, record, ctx): Promise<Executed<FileRecord>> {
-    const { holds } = ctx.ports;
-    const path = wanted?.path ?? record?.path ?? "";
-    switch (step.action) {
-      case "none":
-        return { did: step.did, detail: step.detail, record: record ?? null };
-      case "claim":
-        return {
-          did: "unchanged",
-          detail: step.detail,
-          record: (step.data as { intent: FileRecord }).intent,
-        };
-      case "adopt": {
-        const { hold, intent, secret } = step.data as { hold: Found; intent: FileRecord; secret: boolean };
-        const original = await holds.keep(path, hold.bytes, hold, secret);
-        return { did: "unchanged", detail: step.detail, record: intent, held: { path, original } };
-      }
-      case "write":
-        return writeAndReadBack(step, path, ctx);
-      case "remove":
-        removeFileAt(ctx.ports.root, path);
-        return { did: "removed", detail: step.detail, record: null };
-      case "restore":
-        return restoreOriginal(step, path, ctx);
-      case "forget":
-        return { did: step.did, detail: step.detail, record: null };
-      default:
-        return { did: "failed", detail: step.detail, record: record ?? null };
-    }
-  },
+  execute: executeBy(executors),
 };
 
-async function writeAndReadBack(step: Step, path: string, ctx: DecideContext): Promise<Executed<FileRecord>> {
-  const data = step.data as WriteData;
+async function writeAndReadBack(
+  step: StepOf<"write", WriteData>,
+  path: string,
+  ctx: DecideContext,
+): Promise<Executed<FileRecord>> {
+  const { data } = step;
   let held: Executed<FileRecord>["held"];
   if (data.hold)
     held = { path, original: await ctx.ports.holds.keep(path, data.hold.bytes, data.hold, data.secret) };
@@ -208,7 +226,11 @@ async function writeAndReadBack(step: Step, path: string, ctx: DecideContext): P
   };
 }
 
-async function restoreOriginal(step: Step, path: string, ctx: DecideContext): Promise<Executed<FileRecord>> {
+async function restoreOriginal(
+  step: FileStep,
+  path: string,
+  ctx: DecideContext,
+): Promise<Executed<FileRecord>> {
   const original = await ctx.ports.holds.original(path);
   if (!original) return { did: "failed", detail: `${path}: no original is held to give back`, record: null };
   const { root, rootless } = ctx.ports;

@@ -3,16 +3,11 @@
 // and disabled, nothing flushed; a mesh interface that fails to start has the found one started again. Every
 // takeover, failures included, ends in one account, journalled before anything is stopped.
 
-import type { OverlayResource } from "../vocabulary/index.ts";
-import { type Account, noteTakeover, retiredTunnels, type Takeover, takeovers } from "./overlay-ledger.ts";
-import { decideRetire, provingPeer, type RetireData } from "./overlay-retire.ts";
-import { type Key, runner, type Survey, stateDirOf } from "./overlay-survey.ts";
-import { type FoundFile, readRegular } from "./systemd.ts";
-import type { DecideContext, Executed } from "./types.ts";
 import {
   bringDown,
   bringUp,
   configPath,
+  type FoundFile,
   type Init,
   interfaceExists,
   LOOK_AGAIN_MS,
@@ -21,6 +16,7 @@ import {
   rangeOf,
   readBack,
   readInterface,
+  readRegular,
   readTunnel,
   sleep,
   type TunnelFacts,
@@ -29,7 +25,12 @@ import {
   waitGone,
   waitUp,
   writeConfig,
-} from "./wireguard.ts";
+} from "../../../system/arch/index.ts";
+import type { OverlayResource } from "../../../vocabulary/index.ts";
+import type { DecideContext, Executed } from "../../types.ts";
+import { type Account, noteTakeover, retiredTunnels, type Takeover, takeovers } from "./ledger.ts";
+import { decideRetire, provingPeer, type RetireData } from "./retire.ts";
+import { type Key, runner, type Survey, stateDirOf } from "./survey.ts";
 
 export interface TakeData {
   takeover: Omit<Takeover, "state" | "kept" | "at">;

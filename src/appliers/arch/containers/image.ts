@@ -4,18 +4,18 @@
 
 import { createHash } from "node:crypto";
 import { closeSync } from "node:fs";
-import { openFileAt, readFileAt } from "../system/index.ts";
-import type { ImageResource, RuntimeKind } from "../vocabulary/index.ts";
 import {
   isError,
   machineRuntimes,
   RUNTIME_PULL_TIMEOUT_MS,
   type RuntimeFinder,
-  sessionOf,
   shortRef,
-} from "./runtime.ts";
-import { stepsOf } from "./step.ts";
-import type { Applier, Executed, RecordBase } from "./types.ts";
+} from "../../../system/arch/index.ts";
+import { openFileAt, readFileAt } from "../../../system/index.ts";
+import type { ImageResource, RuntimeKind } from "../../../vocabulary/index.ts";
+import { stepsOf } from "../../step.ts";
+import type { Applier, Executed, RecordBase } from "../../types.ts";
+import { sessionOf } from "./session.ts";
 
 export interface ImageRecord extends RecordBase {
   type: "image";

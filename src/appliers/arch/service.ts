@@ -1,32 +1,34 @@
 // service: a systemd unit made to match (enabled, state, restart_on, a unit file the mesh writes), read back
 // after the daemon-reload that loads it; undeclared, given back as it was found, never simply stopped.
 
-import type { ServiceResource } from "../vocabulary/index.ts";
-import { unitNameProblem } from "../vocabulary/index.ts";
-import { sha256 } from "./file.ts";
-import { stepsOf } from "./step.ts";
 import {
   type FoundFile,
-  foundLine,
-  type GiveBack,
-  giveBack,
   isAbsent,
   isActive,
   isEnabled,
-  planGiveBack,
   readRegular,
-  type ServiceFound,
-  type ServiceRecord,
   showUnit,
   systemctl,
   type UnitState,
   unitPath,
+  unitsProblem,
   writeRegular,
-} from "./systemd.ts";
-import type { Applier, DecideContext, Executed, Step } from "./types.ts";
-import { unitsProblem } from "./unit-verify.ts";
+} from "../../system/arch/index.ts";
+import { sha256 } from "../../system/index.ts";
+import type { ServiceResource } from "../../vocabulary/index.ts";
+import { unitNameProblem } from "../../vocabulary/index.ts";
+import { executeBy, failsAgain, stepsOf } from "../step.ts";
+import type { Applier, DecideContext, Executed, Executors, StepOf } from "../types.ts";
+import {
+  foundLine,
+  type GiveBack,
+  giveBack,
+  planGiveBack,
+  type ServiceFound,
+  type ServiceRecord,
+} from "./give-back.ts";
 
-export type { ServiceFound, ServiceRecord } from "./systemd.ts";
+export type { ServiceFound, ServiceRecord } from "./give-back.ts";
 
 interface Write {
   content: string;
@@ -59,7 +61,14 @@ interface HoldData {
   moved?: GiveBack;
 }
 
-const step = stepsOf("service");
+/** The service applier's steps, keyed by action: each executor below is handed its own. */
+export type ServiceStep =
+  | StepOf<"apply", ApplyData>
+  | StepOf<"hold", HoldData>
+  | StepOf<"give-back", GiveBack>
+  | StepOf<"fail" | "refuse">;
+
+const step = stepsOf<ServiceStep>("service");
 
 /**
  * On an adopted node the host's own running units stay the host's: a unit found running (or held before) is
@@ -82,7 +91,7 @@ function holdStep(
   kept: ServiceRecord | undefined,
   now: UnitState,
   moved: GiveBack | undefined,
-): Step {
+): ServiceStep {
   const found = kept?.found ?? { load: now.load, enabled: now.file, active: now.active };
   const record: ServiceRecord = { type: "service", unit, held: true, found };
   const data: HoldData = { record, moved };
@@ -157,7 +166,23 @@ function describe(
   return parts.join(", ");
 }
 
-export const serviceApplier: Applier<ServiceResource, ServiceRecord> = {
+/** One executor per action of ServiceStep. */
+const executors: Executors<ServiceStep, ServiceResource, ServiceRecord> = {
+  apply: async (s, _wanted, record, ctx) => applyUnit(s, s.data, record, ctx),
+  hold: async (s, _wanted, record, ctx) => holdUnit(s, s.data, record, ctx),
+  "give-back": async (s, _wanted, record, ctx) => {
+    const done = await giveBack(s.data, ctx);
+    return {
+      did: done.ok ? s.did : "failed",
+      detail: done.detail,
+      record: done.ok ? null : (record ?? null),
+    };
+  },
+  fail: failsAgain,
+  refuse: failsAgain,
+};
+
+export const serviceApplier: Applier<ServiceResource, ServiceRecord, ServiceStep> = {
   type: "service",
 
   async decide(wanted, record, ctx) {
@@ -237,29 +262,12 @@ export const serviceApplier: Applier<ServiceResource, ServiceRecord> = {
     return step(id, plan.did, "give-back", plan.detail, plan);
   },
 
-  async execute(s, _wanted, record, ctx): Promise<Executed<ServiceRecord>> {
-    switch (s.action) {
-      case "apply":
-        return applyUnit(s, s.data as ApplyData, record, ctx);
-      case "hold":
-        return holdUnit(s, s.data as HoldData, record, ctx);
-      case "give-back": {
-        const done = await giveBack(s.data as GiveBack, ctx);
-        return {
-          did: done.ok ? s.did : "failed",
-          detail: done.detail,
-          record: done.ok ? null : (record ?? null),
-        };
-      }
-      default:
-        return { did: "failed", detail: s.detail, record: record ?? null };
-    }
-  },
+  execute: executeBy(executors),
 };
 
 /** A held unit is left as it is; only an id moved off another unit gives that one back first. */
 async function holdUnit(
-  s: Step,
+  s: ServiceStep,
   data: HoldData,
   old: ServiceRecord | undefined,
   ctx: DecideContext,
@@ -273,7 +281,7 @@ async function holdUnit(
 
 /** Carry out a decided apply. The record (with what was found) is returned whatever fails, so it is never lost. */
 async function applyUnit(
-  s: Step,
+  s: ServiceStep,
   data: ApplyData,
   old: ServiceRecord | undefined,
   ctx: DecideContext,

@@ -1,8 +1,8 @@
 // Where a declared path lands under --root, and the checks every write and removal makes first.
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { forgetHandles, keptDir } from "../system/index.ts";
 import { pathProblem } from "../vocabulary/index.ts";
+import { forgetHandles, keptDir } from "./walk.ts";
 
 /** The machine path for a declared path: `root` + `path`. */
 export function underRoot(root: string, path: string): string {

@@ -5,11 +5,6 @@
 
 import { createHash } from "node:crypto";
 import { closeSync } from "node:fs";
-import { entryAt, readFileAt } from "../system/index.ts";
-import type { ContainerResource, NetworkResource, RuntimeKind } from "../vocabulary/index.ts";
-import { inSubnet } from "../vocabulary/index.ts";
-import { imageApplier } from "./image.ts";
-import { networkApplier } from "./network.ts";
 import {
   CONTAINER_STOP_TIMEOUT_S,
   type ContainerInfo,
@@ -19,11 +14,15 @@ import {
   machineRuntimes,
   type Runtime,
   type RuntimeFinder,
-  type Session,
-  sessionOf,
-} from "./runtime.ts";
-import { stepsOf } from "./step.ts";
-import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
+} from "../../../system/arch/index.ts";
+import { entryAt, readFileAt } from "../../../system/index.ts";
+import type { ContainerResource, NetworkResource, RuntimeKind } from "../../../vocabulary/index.ts";
+import { inSubnet } from "../../../vocabulary/index.ts";
+import { stepsOf } from "../../step.ts";
+import type { Applier, DecideContext, Executed, RecordBase, Step } from "../../types.ts";
+import { imageApplier } from "./image.ts";
+import { networkApplier } from "./network.ts";
+import { type Session, sessionOf } from "./session.ts";
 import { volumeApplier } from "./volume.ts";
 
 export interface ContainerRecord extends RecordBase {
@@ -456,10 +455,5 @@ async function readBack(
 
 /** The four appliers over one runtime finder: the machine's own unless a test gives its daemons. */
 export function runtimeAppliers(finder: RuntimeFinder = machineRuntimes()): Applier[] {
-  return [
-    imageApplier(finder),
-    networkApplier(finder),
-    volumeApplier(finder),
-    containerApplier(finder),
-  ] as unknown as Applier[];
+  return [imageApplier(finder), networkApplier(finder), volumeApplier(finder), containerApplier(finder)];
 }

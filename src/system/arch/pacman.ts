@@ -1,6 +1,7 @@
 // pacman, reached only through the command port: what is installed, and pacman's own words when it refuses.
-import { oneLine } from "../vocabulary/index.ts";
-import type { Exec, ExecResult } from "./types.ts";
+
+import { oneLine } from "../../vocabulary/index.ts";
+import type { Exec, ExecResult } from "../exec.ts";
 
 /** pacman's words are parsed: keep them in one language. */
 const C_LOCALE = { LC_ALL: "C" };

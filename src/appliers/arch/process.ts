@@ -4,14 +4,8 @@
 // made the removal delete /var/lib/mesh whole).
 import { createHash } from "node:crypto";
 import { basename } from "node:path";
-import { entryAt } from "../system/index.ts";
-import { bundlePathProblem, nameProblem, type ProcessResource } from "../vocabulary/index.ts";
-import { sha256 } from "./file.ts";
-import { octal, placeProblem } from "./paths.ts";
-import { stepsOf } from "./step.ts";
 import {
   calendarProblem,
-  commandLine,
   isAbsent,
   isActive,
   isEnabled,
@@ -23,67 +17,25 @@ import {
   UNIT_DIR,
   type UnitState,
   unitPath,
+  unitsProblem,
   writeRegular,
-} from "./systemd.ts";
-import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
-import { unitsProblem } from "./unit-verify.ts";
+} from "../../system/arch/index.ts";
+import { entryAt, octal, placeProblem, sha256 } from "../../system/index.ts";
+import { bundlePathProblem, nameProblem, type ProcessResource } from "../../vocabulary/index.ts";
+import { executeBy, failsAgain, stepsOf } from "../step.ts";
+import type { Applier, DecideContext, Executed, Executors, StepOf } from "../types.ts";
+import { bundleDir, type ProcessRecord, renderUnits, serviceUnit, timerUnit } from "./process-units.ts";
 
-/** Where every process's bundle lives; a process's own directory is `<BUNDLE_ROOT>/<name>`. */
-export const BUNDLE_ROOT = "/var/lib/mesh";
 const BUNDLE_FILE_MODE = 0o644;
 
-export const bundleDir = (name: string): string => `${BUNDLE_ROOT}/${name}`;
-export const serviceUnit = (name: string): string => `mesh-process-${name}.service`;
-export const timerUnit = (name: string): string => `mesh-process-${name}.timer`;
-
-export interface ProcessRecord extends RecordBase {
-  type: "process";
-  name: string;
-  scheduled: boolean;
-  /** Bundle files written, by path inside the bundle, with the digest of what was written. */
-  bundle: Record<string, string>;
-  /** Digest of the declaration (less its id) last applied: a change it did not ask for is a repair. */
-  declared: string;
-  /** Found running on an adopted node and held: nothing of it was written, so nothing is removed. */
-  held?: true;
-}
-
-/** The unit files a process is run by, by declared path. */
-export function renderUnits(p: ProcessResource): Record<string, string> {
-  const head = `# Written by mesh-host for the process "${p.name}". The mesh owns it and removes it with the process.\n`;
-  const scheduled = p.schedule !== undefined;
-  const service = [
-    head,
-    "[Unit]",
-    `Description=mesh process ${p.name}`,
-    "",
-    "[Service]",
-    // exec, not simple: `systemctl start` then fails when the program cannot be run, and the report says so
-    `Type=${scheduled ? "oneshot" : "exec"}`,
-    `WorkingDirectory=${bundleDir(p.name)}`,
-    `ExecStart=${commandLine(p.exec)}`,
-    ...(scheduled
-      ? []
-      : ["Restart=on-failure", "RestartSec=5", "", "[Install]", "WantedBy=multi-user.target"]),
-    "",
-  ].join("\n");
-  const units: Record<string, string> = { [unitPath(serviceUnit(p.name))]: service };
-  if (scheduled)
-    units[unitPath(timerUnit(p.name))] = [
-      head,
-      "[Unit]",
-      `Description=schedule of mesh process ${p.name}`,
-      "",
-      "[Timer]",
-      `OnCalendar=${p.schedule}`,
-      "Persistent=true",
-      "",
-      "[Install]",
-      "WantedBy=timers.target",
-      "",
-    ].join("\n");
-  return units;
-}
+export {
+  BUNDLE_ROOT,
+  bundleDir,
+  type ProcessRecord,
+  renderUnits,
+  serviceUnit,
+  timerUnit,
+} from "./process-units.ts";
 
 interface FileWrite {
   path: string;
@@ -125,7 +77,14 @@ interface HoldData {
   previous?: RemoveData;
 }
 
-const step = stepsOf("process");
+/** The process applier's steps, keyed by action: each executor below is handed its own. */
+export type ProcessStep =
+  | StepOf<"apply", ApplyData>
+  | StepOf<"remove", RemoveData>
+  | StepOf<"hold", HoldData>
+  | StepOf<"forget" | "fail" | "refuse">;
+
+const step = stepsOf<ProcessStep>("process");
 
 const digestOf = (p: ProcessResource): string => {
   const { id: _id, ...rest } = p;
@@ -147,7 +106,7 @@ function isHeld(
 }
 
 /** Nothing written, no unit touched; an id renamed off a process of the mesh's still removes that one first. */
-function holdStep(wanted: ProcessResource, unit: string, previous: RemoveData | undefined): Step {
+function holdStep(wanted: ProcessResource, unit: string, previous: RemoveData | undefined): ProcessStep {
   const { id, name } = wanted;
   const record: ProcessRecord = {
     type: "process",
@@ -199,7 +158,17 @@ function startVerbs(
   return verbs;
 }
 
-export const processApplier: Applier<ProcessResource, ProcessRecord> = {
+/** One executor per action of ProcessStep (execute below turns a throw into a failed step). */
+const run = executeBy<ProcessStep, ProcessResource, ProcessRecord>({
+  apply: (s, _wanted, record, ctx) => applyProcess(s, s.data, record, ctx),
+  remove: (s, _wanted, record, ctx) => removeProcess(s.data, record, ctx),
+  hold: (s, _wanted, record, ctx) => holdProcess(s, s.data, record, ctx),
+  forget: async (s) => ({ did: s.did, detail: s.detail, record: null }),
+  fail: failsAgain,
+  refuse: failsAgain,
+} satisfies Executors<ProcessStep, ProcessResource, ProcessRecord>);
+
+export const processApplier: Applier<ProcessResource, ProcessRecord, ProcessStep> = {
   type: "process",
 
   async decide(wanted, record, ctx) {
@@ -213,7 +182,7 @@ export const processApplier: Applier<ProcessResource, ProcessRecord> = {
     if (renamed && !record.held) {
       const gone = await processApplier.decideRemoval(id, record, ctx);
       if (gone.action !== "remove") return gone;
-      previous = gone.data as RemoveData;
+      previous = gone.data;
     }
     const kept = renamed ? undefined : record;
     // systemd itself judges the calendar, where it will run; refused before anything is touched
@@ -350,19 +319,15 @@ export const processApplier: Applier<ProcessResource, ProcessRecord> = {
     });
   },
 
-  async execute(s, _wanted, record, ctx): Promise<Executed<ProcessRecord>> {
+  async execute(s, wanted, record, ctx): Promise<Executed<ProcessRecord>> {
     try {
-      if (s.action === "apply") return await applyProcess(s, s.data as ApplyData, record, ctx);
-      if (s.action === "remove") return await removeProcess(s.data as RemoveData, record, ctx);
-      if (s.action === "hold") return await holdProcess(s, s.data as HoldData, record, ctx);
-      if (s.action === "forget") return { did: s.did, detail: s.detail, record: null };
-      return { did: "failed", detail: s.detail, record: record ?? null };
+      return await run(s, wanted, record, ctx);
     } catch (e) {
       return {
         did: "failed",
         detail: `${(e as NodeJS.ErrnoException).code ?? "error"}: ${(e as Error).message.split("\n")[0]}`,
         // a write that failed half way: the record still names every file either apply may have written
-        record: s.action === "apply" ? (s.data as ApplyData).intent : (record ?? null),
+        record: s.action === "apply" ? s.data.intent : (record ?? null),
       };
     }
   },
@@ -370,7 +335,7 @@ export const processApplier: Applier<ProcessResource, ProcessRecord> = {
 
 /** A held process is left as it is; only an id renamed off a process of the mesh's removes that one first. */
 async function holdProcess(
-  s: Step,
+  s: ProcessStep,
   data: HoldData,
   old: ProcessRecord | undefined,
   ctx: DecideContext,
@@ -383,7 +348,7 @@ async function holdProcess(
 }
 
 async function applyProcess(
-  s: Step,
+  s: ProcessStep,
   data: ApplyData,
   old: ProcessRecord | undefined,
   ctx: DecideContext,

@@ -1,7 +1,31 @@
 // The one way anything is run: argv without a shell, a timeout, output kept as a tail.
 import { spawn } from "node:child_process";
 import { ACTION_OUTPUT_TAIL_BYTES } from "../defaults.ts";
-import type { Exec, ExecOptions, ExecResult } from "./types.ts";
+
+/** The outcome of running a command; never thrown, so a failure is a value the report can carry. */
+export interface ExecResult {
+  code: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  /** Set when the program could not be started at all (ENOENT, EACCES). */
+  spawnError?: string;
+}
+
+export interface ExecOptions {
+  env?: Record<string, string>;
+  timeoutMs?: number;
+  cwd?: string;
+  input?: string | Uint8Array;
+  /** Open fds the program inherits as its fd 3, 4, …: a file handed over as /dev/fd/N, never by name. */
+  fds?: number[];
+}
+
+/** The narrow command port: appliers reach systemctl, pacman and actions only through it. */
+export interface Exec {
+  run(argv: string[], opts?: ExecOptions): Promise<ExecResult>;
+}
 
 const BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 

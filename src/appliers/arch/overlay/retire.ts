@@ -3,14 +3,12 @@
 // ledger first, so a crash between the two still finds it retired and giving the overlay back never writes it.
 
 import { join } from "node:path";
-import type { OverlayResource } from "../vocabulary/index.ts";
-import { interfaceNameProblem } from "../vocabulary/overlay.ts";
-import { LEDGER_DIR, recordRetired, type Takeover } from "./overlay-ledger.ts";
-import { type Survey, stateDirOf } from "./overlay-survey.ts";
-import { placeProblem } from "./paths.ts";
-import { readRegular, removeRegular } from "./systemd.ts";
-import type { DecideContext } from "./types.ts";
-import { type Live, WIREGUARD_DIR } from "./wireguard.ts";
+import { type Live, readRegular, removeRegular, WIREGUARD_DIR } from "../../../system/arch/index.ts";
+import { placeProblem } from "../../../system/index.ts";
+import { interfaceNameProblem, type OverlayResource } from "../../../vocabulary/index.ts";
+import type { DecideContext } from "../../types.ts";
+import { LEDGER_DIR, recordRetired, type Takeover } from "./ledger.ts";
+import { type Survey, stateDirOf } from "./survey.ts";
 
 export interface RetireData {
   path: string;

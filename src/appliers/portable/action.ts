@@ -1,9 +1,8 @@
 // action: argv run without a shell when what it is `on` changed; its exit and output tail go in the report.
-import { ACTION_DEFAULT_TIMEOUT_S, ACTION_OUTPUT_TAIL_BYTES } from "../defaults.ts";
-import { entryAt } from "../system/index.ts";
-import type { ActionResource } from "../vocabulary/index.ts";
-import { placeProblem } from "./paths.ts";
-import type { Applier, ExecResult, RecordBase } from "./types.ts";
+import { ACTION_DEFAULT_TIMEOUT_S, ACTION_OUTPUT_TAIL_BYTES } from "../../defaults.ts";
+import { entryAt, placeProblem } from "../../system/index.ts";
+import type { ActionResource } from "../../vocabulary/index.ts";
+import type { Applier, ExecResult, RecordBase, StepOf } from "../types.ts";
 
 export interface ActionRecord extends RecordBase {
   type: "action";
@@ -25,7 +24,10 @@ function outcome(result: ExecResult, timeoutS: number): { ok: boolean; said: str
   };
 }
 
-export const actionApplier: Applier<ActionResource, ActionRecord> = {
+/** The action applier's steps: none of them carries data (the argv is the declaration's). */
+export type ActionStep = StepOf<"run" | "none" | "forget" | "refuse">;
+
+export const actionApplier: Applier<ActionResource, ActionRecord, ActionStep> = {
   type: "action",
 
   async decide(wanted, _record, ctx) {

@@ -5,10 +5,9 @@
 import { closeSync, existsSync } from "node:fs";
 import { isIP } from "node:net";
 import { join } from "node:path";
-import { openFileAt } from "../system/index.ts";
-import type { ContainerResource, RuntimeKind } from "../vocabulary/index.ts";
-import { underRoot } from "./paths.ts";
-import type { DecideContext, Exec, ExecResult } from "./types.ts";
+import type { ContainerResource, RuntimeKind } from "../../vocabulary/index.ts";
+import type { Exec, ExecResult } from "../exec.ts";
+import { openFileAt, underRoot } from "../index.ts";
 
 /** How long one runtime call may take before it is a failure (a pull or load has its own). */
 export const RUNTIME_CALL_TIMEOUT_MS = 60_000;
@@ -109,7 +108,7 @@ export interface ImageInfo {
 }
 
 export type Kind = "container" | "network" | "volume" | "image";
-type InfoOf<K extends Kind> = {
+export type InfoOf<K extends Kind> = {
   container: ContainerInfo;
   network: NetworkInfo;
   volume: VolumeInfo;
@@ -121,7 +120,7 @@ export type Answer<T> = T | null | { error: string };
 export const isError = (a: unknown): a is { error: string } =>
   typeof a === "object" && a !== null && "error" in a;
 
-const RUNTIME_TYPES: ReadonlySet<string> = new Set(["container", "network", "volume", "image"]);
+export const RUNTIME_TYPES: ReadonlySet<string> = new Set(["container", "network", "volume", "image"]);
 const MISSING = /no such|not known|not found|unable to find/i;
 const stripId = (id: string) => id.replace(/^sha256:/, "");
 
@@ -269,86 +268,6 @@ export class Runtime {
   }
 }
 
-/**
- * What one apply has asked the runtime, kept until a step changes it: the plan and the apply's own
- * decisions share it, and the first question asks about everything declared, every kind at once.
- */
-export class Session {
-  private readonly cache = new Map<string, Promise<Answer<unknown>>>();
-  private prefetched = false;
-  private readonly runtimes = new Map<string, Runtime | string>();
-
-  constructor(
-    private readonly finder: RuntimeFinder,
-    private readonly ctx: DecideContext,
-  ) {}
-
-  runtime(named: RuntimeKind | undefined): Runtime | string {
-    const key = named ?? "";
-    if (!this.runtimes.has(key)) {
-      const cmd = this.finder.find(named ?? this.declaredRuntime());
-      this.runtimes.set(key, typeof cmd === "string" ? cmd : new Runtime(cmd, this.ctx.ports.exec));
-    }
-    return this.runtimes.get(key)!;
-  }
-
-  /** The runtime one of the declaration's resources names: all of them use it (checked on arrival). */
-  private declaredRuntime(): RuntimeKind | undefined {
-    for (const r of this.ctx.declared ?? [])
-      if (RUNTIME_TYPES.has(r.type) && (r as { runtime?: RuntimeKind }).runtime)
-        return (r as { runtime?: RuntimeKind }).runtime;
-    return undefined;
-  }
-
-  /** What the runtime says of `name`, asked together with everything else the declaration names. */
-  async ask<K extends Kind>(rt: Runtime, kind: K, name: string): Promise<Answer<InfoOf<K>>> {
-    const key = `${rt.kind}/${kind}/${name}`;
-    if (!this.cache.has(key)) {
-      if (!this.prefetched) {
-        this.prefetched = true;
-        const all = this.declaredNames(rt);
-        all[kind].add(name);
-        await Promise.all((Object.keys(all) as Kind[]).map((k) => this.fetch(rt, k, [...all[k]])));
-      }
-      if (!this.cache.has(key)) await this.fetch(rt, kind, [name]);
-    }
-    return (await this.cache.get(key)!) as Answer<InfoOf<K>>;
-  }
-
-  /** A step changed `name`: the next question asks the runtime again. */
-  forget(rt: Runtime, kind: Kind, name: string): void {
-    this.cache.delete(`${rt.kind}/${kind}/${name}`);
-  }
-
-  private fetch(rt: Runtime, kind: Kind, names: string[]): Promise<unknown> {
-    const todo = names.filter((n) => !this.cache.has(`${rt.kind}/${kind}/${n}`));
-    if (!todo.length) return Promise.resolve();
-    const asked = rt.inspect(kind, todo);
-    for (const n of todo)
-      this.cache.set(
-        `${rt.kind}/${kind}/${n}`,
-        asked.then((m) => m.get(n) ?? null),
-      );
-    return asked;
-  }
-
-  private declaredNames(rt: Runtime): Record<Kind, Set<string>> {
-    const all: Record<Kind, Set<string>> = {
-      container: new Set(),
-      network: new Set(),
-      volume: new Set(),
-      image: new Set(),
-    };
-    for (const r of this.ctx.declared ?? []) {
-      if (!RUNTIME_TYPES.has(r.type)) continue;
-      if ((r as { runtime?: string }).runtime && (r as { runtime?: string }).runtime !== rt.kind) continue;
-      if (r.type === "container" || r.type === "network" || r.type === "volume") all[r.type].add(r.name);
-      if (r.type === "image") all.image.add(r.ref);
-    }
-    return all;
-  }
-}
-
 /** `container create` for `w` (paths under `root`), and a `network connect` for each network after the first. */
 export function createArgv(
   w: ContainerResource,
@@ -401,16 +320,4 @@ export function envFileFds(w: ContainerResource, root: string): number[] | strin
     return `env_files.${i}: ${fd ?? `${p} does not exist`}`;
   }
   return fds;
-}
-
-const sessions = new WeakMap<object, Session>();
-
-/** The session of the apply `ctx` belongs to: one per apply, found by the apply's own ports object. */
-export function sessionOf(ctx: DecideContext, finder: RuntimeFinder): Session {
-  let s = sessions.get(ctx.ports);
-  if (!s) {
-    s = new Session(finder, ctx);
-    sessions.set(ctx.ports, s);
-  }
-  return s;
 }

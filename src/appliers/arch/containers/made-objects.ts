@@ -1,19 +1,19 @@
 // Networks and volumes: named runtime objects the mesh either made or found. What their two appliers decide
 // and do alike is here — made when absent, removed when undeclared only if the mesh made them, the executor's
 // settling of steps that touch nothing, and the read back after a create — so the rules cannot drift apart.
-import type { RuntimeKind } from "../vocabulary/index.ts";
+
 import {
   type Answer,
   isError,
   type NetworkInfo,
   type Runtime,
   type RuntimeFinder,
-  type Session,
-  sessionOf,
   type VolumeInfo,
-} from "./runtime.ts";
-import type { stepsOf } from "./step.ts";
-import type { DecideContext, Executed, RecordBase, Step } from "./types.ts";
+} from "../../../system/arch/index.ts";
+import type { RuntimeKind } from "../../../vocabulary/index.ts";
+import type { stepsOf } from "../../step.ts";
+import type { DecideContext, Executed, RecordBase, Step } from "../../types.ts";
+import { type Session, sessionOf } from "./session.ts";
 
 export type MadeKind = "network" | "volume";
 

@@ -1,7 +1,5 @@
 // package: installed by pacman, read back with `pacman -Q`; undeclared, removed only if the mesh installed it.
 
-import type { PackageResource } from "../vocabulary/index.ts";
-import { packageNameProblem } from "../vocabulary/index.ts";
 import {
   errorLines,
   type Installed,
@@ -11,9 +9,11 @@ import {
   queryPackage,
   syncTarget,
   versionMatches,
-} from "./pacman.ts";
-import { stepsOf } from "./step.ts";
-import type { Applier, DecideContext, Executed, RecordBase, Step } from "./types.ts";
+} from "../../system/arch/index.ts";
+import type { PackageResource } from "../../vocabulary/index.ts";
+import { packageNameProblem } from "../../vocabulary/index.ts";
+import { executeBy, failsAgain, stepsOf } from "../step.ts";
+import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
 
 export interface PackageRecord extends RecordBase {
   type: "package";
@@ -43,7 +43,15 @@ interface InstallData {
   previous?: PackageRecord;
 }
 
-const step = stepsOf("package");
+/** The package applier's steps, keyed by action: each executor below is handed its own. */
+export type PackageStep =
+  | StepOf<"record", { name: string; record: PackageRecord }>
+  | StepOf<"install", InstallData>
+  | StepOf<"hold", HoldData>
+  | StepOf<"remove", { name: string }>
+  | StepOf<"forget" | "fail" | "refuse">;
+
+const step = stepsOf<PackageStep>("package");
 
 const foundOf = (now: Installed | null): PackageRecord["found"] =>
   now ? { installed: true, version: now.version } : { installed: false };
@@ -69,7 +77,7 @@ function holdStep(
   kept: PackageRecord | undefined,
   now: Installed,
   previous: PackageRecord | undefined,
-): Step {
+): PackageStep {
   const { id, name, version } = wanted;
   const record: PackageRecord = { type: "package", name, found: kept?.found ?? foundOf(now), held: true };
   // an id that named a package the mesh installed gives that one back first, as an install would
@@ -79,7 +87,23 @@ function holdStep(
   return step(id, givesBack ? "updated" : "unchanged", "hold", detail, { record, previous });
 }
 
-export const packageApplier: Applier<PackageResource, PackageRecord> = {
+/** One executor per action of PackageStep. */
+const executors: Executors<PackageStep, PackageResource, PackageRecord> = {
+  record: async (s) => ({ did: s.did, detail: s.detail, record: s.data.record }),
+  install: async (s, _wanted, record, ctx) => install(s, s.data, record, ctx),
+  hold: async (s, _wanted, record, ctx) => hold(s, s.data, record, ctx),
+  remove: async (s, _wanted, record, ctx) => {
+    const gone = await remove(s.data.name, ctx);
+    return gone
+      ? { did: "failed", detail: gone, record: record ?? null }
+      : { did: "removed", detail: s.detail, record: null };
+  },
+  forget: async (s) => ({ did: s.did, detail: s.detail, record: null }),
+  fail: failsAgain,
+  refuse: failsAgain,
+};
+
+export const packageApplier: Applier<PackageResource, PackageRecord, PackageStep> = {
   type: "package",
 
   async decide(wanted, record, ctx) {
@@ -163,26 +187,7 @@ export const packageApplier: Applier<PackageResource, PackageRecord> = {
     });
   },
 
-  async execute(s, _wanted, record, ctx): Promise<Executed<PackageRecord>> {
-    switch (s.action) {
-      case "record":
-        return { did: s.did, detail: s.detail, record: (s.data as { record: PackageRecord }).record };
-      case "install":
-        return install(s, s.data as InstallData, record, ctx);
-      case "hold":
-        return hold(s, s.data as HoldData, record, ctx);
-      case "remove": {
-        const gone = await remove((s.data as { name: string }).name, ctx);
-        return gone
-          ? { did: "failed", detail: gone, record: record ?? null }
-          : { did: "removed", detail: s.detail, record: null };
-      }
-      case "forget":
-        return { did: s.did, detail: s.detail, record: null };
-      default:
-        return { did: "failed", detail: s.detail, record: record ?? null };
-    }
-  },
+  execute: executeBy(executors),
 };
 
 /** `pacman -R` of a package the mesh installed, read back absent; null when it is gone, else pacman's words. */
@@ -203,7 +208,7 @@ async function givePrevious(previous: PackageRecord | undefined, ctx: DecideCont
 
 /** A held package is left as found; only an id that named another package gives that one back first. */
 async function hold(
-  s: Step,
+  s: PackageStep,
   data: HoldData,
   old: PackageRecord | undefined,
   ctx: DecideContext,
@@ -215,7 +220,7 @@ async function hold(
 
 /** `pacman -S` the target and read it back with `pacman -Q`; the record (what was found) is kept whatever happens. */
 async function install(
-  s: Step,
+  s: PackageStep,
   data: InstallData,
   old: PackageRecord | undefined,
   ctx: DecideContext,

@@ -2,18 +2,18 @@
 // definition changes (the containers declared on it are recreated by their own digest), one it found is never
 // replaced; undeclared, removed only when the mesh made it.
 
-import type { NetworkResource } from "../vocabulary/index.ts";
-import { absentStep, isDone, type MadeRecord, readBack, removalStep, settle } from "./made-objects.ts";
 import {
   isError,
   machineRuntimes,
   type NetworkInfo,
   type Runtime,
   type RuntimeFinder,
-  sessionOf,
-} from "./runtime.ts";
-import { stepsOf } from "./step.ts";
-import type { Applier, Executed } from "./types.ts";
+} from "../../../system/arch/index.ts";
+import type { NetworkResource } from "../../../vocabulary/index.ts";
+import { stepsOf } from "../../step.ts";
+import type { Applier, Executed } from "../../types.ts";
+import { absentStep, isDone, type MadeRecord, readBack, removalStep, settle } from "./made-objects.ts";
+import { sessionOf } from "./session.ts";
 
 export interface NetworkRecord extends MadeRecord {
   type: "network";

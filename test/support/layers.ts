@@ -1,0 +1,177 @@
+// The source as a graph, for test/code.test.ts: every file's imports (static, re-exports, `import()`), its
+// length and its functions' lengths, read with the TypeScript parser (no regex over code), and the rules
+// of the layering (architecture.md's table) as a pure function over any graph, so a test can feed it a
+// synthetic one and see it refuse an import that runs the wrong way.
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, normalize, relative } from "node:path";
+import ts from "typescript";
+
+export const ROOT = join(import.meta.dirname, "../..");
+
+/** One import: `from` imports `to` (both paths from the repository root). */
+export interface Edge {
+  from: string;
+  to: string;
+}
+
+/** The layers in order, lowest first: a layer imports only the ones it is allowed below. */
+export const LAYERS = [
+  "vocabulary",
+  "store",
+  "system",
+  "appliers",
+  "hosts",
+  "apply",
+  "link",
+  "hold",
+  "mesh",
+  "cli",
+] as const;
+export type Layer = (typeof LAYERS)[number];
+
+/**
+ * Which layer may import which: architecture.md's "knows about" column, each read with what the layers it
+ * names know in turn (appliers know system, so what system knows too). The link knows the nats client and
+ * the vocabulary it speaks, nothing of the host; the mesh knows the vocabulary only, and of the host's layers
+ * only the cli imports it (for `mesh-host mesh …`).
+ */
+const KNOWS: Record<Layer, readonly Layer[]> = {
+  vocabulary: [],
+  store: ["vocabulary"],
+  system: ["store"],
+  appliers: ["system", "vocabulary"],
+  hosts: ["appliers"],
+  apply: ["hosts", "store"],
+  link: ["vocabulary"],
+  hold: ["link", "apply", "store"],
+  mesh: ["vocabulary"],
+  cli: ["hold", "mesh"],
+};
+
+function closure(layer: Layer, seen = new Set<Layer>()): Set<Layer> {
+  for (const below of KNOWS[layer]) {
+    if (seen.has(below)) continue;
+    seen.add(below);
+    closure(below, seen);
+  }
+  return seen;
+}
+
+const allowed = {} as Record<Layer, ReadonlySet<Layer>>;
+for (const l of LAYERS) allowed[l] = closure(l);
+export const ALLOWED: Readonly<Record<Layer, ReadonlySet<Layer>>> = allowed;
+
+/** The layer of a file under src/, or null for what every layer may import (src/defaults.ts, src/build-info.ts). */
+export function layerOf(path: string): Layer | null {
+  const parts = path.split("/");
+  if (parts[0] !== "src" || parts.length < 3) return null;
+  return (LAYERS as readonly string[]).includes(parts[1]!) ? (parts[1] as Layer) : null;
+}
+
+/** Why `edge` breaks the layering, or null: a layer below importing one above, or past another layer's index.ts. */
+export function edgeProblem(edge: Edge): string | null {
+  const from = layerOf(edge.from);
+  const to = layerOf(edge.to);
+  if (!edge.to.startsWith("src/")) return null;
+  if (from === null || to === null || from === to) return null;
+  if (!ALLOWED[from].has(to)) return `${from} may not import ${to}`;
+  if (!edge.to.endsWith("/index.ts")) return `${to} is reached only through an index.ts`;
+  return null;
+}
+
+/** Every edge of `edges` that breaks the layering, as "from -> to: why". */
+export function layeringProblems(edges: readonly Edge[]): string[] {
+  return edges.flatMap((e) => {
+    const why = edgeProblem(e);
+    return why ? [`${e.from} -> ${e.to}: ${why}`] : [];
+  });
+}
+
+/** Every .ts file under `dir` (a path from the repository root), sorted. */
+export function sourceFiles(dir = "src"): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const e of readdirSync(join(ROOT, d), { withFileTypes: true })) {
+      const p = `${d}/${e.name}`;
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith(".ts")) out.push(p);
+    }
+  };
+  walk(dir);
+  return out.sort();
+}
+
+function parse(path: string): ts.SourceFile {
+  return ts.createSourceFile(path, readFileSync(join(ROOT, path), "utf8"), ts.ScriptTarget.Latest, true);
+}
+
+/** What `path` imports: static imports, re-exports and `import("…")`, resolved to paths from the root. */
+export function importsOf(path: string): Edge[] {
+  const src = parse(path);
+  const specs: string[] = [];
+  const visit = (n: ts.Node) => {
+    if ((ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) && n.moduleSpecifier)
+      specs.push((n.moduleSpecifier as ts.StringLiteral).text);
+    if (
+      ts.isCallExpression(n) &&
+      n.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      n.arguments[0] &&
+      ts.isStringLiteral(n.arguments[0])
+    )
+      specs.push(n.arguments[0].text);
+    ts.forEachChild(n, visit);
+  };
+  visit(src);
+  return specs
+    .filter((s) => s.startsWith("."))
+    .map((s) => ({ from: path, to: normalize(relative(ROOT, join(ROOT, dirname(path), s))) }));
+}
+
+export const lineCount = (path: string): number =>
+  readFileSync(join(ROOT, path), "utf8").split("\n").length - 1;
+
+/** Each function of `path` (declarations, methods, arrows, function expressions) with its length in lines. */
+export function functionLengths(path: string): { name: string; lines: number }[] {
+  const src = parse(path);
+  const out: { name: string; lines: number }[] = [];
+  const lineOf = (pos: number) => src.getLineAndCharacterOfPosition(pos).line;
+  const visit = (n: ts.Node) => {
+    if (
+      (ts.isFunctionDeclaration(n) ||
+        ts.isMethodDeclaration(n) ||
+        ts.isArrowFunction(n) ||
+        ts.isFunctionExpression(n) ||
+        ts.isConstructorDeclaration(n)) &&
+      !returnsRecord(n)
+    ) {
+      const lines = lineOf(n.getEnd()) - lineOf(n.getStart(src)) + 1;
+      out.push({ name: `${path}:${lineOf(n.getStart(src)) + 1} ${nameOf(n)}`, lines });
+    }
+    ts.forEachChild(n, visit);
+  };
+  visit(src);
+  return out;
+}
+
+/**
+ * `(x) => ({ decide() {…}, execute() {…} })` or a function whose only statement returns such an object: a
+ * record of functions made by a factory, not one function; each of its functions is measured itself.
+ */
+function returnsRecord(n: ts.Node): boolean {
+  let body: ts.Node | undefined = (n as ts.FunctionLikeDeclaration).body;
+  if (body && ts.isBlock(body) && body.statements.length === 1) {
+    const only = body.statements[0]!;
+    body = ts.isReturnStatement(only) ? only.expression : undefined;
+  }
+  while (body && ts.isParenthesizedExpression(body)) body = body.expression;
+  return body !== undefined && ts.isObjectLiteralExpression(body);
+}
+
+function nameOf(n: ts.Node): string {
+  if ((ts.isFunctionDeclaration(n) || ts.isMethodDeclaration(n)) && n.name) return n.name.getText();
+  if (ts.isConstructorDeclaration(n)) return "constructor";
+  const p = n.parent;
+  if (p && ts.isVariableDeclaration(p)) return p.name.getText();
+  if (p && ts.isPropertyAssignment(p)) return p.name.getText();
+  return "(anonymous)";
+}

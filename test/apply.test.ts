@@ -4,6 +4,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
@@ -162,6 +163,21 @@ describe("undeclaring gives back what was found", () => {
     expect(readFileSync(join(m.root, "data/f"), "utf8")).toBe("a person's edit");
   });
 
+  it("says nothing was removed when what the mesh created is already gone, in the plan and the apply alike", async () => {
+    const m = setup();
+    await m.apply(decl([{ id: "d", type: "directory", path: "/gone" }, file("f", "/gone/f", "mesh")]));
+    rmSync(join(m.root, "gone"), { recursive: true });
+    const undeclared = decl([], { owns_nothing: true });
+    const plan = await m.apply(undeclared, { dryRun: true });
+    const r = await m.apply(undeclared);
+    for (const out of [plan, r]) expect(dids(out).sort()).toEqual(["d:unchanged", "f:unchanged"]);
+    expect(r.report.steps.map((s) => s.detail).sort()).toEqual([
+      "/gone was already gone: nothing was removed",
+      "/gone/f was already gone: nothing was removed",
+    ]);
+    expect(dids(await m.apply(undeclared))).toEqual([]);
+  });
+
   it("keeps the first original once: put back by hand and taken again, no copies grow (seed: growing copies)", async () => {
     const m = setup();
     mkdirSync(join(m.root, "etc"));
@@ -277,7 +293,6 @@ describe("safety", () => {
     // again, so /srv/app is there to be resolved while the apply decides
     expect((await m.apply(decl([file("conf", "/srv/app/conf", "one")]))).exit).toBe(0);
     const outside = tempDir("mesh-outside-");
-    const { rmSync } = await import("node:fs");
     rmSync(join(m.root, "srv/app"), { recursive: true });
     symlinkSync(outside, join(m.root, "srv/app"));
     const r = await m.apply(decl([file("conf", "/srv/app/conf", "two")]));
@@ -301,7 +316,6 @@ describe("safety", () => {
     await m.apply(decl([file("f", "/victim", "mesh")]));
     const outside = tempDir("mesh-outside-");
     writeFileSync(join(outside, "precious"), "keep me");
-    const { rmSync } = await import("node:fs");
     rmSync(join(m.root, "victim"));
     symlinkSync(join(outside, "precious"), join(m.root, "victim"));
     await m.apply(decl([], { owns_nothing: true }));

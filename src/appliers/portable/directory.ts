@@ -146,7 +146,8 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord, Direc
     if (ctx.declaredPaths.has(record.path))
       return step(id, "unchanged", "forget", `${record.path} is now declared by another resource`);
     const found = statDir(ctx.ports.root, record.path);
-    if (found === null) return step(id, "removed", "forget", `${record.path} was already gone`);
+    if (found === null)
+      return step(id, "unchanged", "forget", `${record.path} was already gone: nothing was removed`);
     if (typeof found === "string")
       return step(id, "unchanged", "forget", `${record.path} left in place: ${found}`);
     if (record.created) return step(id, "removed", "remove", `${record.path} removed (the mesh created it)`);

@@ -178,7 +178,8 @@ export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
       return step(id, "unchanged", "forget", `${record.path} is now declared by another resource`);
     const found = await readFound(root, record.path);
     if (!record.created) return step(id, "restored", "restore", `${record.path} given back its original`);
-    if (found === null) return step(id, "removed", "forget", `${record.path} was already gone`);
+    if (found === null)
+      return step(id, "unchanged", "forget", `${record.path} was already gone: nothing was removed`);
     if (typeof found === "string")
       return step(id, "unchanged", "forget", `${record.path} left in place: ${found}`);
     if (found.sha !== record.wrote)

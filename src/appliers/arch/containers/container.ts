@@ -299,7 +299,8 @@ export function containerApplier(
       if (typeof rt === "string") return step(id, "failed", "fail", rt);
       const found = await s.ask(rt, "container", record.name);
       if (isError(found)) return step(id, "failed", "fail", found.error);
-      if (!found) return step(id, "removed", "forget", `${record.name} was already gone`);
+      if (!found)
+        return step(id, "unchanged", "forget", `${record.name} was already gone: nothing was removed`);
       if (found.spec === undefined)
         return step(
           id,

@@ -52,7 +52,7 @@ export async function removalStep(
   if (typeof rt === "string") return step(id, "failed", "fail", rt);
   const found = await s.ask(rt, kind, record.name);
   if (isError(found)) return step(id, "failed", "fail", found.error);
-  if (!found) return step(id, "removed", "forget", `${record.name} was already gone`);
+  if (!found) return step(id, "unchanged", "forget", `${record.name} was already gone: nothing was removed`);
   return step(id, "removed", "remove", removed);
 }
 

@@ -6,6 +6,7 @@ import { makeMeshKey, signEnvelope } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
 import { type Running, runCli, startRun } from "../support/cli.ts";
 import { untilFileArgv } from "../support/events.ts";
+import { confDecl as decl } from "../support/offline.ts";
 import { tempDir } from "../support/tmp.ts";
 
 let mesh: MeshDouble;
@@ -14,14 +15,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await mesh?.stop();
-});
-
-const decl = (node: string, content: string, extra: object = {}) => ({
-  v: 1,
-  node,
-  mode: "converged",
-  resources: [{ id: "conf", type: "file", path: "/etc/app.conf", content, mode: "0640" }],
-  ...extra,
 });
 
 async function enrolled(node: string) {

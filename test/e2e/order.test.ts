@@ -8,6 +8,7 @@ import { EVENT_WAIT_MS, type MeshDouble, waitFor } from "../mesh/index.ts";
 import { type Running, runCli, startRun } from "../support/cli.ts";
 import { untilFileArgv } from "../support/events.ts";
 import { meshForFile } from "../support/mesh-file.ts";
+import { confDecl as decl } from "../support/offline.ts";
 import { snapshot, tempDir } from "../support/tmp.ts";
 
 let mesh: MeshDouble;
@@ -15,13 +16,6 @@ meshForFile((m) => {
   mesh = m;
 });
 
-const decl = (node: string, content: string, extra: object = {}) => ({
-  v: 1,
-  node,
-  mode: "converged",
-  resources: [{ id: "conf", type: "file", path: "/etc/app.conf", content, mode: "0640" }],
-  ...extra,
-});
 const bytesOf = (e: Envelope) => new TextEncoder().encode(JSON.stringify(e));
 
 /** Enrolled through the CLI (the code on standard input), the node's `run` started; `stop()` must exit 0. */

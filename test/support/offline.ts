@@ -70,3 +70,11 @@ export function machine(root: string, stateDir: string): Machine {
 export function decl(resources: unknown[], extra: Record<string, unknown> = {}) {
   return { v: 1, node: "n1", mode: "converged", resources, ...extra };
 }
+
+/** A declaration for `node` of one file, /etc/app.conf (0640) holding `content`: what the bus tests push. */
+export function confDecl(node: string, content: string, extra: Record<string, unknown> = {}) {
+  return decl([{ id: "conf", type: "file", path: "/etc/app.conf", content, mode: "0640" }], {
+    node,
+    ...extra,
+  });
+}

@@ -1,18 +1,13 @@
 // What an ELF executable is, read from its headers: enough for the Android build to name the output's
 // architecture and to tell an Android binary (interpreter /system/bin/linker*) from a stand-in.
-import { closeSync, openSync, readSync } from "node:fs";
+import { closeSync, openSync } from "node:fs";
+import { elfHeader, readAt } from "../build/elf.mjs";
 
 /** ELF e_machine → Node's name for the architecture. */
 const MACHINES = { 3: "ia32", 40: "arm", 62: "x64", 183: "arm64" };
 const PT_INTERP = 3;
 /** No interpreter path is longer (PATH_MAX). */
 const MAX_INTERP_BYTES = 4096;
-
-function readAt(fd, offset, length) {
-  const buf = Buffer.alloc(length);
-  const n = readSync(fd, buf, 0, length, offset);
-  return buf.subarray(0, n);
-}
 
 /**
  * The architecture, the ELF machine number, and the program interpreter with where its text lies in the file
@@ -22,9 +17,9 @@ function readAt(fd, offset, length) {
 export function elfOf(file) {
   const fd = openSync(file, "r");
   try {
-    const h = readAt(fd, 0, 64);
-    if (h.length < 52 || h.readUInt32BE(0) !== 0x7f454c46 || h[5] !== 1) return null;
-    const is64 = h[4] === 2;
+    const header = elfHeader(fd);
+    if (!header) return null;
+    const { h, is64 } = header;
     const machine = h.readUInt16LE(18);
     const phoff = is64 ? Number(h.readBigUInt64LE(0x20)) : h.readUInt32LE(0x1c);
     const phentsize = h.readUInt16LE(is64 ? 0x36 : 0x2a);

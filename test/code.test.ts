@@ -373,8 +373,8 @@ describe("the layering (architecture.md), held over src/", () => {
 
 describe("the layering rule itself, over a synthetic graph", () => {
   it("refuses an import that runs upward, naming both layers", () => {
-    expect(layeringProblems([{ from: "src/store/holds.ts", to: "src/appliers/index.ts" }])).toEqual([
-      "src/store/holds.ts -> src/appliers/index.ts: store may not import appliers",
+    expect(layeringProblems([{ from: "src/store/originals.ts", to: "src/appliers/index.ts" }])).toEqual([
+      "src/store/originals.ts -> src/appliers/index.ts: store may not import appliers",
     ]);
     expect(edgeProblem({ from: "src/system/arch/systemd.ts", to: "src/appliers/index.ts" })).toBe(
       "system may not import appliers",

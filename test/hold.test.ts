@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { type Delivery, Hold, type Link } from "../src/hold/index.ts";
 import { makeHost } from "../src/hosts/index.ts";
-import { Outbox, State, StoreHolds } from "../src/store/index.ts";
+import { Outbox, State, StoreOriginals } from "../src/store/index.ts";
 import { localExec } from "../src/system/index.ts";
 
 import { makeMeshKey, type Report, signEnvelope } from "../src/vocabulary/index.ts";
@@ -54,7 +54,7 @@ describe("the hold, one link's life", () => {
     hold = new Hold({
       deps: {
         state,
-        holds: new StoreHolds(state),
+        originals: new StoreOriginals(state),
         outbox: new Outbox(state),
         host: makeHost("linux"),
         ports: { root: join(base, "root"), exec: localExec(), rootless: true, log: quiet },

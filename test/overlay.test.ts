@@ -222,7 +222,7 @@ describe("taking a found tunnel over", () => {
     expect(step(retired).did, step(retired).detail).toBe("updated");
     expect(step(retired).detail).toMatch(/wg0's configuration retired: peer .{8}… handshook with mesh0 at /);
     expect(existsSync(wgConf(p.hub, "wg0"))).toBe(false);
-    expect(node.holds.list()).toEqual([]);
+    expect(node.originals.list()).toEqual([]);
     const ledger = JSON.parse(readFileSync(join(node.stateDir, "overlay-retired.json"), "utf8"));
     expect(ledger.retired.wg0).toMatchObject({ path: "/etc/wireguard/wg0.conf", by: "mesh0" });
     // its kept original left as it was
@@ -257,7 +257,7 @@ describe("taking a found tunnel over", () => {
     expect(step(putBack).detail).toContain(
       "/etc/wireguard/wg0.conf was put back by hand; it is left as it is",
     );
-    expect(node.holds.list()).toEqual([]);
+    expect(node.originals.list()).toEqual([]);
 
     // undeclared: the mesh's interface down and its config removed; the retired tunnel is not written back
     const gone = await node.apply(nothing);
@@ -309,7 +309,7 @@ describe("taking a found tunnel over", () => {
     expect(await mtuOf(p.hub, "wg0")).toBe(1380);
     expect(await isUp(p.hub, "mesh0")).toBe(false);
     expect(existsSync(wgConf(p.hub, "mesh0"))).toBe(false);
-    expect(node.holds.list()).toEqual([]);
+    expect(node.originals.list()).toEqual([]);
     expect(await pings(p.spoke, "10.78.0.1")).toBe(true);
   });
 
@@ -341,7 +341,7 @@ describe("taking a found tunnel over", () => {
     expect(await isUp(p.hub, "wg0")).toBe(true);
     expect(await isUp(p.hub, "mesh0")).toBe(false);
     expect(existsSync(wgConf(p.hub, "mesh0"))).toBe(false);
-    expect(node.holds.list()).toEqual([]);
+    expect(node.originals.list()).toEqual([]);
     expect(await pings(p.spoke, "10.78.0.1")).toBe(true);
   });
 
@@ -363,7 +363,7 @@ describe("taking a found tunnel over", () => {
     await p.hub.must("ip", "link", "del", "mesh0");
     const taken = await node.apply(takes(p));
     expect(step(taken).detail).toContain("takeover of wg0: taken");
-    expect(node.holds.list()).toEqual([
+    expect(node.originals.list()).toEqual([
       // held, its digest never listed: the configuration carries a private key
       { path: "/etc/wireguard/wg0.conf", kept: 0 },
     ]);
@@ -381,7 +381,7 @@ describe("taking a found tunnel over", () => {
     expect(existsSync(wgConf(p.hub, "mesh0"))).toBe(false);
     expect(await isUp(p.hub, "wg0")).toBe(true);
     expect(readFileSync(wgConf(p.hub, "wg0"))).toEqual(before);
-    expect(node.holds.list()).toEqual([]);
+    expect(node.originals.list()).toEqual([]);
     expect(await pings(p.spoke, "10.78.0.1")).toBe(true);
   });
 

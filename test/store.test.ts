@@ -7,7 +7,7 @@ import {
   pendingNotes,
   State,
   StateError,
-  StoreHolds,
+  StoreOriginals,
   writeFileAtomicSync,
 } from "../src/store/index.ts";
 import { spawnGroup } from "./support/processes.ts";
@@ -72,7 +72,7 @@ describe("notes left for the next report", () => {
 describe("holds", () => {
   it("keeps the first original for ever, and a later different content once beside it", async () => {
     const state = new State(tempDir());
-    const holds = new StoreHolds(state);
+    const holds = new StoreOriginals(state);
     const meta = { mode: 0o644, uid: 0, gid: 0 };
     const a = await holds.keep("/etc/x", Buffer.from("A"), meta);
     await holds.keep("/etc/x", Buffer.from("B"), meta);
@@ -81,7 +81,7 @@ describe("holds", () => {
     expect((await holds.original("/etc/x"))!.sha).toBe(a);
     expect(holds.list()).toEqual([{ path: "/etc/x", original: a, kept: 1 }]);
     // a fresh reader sees the same index
-    expect(new StoreHolds(state).list()).toEqual(holds.list());
+    expect(new StoreOriginals(state).list()).toEqual(holds.list());
     await holds.release("/etc/x");
     // given back, but ended only once the records no longer name it
     expect(readdirSync(join(state.dir, "holds"))).toHaveLength(3);

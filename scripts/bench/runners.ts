@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { transformSync } from "esbuild";
 import { applyDeclaration } from "../../src/apply/index.ts";
 import { makeHost } from "../../src/hosts/index.ts";
-import { acquireLock, State, StoreHolds } from "../../src/store/index.ts";
+import { acquireLock, State, StoreOriginals } from "../../src/store/index.ts";
 import { localExec } from "../../src/system/index.ts";
 import { digestOf, parseDeclarationBody } from "../../src/vocabulary/index.ts";
 import type { Workspace } from "./fixture.ts";
@@ -115,7 +115,7 @@ export async function applyInProcess(root: string, stateDir: string, declFile: s
       dryRun: false,
       host,
       state,
-      holds: new StoreHolds(state),
+      originals: new StoreOriginals(state),
       ports: { root, exec: localExec(), rootless: process.getuid?.() !== 0, log: quietLog },
       unseal: () => ({ ok: false, reason: "the bench declares no secrets" }),
     });

@@ -1,10 +1,10 @@
 // What every applier is: one decision (read only) shared by plan and apply, and one executor per step.
 
-import type { Holds } from "../store/index.ts";
+import type { Originals } from "../store/index.ts";
 import type { Exec } from "../system/index.ts";
 import type { Did, Resource } from "../vocabulary/index.ts";
 
-export type { HeldMeta, Holds } from "../store/index.ts";
+export type { HeldMeta, Originals } from "../store/index.ts";
 export type { Exec, ExecOptions, ExecResult } from "../system/index.ts";
 
 export interface Logger {
@@ -21,7 +21,7 @@ export interface Ports {
   /** True when the host runs without root: owner and group are ignored, and the report says so. */
   rootless: boolean;
   log: Logger;
-  holds: Holds;
+  originals: Originals;
   /** The state directory: the node's keys and the overlay's journal and retirement ledger. */
   stateDir?: string;
 }

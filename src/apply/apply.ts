@@ -4,7 +4,7 @@ import type { DecideContext, Ports } from "../appliers/index.ts";
 import { fileDiff } from "../appliers/portable/index.ts";
 import { FILE_READ_CONCURRENCY, FILE_WRITE_CONCURRENCY, VERSION } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
-import type { Records, State, StoreHolds } from "../store/index.ts";
+import type { Records, State, StoreOriginals } from "../store/index.ts";
 import { forgetResolved, sweepTempsAt } from "../system/index.ts";
 import {
   type Declaration,
@@ -41,8 +41,8 @@ export interface ApplyRequest {
   dryRun: boolean;
   host: Host;
   state: State;
-  holds: StoreHolds;
-  ports: Omit<Ports, "holds">;
+  originals: StoreOriginals;
+  ports: Omit<Ports, "originals">;
   unseal: Unseal;
   /** Each planned file write carries its diff (`--diff`). */
   diff?: boolean;
@@ -168,7 +168,7 @@ function contextFor(
   req: ApplyRequest,
   secrets: Map<string, Uint8Array>,
 ): Omit<DecideContext, "changed" | "declaredPaths" | "made"> {
-  return { ports: { ...req.ports, holds: req.holds }, secret: (name) => secrets.get(name)! };
+  return { ports: { ...req.ports, originals: req.originals }, secret: (name) => secrets.get(name)! };
 }
 
 /** Plan, and unless it is a dry run, apply: the one entry point for `apply`, `plan`, `reconcile` and the link. */
@@ -227,7 +227,7 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   // owed before anything changes: a kill between a change and what is `on` it must not forget the dependent
   const changing = steps.filter((s) => CHANGING.has(s.did)).map((s) => s.id);
   if (changing.length) req.state.writeOwed([...new Set([...owed, ...changing])]);
-  await journal(req.state, req.holds, next, order, steps);
+  await journal(req.state, req.originals, next, order, steps);
   const orderOf = () => [...new Set([...d.resources.map((r) => r.id), ...order])].filter((id) => next[id]);
   const executed = await execute(
     steps,
@@ -247,7 +247,7 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   // a no-op (the drift check, most of the time) writes nothing: two fsyncs were most of its cost
   if (JSON.stringify([next, nextOrder]) !== JSON.stringify([records, order]))
     req.state.writeRecords(next, nextOrder);
-  req.holds.commit(nextOrder.length);
+  req.originals.commit(nextOrder.length);
   const report: Report = {
     v: 1,
     node: d.node,
@@ -256,7 +256,7 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
     started_at: started,
     finished_at: now(),
     steps: executed,
-    holds: heldNow(req.holds, next),
+    holds: heldNow(req.originals, next),
     refusals: [],
     host: { version: VERSION, os: req.host.kind },
     mode: d.mode,
@@ -294,7 +294,7 @@ function recordNode(req: ApplyRequest): string[] {
  */
 async function journal(
   state: State,
-  holds: StoreHolds,
+  kept: StoreOriginals,
   next: Records,
   order: string[],
   steps: PlannedStep[],
@@ -304,10 +304,10 @@ async function journal(
     const data = s.data as
       | { intent?: Records[string]; hold?: { bytes: Uint8Array; mode: number; uid: number; gid: number } }
       | undefined;
-    if (s.resource && "path" in s.resource && carriesSecret(s.resource)) holds.markSecret(s.resource.path);
+    if (s.resource && "path" in s.resource && carriesSecret(s.resource)) kept.markSecret(s.resource.path);
     if (data?.hold && s.resource && "path" in s.resource) {
       const { bytes, mode, uid, gid } = data.hold;
-      await holds.keep(s.resource.path, bytes, { mode, uid, gid }, carriesSecret(s.resource));
+      await kept.keep(s.resource.path, bytes, { mode, uid, gid }, carriesSecret(s.resource));
     }
     // an id still recorded as something else keeps that record until its removal has run
     if (s.record || !data?.intent || next[s.id]) continue;
@@ -411,7 +411,7 @@ function batches(steps: PlannedStep[]): PlannedStep[][] {
   return out;
 }
 
-function heldNow(holds: StoreHolds, records: Records): Report["holds"] {
+function heldNow(originals: StoreOriginals, records: Records): Report["holds"] {
   // a record names what it holds by its own path, or (an overlay's takeover) by the found file's
   const idOf = new Map(
     Object.entries(records).flatMap(([id, r]) => {
@@ -421,7 +421,7 @@ function heldNow(holds: StoreHolds, records: Records): Report["holds"] {
         .map((p) => [p, id] as const);
     }),
   );
-  return holds.list().map((h) => ({
+  return originals.list().map((h) => ({
     id: idOf.get(h.path) ?? "",
     path: h.path,
     ...(h.original ? { original: h.original } : {}),

@@ -3,7 +3,7 @@ import { readFileSync, readSync, statSync } from "node:fs";
 import type { Unseal } from "../apply/index.ts";
 import { DEFAULT_ANDROID_STATE_DIR, MAX_BODY_BYTES } from "../defaults.ts";
 import { detectHostKind, type Host, makeHost } from "../hosts/index.ts";
-import { faultLine, State, StoreHolds, stateFault } from "../store/index.ts";
+import { faultLine, State, StoreOriginals, stateFault } from "../store/index.ts";
 import { localExec } from "../system/index.ts";
 import {
   type Declaration,
@@ -20,7 +20,7 @@ export interface Context {
   args: Args;
   host: Host;
   state: State;
-  holds: StoreHolds;
+  originals: StoreOriginals;
   log: Log;
   rootless: boolean;
   /** What `--secret NAME=FILE` gave: only a bundle naming them `"installer"` may use them. */
@@ -45,7 +45,7 @@ export function makeContext(args: Args): Context {
     args,
     host,
     state,
-    holds: new StoreHolds(state),
+    originals: new StoreOriginals(state),
     log,
     rootless,
     given,

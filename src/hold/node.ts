@@ -6,15 +6,15 @@ import type { PlanLine, Unseal } from "../apply/index.ts";
 import { applyDeclaration, refusedReport } from "../apply/index.ts";
 import { HASH_CHUNK_BYTES } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
-import { acquireLock, admitInOrder, type Outbox, type State, type StoreHolds } from "../store/index.ts";
+import { acquireLock, admitInOrder, type Outbox, type State, type StoreOriginals } from "../store/index.ts";
 import { type Membership, type Report, verifyEnvelope } from "../vocabulary/index.ts";
 
 export interface NodeDeps {
   state: State;
-  holds: StoreHolds;
+  originals: StoreOriginals;
   outbox: Outbox;
   host: Host;
-  ports: Omit<Ports, "holds">;
+  ports: Omit<Ports, "originals">;
   unseal: Unseal;
   node: string;
   membership: Membership;
@@ -100,7 +100,7 @@ export async function applyDelivered(
       onStep: opts.onStep,
       host: deps.host,
       state: deps.state,
-      holds: deps.holds,
+      originals: deps.originals,
       ports: deps.ports,
       unseal: deps.unseal,
     });

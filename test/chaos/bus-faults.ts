@@ -3,7 +3,7 @@
 // nothing is applied twice in a way that changes the outcome; every report the node made arrives.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { State, StoreHolds } from "../../src/store/index.ts";
+import { State, StoreOriginals } from "../../src/store/index.ts";
 import type { MeshDouble } from "../mesh/index.ts";
 import { untilFileArgv } from "../support/events.ts";
 import { BusNode, permissionProblems, serverPid, until, withMesh } from "./bus.ts";
@@ -66,7 +66,7 @@ function stateSound(node: BusNode): string[] {
     state.readRecords();
     state.readNode();
     state.readDeclared();
-    new StoreHolds(state).list();
+    new StoreOriginals(state).list();
   } catch (e) {
     problems.push(`the state does not parse: ${(e as Error).message}`);
   }

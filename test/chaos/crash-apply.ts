@@ -4,7 +4,7 @@
 // the end must give back exactly the originals and remove exactly what the mesh made (where a journal bug shows).
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { State, StoreHolds } from "../../src/store/index.ts";
+import { State, StoreOriginals } from "../../src/store/index.ts";
 import {
   awaitLockBy,
   describeExit,
@@ -187,7 +187,7 @@ function stateParses(stateDir: string): string[] {
   read("records.json", () => state.readRecords());
   read("node.json", () => state.readNode());
   read("last.json", () => state.readLast());
-  read("holds/index.json", () => new StoreHolds(state).list());
+  read("holds/index.json", () => new StoreOriginals(state).list());
   return problems;
 }
 
@@ -295,7 +295,7 @@ export async function crashOnce(
       problems.push(...completed(undeclare, "the undeclaring run"));
       problems.push(...diffSnaps(world.original, snap(world.root)).map((d) => `after undeclaring: ${d}`));
     }
-    const holds = new StoreHolds(new State(world.state)).list();
+    const holds = new StoreOriginals(new State(world.state)).list();
     if (holds.length) problems.push(`after undeclaring, ${holds.length} holds remain (${holds[0]!.path}…)`);
     const records = new State(world.state).readRecords();
     if (Object.keys(records.records).length)

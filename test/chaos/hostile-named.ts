@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync
 import { join } from "node:path";
 import { applyDeclaration } from "../../src/apply/index.ts";
 import { makeHost } from "../../src/hosts/index.ts";
-import { State, StoreHolds } from "../../src/store/index.ts";
+import { State, StoreOriginals } from "../../src/store/index.ts";
 import { localExec } from "../../src/system/index.ts";
 import {
   parseDeclaration,
@@ -173,7 +173,7 @@ async function linkSwappedBeforeRemoval(): Promise<string[]> {
         dryRun: false,
         host,
         state,
-        holds: new StoreHolds(state),
+        originals: new StoreOriginals(state),
         ports: { root, exec: localExec(), rootless: process.getuid?.() !== 0, log: quiet },
         unseal: () => ({ ok: false, reason: "none" }),
       });

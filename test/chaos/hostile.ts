@@ -7,7 +7,7 @@ import fc from "fast-check";
 import { applyDeclaration } from "../../src/apply/index.ts";
 import { unsealerFor } from "../../src/cli/unseal.ts";
 import { makeHost } from "../../src/hosts/index.ts";
-import { ensureKeys, publicKeys, State, StoreHolds } from "../../src/store/index.ts";
+import { ensureKeys, publicKeys, State, StoreOriginals } from "../../src/store/index.ts";
 import { localExec } from "../../src/system/index.ts";
 import {
   digestOf,
@@ -92,7 +92,7 @@ export function prepareBench(): Bench & { baseline(): Promise<void> } {
   };
   const host = makeHost("linux");
   const st = new State(state);
-  const holds = new StoreHolds(st);
+  const originals = new StoreOriginals(st);
   const ports = { root, exec: localExec(), rootless: process.getuid?.() !== 0, log: quiet };
   // what the mesh already did here: created files and a directory, and took over a found file (held)
   const baseline = parseDeclaration(
@@ -133,7 +133,7 @@ export function prepareBench(): Bench & { baseline(): Promise<void> } {
         dryRun: false,
         host,
         state: st,
-        holds,
+        originals,
         ports,
         unseal: unsealerFor(st),
       });
@@ -151,7 +151,7 @@ export function prepareBench(): Bench & { baseline(): Promise<void> } {
         dryRun,
         host,
         state: st,
-        holds: new StoreHolds(st),
+        originals: new StoreOriginals(st),
         ports,
         unseal: unsealerFor(st),
       });

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { unsealerFor } from "../../src/cli/unseal.ts";
 import { type Delivery, Hold, type Link } from "../../src/hold/index.ts";
 import { makeHost } from "../../src/hosts/index.ts";
-import { Outbox, State, StoreHolds } from "../../src/store/index.ts";
+import { Outbox, State, StoreOriginals } from "../../src/store/index.ts";
 import { localExec } from "../../src/system/index.ts";
 
 const [stateDir, root, ...given] = process.argv.slice(2) as [string, string, ...string[]];
@@ -50,7 +50,7 @@ const link: Link = {
 hold = new Hold({
   deps: {
     state,
-    holds: new StoreHolds(state),
+    originals: new StoreOriginals(state),
     outbox: new Outbox(state),
     host,
     ports: { root, exec: localExec(), rootless: process.getuid?.() !== 0, log: quiet },

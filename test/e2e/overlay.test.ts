@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Hold, type Link as HoldLink } from "../../src/hold/index.ts";
 import { openLink } from "../../src/link/index.ts";
 import { verifyRekey } from "../../src/link/rekey.ts";
-import { loadKeys, Outbox, publicB64, State, StoreHolds } from "../../src/store/index.ts";
+import { loadKeys, Outbox, publicB64, State, StoreOriginals } from "../../src/store/index.ts";
 import { MeshDouble } from "../mesh/index.ts";
 import { cliCommand } from "../support/cli.ts";
 import { hostExec } from "../support/systemd.ts";
@@ -107,7 +107,7 @@ function hold(m: Machine, stateDir: string, node: string): Hold {
   return new Hold({
     deps: {
       state,
-      holds: new StoreHolds(state),
+      originals: new StoreOriginals(state),
       outbox: new Outbox(state),
       host: overlayHost(),
       ports,

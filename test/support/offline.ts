@@ -3,7 +3,7 @@
 import type { Ports } from "../../src/appliers/types.ts";
 import { type ApplyResult, applyDeclaration, type Unseal } from "../../src/apply/index.ts";
 import { type Host, type HostKind, makeHost } from "../../src/hosts/index.ts";
-import { State, StoreHolds } from "../../src/store/index.ts";
+import { State, StoreOriginals } from "../../src/store/index.ts";
 import { localExec } from "../../src/system/index.ts";
 import { digestOf, parseDeclaration, refusalLine } from "../../src/vocabulary/index.ts";
 
@@ -13,7 +13,7 @@ const quiet = { info() {}, warn() {}, error() {}, debug() {} };
 export interface InProcess {
   host: Host;
   state: State;
-  ports: Omit<Ports, "holds">;
+  ports: Omit<Ports, "originals">;
   /** "file" (the offline path) unless the test plays a declaration the link delivered. */
   source?: "file" | "link";
   unseal?: Unseal;
@@ -33,7 +33,7 @@ export async function applyRaw(raw: unknown, on: InProcess, dryRun = false): Pro
     host: on.host,
     state: on.state,
     // a fresh view of the holds each apply, as each command of the host has
-    holds: new StoreHolds(on.state),
+    originals: new StoreOriginals(on.state),
     ports: on.ports,
     unseal: on.unseal ?? (() => ({ ok: false, reason: "no key in this test" })),
   });

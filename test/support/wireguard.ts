@@ -30,7 +30,7 @@ import {
   privateB64,
   publicB64,
   State,
-  StoreHolds,
+  StoreOriginals,
   saveKey,
   saveKeys,
 } from "../../src/store/index.ts";
@@ -399,8 +399,8 @@ export interface OverlayNode {
   machine: Machine;
   stateDir: string;
   state: State;
-  holds: StoreHolds;
-  ports: Omit<OverlayPorts, "holds">;
+  originals: StoreOriginals;
+  ports: Omit<OverlayPorts, "originals">;
   apply(raw: unknown, opts?: { dryRun?: boolean }): Promise<ApplyResult>;
 }
 
@@ -415,7 +415,7 @@ export function overlayNode(m: Machine, stateDir: string, key?: WgKey): OverlayN
     machine: m,
     stateDir,
     state,
-    holds: new StoreHolds(state),
+    originals: new StoreOriginals(state),
     ports,
     apply: (raw, opts = {}) => applyRaw(raw, { host, state, ports, source: "link" }, opts.dryRun),
   };

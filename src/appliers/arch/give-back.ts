@@ -168,7 +168,7 @@ export async function planGiveBack(
 
 /** Carry out a give-back and read the unit back; `ok: false` keeps the record, so the next apply tries again. */
 export async function giveBack(plan: GiveBack, ctx: DecideContext): Promise<{ ok: boolean; detail: string }> {
-  const { exec, root, holds } = ctx.ports;
+  const { exec, root, originals } = ctx.ports;
   const { unit } = plan;
   const path = unitPath(unit);
   const fail = (why: string) => ({ ok: false, detail: `${unit}: giving back failed: ${why}` });
@@ -180,7 +180,7 @@ export async function giveBack(plan: GiveBack, ctx: DecideContext): Promise<{ ok
     }
     if (plan.file === "remove") await removeRegular(root, path);
     if (plan.file === "restore") {
-      const original = await holds.original(path);
+      const original = await originals.original(path);
       if (!original) return fail(`no original of ${path} is held`);
       await writeRegular(
         root,
@@ -189,7 +189,7 @@ export async function giveBack(plan: GiveBack, ctx: DecideContext): Promise<{ ok
         original.meta.mode,
         ctx.ports.rootless ? undefined : original.meta,
       );
-      await holds.release(path);
+      await originals.release(path);
     }
     if (plan.reload) {
       const why = await systemctl(exec, "daemon-reload");

@@ -286,7 +286,7 @@ async function applyUnit(
   old: ServiceRecord | undefined,
   ctx: DecideContext,
 ): Promise<Executed<ServiceRecord>> {
-  const { exec, root, holds } = ctx.ports;
+  const { exec, root, originals } = ctx.ports;
   const { unit } = data;
   const record: ServiceRecord = { ...data.record };
   const failed = (why: string): Executed<ServiceRecord> => ({
@@ -306,7 +306,7 @@ async function applyUnit(
     }
     const path = unitPath(unit);
     const hold = data.write?.hold ?? data.adopt;
-    if (hold) await holds.keep(path, hold.bytes, hold);
+    if (hold) await originals.keep(path, hold.bytes, hold);
     if (data.write) {
       await writeRegular(root, path, Buffer.from(data.write.content, "utf8"));
       record.file = { created: data.write.created, wrote: data.write.sha };

@@ -98,7 +98,7 @@ const executors: Executors<FileStep, FileResource, FileRecord> = {
   adopt: async (step, wanted, record, ctx) => {
     const path = pathOf(wanted, record);
     const { hold, intent, secret } = step.data;
-    const original = await ctx.ports.holds.keep(path, hold!.bytes, hold!, secret);
+    const original = await ctx.ports.originals.keep(path, hold!.bytes, hold!, secret);
     return { did: "unchanged", detail: step.detail, record: intent, held: { path, original } };
   },
   write: async (step, wanted, record, ctx) => writeAndReadBack(step, pathOf(wanted, record), ctx),
@@ -203,7 +203,7 @@ async function writeAndReadBack(
   const { data } = step;
   let held: Executed<FileRecord>["held"];
   if (data.hold)
-    held = { path, original: await ctx.ports.holds.keep(path, data.hold.bytes, data.hold, data.secret) };
+    held = { path, original: await ctx.ports.originals.keep(path, data.hold.bytes, data.hold, data.secret) };
   const { root } = ctx.ports;
   const { mode, uid, gid } = data;
   await writeFileAt(root, path, data.bytes, { mode, uid, gid, dirMode: DEFAULT_DIR_MODE });
@@ -232,7 +232,7 @@ async function restoreOriginal(
   path: string,
   ctx: DecideContext,
 ): Promise<Executed<FileRecord>> {
-  const original = await ctx.ports.holds.original(path);
+  const original = await ctx.ports.originals.original(path);
   if (!original) return { did: "failed", detail: `${path}: no original is held to give back`, record: null };
   const { root, rootless } = ctx.ports;
   const { uid, gid, mode } = original.meta;
@@ -241,6 +241,6 @@ async function restoreOriginal(
   const back = await readFound(root, path, true);
   if (typeof back !== "object" || back === null || back.sha !== original.sha)
     return { did: "failed", detail: `${path} read back differently from its original`, record: null };
-  await ctx.ports.holds.release(path);
+  await ctx.ports.originals.release(path);
   return { did: "restored", detail: step.detail, record: null, held: { path, original: original.sha } };
 }

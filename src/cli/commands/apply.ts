@@ -40,7 +40,7 @@ export async function applyOffline(
       dryRun,
       host: ctx.host,
       state: ctx.state,
-      holds: ctx.holds,
+      originals: ctx.originals,
       ports: portsOf(ctx),
       unseal: ctx.unseal,
       ...hooks.options,

@@ -25,7 +25,7 @@ export function statusDoc(ctx: Context) {
     run: runSummary(run),
     link: membership ? linkOf(run) : null,
     heartbeat_at: run?.heartbeat_at ?? null,
-    holds: ctx.holds.list(),
+    holds: ctx.originals.list(),
     held: heldOf(ctx.state.readRecords().records),
     confirmed: ctx.state.readText("confirmed")?.trim() ?? null,
     outbox: outbox.length,

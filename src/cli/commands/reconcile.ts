@@ -53,7 +53,7 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
   const outbox = new Outbox(ctx.state);
   const deps = {
     state: ctx.state,
-    holds: ctx.holds,
+    originals: ctx.originals,
     outbox,
     host: ctx.host,
     ports: portsOf(ctx),

@@ -70,7 +70,7 @@ export async function runCommand(ctx: Context): Promise<number> {
   const hold = new Hold({
     deps: {
       state: ctx.state,
-      holds: ctx.holds,
+      originals: ctx.originals,
       outbox: new Outbox(ctx.state),
       host: ctx.host,
       ports: portsOf(ctx),

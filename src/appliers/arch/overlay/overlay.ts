@@ -220,7 +220,7 @@ async function applyStep(
   if (d.write?.hold)
     held = {
       path: record.path,
-      original: await ctx.ports.holds.keep(record.path, d.write.hold.bytes, d.write.hold, true),
+      original: await ctx.ports.originals.keep(record.path, d.write.hold.bytes, d.write.hold, true),
     };
   if (d.take) {
     const taken = await takeOver(d, wanted, key, init, ctx);
@@ -275,7 +275,7 @@ async function removeStep(
   if (t && retired) said.push(`${t.interface} was retired: nothing of it is written back`);
   else if (t) {
     if (t.kept && t.state !== "not taken") said.push(await giveBackConfig(t.path, false, "", ctx));
-    else if (t.kept) await ctx.ports.holds.release(t.path);
+    else if (t.kept) await ctx.ports.originals.release(t.path);
     if (t.state !== "not taken") {
       const back = await putBack(init, t.interface, t.found);
       said.push(
@@ -295,7 +295,7 @@ async function giveBackConfig(
   wrote: string,
   ctx: DecideContext,
 ): Promise<string> {
-  const { root, holds } = ctx.ports;
+  const { root, originals } = ctx.ports;
   const found = await readRegular(root, path);
   if (typeof found === "string") return `${path} left: ${found}`;
   if (created) {
@@ -304,12 +304,12 @@ async function giveBackConfig(
     await removeRegular(root, path);
     return `${path} removed`;
   }
-  const original = await holds.original(path);
+  const original = await originals.original(path);
   if (!original) return `${path}: no original is held to give back`;
   if (!found || found.sha !== original.sha) {
     const { mode, uid, gid } = original.meta;
     await writeRegular(root, path, original.bytes, mode, ctx.ports.rootless ? undefined : { uid, gid });
   }
-  await holds.release(path);
+  await originals.release(path);
   return `${path} given back its original`;
 }

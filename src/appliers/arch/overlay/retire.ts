@@ -28,7 +28,7 @@ export async function decideRetire(
   const problem = retirePathProblem(t, s, ctx);
   if (problem) return problem;
   if (!stateDirOf(ctx)) return "no state directory to record its retirement in";
-  const original = t.kept ? await ctx.ports.holds.original(t.path) : null;
+  const original = t.kept ? await ctx.ports.originals.original(t.path) : null;
   if (!original || original.sha !== t.kept) return "its kept original does not verify, so the live one stays";
   return { path: t.path, peer: peer.publicKey, handshake: peer.latestHandshake };
 }
@@ -63,7 +63,7 @@ export async function retire(
 ): Promise<{ said: string; at?: string }> {
   const stateDir = stateDirOf(ctx)!;
   const keptNot = (why: string) => ({ said: `${t.interface}'s configuration kept: ${why}` });
-  const original = await ctx.ports.holds.original(r.path);
+  const original = await ctx.ports.originals.original(r.path);
   if (!original || original.sha !== t.kept) return keptNot("its kept original does not verify");
   const live = await readRegular(ctx.ports.root, r.path);
   if (typeof live === "string") return keptNot(live);
@@ -77,7 +77,7 @@ export async function retire(
     original.bytes,
   );
   if (live) await removeRegular(ctx.ports.root, r.path);
-  await ctx.ports.holds.release(r.path);
+  await ctx.ports.originals.release(r.path);
   const when = new Date(r.handshake * 1000).toISOString();
   return {
     at,

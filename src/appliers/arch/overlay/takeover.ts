@@ -233,7 +233,7 @@ export async function takeOver(
   // 1. the found configuration is kept like any held file, once
   if (t.config) {
     // a WireGuard configuration carries its private key: its digest is said nowhere
-    kept = await ctx.ports.holds.keep(t.takeover.path, t.config.bytes, t.config, true);
+    kept = await ctx.ports.originals.keep(t.takeover.path, t.config.bytes, t.config, true);
     held = { path: t.takeover.path, original: kept };
   }
   const result = (state: Account, why?: string) => {

@@ -7,7 +7,7 @@ import { writeFileAtomicSync } from "./atomic.ts";
 import type { State } from "./state.ts";
 
 /** Originals of what the mesh took over, kept beside the state: the port appliers are handed (Ports.holds), declared here with its one implementation. */
-export interface Holds {
+export interface Originals {
   /**
    * Keep `bytes` found at `path`: the first becomes the original, a later different content is kept once beside
    * it. `secret`: a secret (or a private key) is written there, so the original's digest is never said again.
@@ -38,9 +38,9 @@ type Entry = z.infer<typeof Entry>;
 
 const INDEX = "holds/index.json";
 
-export class StoreHolds implements Holds {
+export class StoreOriginals implements Originals {
   private entries: Record<string, Entry> | null = null;
-  /** Holds given back in this apply, ended only once the records no longer name them (see `commit`). */
+  /** Originals given back in this apply, ended only once the records no longer name them (see `commit`). */
   private readonly releasing = new Set<string>();
 
   constructor(private readonly state: State) {}

@@ -184,7 +184,7 @@ function meshTargets(m: MeshResults | { skipped: string }, node?: Baseline): Tar
     rssTarget(`idle RSS of \`run\` after ${m.idleS} s`, m.idleRssKb, TARGETS.idleRssMb),
     {
       ...rssTarget(`RSS growth over ${m.leak.pushed} declarations`, growthKb, TARGETS.leakMb),
-      measured: `${formatKb(growthKb)} (${formatKb(m.leak.rssBeforeKb)} → ${formatKb(m.leak.rssAfterKb)})`,
+      measured: `${formatKb(growthKb)} (${formatKb(m.leak.rssBeforeKb)} → ${formatKb(m.leak.rssMidKb)} → ${formatKb(m.leak.rssAfterKb)})`,
     },
   ];
 }

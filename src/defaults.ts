@@ -17,6 +17,8 @@ export const DEFAULT_FILE_MODE = 0o644;
 export const DEFAULT_DIR_MODE = 0o755;
 export const STATE_DIR_MODE = 0o700;
 export const SECRET_FILE_MODE = 0o600;
+/** A process's bundle file that declares no mode: readable, not executable (a script names its interpreter). */
+export const BUNDLE_FILE_MODE = 0o644;
 
 /** Lines of one file's diff `--diff` shows before it says how many more there are. */
 export const MAX_DIFF_LINES = 200;

@@ -4,6 +4,7 @@
 // made the removal delete /var/lib/mesh whole).
 import { createHash } from "node:crypto";
 import { basename } from "node:path";
+import { BUNDLE_FILE_MODE } from "../../defaults.ts";
 import {
   calendarProblem,
   isAbsent,
@@ -25,8 +26,6 @@ import { bundlePathProblem, nameProblem, type ProcessResource } from "../../voca
 import { executeBy, failsAgain, stepsOf } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, StepOf } from "../types.ts";
 import { bundleDir, type ProcessRecord, renderUnits, serviceUnit, timerUnit } from "./process-units.ts";
-
-const BUNDLE_FILE_MODE = 0o644;
 
 export {
   BUNDLE_ROOT,

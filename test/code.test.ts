@@ -321,8 +321,6 @@ const LONG_FUNCTIONS: Record<string, { lines: number; why: string }> = {
     lines: 73,
     why: "names resource traits until each applier declares its own",
   },
-  "src/appliers/arch/overlay/overlay.ts decide": { lines: 70, why: "survey, takeover and the config in one" },
-  "src/appliers/arch/overlay/takeover.ts decideTakeover": { lines: 65, why: "each state of a found tunnel" },
   "src/link/dial.ts peerCertificate": { lines: 65, why: "the pinned TLS check in one place, on purpose" },
   "src/link/dial.ts (anonymous)": { lines: 62, why: "the promise body of peerCertificate" },
   "src/cli/manual.ts manPage": { lines: 71, why: "the man page's sections in one (issue 21, just merged)" },

@@ -288,7 +288,6 @@ const LONG_FILES: Record<string, { lines: number; why: string }> = {
     lines: 470,
     why: "decide and the unit texts; its steps become a union (phase 3)",
   },
-  "src/appliers/arch/containers/container.ts": { lines: 464, why: "the spec digest and the executor in one" },
   "src/system/arch/wireguard.ts": {
     lines: 440,
     why: "the dump, the config and the found tunnel in one driver",
@@ -305,14 +304,6 @@ const LONG_FUNCTIONS: Record<string, { lines: number; why: string }> = {
   "src/vocabulary/containers.ts containerCrossChecks": {
     lines: 93,
     why: "one pass over every container rule",
-  },
-  "src/appliers/arch/containers/container.ts decide": {
-    lines: 86,
-    why: "image, networks, spec, state in one",
-  },
-  "src/appliers/arch/containers/container.ts execute": {
-    lines: 84,
-    why: "one executor for every action (phase 3)",
   },
   "src/apply/apply.ts applyWhole": { lines: 91, why: "the journal, the file batch and the report together" },
   "src/appliers/arch/give-back.ts planGiveBack": { lines: 80, why: "owned, found and held units in one" },

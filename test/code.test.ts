@@ -300,7 +300,6 @@ const LONG_FUNCTIONS: Record<string, { lines: number; why: string }> = {
     lines: 93,
     why: "one pass over every container rule",
   },
-  "src/appliers/arch/give-back.ts planGiveBack": { lines: 80, why: "owned, found and held units in one" },
   "src/apply/apply.ts applyWhole": { lines: 91, why: "the journal, the file batch and the report together" },
   "src/cli/commands/overlay.ts overlayCommand": { lines: 79, why: "the take, told then written, in one" },
   "src/apply/plan.ts decider": {

@@ -11,6 +11,7 @@ import {
   type VolumeInfo,
 } from "../../../system/arch/index.ts";
 import type { Did, RuntimeKind } from "../../../vocabulary/index.ts";
+import { failsAgain } from "../../step.ts";
 import type { DecideContext, Executed, RecordBase, Step, StepOf } from "../../types.ts";
 import { type Session, sessionOf } from "./session.ts";
 
@@ -73,14 +74,14 @@ export interface ToCreate<Rec extends MadeRecord> {
 }
 
 /** The executor of a step that keeps the object as it is (`none`, `note`): the record it carries is kept. */
-export const kept = async <Rec>(st: { did: Did; detail: string; data: Rec }): Promise<Executed<Rec>> => ({
+const kept = async <Rec>(st: { did: Did; detail: string; data: Rec }): Promise<Executed<Rec>> => ({
   did: st.did,
   detail: st.detail,
   record: st.data,
 });
 
 /** The executor of a removal, for either kind: `<kind> rm` of what the record names, the cached answer forgotten. */
-export function removeMade(kind: MadeKind, finder: RuntimeFinder) {
+function removeMade(kind: MadeKind, finder: RuntimeFinder) {
   return async <Rec extends MadeRecord>(
     st: { detail: string },
     _w: unknown,
@@ -96,6 +97,25 @@ export function removeMade(kind: MadeKind, finder: RuntimeFinder) {
     if (isError(r))
       return { did: "failed", detail: `${record.name} could not be removed: ${r.error}`, record };
     return { did: "removed", detail: st.detail, record: null };
+  };
+}
+
+/**
+ * The executors both appliers share, one per action but the create (and a network's recreate): kept, forgotten,
+ * refused and removed alike. Each is generic in the record, so it fits either applier's table.
+ */
+export function madeExecutors(kind: MadeKind, finder: RuntimeFinder) {
+  return {
+    none: kept,
+    note: kept,
+    forget: async <Rec>(st: { did: Did; detail: string }): Promise<Executed<Rec>> => ({
+      did: st.did,
+      detail: st.detail,
+      record: null,
+    }),
+    fail: failsAgain,
+    refuse: failsAgain,
+    remove: removeMade(kind, finder),
   };
 }
 

@@ -10,17 +10,16 @@ import {
   type RuntimeFinder,
 } from "../../../system/arch/index.ts";
 import type { NetworkResource, Resource } from "../../../vocabulary/index.ts";
-import { executeBy, failsAgain, stepsOf } from "../../step.ts";
+import { executeBy, stepsOf } from "../../step.ts";
 import type { Applier, DecideContext, Executed, Executors, StepFor, StepOf } from "../../types.ts";
 import {
   absentStep,
   isDone,
-  kept,
   type MadeRecord,
   type MadeStep,
+  madeExecutors,
   readBack,
   removalStep,
-  removeMade,
   toCreate,
 } from "./made-objects.ts";
 import { sessionOf } from "./session.ts";
@@ -37,12 +36,7 @@ const step = stepsOf<NetworkStep>("network");
 /** One executor per action of NetworkStep, over one runtime finder. */
 function networkExecutors(finder: RuntimeFinder): Executors<NetworkStep, NetworkResource, NetworkRecord> {
   return {
-    none: kept,
-    note: kept,
-    forget: async (st) => ({ did: st.did, detail: st.detail, record: null }),
-    fail: failsAgain,
-    refuse: failsAgain,
-    remove: removeMade("network", finder),
+    ...madeExecutors("network", finder),
     create: (st, w, record, ctx) => create(st, w!, record, ctx, finder, false),
     recreate: (st, w, record, ctx) => create(st, w!, record, ctx, finder, true),
   };

@@ -3,17 +3,16 @@
 
 import { isError, machineRuntimes, type RuntimeFinder, type VolumeInfo } from "../../../system/arch/index.ts";
 import type { VolumeResource } from "../../../vocabulary/index.ts";
-import { executeBy, failsAgain, stepsOf } from "../../step.ts";
+import { executeBy, stepsOf } from "../../step.ts";
 import type { Applier, DecideContext, Executed, Executors, StepOf } from "../../types.ts";
 import {
   absentStep,
   isDone,
-  kept,
   type MadeRecord,
   type MadeStep,
+  madeExecutors,
   readBack,
   removalStep,
-  removeMade,
   toCreate,
 } from "./made-objects.ts";
 import { sessionOf } from "./session.ts";
@@ -32,12 +31,7 @@ const step = stepsOf<VolumeStep>("volume");
 /** One executor per action of VolumeStep, over one runtime finder. */
 function volumeExecutors(finder: RuntimeFinder): Executors<VolumeStep, VolumeResource, VolumeRecord> {
   return {
-    none: kept,
-    note: kept,
-    forget: async (st) => ({ did: st.did, detail: st.detail, record: null }),
-    fail: failsAgain,
-    refuse: failsAgain,
-    remove: removeMade("volume", finder),
+    ...madeExecutors("volume", finder),
     create: (st, w, record, ctx) => create(st, w!, record, ctx, finder),
   };
 }

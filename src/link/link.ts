@@ -8,7 +8,6 @@
 import { createHash } from "node:crypto";
 import { type Consumer, type JetStreamClient, type JsMsg, jetstream } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
-import { Heartbeat, type Membership, Report } from "../vocabulary/index.ts";
 import {
   heartbeatSubject,
   nodeInboxPrefix,
@@ -19,7 +18,8 @@ import {
   PULL_RETRY_MS,
   reportSubject,
   SERVER_ACK_TIMEOUT_MS,
-} from "./defaults.ts";
+} from "../defaults.ts";
+import { Heartbeat, type Membership, Report } from "../vocabulary/index.ts";
 import { type DialFailure, dial } from "./dial.ts";
 import {
   isClosed,

@@ -7,7 +7,9 @@ export {
   type Link,
   type LinkOptions,
   type Opened,
+  openBound,
   openLink,
   type Reported,
   type Sent,
+  type Settled,
 } from "./link.ts";

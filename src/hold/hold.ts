@@ -25,8 +25,9 @@ export interface Link {
   close(): Promise<void>;
 }
 
-export type Dialled = { ok: true; link: Link } | { ok: false; reason: string };
-export type Dial = () => Promise<Dialled>;
+/** A dial answered: the link, or why there is none (refused, unreachable, its consumer missing). */
+export type LinkOpened = { ok: true; link: Link } | { ok: false; reason: string };
+export type Dial = () => Promise<LinkOpened>;
 
 export interface HoldOptions {
   deps: NodeDeps;

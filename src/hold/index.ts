@@ -3,10 +3,10 @@ export { digestOfFile } from "./binary.ts";
 export {
   type Delivery,
   type Dial,
-  type Dialled,
   type ExitReason,
   Hold,
   type HoldOptions,
   type Link,
+  type LinkOpened,
   type NodeDeps,
 } from "./hold.ts";

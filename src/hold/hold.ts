@@ -8,7 +8,7 @@ import type { Delivered, Sent, Settled } from "../link/index.ts";
 import type { Outbox, PendingNotes } from "../store/index.ts";
 import type { Heartbeat, Membership, Report } from "../vocabulary/index.ts";
 import { backoffMs } from "./backoff.ts";
-import { digestOfFile, fileStamp } from "./binary.ts";
+import { type BinaryAtStart, digestOfFile, fileStamp } from "./binary.ts";
 
 /** The node's parts an apply is handed, and the outbox its reports wait in. */
 export type NodeDeps = NodeParts & { outbox: Outbox };
@@ -37,10 +37,8 @@ export interface HoldOptions {
   driftS: number;
   /** The window of the first redial after a lost link (defaults.ts REDIAL_SPREAD_S). */
   redialSpreadS: number;
-  /** The installed binary: when pacman replaces it, the host finishes its step and exits 0 for the new one. */
-  binaryPath?: string;
-  /** Its digest when this process started (the launcher says it); read from the file when not given. */
-  binaryDigest?: string;
+  /** The installed binary as it started: when pacman replaces it, the host finishes its step and exits 0 for the new one. */
+  binary?: BinaryAtStart;
   /** Called once the first reconcile completed: the launcher's "confirmed". */
   onConfirmed?: () => void;
   /** Notes to carry in the first report (the launcher's rollback note, a failed move), cleared once it is kept. */
@@ -80,18 +78,16 @@ export class Hold {
   private exitReason: ExitReason = "stopped";
   private readonly started = Date.now();
   private binaryStamp = "";
-  private binaryDigest: string | null = null;
   private settling = { stamp: "", since: 0 };
+  /** An upgrade check hashing the new binary: the timer does not start another meanwhile. */
+  private checking = false;
   private notes: string[];
   /** A bus to move to once this step's report is out. */
   private pendingMove: Membership | null = null;
 
   constructor(private readonly o: HoldOptions) {
     this.notes = [...(o.notes?.notes ?? [])];
-    if (o.binaryPath) {
-      this.binaryStamp = fileStamp(o.binaryPath);
-      this.binaryDigest = o.binaryDigest ?? digestOfFile(o.binaryPath);
-    }
+    if (o.binary) this.binaryStamp = o.binary.stamp;
   }
 
   /** Finish the step in progress, flush the outbox, close the link; `run` then resolves. */
@@ -114,7 +110,7 @@ export class Hold {
       this.o.driftS * 1000,
     );
     // an upgrade lands whether or not a declaration comes: the step in progress finishes first
-    const upgrade = setInterval(() => this.upgraded() && this.stop("upgraded"), UPGRADE_CHECK_MS);
+    const upgrade = setInterval(() => void this.checkUpgrade(), UPGRADE_CHECK_MS);
     try {
       await this.dialLoop();
     } finally {
@@ -189,7 +185,7 @@ export class Hold {
         const settled = await this.serial(() => this.settle(d));
         if (!settled.ok) return settled.reason;
         await this.flush(link);
-        if (this.pendingMove || this.upgraded()) break;
+        if (this.pendingMove || (await this.upgraded())) break;
         if (this.stopped) break;
       }
     } finally {
@@ -198,7 +194,7 @@ export class Hold {
     if (this.pendingMove) {
       this.o.onMove?.(this.pendingMove);
       this.stop("moved");
-    } else if (this.upgraded()) this.stop("upgraded");
+    } else if (await this.upgraded()) this.stop("upgraded");
     return null;
   }
 
@@ -302,25 +298,39 @@ export class Hold {
     };
   }
 
+  /** The timer's look for an upgrade: one at a time, since a replaced binary is hashed. */
+  private async checkUpgrade(): Promise<void> {
+    if (this.checking) return;
+    this.checking = true;
+    try {
+      if (await this.upgraded()) this.stop("upgraded");
+    } finally {
+      this.checking = false;
+    }
+  }
+
   /**
    * The installed binary is no longer the one this process started as: pacman replaced it. Said only once the
-   * new file has stood still for a moment, so the host never restarts onto a half-written binary.
+   * new file has stood still for a moment, so the host never restarts onto a half-written binary. The same
+   * contents put there again (a reinstall) are no upgrade; contents this process can no longer know are one.
    */
-  private upgraded(): boolean {
-    const path = this.o.binaryPath;
-    if (!path) return false;
-    const stamp = fileStamp(path);
+  private async upgraded(): Promise<boolean> {
+    const binary = this.o.binary;
+    if (!binary) return false;
+    const stamp = fileStamp(binary.path);
     if (stamp === this.binaryStamp || stamp === "gone") return false;
     if (stamp !== this.settling.stamp) {
       this.settling = { stamp, since: Date.now() };
       return false;
     }
     if (Date.now() - this.settling.since < UPGRADE_SETTLE_MS) return false;
-    const now = digestOfFile(path);
-    if (now === this.binaryDigest) {
+    const [was, now] = await Promise.all([binary.digest(), digestOfFile(binary.path)]);
+    // moved again while it was hashed: not settled yet, the next look starts over
+    if (now === null || fileStamp(binary.path) !== stamp) return false;
+    if (now === was) {
       this.binaryStamp = stamp;
       return false;
     }
-    return now !== null;
+    return true;
   }
 }

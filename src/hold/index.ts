@@ -1,5 +1,5 @@
 export { backoffMs } from "./backoff.ts";
-export { digestOfFile } from "./binary.ts";
+export { BinaryAtStart } from "./binary.ts";
 export {
   type Delivery,
   type Dial,

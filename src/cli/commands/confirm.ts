@@ -1,5 +1,5 @@
 // The launcher's half of a rollback: what "confirmed" means for this binary, and the note it left.
-import { digestOfFile } from "../../hold/index.ts";
+import { BinaryAtStart } from "../../hold/index.ts";
 import type { State } from "../../store/index.ts";
 
 /** The executable running now, when it is the single executable (in a checkout it is Node itself: none). */
@@ -8,11 +8,25 @@ export function runningBinary(): string | null {
   return sea?.isSea() ? process.execPath : null;
 }
 
+/**
+ * The running and the installed binary as this process started, each with the digest the launcher gave (it
+ * hashed them before the start); one and the same when they are one file, so it is hashed at most once.
+ */
+export function binariesAtStart(
+  running: string | null,
+  installed: string | null,
+  env: NodeJS.ProcessEnv = process.env,
+): { running: BinaryAtStart | null; installed: BinaryAtStart | null } {
+  const self = running ? new BinaryAtStart(running, env.MESH_HOST_SHA256 || undefined) : null;
+  if (installed === running) return { running: self, installed: self };
+  const other = installed ? new BinaryAtStart(installed, env.MESH_HOST_INSTALLED_SHA256 || undefined) : null;
+  return { running: self, installed: other };
+}
+
 /** Started and completed one reconcile: write this binary's digest, which the launcher reads. */
-export function confirmBinary(state: State, binary: string | null): void {
-  if (!binary) return;
-  // the launcher already hashed the binary it started; hashing 100 MB again is the slow half of a start
-  const digest = process.env.MESH_HOST_SHA256 || digestOfFile(binary);
+export async function confirmBinary(state: State, binary: BinaryAtStart | null): Promise<void> {
+  // hashed now, not before the link is dialled: without the launcher that is ~100 MB read at start
+  const digest = await binary?.digest();
   if (!digest) return;
   if (state.readText("confirmed")?.trim() !== digest) state.writeText("confirmed", `${digest}\n`);
 }

@@ -12,7 +12,7 @@ import {
 } from "../../store/index.ts";
 import { UsageError } from "../args.ts";
 import { type Context, portsOf } from "../context.ts";
-import { confirmBinary, runningBinary } from "./confirm.ts";
+import { binariesAtStart, confirmBinary, runningBinary } from "./confirm.ts";
 
 export async function runCommand(ctx: Context): Promise<number> {
   if (ctx.args.positionals.length) throw new UsageError("run takes no arguments");
@@ -23,9 +23,10 @@ export async function runCommand(ctx: Context): Promise<number> {
       `this node is not enrolled (no membership in ${ctx.state.dir}): run \`mesh-host enrol\` (the code on standard input) first`,
     );
   // the launcher names the installed path: after a rollback this process runs from a copy, which never changes
-  const binary = runningBinary();
+  const running = runningBinary();
+  const binaries = binariesAtStart(running, process.env.MESH_HOST_BIN ?? running);
   const record = new RunRecord(ctx.state);
-  const installed = process.env.MESH_HOST_BIN ?? binary;
+  let confirmed: Promise<void> = Promise.resolve();
   const hold = new Hold({
     deps: {
       state: ctx.state,
@@ -42,9 +43,12 @@ export async function runCommand(ctx: Context): Promise<number> {
     heartbeatS: ctx.args.heartbeatS,
     driftS: ctx.args.driftS,
     redialSpreadS: ctx.args.redialSpreadS,
-    binaryPath: installed ?? undefined,
-    binaryDigest: process.env.MESH_HOST_INSTALLED_SHA256 || undefined,
-    onConfirmed: () => confirmBinary(ctx.state, binary),
+    binary: binaries.installed ?? undefined,
+    onConfirmed: () => {
+      confirmed = confirmBinary(ctx.state, binaries.running).catch((e: Error) =>
+        ctx.log.warn({ err: e.message }, "the confirmation could not be written"),
+      );
+    },
     notes: pendingNotes(ctx.state),
     onMove: (to) => {
       beginMove(ctx.state, to, membership);
@@ -71,6 +75,7 @@ export async function runCommand(ctx: Context): Promise<number> {
     "holding the node in its mesh",
   );
   const why = await hold.run();
+  await confirmed; // written before the exit, even when a stop came while the binary was hashed
   ctx.log.info({ why }, "exiting cleanly");
   return 0;
 }

@@ -21,6 +21,7 @@ import {
 import type { DirectoryResource } from "../../vocabulary/index.ts";
 import { executeBy, failsAgain, stepsOf } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
+import { type Claim, claimOf } from "./claim.ts";
 
 export interface DirectoryRecord extends RecordBase {
   type: "directory";
@@ -109,7 +110,7 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord, Direc
     const mode = parseMode(wanted.mode);
     const purge = wanted.purge ? unmanagedEntries(root, wanted.path, ctx.declaredPaths) : [];
     // a path another id recorded is the mesh's already: never taken as found
-    const prior = record ?? (ctx.claimed?.(wanted.path, wanted.id) as DirectoryRecord | undefined);
+    const prior: Claim | undefined = record ?? claimOf(ctx, wanted.path, wanted.id);
     const intent: DirectoryRecord = {
       type: "directory",
       path: wanted.path,

@@ -281,7 +281,8 @@ class NatsLink implements Link {
   }
 
   private delivered(m: JsMsg, waiting: number): Delivered {
-    const reply = (m as unknown as { reply?: string }).reply ?? "";
+    // JsMsg's interface leaves out the reply subject its class carries: read through an 'in' check, not a cast
+    const reply = "reply" in m && typeof m.reply === "string" ? m.reply : "";
     let settled = false;
     const settle = async (payload: string, what: string): Promise<Settled> => {
       if (settled) return { ok: true };

@@ -92,10 +92,12 @@ function heldOf(records: Records): { id: string; type: string; name: string }[] 
   });
 }
 
-/** The bus a node is on, never its password: the only fields of the membership status reads. */
-const BusSummary = Membership.pick({ servers: true, user: true, fingerprint: true }).strip();
+/** The bus a node is on, never its password: the only fields of the membership status reads (built on first use). */
+const BusSummary = z.lazy(() =>
+  Membership.unwrap().pick({ servers: true, user: true, fingerprint: true }).strip(),
+);
 /** membership.json as the host writes it (`{format, membership}`), or the membership bare. */
-const MembershipText = z.union([z.object({ membership: BusSummary }), BusSummary]);
+const MembershipText = z.lazy(() => z.union([z.object({ membership: BusSummary }), BusSummary]));
 
 /** The bus a node is on, never its password; null when the node has no membership status can read. */
 function readMembershipSummary(ctx: Context): z.infer<typeof BusSummary> | null {

@@ -19,7 +19,7 @@ import {
   setOnHandle,
 } from "../../system/index.ts";
 import type { DirectoryResource } from "../../vocabulary/index.ts";
-import { executeBy, failsAgain, stepsOf } from "../step.ts";
+import { executeBy, failsAgain, forgets, keeps, stepsOf } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
 import { type Claim, claimOf } from "./claim.ts";
 
@@ -76,7 +76,7 @@ const pathOf = (wanted: DirectoryResource | undefined, record: DirectoryRecord |
 const executors: Executors<DirectoryStep, DirectoryResource, DirectoryRecord> = {
   make: async (step, wanted, _record, ctx) => makeAndReadBack(step, wanted!, ctx),
   adopt: async (step, wanted, _record, ctx) => makeAndReadBack(step, wanted!, ctx),
-  none: async (step, _wanted, record) => ({ did: step.did, detail: step.detail, record: record ?? null }),
+  none: keeps,
   remove: async (step, wanted, record, ctx) => {
     const path = pathOf(wanted, record);
     if (removeDirAt(ctx.ports.root, path) === "not-empty")
@@ -91,7 +91,7 @@ const executors: Executors<DirectoryStep, DirectoryResource, DirectoryRecord> = 
     chmodDirAt(ctx.ports.root, pathOf(wanted, record), step.data);
     return { did: "restored", detail: step.detail, record: null };
   },
-  forget: async (step) => ({ did: step.did, detail: step.detail, record: null }),
+  forget: forgets,
   refuse: failsAgain,
 };
 

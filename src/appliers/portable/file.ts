@@ -13,7 +13,7 @@ import {
   writeFileAt,
 } from "../../system/index.ts";
 import type { FileResource } from "../../vocabulary/index.ts";
-import { executeBy, failsAgain, stepsOf } from "../step.ts";
+import { executeBy, failsAgain, forgets, keeps, stepsOf } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
 import { type Claim, claimOf } from "./claim.ts";
 
@@ -89,7 +89,7 @@ function writeDid(found: Found | null, record: Claim | undefined, sha: string, m
 
 /** One executor per action of FileStep. */
 const executors: Executors<FileStep, FileResource, FileRecord> = {
-  none: async (step, _wanted, record) => ({ did: step.did, detail: step.detail, record: record ?? null }),
+  none: keeps,
   claim: async (step) => ({ did: "unchanged", detail: step.detail, record: step.data.intent }),
   adopt: async (step, wanted, record, ctx) => {
     const path = pathOf(wanted, record);
@@ -103,7 +103,7 @@ const executors: Executors<FileStep, FileResource, FileRecord> = {
     return { did: "removed", detail: step.detail, record: null };
   },
   restore: async (step, wanted, record, ctx) => restoreOriginal(step, pathOf(wanted, record), ctx),
-  forget: async (step) => ({ did: step.did, detail: step.detail, record: null }),
+  forget: forgets,
   refuse: failsAgain,
 };
 

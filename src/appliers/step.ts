@@ -33,6 +33,12 @@ export function failedKeeping<Rec>(detail: string, record: Rec | undefined): Exe
   return { did: "failed", detail, record: record ?? null };
 }
 
+/** What a throw while a step was carried out says: its errno code and its message's first line. */
+export function thrownLine(e: unknown): string {
+  const code = e instanceof Error && "code" in e && typeof e.code === "string" ? e.code : "error";
+  return `${code}: ${(e instanceof Error ? e.message : String(e)).split("\n")[0]}`;
+}
+
 /** The executor of a step its decision failed (`fail`, `refuse`): it fails again, touching nothing. */
 export async function failsAgain<Rec>(
   s: Step,

@@ -17,7 +17,7 @@ import {
 } from "../../system/arch/index.ts";
 import { entryAt, octal, placeProblem, sha256 } from "../../system/index.ts";
 import { bundlePathProblem, nameProblem, type ProcessResource } from "../../vocabulary/index.ts";
-import { executeBy, failsAgain, forgets, keepsHeld, stepsOf } from "../step.ts";
+import { executeBy, failsAgain, forgets, keepsHeld, stepsOf, thrownLine } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors } from "../types.ts";
 import {
   type ApplyData,
@@ -301,7 +301,7 @@ export const processApplier: Applier<ProcessResource, ProcessRecord, ProcessStep
     } catch (e) {
       return {
         did: "failed",
-        detail: `${(e as NodeJS.ErrnoException).code ?? "error"}: ${(e as Error).message.split("\n")[0]}`,
+        detail: thrownLine(e),
         // a write that failed half way: the record still names every file either apply may have written
         record: s.action === "apply" ? s.data.intent : (record ?? null),
       };

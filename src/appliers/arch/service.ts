@@ -8,7 +8,6 @@ import {
   isEnabled,
   readRegular,
   showUnit,
-  systemctl,
   type UnitState,
   unitPath,
   unitsProblem,
@@ -17,13 +16,14 @@ import {
 import { sha256 } from "../../system/index.ts";
 import type { ServiceResource } from "../../vocabulary/index.ts";
 import { unitNameProblem } from "../../vocabulary/index.ts";
-import { executeBy, failedKeeping, failsAgain, keepsHeld, stepsOf } from "../step.ts";
+import { executeBy, failedKeeping, failsAgain, keepsHeld, stepsOf, thrownLine } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, StepOf } from "../types.ts";
 import {
   foundLine,
   type GiveBack,
   giveBack,
   planGiveBack,
+  reloadRunShow,
   type ServiceFound,
   type ServiceRecord,
 } from "./give-back.ts";
@@ -307,15 +307,7 @@ async function applyUnit(
       record.file = { created: data.write.created, wrote: data.write.sha };
     }
     // the unit is read only after the reload that loads what was just written
-    if (data.reload) {
-      const why = await systemctl(exec, "daemon-reload");
-      if (why) return failed(why);
-    }
-    for (const verb of data.verbs) {
-      const why = await systemctl(exec, verb, "--", unit);
-      if (why) return failed(why);
-    }
-    const back = await showUnit(exec, unit);
+    const back = await reloadRunShow(exec, unit, data.reload, data.verbs);
     if (typeof back === "string") return failed(back);
     const wrong = readBackProblem(back, data.record.declared ?? {});
     if (wrong) return failed(`read back ${wrong}`);
@@ -325,7 +317,7 @@ async function applyUnit(
       record,
     };
   } catch (e) {
-    return failed(`${(e as NodeJS.ErrnoException).code ?? "error"}: ${(e as Error).message.split("\n")[0]}`);
+    return failed(thrownLine(e));
   }
 }
 

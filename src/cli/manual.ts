@@ -33,6 +33,10 @@ function roffCommand(c: CommandSpec): string[] {
 
 /** mesh-host(1). */
 export function manPage(version: string): string {
+  return [...manHead(version), ...manCommands(), ...manExitStatus(), ...manEnvironment(), ""].join("\n");
+}
+
+function manHead(version: string): string[] {
   return [
     `.TH MESH\\-HOST 1 "" "mesh\\-host ${roff(version)}" "User Commands"`,
     ".SH NAME",
@@ -48,6 +52,11 @@ export function manPage(version: string): string {
         "declaration in a file. Logs go to standard error, never standard output: JSON lines, or one short line " +
         "each on a terminal; under systemd each carries its journald priority.",
     ),
+  ];
+}
+
+function manCommands(): string[] {
+  return [
     ".SH COMMANDS",
     ...COMMANDS.flatMap(roffCommand),
     ".TP",
@@ -61,6 +70,11 @@ export function manPage(version: string): string {
     ".SH GLOBAL FLAGS",
     "Every command takes these.",
     ...GLOBAL_FLAGS.map((n) => FLAGS[n]).flatMap(roffFlag),
+  ];
+}
+
+function manExitStatus(): string[] {
+  return [
     ".SH EXIT STATUS",
     ".TP",
     ".B 0",
@@ -77,6 +91,12 @@ export function manPage(version: string): string {
       "Refused: bad input, bad flags, a declaration that fails the schema or the rules, a refusal of the mode. " +
         "One line on standard error says what and why.",
     ),
+  ];
+}
+
+/** ENVIRONMENT, FILES and SEE ALSO. */
+function manEnvironment(): string[] {
+  return [
     ".SH ENVIRONMENT",
     ".TP",
     ".B MESH_LOG",
@@ -100,8 +120,7 @@ export function manPage(version: string): string {
     ".SH SEE ALSO",
     ".BR systemctl (1),",
     ".BR journalctl (1)",
-    "",
-  ].join("\n");
+  ];
 }
 
 const commandNames = () => [...COMMANDS.map((c) => c.name), "mesh"].join(" ");

@@ -1,40 +1,10 @@
-// Nothing is ever half-written: temp file in the same directory, fsync, rename, fsync the directory.
-import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
+// Nothing is ever half-written: temp file in the same directory, fsync, rename, fsync the directory. The one
+// file's synchronous write is shared with the operator's half (src/atomic.ts); here, many files written at once.
 import { open, rename, unlink } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
-import { TEMP_MARKER } from "../defaults.ts";
+import { dirname } from "node:path";
+import { tempPathFor } from "../atomic.ts";
 
-/** A temporary name beside `path`, marked so a later start can sweep what a crash left. */
-export function tempPathFor(path: string): string {
-  return join(dirname(path), `.${basename(path)}${TEMP_MARKER}${randomBytes(4).toString("hex")}`);
-}
-
-export function isTempName(name: string): boolean {
-  return name.startsWith(".") && name.includes(TEMP_MARKER);
-}
-
-/** Write `data` to `path` atomically and durably; `mode` is set before the rename so no reader sees it wider. */
-export function writeFileAtomicSync(path: string, data: string | Uint8Array, mode = 0o600): void {
-  const temp = tempPathFor(path);
-  const fd = openSync(temp, "wx", mode);
-  try {
-    writeAllSync(fd, typeof data === "string" ? Buffer.from(data) : data);
-    fsyncSync(fd);
-  } catch (e) {
-    closeSync(fd);
-    unlinkQuietSync(temp);
-    throw e;
-  }
-  closeSync(fd);
-  try {
-    renameSync(temp, path);
-  } catch (e) {
-    unlinkQuietSync(temp);
-    throw e;
-  }
-  fsyncDirSync(dirname(path));
-}
+export { fsyncDirSync, isTempName, tempPathFor, writeFileAtomicSync } from "../atomic.ts";
 
 export interface AtomicWriteOptions {
   mode: number;
@@ -116,27 +86,5 @@ export async function fsyncDir(dir: string): Promise<void> {
     await handle.sync();
   } finally {
     await handle.close();
-  }
-}
-
-export function fsyncDirSync(dir: string): void {
-  const fd = openSync(dir, "r");
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function writeAllSync(fd: number, data: Uint8Array): void {
-  let offset = 0;
-  while (offset < data.byteLength) offset += writeSync(fd, data, offset, data.byteLength - offset);
-}
-
-function unlinkQuietSync(path: string): void {
-  try {
-    unlinkSync(path);
-  } catch {
-    // already gone
   }
 }

@@ -19,8 +19,9 @@ import {
 import { open, rename, unlink } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
+import { isTempName, tempPathFor } from "../atomic.ts";
 import { SYNC_READ_MAX_BYTES } from "../defaults.ts";
-import { fsyncDirShared, isTempName, tempPathFor } from "../store/index.ts";
+import { fsyncDirShared } from "../store/index.ts";
 import {
   at,
   ENTRY_HANDLE,

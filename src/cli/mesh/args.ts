@@ -1,6 +1,6 @@
 // `mesh-host mesh …` flags: each subcommand takes its own, anything else is refused in our words.
 import { parseArgs } from "node:util";
-import { DEFAULT_MESH_DIR, PUSH_WAIT_S } from "../../mesh/index.ts";
+import { DEFAULT_MESH_DIR, PUSH_WAIT_S } from "../../defaults.ts";
 import { UsageError } from "../args.ts";
 
 export const MESH_USAGE = `usage: mesh-host mesh <command> [--mesh DIR] [flags]

@@ -1,0 +1,60 @@
+// Nothing is ever half-written: temp file in the same directory, fsync, rename, fsync the directory. Outside
+// every layer (as src/defaults.ts is), so the store and the operator's half (src/mesh/, which may import nothing
+// of the host's) write their files the one way. The store adds the async writes of many files (store/atomic.ts).
+import { randomBytes } from "node:crypto";
+import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { STATE_FILE_MODE, TEMP_MARKER } from "./defaults.ts";
+
+/** A temporary name beside `path`, marked so a later start can sweep what a crash left. */
+export function tempPathFor(path: string): string {
+  return join(dirname(path), `.${basename(path)}${TEMP_MARKER}${randomBytes(4).toString("hex")}`);
+}
+
+export function isTempName(name: string): boolean {
+  return name.startsWith(".") && name.includes(TEMP_MARKER);
+}
+
+/** Write `data` to `path` atomically and durably; `mode` is set before the rename so no reader sees it wider. */
+export function writeFileAtomicSync(path: string, data: string | Uint8Array, mode = STATE_FILE_MODE): void {
+  const temp = tempPathFor(path);
+  const fd = openSync(temp, "wx", mode);
+  try {
+    writeAllSync(fd, typeof data === "string" ? Buffer.from(data) : data);
+    fsyncSync(fd);
+  } catch (e) {
+    closeSync(fd);
+    unlinkQuietSync(temp);
+    throw e;
+  }
+  closeSync(fd);
+  try {
+    renameSync(temp, path);
+  } catch (e) {
+    unlinkQuietSync(temp);
+    throw e;
+  }
+  fsyncDirSync(dirname(path));
+}
+
+export function fsyncDirSync(dir: string): void {
+  const fd = openSync(dir, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function writeAllSync(fd: number, data: Uint8Array): void {
+  let offset = 0;
+  while (offset < data.byteLength) offset += writeSync(fd, data, offset, data.byteLength - offset);
+}
+
+function unlinkQuietSync(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
+  }
+}

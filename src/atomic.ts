@@ -3,6 +3,7 @@
 // of the host's) write their files the one way. The store adds the async writes of many files (store/atomic.ts).
 import { randomBytes } from "node:crypto";
 import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { type FileHandle, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { STATE_FILE_MODE, TEMP_MARKER } from "./defaults.ts";
 
@@ -56,5 +57,38 @@ function unlinkQuietSync(path: string): void {
     unlinkSync(path);
   } catch {
     // already gone
+  }
+}
+
+/**
+ * A new temp file filled through its handle and closed: the bytes, its mode (chmod on the fd: the umask may have
+ * narrowed the mode given to open), its owner, fsynced. On a failure the temp file is gone too.
+ */
+export async function fillTemp(
+  handle: FileHandle,
+  temp: string,
+  data: Uint8Array,
+  o: { mode: number; uid?: number; gid?: number },
+): Promise<void> {
+  try {
+    await handle.writeFile(data);
+    await handle.chmod(o.mode);
+    if (o.uid !== undefined || o.gid !== undefined) await handle.chown(o.uid ?? -1, o.gid ?? -1);
+    await handle.sync();
+  } catch (e) {
+    await handle.close();
+    await unlink(temp).catch(() => {});
+    throw e;
+  }
+  await handle.close();
+}
+
+/** The filled temp file renamed over `path`; on a failure the temp file is gone. */
+export async function renameTemp(temp: string, path: string): Promise<void> {
+  try {
+    await rename(temp, path);
+  } catch (e) {
+    await unlink(temp).catch(() => {});
+    throw e;
   }
 }

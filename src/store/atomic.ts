@@ -1,8 +1,8 @@
 // Nothing is ever half-written: temp file in the same directory, fsync, rename, fsync the directory. The one
 // file's synchronous write is shared with the operator's half (src/atomic.ts); here, many files written at once.
-import { open, rename, unlink } from "node:fs/promises";
+import { open } from "node:fs/promises";
 import { dirname } from "node:path";
-import { tempPathFor } from "../atomic.ts";
+import { fillTemp, renameTemp, tempPathFor } from "../atomic.ts";
 
 export { fsyncDirSync, isTempName, tempPathFor, writeFileAtomicSync } from "../atomic.ts";
 
@@ -21,25 +21,8 @@ export async function writeFileAtomic(
   opts: AtomicWriteOptions,
 ): Promise<void> {
   const temp = tempPathFor(path);
-  const handle = await open(temp, "wx", opts.mode);
-  try {
-    await handle.writeFile(data);
-    // chmod explicitly: the umask may have narrowed the mode given to open
-    await handle.chmod(opts.mode);
-    if (opts.uid !== undefined || opts.gid !== undefined) await handle.chown(opts.uid ?? -1, opts.gid ?? -1);
-    await handle.sync();
-  } catch (e) {
-    await handle.close();
-    await unlink(temp).catch(() => {});
-    throw e;
-  }
-  await handle.close();
-  try {
-    await rename(temp, path);
-  } catch (e) {
-    await unlink(temp).catch(() => {});
-    throw e;
-  }
+  await fillTemp(await open(temp, "wx", opts.mode), temp, data, opts);
+  await renameTemp(temp, path);
   if (!opts.skipDirSync) await fsyncDirShared(dirname(path));
 }
 

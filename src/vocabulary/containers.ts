@@ -3,19 +3,9 @@
 // verbatim and be refused at create, after the old container was already gone.
 import { isIP } from "node:net";
 import * as z from "zod";
-import { nameProblem, pathProblem } from "./names.ts";
+import { AbsPath, checkedString, Name, nameProblem, pathProblem } from "./names.ts";
 import type { Refusal } from "./refusal.ts";
 
-// Own copies of the one rule's schemas: resources.ts imports this module, so importing its constants back
-// would read them before they exist.
-const Name = z.string().superRefine((v, ctx) => {
-  const problem = nameProblem(v);
-  if (problem) ctx.addIssue({ code: "custom", message: problem });
-});
-const AbsPath = z.string().superRefine((v, ctx) => {
-  const problem = pathProblem(v);
-  if (problem) ctx.addIssue({ code: "custom", message: problem });
-});
 /** The runtimes refuse a one-character container or volume name. */
 const RuntimeName = Name.refine((n) => n.length >= 2, "must be at least two characters (the runtime's rule)");
 const NoNul = z.string().refine((s) => !s.includes("\0"), "must not contain NUL");
@@ -46,10 +36,7 @@ export function subnetProblem(s: string): string | null {
   return null;
 }
 
-const Subnet = z.string().superRefine((v, ctx) => {
-  const problem = subnetProblem(v);
-  if (problem) ctx.addIssue({ code: "custom", message: problem });
-});
+const Subnet = checkedString(subnetProblem);
 
 /** An address as a number, for subnet arithmetic; IPv4 and IPv6 (an embedded IPv4 tail included). */
 function addressBits(a: string): { v: 4 | 6; n: bigint } {

@@ -1,4 +1,5 @@
 // The one rule for names and paths: checked on arrival and again before every removal.
+import * as z from "zod";
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 
@@ -24,3 +25,13 @@ export function pathProblem(path: unknown): string | null {
   }
   return null;
 }
+
+/** A string schema refused in `problem`'s own words: how every rule here (and each type's own) meets zod. */
+export const checkedString = (problem: (v: string) => string | null) =>
+  z.string().superRefine((v, ctx) => {
+    const p = problem(v);
+    if (p) ctx.addIssue({ code: "custom", message: p });
+  });
+
+export const Name = checkedString(nameProblem);
+export const AbsPath = checkedString(pathProblem);

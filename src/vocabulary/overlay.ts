@@ -2,7 +2,7 @@
 // it is the node's overlay key, read from the state directory where the config is written.
 import { isIP } from "node:net";
 import * as z from "zod";
-import { nameProblem } from "./names.ts";
+import { checkedString, Name, nameProblem } from "./names.ts";
 import type { Refusal } from "./refusal.ts";
 
 /** Where wg-quick reads `<if>.conf`, on the machine (a declared path under the root for writes). */
@@ -47,14 +47,8 @@ export function endpointProblem(value: unknown): string | null {
   return isIP(m[2]!) === 4 || HOST_NAME.test(m[2]!) ? null : `"${m[2]}" is not an address or a host name`;
 }
 
-const refined = (problem: (v: unknown) => string | null) =>
-  z.string().superRefine((v, ctx) => {
-    const p = problem(v);
-    if (p) ctx.addIssue({ code: "custom", message: p });
-  });
-
-export const InterfaceName = refined(interfaceNameProblem);
-export const Cidr = refined(cidrProblem);
+export const InterfaceName = checkedString(interfaceNameProblem);
+export const Cidr = checkedString(cidrProblem);
 /** A WireGuard public key: standard base64, padded, of its raw 32 bytes. */
 export const WireguardKey = z
   .string()
@@ -63,17 +57,14 @@ export const Port = z.number().int().min(1).max(65535);
 
 export const OverlayPeer = z.strictObject({
   public_key: WireguardKey,
-  endpoint: refined(endpointProblem).optional(),
+  endpoint: checkedString(endpointProblem).optional(),
   allowed_ips: z.array(Cidr).min(1, "must name at least one range"),
   keepalive_s: z.number().int().min(0).max(65535).optional(),
 });
 
 export const OverlayResource = z
   .strictObject({
-    id: z.string().superRefine((v, ctx) => {
-      const p = nameProblem(v);
-      if (p) ctx.addIssue({ code: "custom", message: p });
-    }),
+    id: Name,
     type: z.literal("overlay"),
     interface: InterfaceName,
     address: Cidr,

@@ -11,6 +11,7 @@ import {
   importsOf,
   layeringProblems,
   lineCount,
+  ownModes,
   ownTimeouts,
   sourceFiles,
 } from "./support/layers.ts";
@@ -333,6 +334,13 @@ const OWN_TIMEOUTS: Record<string, string> = {
     "the lock, folded by the delivery work (apply owns the lock)",
 };
 
+/** File and directory modes still written in place, each with the branch that names it in src/defaults.ts. */
+const OWN_MODES: Record<string, string> = {
+  "src/appliers/arch/process.ts 0o644":
+    "the bundle's file mode, moved by the appliers' steps work (issue 19)",
+  "src/store/lock.ts 0o600": "the lock, folded by the delivery work (apply owns the lock)",
+};
+
 const MAX_FILE_LINES = 400;
 const MAX_FUNCTION_LINES = 60;
 
@@ -375,13 +383,24 @@ describe("the layering (architecture.md), held over src/", () => {
   });
 });
 
-describe("every timeout is named once, in src/defaults.ts (nats.js style)", () => {
+describe("every timeout and mode is named once, in src/defaults.ts (nats.js style)", () => {
   it("no module declares a `_MS`/`_S` constant of its own or passes setTimeout/setInterval a number, bar the listed", () => {
     const found = sourceFiles()
       .filter((f) => f !== "src/defaults.ts")
       .flatMap((f) => ownTimeouts(f));
     expect(found.filter((t) => !(t in OWN_TIMEOUTS))).toEqual([]);
     expect(Object.keys(OWN_TIMEOUTS).filter((k) => !found.includes(k))).toEqual([]);
+  });
+
+  it("no module writes a file or directory mode as a number (0o600), bar the listed: each is named there too", () => {
+    const found = sourceFiles()
+      .filter((f) => f !== "src/defaults.ts")
+      .flatMap((f) => ownModes(f));
+    expect(found.filter((m) => !(m in OWN_MODES))).toEqual([]);
+    expect(Object.keys(OWN_MODES).filter((k) => !found.includes(k))).toEqual([]);
+    expect(ownModes("src/mesh/synthetic.ts", "chmodSync(p, 0o600); const m = st.mode & 0o7777;")).toEqual([
+      "src/mesh/synthetic.ts 0o600",
+    ]);
   });
 
   it("the rule sees a delay written in place and a timeout declared beside its use", () => {

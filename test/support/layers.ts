@@ -209,3 +209,15 @@ export function ownTimeouts(path: string, text?: string): string[] {
   visit(src);
   return out;
 }
+
+/** Where `path` writes a file or directory mode as a number in place (`0o600`) instead of naming it in src/defaults.ts. */
+export function ownModes(path: string, text?: string): string[] {
+  const src = parse(path, text);
+  const out = new Set<string>();
+  const visit = (n: ts.Node) => {
+    if (ts.isNumericLiteral(n) && /^0o[0-7]{3}$/i.test(n.getText(src))) out.add(`${path} ${n.getText(src)}`);
+    ts.forEachChild(n, visit);
+  };
+  visit(src);
+  return [...out];
+}

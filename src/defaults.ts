@@ -19,6 +19,8 @@ export const STATE_DIR_MODE = 0o700;
 export const SECRET_FILE_MODE = 0o600;
 /** Every file of the state directory: the node's own, read by root alone (reports and kept originals may quote secrets). */
 export const STATE_FILE_MODE = 0o600;
+/** A process's bundle file that declares no mode: readable, not executable (a script names its interpreter). */
+export const BUNDLE_FILE_MODE = 0o644;
 
 /** Lines of one file's diff `--diff` shows before it says how many more there are. */
 export const MAX_DIFF_LINES = 200;
@@ -39,6 +41,8 @@ export const ACTION_OUTPUT_TAIL_BYTES = 2048;
 /** How long a command waits for the state lock before giving up. */
 export const LOCK_WAIT_MS = 10 * 60 * 1000;
 export const LOCK_POLL_MS = 50;
+/** A lock being written this instant reads empty: its writer is given this long before the lock counts as dead. */
+export const EMPTY_LOCK_GRACE_MS = 5_000;
 
 export const HEARTBEAT_S = 30;
 export const DRIFT_S = 300;
@@ -120,6 +124,8 @@ export const RUNTIME_CALL_TIMEOUT_MS = 60_000;
 export const RUNTIME_PULL_TIMEOUT_MS = 15 * 60_000;
 /** Seconds a container is given to stop on SIGTERM before it is killed. */
 export const CONTAINER_STOP_TIMEOUT_S = 10;
+/** How long a stop may take before it is given up: the runtime's own timeout and a minute for its daemon. */
+export const CONTAINER_STOP_WAIT_MS = (CONTAINER_STOP_TIMEOUT_S + 60) * 1000;
 /** One `wg`, `wg-quick`, `ip` or look under /sys for the overlay. */
 export const WG_TIMEOUT_MS = 30_000;
 /** How long an interface is given to go after its unit stopped, or to come back after it started again. */
@@ -173,3 +179,23 @@ export const FLEET_WRITE_MS = 1_000;
 export const PUSHES_KEPT = 20;
 /** REPORTS keeps a month: the fleet view needs the newest, an operator's inquiry a little more. */
 export const REPORTS_MAX_AGE_S = 30 * 24 * 3600;
+// The link: its timeouts (the names protocol.md composes are src/vocabulary/subjects.ts).
+
+/** One server: TCP, the server's INFO, the TLS handshake and CONNECT, each dial. */
+export const DIAL_TIMEOUT_MS = 5_000;
+/** The client's own pings find a server that went away without closing; the hold then dials again. */
+export const PING_INTERVAL_MS = 20_000;
+export const MAX_PINGS_OUT = 2;
+/**
+ * A pull request's life. Long, so an idle node sends one request per this long; the server's idle
+ * heartbeats (every 30 s, the client's ceiling) say the pull is alive meanwhile.
+ */
+export const PULL_EXPIRES_MS = 5 * 60_000;
+/** A failed pull is tried again after this, times the failures in a row, up to the max; past the count, the link closes. */
+export const PULL_RETRY_MS = 250;
+export const PULL_RETRY_MAX_MS = 2_000;
+export const PULL_FAILURES_MAX = 5;
+/** How long a report's publish, an ack and a term wait for the server's word. */
+export const SERVER_ACK_TIMEOUT_MS = 5_000;
+/** The longest INFO line a preflight reads before deciding it is not talking to a NATS server. */
+export const MAX_INFO_BYTES = 64 * 1024;

@@ -2,7 +2,6 @@
 // declarations, saying reports and heartbeats, the rekey; enrolment (asking.ts) is its own seam. It knows the
 // vocabulary it speaks and the nats client, nothing of the host. Other layers import only this.
 export { type Answered, type Approach, type Asking, type AskOptions, ask } from "./asking.ts";
-export * from "./defaults.ts";
 export { type DialFailure, type Dialled, type DialOptions, dial, fingerprintOf } from "./dial.ts";
 export {
   type Bound,
@@ -10,7 +9,9 @@ export {
   type Link,
   type LinkOptions,
   type Opened,
+  openBound,
   openLink,
   type Reported,
   type Sent,
+  type Settled,
 } from "./link.ts";

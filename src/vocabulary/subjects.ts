@@ -1,5 +1,5 @@
-// The names protocol.md composes from a node's name (bus users, subjects, streams, consumers), said once for
-// both halves: the operator's (src/mesh/) and, as it moves onto them, the host's link.
+// The names protocol.md composes from a node's name (bus users, subjects, inboxes, streams, consumers), said
+// once for both halves: the operator's (src/mesh/) and the host's link.
 
 export const CONTROLLER_USER = "mesh";
 export const ROUTE_USER = "route";
@@ -19,3 +19,7 @@ export const nodeConsumer = (node: string): string => `node-${node}`;
 export const declareSubject = (node: string): string => `mesh.declare.${node}`;
 export const reportSubject = (node: string): string => `mesh.report.${node}`;
 export const heartbeatSubject = (node: string): string => `mesh.heartbeat.${node}`;
+export const enrolSubject = (node: string): string => `mesh.enrol.${node}`;
+export const rekeySubject = (node: string): string => `mesh.rekey.${node}`;
+export const nodeInboxPrefix = (node: string): string => `_INBOX.node.${node}`;
+export const enrolInboxPrefix = (node: string): string => `_INBOX.enrol.${node}`;

@@ -11,7 +11,7 @@ import type { Exec, ExecResult } from "../exec.ts";
 import { openFileAt, underRoot } from "../index.ts";
 
 // named in src/defaults.ts with every other timeout; said here too, so the driver's surface is unchanged
-export { CONTAINER_STOP_TIMEOUT_S, RUNTIME_PULL_TIMEOUT_MS } from "../../defaults.ts";
+export { CONTAINER_STOP_TIMEOUT_S, CONTAINER_STOP_WAIT_MS, RUNTIME_PULL_TIMEOUT_MS } from "../../defaults.ts";
 /** At most this many names in one inspect: the exec port keeps a bounded tail of output. */
 export const INSPECT_BATCH = 100;
 /** The label the spec digest is written under. */

@@ -1,6 +1,14 @@
 // The one rule for names and paths: checked on arrival and again before every removal.
 import * as z from "zod";
 
+/**
+ * `net.isIP`, with node:net loaded at its first call rather than at start-up: only a declaration that names an
+ * address (containers, overlay) pays for the module and the stream machinery it brings (issue 22).
+ */
+export function isIP(address: string): number {
+  return process.getBuiltinModule("node:net").isIP(address);
+}
+
 const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 
 /** Why `name` is not a valid resource/process/unit/container name, or null when it is. */
@@ -33,5 +41,6 @@ export const checkedString = (problem: (v: string) => string | null) =>
     if (p) ctx.addIssue({ code: "custom", message: p });
   });
 
-export const Name = checkedString(nameProblem);
-export const AbsPath = checkedString(pathProblem);
+// built on first use, as every schema is (resources.ts says why)
+export const Name = z.lazy(() => checkedString(nameProblem));
+export const AbsPath = z.lazy(() => checkedString(pathProblem));

@@ -1,7 +1,6 @@
 // A WireGuard configuration as text: the `[Interface]` of a found one read, the mesh's own rendered, and the
 // address arithmetic both need. Pure functions, no command run: the driver (wireguard.ts) reads and writes.
-import { isIP } from "node:net";
-import type { OverlayResource } from "../../vocabulary/index.ts";
+import { isIP, type OverlayResource } from "../../vocabulary/index.ts";
 
 /** What a found `[Interface]` says; the key only so a takeover can compare it, never to show it. */
 export interface FoundConfig {

@@ -79,8 +79,8 @@ export class Hold {
   private readonly started = Date.now();
   private binaryStamp = "";
   private settling = { stamp: "", since: 0 };
-  /** An upgrade check hashing the new binary: the timer does not start another meanwhile. */
-  private checking = false;
+  /** The look for an upgrade in progress (it may hash the new binary): the timer and the loop share it. */
+  private lookingForUpgrade: Promise<boolean> | null = null;
   private notes: string[];
   /** A bus to move to once this step's report is out. */
   private pendingMove: Membership | null = null;
@@ -110,7 +110,10 @@ export class Hold {
       this.o.driftS * 1000,
     );
     // an upgrade lands whether or not a declaration comes: the step in progress finishes first
-    const upgrade = setInterval(() => void this.checkUpgrade(), UPGRADE_CHECK_MS);
+    const upgrade = setInterval(
+      () => void this.upgraded().then((yes) => yes && this.stop("upgraded")),
+      UPGRADE_CHECK_MS,
+    );
     try {
       await this.dialLoop();
     } finally {
@@ -298,15 +301,15 @@ export class Hold {
     };
   }
 
-  /** The timer's look for an upgrade: one at a time, since a replaced binary is hashed. */
-  private async checkUpgrade(): Promise<void> {
-    if (this.checking) return;
-    this.checking = true;
-    try {
-      if (await this.upgraded()) this.stop("upgraded");
-    } finally {
-      this.checking = false;
-    }
+  /** Whether pacman replaced the binary; one look at a time, since a replaced binary is hashed. */
+  private upgraded(): Promise<boolean> {
+    // a binary that cannot be read now is looked at again on the next tick
+    this.lookingForUpgrade ??= this.replacedBinary()
+      .catch(() => false)
+      .finally(() => {
+        this.lookingForUpgrade = null;
+      });
+    return this.lookingForUpgrade;
   }
 
   /**
@@ -314,7 +317,7 @@ export class Hold {
    * new file has stood still for a moment, so the host never restarts onto a half-written binary. The same
    * contents put there again (a reinstall) are no upgrade; contents this process can no longer know are one.
    */
-  private async upgraded(): Promise<boolean> {
+  private async replacedBinary(): Promise<boolean> {
     const binary = this.o.binary;
     if (!binary) return false;
     const stamp = fileStamp(binary.path);

@@ -1,5 +1,5 @@
 // `run`: hold the node in its mesh until stopped; exits 0 to be restarted onto a new binary or a new bus.
-import { Hold } from "../../hold/index.ts";
+import { Hold, type HoldOptions } from "../../hold/index.ts";
 import { openBound } from "../../link/index.ts";
 import {
   beginMove,
@@ -10,6 +10,7 @@ import {
   RunRecord,
   returnFromMove,
 } from "../../store/index.ts";
+import type { Membership } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { type Context, portsOf } from "../context.ts";
 import { binariesAtStart, confirmBinary, runningBinary } from "./confirm.ts";
@@ -50,22 +51,9 @@ export async function runCommand(ctx: Context): Promise<number> {
       );
     },
     notes: pendingNotes(ctx.state),
-    onMove: (to) => {
-      beginMove(ctx.state, to, membership);
-      ctx.log.info({ to: to.servers }, "moving to another bus: exiting to be restarted onto it");
-    },
     onLink: (l) => record.link(l.up, l.up ? null : l.error),
     onHeartbeat: (at) => record.heartbeat(at),
-    onDelivered: () => {
-      if (moveInProgress(ctx.state)) finishMove(ctx.state);
-    },
-    onDialFailed: (reason) => {
-      const move = moveInProgress(ctx.state);
-      if (!move || Date.now() - Date.parse(move.started_at) < ctx.args.moveGraceS * 1000) return "retry";
-      returnFromMove(ctx.state, reason);
-      ctx.log.warn({ reason }, "the new bus would not hold this node: returning to the previous one");
-      return "stop";
-    },
+    ...moveSteps(ctx, membership),
   });
   const stop = () => hold.stop();
   process.once("SIGTERM", stop);
@@ -78,4 +66,27 @@ export async function runCommand(ctx: Context): Promise<number> {
   await confirmed; // written before the exit, even when a stop came while the binary was hashed
   ctx.log.info({ why }, "exiting cleanly");
   return 0;
+}
+
+/** A move to another bus as the hold lives it: saved when declared, finished when heard there, undone when refused. */
+function moveSteps(
+  ctx: Context,
+  membership: Membership,
+): Pick<HoldOptions, "onMove" | "onDelivered" | "onDialFailed"> {
+  return {
+    onMove: (to) => {
+      beginMove(ctx.state, to, membership);
+      ctx.log.info({ to: to.servers }, "moving to another bus: exiting to be restarted onto it");
+    },
+    onDelivered: () => {
+      if (moveInProgress(ctx.state)) finishMove(ctx.state);
+    },
+    onDialFailed: (reason) => {
+      const move = moveInProgress(ctx.state);
+      if (!move || Date.now() - Date.parse(move.started_at) < ctx.args.moveGraceS * 1000) return "retry";
+      returnFromMove(ctx.state, reason);
+      ctx.log.warn({ reason }, "the new bus would not hold this node: returning to the previous one");
+      return "stop";
+    },
+  };
 }

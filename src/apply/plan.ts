@@ -33,9 +33,6 @@ export interface PlanInput {
   owed?: ReadonlySet<string>;
 }
 
-/** No ids changed, no paths made: what a run of resources reading no changes is decided against. */
-const NOTHING: ReadonlySet<string> = new Set();
-
 /** The record of `id` if it still describes the same thing; a type or path change is a removal plus a new resource. */
 function sameThing(record: RecordBase | undefined, r: Resource): boolean {
   if (!record || record.type !== r.type) return false;
@@ -103,26 +100,19 @@ export function decider(input: PlanInput, live: Records = { ...input.records }):
     const path = (record as { path?: unknown }).path;
     if (typeof path === "string") claims.set(path, { id, record });
   }
-  // one context per (changed, made) pair: it reads both sets, the records and the claims live, and building
-  // one per resource was a tenth of a 1,000-file no-op (issue 22)
-  let last: DecideContext | undefined;
-  const ctxFor = (changed: ReadonlySet<string>, made: ReadonlySet<string> = NOTHING): DecideContext => {
-    if (last?.changed === changed && last.made === made) return last;
-    last = {
-      ...input.ctx,
-      changed,
-      made,
-      declaredPaths: paths,
-      wrote: (path) => wroteIn(live, path),
-      claimed: (path, id) => {
-        const claim = claims.get(path);
-        return claim && claim.id !== id ? claim.record : undefined;
-      },
-      mode: declaration.mode,
-      declared: declaration.resources,
-    };
-    return last;
-  };
+  const ctxFor = (changed: ReadonlySet<string>, made: ReadonlySet<string> = new Set()): DecideContext => ({
+    ...input.ctx,
+    changed,
+    made,
+    declaredPaths: paths,
+    wrote: (path) => wroteIn(live, path),
+    claimed: (path, id) => {
+      const claim = claims.get(path);
+      return claim && claim.id !== id ? claim.record : undefined;
+    },
+    mode: declaration.mode,
+    declared: declaration.resources,
+  });
   const declaredIds = new Set(declaration.resources.map((r) => r.id));
 
   const decide = async (
@@ -151,7 +141,7 @@ export function decider(input: PlanInput, live: Records = { ...input.records }):
       if (step.resource?.type === "file" && typeof sha === "string" && step.action !== "refuse")
         live[step.id] = { type: "file", path: step.resource.path, wrote: sha } as Records[string];
     },
-    decideBatch: (rs) => mapLimited(rs, FILE_READ_CONCURRENCY, (r) => decide(r, NOTHING)),
+    decideBatch: (rs) => mapLimited(rs, FILE_READ_CONCURRENCY, (r) => decide(r, new Set())),
     async removals(changed) {
       const gone = [...order].reverse().filter((id) => !declaredIds.has(id) && records[id]);
       const steps: PlannedStep[] = [];

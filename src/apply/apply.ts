@@ -24,6 +24,7 @@ import {
   planSteps,
   readsChanges,
 } from "./plan.ts";
+import { sameRecords } from "./records.ts";
 import { failureDetail, INTERRUPTED, interruption, logSteps } from "./steps.ts";
 
 /** Opens a value of `secrets` (named, so an installer's secret can be found by its name) or the membership. */
@@ -245,8 +246,7 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
   if (outcome === "applied") req.state.writeOwed([]);
   const nextOrder = orderOf();
   // a no-op (the drift check, most of the time) writes nothing: two fsyncs were most of its cost
-  if (JSON.stringify([next, nextOrder]) !== JSON.stringify([records, order]))
-    req.state.writeRecords(next, nextOrder);
+  if (!sameRecords(next, nextOrder, records, order)) req.state.writeRecords(next, nextOrder);
   req.originals.commit(nextOrder.length);
   const report: Report = {
     v: 1,

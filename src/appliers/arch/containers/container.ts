@@ -20,10 +20,7 @@ import type { ContainerResource, NetworkResource, RuntimeKind } from "../../../v
 import { inSubnet } from "../../../vocabulary/index.ts";
 import { stepsOf } from "../../step.ts";
 import type { Applier, DecideContext, Executed, RecordBase, Step } from "../../types.ts";
-import { imageApplier } from "./image.ts";
-import { networkApplier } from "./network.ts";
 import { type Session, sessionOf } from "./session.ts";
-import { volumeApplier } from "./volume.ts";
 
 export interface ContainerRecord extends RecordBase {
   type: "container";
@@ -198,6 +195,8 @@ export function containerApplier(
 ): Applier<ContainerResource, ContainerRecord> {
   return {
     type: "container",
+    // what it reads at creation, as the steps before left it, and the actions it is `on`
+    traits: { readsChanges: () => true },
 
     async decide(w, record, ctx) {
       const s = sessionOf(ctx, finder);
@@ -452,9 +451,4 @@ async function readBack(
     detail: `${st.detail}; read back ${back.status} ${back.id.slice(0, 12)}`,
     record: next,
   };
-}
-
-/** The four appliers over one runtime finder: the machine's own unless a test gives its daemons. */
-export function runtimeAppliers(finder: RuntimeFinder = machineRuntimes()): Applier[] {
-  return [imageApplier(finder), networkApplier(finder), volumeApplier(finder), containerApplier(finder)];
 }

@@ -40,6 +40,8 @@ interface ImageData {
 export function imageApplier(finder: RuntimeFinder = machineRuntimes()): Applier<ImageResource, ImageRecord> {
   return {
     type: "image",
+    // a tarball loaded is read as the files before it left it
+    traits: { readsChanges: (w) => w.load !== undefined },
 
     async decide(w, record, ctx) {
       const s = sessionOf(ctx, finder);

@@ -100,6 +100,11 @@ function runningDifference(wanted: OverlayResource, s: Survey): string | null {
 
 export const overlayApplier: Applier<OverlayResource, OverlayRecord> = {
   type: "overlay",
+  traits: {
+    pathOf: (record) => record.path,
+    // a found configuration taken over is held at its own path
+    holds: (record) => (record.takeover ? [record.path, record.takeover.path] : [record.path]),
+  },
 
   async decide(wanted, record, ctx) {
     if (record && record.interface !== wanted.interface)

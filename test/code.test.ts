@@ -1,7 +1,10 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import type { ApplierList } from "../src/appliers/index.ts";
+import { directoryApplier, fileApplier, PORTABLE_APPLIERS } from "../src/appliers/portable/index.ts";
 import { MAX_CODE_CHARS } from "../src/defaults.ts";
+import { appliersOf } from "../src/hosts/index.ts";
 import { enrolPermissions, nodePermissions } from "../src/mesh/index.ts";
 import type { EnrolmentCode } from "../src/vocabulary/index.ts";
 import { CODE_PREFIX, decodeCode, encodeCode, RESOURCE_SCHEMAS } from "../src/vocabulary/index.ts";
@@ -387,6 +390,14 @@ describe("a new resource type touches three files: its vocabulary, its applier f
     expect(named.filter((n) => /^src\/(apply|hosts)\//.test(n))).toEqual([]);
     expect(named.filter((n) => !(n in TYPE_NAMED_OUTSIDE))).toEqual([]);
     expect(Object.keys(TYPE_NAMED_OUTSIDE).filter((k) => !named.includes(k))).toEqual([]);
+  });
+
+  it("a host's list takes each applier only under its own type: the compiler refuses another (npm run typecheck)", () => {
+    // @ts-expect-error: the directory applier listed as the file type's
+    const wrong: ApplierList = { file: directoryApplier };
+    // at run time the host keys each by its own type: the file type would silently go without an applier
+    expect(appliersOf(wrong).get("file")).toBeUndefined();
+    expect(appliersOf(PORTABLE_APPLIERS).get("file")).toBe(fileApplier);
   });
 
   it("a type added in exactly those three files typechecks, is applied, left as it is, and given back", async () => {

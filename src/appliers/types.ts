@@ -125,8 +125,9 @@ export interface KeptOriginal {
 
 /**
  * What the apply asks an applier about its resources, steps and records, so that src/apply/ names no resource
- * type: each applier says its own. An absent trait is false, none or nothing. Methods, each over the
- * applier's own types: the host's list holds every applier as the one `Applier` it dispatches by type.
+ * type: each applier says its own. An absent trait is false, none or nothing. Written as methods, like
+ * `decide` and `execute`: a method's parameters are compared both ways, which is what lets an applier over
+ * its own types stand as the one `Applier` the host dispatches to by type (ApplierList says when).
  */
 export interface Traits<R extends Resource, Rec extends RecordBase, S extends Step> {
   /**
@@ -185,6 +186,7 @@ export type ResourceOf<T extends Resource["type"]> = Extract<Resource, { type: T
 /**
  * A host's list: its appliers, each under the type it carries out, so the compiler refuses one listed under
  * another's type. The host dispatches by the same type (a resource's, a record's, a step's), which is why each
- * may stand as the one `Applier` there: this is the one place an applier's own types are let go.
+ * may stand as the one `Applier` there (hosts' `appliersOf`): the one place an applier's own types are let go,
+ * with no cast.
  */
 export type ApplierList = { [T in Resource["type"]]?: Applier<ResourceOf<T>> };

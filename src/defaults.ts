@@ -17,6 +17,8 @@ export const DEFAULT_FILE_MODE = 0o644;
 export const DEFAULT_DIR_MODE = 0o755;
 export const STATE_DIR_MODE = 0o700;
 export const SECRET_FILE_MODE = 0o600;
+/** A process's bundle file that declares no mode: readable, not executable (a script names its interpreter). */
+export const BUNDLE_FILE_MODE = 0o644;
 
 /** Lines of one file's diff `--diff` shows before it says how many more there are. */
 export const MAX_DIFF_LINES = 200;
@@ -37,6 +39,8 @@ export const ACTION_OUTPUT_TAIL_BYTES = 2048;
 /** How long a command waits for the state lock before giving up. */
 export const LOCK_WAIT_MS = 10 * 60 * 1000;
 export const LOCK_POLL_MS = 50;
+/** A lock being written this instant reads empty: its writer is given this long before the lock counts as dead. */
+export const EMPTY_LOCK_GRACE_MS = 5_000;
 
 export const HEARTBEAT_S = 30;
 export const DRIFT_S = 300;
@@ -98,3 +102,33 @@ export const KEPT_DIR_HANDLES_MAX = 256;
 export const UNIT_VERIFY_DIR = "/var/tmp";
 /** `systemd-analyze verify` loads one unit and what it names: seconds at most, even on a busy machine. */
 export const UNIT_VERIFY_TIMEOUT_MS = 60_000;
+
+// The link: its timeouts, and the names protocol.md composes from a node's name, each said once.
+
+/** One server: TCP, the server's INFO, the TLS handshake and CONNECT, each dial. */
+export const DIAL_TIMEOUT_MS = 5_000;
+/** The client's own pings find a server that went away without closing; the hold then dials again. */
+export const PING_INTERVAL_MS = 20_000;
+export const MAX_PINGS_OUT = 2;
+/**
+ * A pull request's life. Long, so an idle node sends one request per this long; the server's idle
+ * heartbeats (every 30 s, the client's ceiling) say the pull is alive meanwhile.
+ */
+export const PULL_EXPIRES_MS = 5 * 60_000;
+/** A failed pull is tried again after this, times the failures in a row, up to the max; past the count, the link closes. */
+export const PULL_RETRY_MS = 250;
+export const PULL_RETRY_MAX_MS = 2_000;
+export const PULL_FAILURES_MAX = 5;
+/** How long a report's publish, an ack and a term wait for the server's word. */
+export const SERVER_ACK_TIMEOUT_MS = 5_000;
+/** The longest INFO line a preflight reads before deciding it is not talking to a NATS server. */
+export const MAX_INFO_BYTES = 64 * 1024;
+
+export const nodeUser = (node: string): string => `node.${node}`;
+export const enrolUser = (node: string): string => `enrol.${node}`;
+export const nodeInboxPrefix = (node: string): string => `_INBOX.node.${node}`;
+export const enrolInboxPrefix = (node: string): string => `_INBOX.enrol.${node}`;
+export const enrolSubject = (node: string): string => `mesh.enrol.${node}`;
+export const reportSubject = (node: string): string => `mesh.report.${node}`;
+export const heartbeatSubject = (node: string): string => `mesh.heartbeat.${node}`;
+export const rekeySubject = (node: string): string => `mesh.rekey.${node}`;

@@ -32,13 +32,17 @@ describe("the hold, one link's life", () => {
       });
     const settled: string[] = [];
     const said: Report[] = [];
+    const settle = (what: string) => {
+      settled.push(what);
+      return { ok: true } as const;
+    };
     const delivery = (seq: number, c: string, pending: number): Delivery => ({
       seq,
       data: Buffer.from(JSON.stringify(signEnvelope(body(c, seq), mesh.privateKey))),
       pending,
       working() {},
-      ack: async () => void settled.push(`ack ${seq}`),
-      term: async () => void settled.push(`term ${seq}`),
+      ack: async () => settle(`ack ${seq}`),
+      term: async () => settle(`term ${seq}`),
     });
     let hold: Hold | null = null;
     const link: Link = {
@@ -47,7 +51,10 @@ describe("the hold, one link's life", () => {
         yield delivery(2, "new", 0);
         hold!.stop();
       },
-      report: async (r) => void said.push(r),
+      report: async (r) => {
+        said.push(r);
+        return { ok: true };
+      },
       heartbeat() {},
       close: async () => {},
     };
@@ -72,7 +79,7 @@ describe("the hold, one link's life", () => {
           mesh_key: mesh.publicB64,
         },
       },
-      dial: async () => link,
+      dial: async () => ({ ok: true, link }),
       log: quiet,
       heartbeatS: 30,
       redialSpreadS: 1,

@@ -2,9 +2,12 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
+  acceptedOf,
   acquireLock,
   LockBusy,
+  moveInProgress,
   pendingNotes,
+  readRun,
   State,
   StateError,
   StoreOriginals,
@@ -43,6 +46,29 @@ describe("the state directory", () => {
     writeFileSync(join(dir, "records.json"), JSON.stringify({ format: 2, records: {}, order: [] }));
     expect(() => new State(dir).readRecords()).toThrow(StateError);
     expect(() => new State(dir).readRecords()).toThrow(/format 2; this mesh-host reads format 1/);
+  });
+
+  it.each([
+    ["records.json", (s: State) => s.readRecords(), { format: 1, records: { a: { path: "/a" } }, order: [] }],
+    ["last.json", (s: State) => s.readLast(), { format: 1, seq: "7", outcome: "applied", at: "now" }],
+    ["run.json", (s: State) => readRun(s), { format: 1, pid: 1 }],
+    ["order.json", (s: State) => acceptedOf(s, "k"), { format: 1, meshes: { k: { serial: 0 } } }],
+    ["move.json", (s: State) => moveInProgress(s), { format: 1, started_at: 5 }],
+    ["declared.json", (s: State) => s.readDeclared(), "{ not json"],
+  ])("reads %s through its schema: a malformed one is one line naming the file", (name, read, content) => {
+    const dir = tempDir();
+    writeFileSync(join(dir, name), typeof content === "string" ? content : JSON.stringify(content));
+    let thrown: unknown;
+    try {
+      read(new State(dir));
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toBeInstanceOf(StateError);
+    const message = (thrown as Error).message;
+    expect(message).toBe(
+      `${join(dir, name)} ${typeof content === "string" ? "is not JSON" : "is not a valid state file"}`,
+    );
   });
 });
 

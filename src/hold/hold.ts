@@ -1,41 +1,33 @@
 // The run loop: dial, hear, apply one step at a time, report, heartbeat, look for drift; exit cleanly to be restarted.
 
 import type { Logger } from "../appliers/index.ts";
-import { CHANGING, refusedReport } from "../apply/index.ts";
+import { applyDelivered, applyKept, CHANGING, type NodeParts } from "../apply/index.ts";
 import { BUILD } from "../build-info.ts";
 import { UPGRADE_CHECK_MS, UPGRADE_SETTLE_MS, WORKING_ACK_INTERVAL_MS } from "../defaults.ts";
-import type { PendingNotes } from "../store/index.ts";
+import type { Delivered, Sent, Settled } from "../link/index.ts";
+import type { Outbox, PendingNotes } from "../store/index.ts";
 import type { Heartbeat, Membership, Report } from "../vocabulary/index.ts";
 import { backoffMs } from "./backoff.ts";
-import {
-  type Applied,
-  applyDelivered,
-  bodyDigest,
-  digestOfFile,
-  fileStamp,
-  keptEnvelope,
-  type NodeDeps,
-} from "./node.ts";
+import { digestOfFile, fileStamp } from "./binary.ts";
 
-export interface Delivery {
-  seq: number;
-  data: Uint8Array;
-  /** How many more declarations wait behind this one: any at all means this one is superseded. */
-  pending: number;
-  working(): void;
-  ack(): Promise<void>;
-  term(): Promise<void>;
-}
+/** The node's parts an apply is handed, and the outbox its reports wait in. */
+export type NodeDeps = NodeParts & { outbox: Outbox };
 
-/** What the hold needs of the link layer: dialling, hearing and saying; it never knows the transport. */
+/** A delivery as the link hands it over: its bytes, how many wait behind it, and how to settle it. */
+export type Delivery = Omit<Delivered, "redelivered">;
+
+/** What the hold needs of the link layer: hearing and saying, each answered as a value; it never knows the transport. */
 export interface Link {
   declarations(): AsyncIterable<Delivery>;
-  report(r: Report): Promise<void>;
+  report(r: Report): Promise<Sent>;
+  /** May be lost, costs nothing: what it says is not waited on. */
   heartbeat(h: Heartbeat): void;
   close(): Promise<void>;
 }
 
-export type Dial = () => Promise<Link>;
+/** A dial answered: the link, or why there is none (refused, unreachable, its consumer missing). */
+export type LinkOpened = { ok: true; link: Link } | { ok: false; reason: string };
+export type Dial = () => Promise<LinkOpened>;
 
 export interface HoldOptions {
   deps: NodeDeps;
@@ -138,29 +130,49 @@ export class Hold {
     while (!this.stopped) {
       await sleep(backoffMs(attempt, Math.random, this.o.redialSpreadS * 1000), this.stopping.signal);
       if (this.stopped) break;
-      try {
-        this.o.log.debug({ attempt }, "dialling the bus");
-        this.link = await this.o.dial();
-        attempt = 0;
-        this.o.log.info({ attempt }, "link up");
-        this.o.onLink?.({ up: true });
-        await this.hear(this.link);
-        if (!this.stopped) this.o.onLink?.({ up: false, error: "the bus closed the link" });
-      } catch (e) {
-        const reason = (e as Error).message;
-        this.o.log.warn({ err: reason }, "link lost or refused");
-        this.o.onLink?.({ up: false, error: reason });
-        if (this.o.onDialFailed?.(reason) === "stop") this.stop("moved");
-      } finally {
-        await this.link?.close().catch(() => {});
-        this.link = null;
-      }
+      if (await this.oneLink(attempt)) attempt = 0;
       attempt++;
     }
   }
 
-  /** One link's life: flush what waited, heartbeats and drift on timers, declarations as they come. */
-  private async hear(link: Link): Promise<void> {
+  /** One dial and, when it answers, that link's life; whether the link came up. */
+  private async oneLink(attempt: number): Promise<boolean> {
+    let up = false;
+    try {
+      this.o.log.debug({ attempt, servers: this.o.deps.membership.servers }, "dialling the bus");
+      const dialled = await this.o.dial();
+      if (!dialled.ok) {
+        this.lost(dialled.reason);
+        return false;
+      }
+      this.link = dialled.link;
+      up = true;
+      this.o.log.info({ attempt: 0 }, "link up");
+      this.o.onLink?.({ up: true });
+      const lost = await this.hear(dialled.link);
+      if (lost !== null) this.lost(lost);
+      else if (!this.stopped) this.o.onLink?.({ up: false, error: "the bus closed the link" });
+    } catch (e) {
+      this.lost((e as Error).message);
+    } finally {
+      await this.link?.close().catch(() => {});
+      this.link = null;
+    }
+    return up;
+  }
+
+  /** A link refused or lost (and why): said, shown to `status`, and asked whether to go on dialling. */
+  private lost(reason: string): void {
+    this.o.log.warn({ err: reason }, "link lost or refused");
+    this.o.onLink?.({ up: false, error: reason });
+    if (this.o.onDialFailed?.(reason) === "stop") this.stop("moved");
+  }
+
+  /**
+   * One link's life: flush what waited, heartbeats and drift on timers, declarations as they come. Null when it
+   * ended as links do (closed, stopped, moved, upgraded); why, when a delivery could not be settled on it.
+   */
+  private async hear(link: Link): Promise<string | null> {
     await this.flush(link);
     const beat = () => {
       const h = this.heartbeat();
@@ -174,7 +186,8 @@ export class Hold {
     const heartbeats = setInterval(beat, this.o.heartbeatS * 1000);
     try {
       for await (const d of link.declarations()) {
-        await this.serial(() => this.settle(d));
+        const settled = await this.serial(() => this.settle(d));
+        if (!settled.ok) return settled.reason;
         await this.flush(link);
         if (this.pendingMove || this.upgraded()) break;
         if (this.stopped) break;
@@ -186,6 +199,7 @@ export class Hold {
       this.o.onMove?.(this.pendingMove);
       this.stop("moved");
     } else if (this.upgraded()) this.stop("upgraded");
+    return null;
   }
 
   /** One step at a time: deliveries and drift checks never overlap. */
@@ -195,47 +209,37 @@ export class Hold {
     return next;
   }
 
-  /** A superseded declaration is settled exactly as an applied one is: acked, and reported as such. */
-  private async settle(d: Delivery): Promise<void> {
-    if (d.pending > 0) {
-      const report = refusedReport(
-        this.o.deps.node,
-        d.seq,
-        bodyDigest(d.data),
-        [],
-        this.o.deps.host,
-        "superseded",
-      );
-      this.putReport(report);
-      await d.ack();
-      this.o.log.info({ seq: d.seq }, "declaration superseded by a newer one");
-      return;
-    }
-    this.o.log.debug({ seq: d.seq, bytes: d.data.length }, "declaration heard: verifying and applying it");
+  /**
+   * Newest wins, decided here and only here: with newer declarations waiting behind it, a delivery is superseded,
+   * settled exactly as an applied one is (acked, and reported as such). A refused one is terminated, so it is
+   * never redelivered; either only once its report is safely in the outbox.
+   */
+  private async settle(d: Delivery): Promise<Settled> {
+    const superseded = d.pending > 0;
+    if (!superseded)
+      this.o.log.debug({ seq: d.seq, bytes: d.data.length }, "declaration heard: verifying and applying it");
     const alive = setInterval(() => d.working(), WORKING_ACK_INTERVAL_MS);
-    let applied: Applied;
-    try {
-      applied = await applyDelivered(this.o.deps, d.seq, d.data);
-    } finally {
-      clearInterval(alive);
-    }
+    const applied = await applyDelivered(this.o.deps, { seq: d.seq, data: d.data, superseded }).finally(() =>
+      clearInterval(alive),
+    );
     this.putReport(applied.report);
-    // acked once its report is safely in the outbox; a refused one is terminated so it is never redelivered
-    if (applied.report.outcome === "refused") await d.term();
-    else await d.ack();
-    if (applied.move) this.pendingMove = applied.move;
+    const settled = applied.report.outcome === "refused" ? await d.term() : await d.ack();
+    if (!settled.ok) return settled;
+    if (superseded) {
+      this.o.log.info({ seq: d.seq }, "declaration superseded by a newer one");
+      return settled;
+    }
+    if (applied.moveTo) this.pendingMove = applied.moveTo;
     this.o.onDelivered?.();
     this.logSettled("declaration settled", applied.report, { seq: d.seq });
+    return settled;
   }
 
   /** The kept declaration again: at start (the reconcile that confirms) and on the drift timer; said only if it did something. */
   private async reconcileKept(why: "start" | "drift"): Promise<void> {
-    const kept = keptEnvelope(this.o.deps.state);
-    if (!kept) return;
-    const { report } = await applyDelivered(this.o.deps, kept.seq, kept.bytes, {
-      keep: false,
-      meshKey: kept.meshKey,
-    });
+    const applied = await applyKept(this.o.deps);
+    if (!applied) return;
+    const { report } = applied;
     const did = report.outcome !== "applied" || report.steps.some((s) => CHANGING.has(s.did));
     if (did || this.notes.length) this.putReport(report);
     this.logSettled("reconciled the kept declaration", report, { why, changed: did });
@@ -268,16 +272,18 @@ export class Hold {
 
   /** Waiting reports, in order; one the bus does not take stays for the next link. */
   private async flush(link: Link): Promise<void> {
+    let waits: string | null;
     try {
-      await this.o.deps.outbox.flush(async (r) => {
-        await link.report(r);
-        this.o.log.debug({ seq: r.declaration.seq, outcome: r.outcome }, "report sent");
+      waits = await this.o.deps.outbox.flush(async (r) => {
+        const sent = await link.report(r);
+        if (sent.ok) this.o.log.debug({ seq: r.declaration.seq, outcome: r.outcome }, "report sent");
+        return sent;
       });
-      this.reportsWaiting = false;
     } catch (e) {
-      this.reportsWaiting = true;
-      this.o.log.warn({ err: (e as Error).message }, "a report waits in the outbox");
+      waits = (e as Error).message;
     }
+    this.reportsWaiting = waits !== null;
+    if (waits !== null) this.o.log.warn({ err: waits }, "a report waits in the outbox");
   }
 
   /** Set when a flush stopped at a report the bus did not take. */

@@ -1,3 +1,12 @@
 export { backoffMs } from "./backoff.ts";
-export { type Delivery, type Dial, type ExitReason, Hold, type HoldOptions, type Link } from "./hold.ts";
-export { applyDelivered, applyKept, digestOfFile, keptEnvelope, type NodeDeps } from "./node.ts";
+export { digestOfFile } from "./binary.ts";
+export {
+  type Delivery,
+  type Dial,
+  type ExitReason,
+  Hold,
+  type HoldOptions,
+  type Link,
+  type LinkOpened,
+  type NodeDeps,
+} from "./hold.ts";

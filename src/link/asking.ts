@@ -11,9 +11,15 @@
 import { type KeyObject, randomBytes } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ENROL_TIMEOUT_MS } from "../defaults.ts";
+import {
+  ENROL_TIMEOUT_MS,
+  enrolInboxPrefix,
+  enrolSubject,
+  enrolUser,
+  nodeUser,
+  SERVER_ACK_TIMEOUT_MS,
+} from "../defaults.ts";
 import { EnrolAnswer, EnrolQuestion, Membership, unseal } from "../vocabulary/index.ts";
-import { enrolInboxPrefix, enrolSubject, enrolUser, nodeUser, SERVER_ACK_TIMEOUT_MS } from "./defaults.ts";
 import { type DialFailure, dial } from "./dial.ts";
 import { isNoResponders, isPermissionViolation, messageOf } from "./failures.ts";
 

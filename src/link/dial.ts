@@ -15,7 +15,7 @@ import { createHash, X509Certificate } from "node:crypto";
 import { isIP, connect as netConnect, type Socket } from "node:net";
 import { type PeerCertificate, type TLSSocket, connect as tlsConnect } from "node:tls";
 import { connect, errors, type NatsConnection } from "@nats-io/transport-node";
-import { DIAL_TIMEOUT_MS, MAX_INFO_BYTES, MAX_PINGS_OUT, PING_INTERVAL_MS } from "./defaults.ts";
+import { DIAL_TIMEOUT_MS, MAX_INFO_BYTES, MAX_PINGS_OUT, PING_INTERVAL_MS } from "../defaults.ts";
 
 export interface DialOptions {
   /** `nats://host:port`, tried in order; the first that passes the pin and takes the password wins. */
@@ -163,36 +163,47 @@ export function peerCertificate(host: string, port: number, timeoutMs: number): 
         reason: `${server} closed the connection before showing a certificate`,
       }),
     );
-    let buffered = Buffer.alloc(0);
-    const onData = (chunk: Buffer) => {
-      buffered = Buffer.concat([buffered, chunk]);
-      const eol = buffered.indexOf("\r\n");
-      if (eol < 0) {
-        if (buffered.length > MAX_INFO_BYTES)
-          finish({ ok: false, kind: "tls", reason: `${server} is not a NATS server` });
-        return;
-      }
-      socket.off("data", onData);
-      const problem = infoProblem(buffered.subarray(0, eol).toString("utf8"));
-      if (problem) return finish({ ok: false, kind: "tls", reason: `${server} ${problem}` });
-      const upgraded = tlsConnect({
-        socket,
-        rejectUnauthorized: false,
-        servername: isIP(host) ? undefined : host,
-      });
-      tlsSocket = upgraded;
-      upgraded.on("error", (e: NodeJS.ErrnoException) =>
-        finish({ ok: false, kind: "tls", reason: `TLS with ${server} failed: ${e.code ?? e.message}` }),
-      );
-      upgraded.once("secureConnect", () => {
-        const cert = upgraded.getPeerCertificate(true);
-        if (!cert?.raw)
-          return finish({ ok: false, kind: "tls", reason: `${server} presented no certificate` });
-        finish({ ok: true, der: Buffer.from(cert.raw) });
-      });
-    };
-    socket.on("data", onData);
+    readInfo(socket, server, finish, () => {
+      tlsSocket = handshake(socket, host, server, finish);
+    });
   });
+}
+
+/** The server's INFO line, read before any TLS: a server that is no NATS server, or not one requiring TLS, is refused. */
+function readInfo(socket: Socket, server: string, finish: (r: Fetched) => void, then: () => void): void {
+  let buffered = Buffer.alloc(0);
+  const onData = (chunk: Buffer) => {
+    buffered = Buffer.concat([buffered, chunk]);
+    const eol = buffered.indexOf("\r\n");
+    if (eol < 0) {
+      if (buffered.length > MAX_INFO_BYTES)
+        finish({ ok: false, kind: "tls", reason: `${server} is not a NATS server` });
+      return;
+    }
+    socket.off("data", onData);
+    const problem = infoProblem(buffered.subarray(0, eol).toString("utf8"));
+    if (problem) return finish({ ok: false, kind: "tls", reason: `${server} ${problem}` });
+    then();
+  };
+  socket.on("data", onData);
+}
+
+/** The TLS handshake over the socket, accepting any certificate: the one shown is taken, to be compared with the pin. */
+function handshake(socket: Socket, host: string, server: string, finish: (r: Fetched) => void): TLSSocket {
+  const upgraded = tlsConnect({
+    socket,
+    rejectUnauthorized: false,
+    servername: isIP(host) ? undefined : host,
+  });
+  upgraded.on("error", (e: NodeJS.ErrnoException) =>
+    finish({ ok: false, kind: "tls", reason: `TLS with ${server} failed: ${e.code ?? e.message}` }),
+  );
+  upgraded.once("secureConnect", () => {
+    const cert = upgraded.getPeerCertificate(true);
+    if (!cert?.raw) return finish({ ok: false, kind: "tls", reason: `${server} presented no certificate` });
+    finish({ ok: true, der: Buffer.from(cert.raw) });
+  });
+  return upgraded;
 }
 
 function infoProblem(line: string): string | null {

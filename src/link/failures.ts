@@ -3,6 +3,7 @@
 // PermissionViolationError, or as a RequestError carrying its message when it refused a request.
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { errors } from "@nats-io/transport-node";
+import type { Membership } from "../vocabulary/index.ts";
 
 type Failure = Error & { code?: unknown; cause?: unknown };
 
@@ -46,4 +47,32 @@ export function isStreamNotFound(e: unknown): boolean {
 
 export function isJetStreamDisabled(e: unknown): boolean {
   return apiCode(e) === JetStreamApiCodes.JetStreamNotEnabledForAccount || isNoResponders(e);
+}
+
+/** Why binding the node's consumer failed, in the link's words, and whether waiting could cure it. */
+export function bindFailure(
+  e: unknown,
+  membership: Membership,
+): { kind: "missing" | "refused" | "unreachable"; reason: string } {
+  const { stream, consumer, user } = membership;
+  if (isConsumerNotFound(e)) return { kind: "missing", reason: missingConsumer(membership) };
+  if (isStreamNotFound(e))
+    return { kind: "missing", reason: `stream ${stream} does not exist on this bus: the mesh creates it` };
+  if (isPermissionViolation(e))
+    return {
+      kind: "refused",
+      reason: `the server refused ${user} the consumer info of ${stream}/${consumer}: ${messageOf(e)}`,
+    };
+  if (isJetStreamDisabled(e))
+    return {
+      kind: "refused",
+      reason: `JetStream is not enabled for ${user}'s account: the mesh's account must have it`,
+    };
+  const kind = isClosed(e) || isTimeout(e) ? "unreachable" : "refused";
+  return { kind, reason: `binding ${stream}/${consumer} failed: ${messageOf(e)}` };
+}
+
+/** The consumer the mesh makes at enrolment is not there: the mesh's to answer, never quietly created. */
+export function missingConsumer({ stream, consumer }: Membership): string {
+  return `consumer ${consumer} on ${stream} does not exist: the mesh creates it at enrolment`;
 }

@@ -8,7 +8,6 @@
 import { createHash } from "node:crypto";
 import { type Consumer, type JetStreamClient, type JsMsg, jetstream } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
-import { Heartbeat, type Membership, Report } from "../vocabulary/index.ts";
 import {
   heartbeatSubject,
   nodeInboxPrefix,
@@ -19,17 +18,17 @@ import {
   PULL_RETRY_MS,
   reportSubject,
   SERVER_ACK_TIMEOUT_MS,
-} from "./defaults.ts";
+} from "../defaults.ts";
+import { Heartbeat, type Membership, Report } from "../vocabulary/index.ts";
 import { type DialFailure, dial } from "./dial.ts";
 import {
-  isClosed,
+  bindFailure,
   isConsumerNotFound,
-  isJetStreamDisabled,
   isNoResponders,
   isPermissionViolation,
-  isStreamNotFound,
   isTimeout,
   messageOf,
+  missingConsumer,
 } from "./failures.ts";
 
 export interface LinkOptions {
@@ -42,25 +41,31 @@ export interface LinkOptions {
 
 export type Opened =
   | { ok: true; link: Link }
-  | { ok: false; kind: DialFailure | "membership"; reason: string };
+  | { ok: false; kind: DialFailure | "membership" | "missing" | "refused"; reason: string };
 export type Bound = { ok: true } | { ok: false; kind: "missing" | "refused" | "unreachable"; reason: string };
 export type Reported = { ok: true; seq: number; duplicate: boolean } | { ok: false; reason: string };
 export type Sent = { ok: true } | { ok: false; reason: string };
+/** A settlement the server confirmed, or why it did not: the link that could not settle a message is no good. */
+export type Settled = Sent;
 
-/** A declaration message as delivered: its bytes, where it stands, and how to settle it. */
+/** A declaration message as delivered: its bytes, how many wait behind it, and how to settle it. */
 export interface Delivered {
   /** The stream sequence it arrived with: a report's `declaration.seq`. */
   seq: number;
   data: Uint8Array;
-  /** How many more wait on the consumer after this one: above 0, this one is superseded. */
+  /**
+   * How many more declarations wait on the consumer behind this one, asked as it is handed over: the stream keeps
+   * one message per subject, so a message's own count is 0 by construction, and the consumer's count is what says
+   * a newer declaration arrived while this one was on its way. Above 0, this one is superseded.
+   */
   pending: number;
   redelivered: boolean;
   /** Keep it alive while an apply runs (an in-progress ack); no answer is waited for. */
   working(): void;
-  /** Settle it; resolves when the server has confirmed. Again after settling does nothing. */
-  ack(): Promise<void>;
-  /** Settle it as never to be redelivered (a refused declaration); resolves when confirmed. */
-  term(): Promise<void>;
+  /** Settle it; resolves when the server has confirmed, or with why not. Again after settling does nothing. */
+  ack(): Promise<Settled>;
+  /** Settle it as never to be redelivered (a refused declaration); resolves when confirmed, or with why not. */
+  term(): Promise<Settled>;
 }
 
 export interface Link {
@@ -70,11 +75,7 @@ export interface Link {
   bind(): Promise<Bound>;
   /** Delivered messages, one at a time, the next pulled only when the caller asks; ends when the link closes. */
   declarations(): AsyncIterable<Delivered>;
-  /**
-   * How many declarations wait on the consumer now (consumer info). With the stream keeping one message
-   * per subject, a delivered message's own `pending` is 0 by construction; a newer declaration that arrives
-   * while an older one is in hand shows up here, so the hold can settle the older as superseded.
-   */
+  /** How many declarations wait on the consumer now (consumer info); null when it cannot be asked. */
   waiting(): Promise<number | null>;
   /** JetStream publish to `mesh.report.<n>`, settled when the server acknowledges it. */
   report(report: Report | Uint8Array): Promise<Reported>;
@@ -118,6 +119,20 @@ export async function openLink(
   });
   if (!dialled.ok) return dialled;
   return { ok: true, link: new NatsLink(dialled.nc, dialled.server, membership, node, opts) };
+}
+
+/** Dial, then bind: a link that cannot bind its consumer is no link (the mesh's to answer, said plainly). */
+export async function openBound(
+  membership: Membership,
+  node: string,
+  opts: LinkOptions = {},
+): Promise<Opened> {
+  const opened = await openLink(membership, node, opts);
+  if (!opened.ok) return opened;
+  const bound = await opened.link.bind();
+  if (bound.ok) return opened;
+  await opened.link.close();
+  return bound;
 }
 
 class NatsLink implements Link {
@@ -175,7 +190,7 @@ class NatsLink implements Link {
     try {
       bound = await this.js.consumers.get(stream, consumer);
     } catch (e) {
-      return this.bindFailure(e);
+      return { ok: false, ...bindFailure(e, this.membership) };
     }
     const info = await bound.info(true);
     const filters = [info.config.filter_subject, ...(info.config.filter_subjects ?? [])].filter(
@@ -197,39 +212,8 @@ class NatsLink implements Link {
     return { ok: true };
   }
 
-  private bindFailure(e: unknown): Bound {
-    const { stream, consumer } = this.membership;
-    if (isConsumerNotFound(e)) return { ok: false, kind: "missing", reason: this.missing() };
-    if (isStreamNotFound(e))
-      return {
-        ok: false,
-        kind: "missing",
-        reason: `stream ${stream} does not exist on this bus: the mesh creates it`,
-      };
-    if (isPermissionViolation(e))
-      return {
-        ok: false,
-        kind: "refused",
-        reason: `the server refused ${this.membership.user} the consumer info of ${stream}/${consumer}: ${messageOf(e)}`,
-      };
-    if (isJetStreamDisabled(e))
-      return {
-        ok: false,
-        kind: "refused",
-        reason: `JetStream is not enabled for ${this.membership.user}'s account: the mesh's account must have it`,
-      };
-    if (isClosed(e) || isTimeout(e))
-      return {
-        ok: false,
-        kind: "unreachable",
-        reason: `binding ${stream}/${consumer} failed: ${messageOf(e)}`,
-      };
-    return { ok: false, kind: "refused", reason: `binding ${stream}/${consumer} failed: ${messageOf(e)}` };
-  }
-
   private missing(): string {
-    const { stream, consumer } = this.membership;
-    return `consumer ${consumer} on ${stream} does not exist: the mesh creates it at enrolment`;
+    return missingConsumer(this.membership);
   }
 
   async waiting(): Promise<number | null> {
@@ -257,7 +241,7 @@ class NatsLink implements Link {
         try {
           for await (const m of batch) {
             failures = 0;
-            yield this.delivered(m);
+            yield this.delivered(m, (await this.waiting()) ?? 0);
           }
         } finally {
           batch.stop();
@@ -296,25 +280,29 @@ class NatsLink implements Link {
     }
   }
 
-  private delivered(m: JsMsg): Delivered {
+  private delivered(m: JsMsg, waiting: number): Delivered {
     const reply = (m as unknown as { reply?: string }).reply ?? "";
     let settled = false;
-    const settle = async (payload: string, what: string) => {
-      if (settled) return;
+    const settle = async (payload: string, what: string): Promise<Settled> => {
+      if (settled) return { ok: true };
       settled = true;
       try {
         // a request, not a publish: the server answers an ack that carries a reply, so this resolves
         // only once the settlement is the server's
         await this.nc.request(reply, enc.encode(payload), { timeout: this.ackTimeoutMs });
+        return { ok: true };
       } catch (e) {
         settled = false;
-        throw new Error(`the server did not confirm the ${what} of declaration ${m.seq}: ${messageOf(e)}`);
+        return {
+          ok: false,
+          reason: `the server did not confirm the ${what} of declaration ${m.seq}: ${messageOf(e)}`,
+        };
       }
     };
     return {
       seq: m.seq,
       data: m.data,
-      pending: m.info.pending,
+      pending: Math.max(m.info.pending, waiting),
       redelivered: m.redelivered,
       working: () => {
         if (!settled && !this.nc.isClosed()) m.working();

@@ -11,7 +11,7 @@ import {
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
-import { LOCK_POLL_MS, LOCK_WAIT_MS } from "../defaults.ts";
+import { EMPTY_LOCK_GRACE_MS, LOCK_POLL_MS, LOCK_WAIT_MS } from "../defaults.ts";
 import { StateError } from "./state.ts";
 
 export interface Lock {
@@ -76,8 +76,6 @@ function breakIfDead(path: string): void {
     // somebody else broke it first
   }
 }
-
-const EMPTY_LOCK_GRACE_MS = 5_000;
 
 /** The lock's content, never through a link (ELOOP): root reads nothing a planted link points at. */
 function readLock(path: string): string {

@@ -113,14 +113,18 @@ export class Outbox {
     }
   }
 
-  /** Send every waiting report in order; stops at the first the bus does not acknowledge. Returns how many went. */
-  async flush(send: (r: Report) => Promise<void>): Promise<number> {
-    let sent = 0;
+  /**
+   * Send every waiting report in order; stops at the first the bus does not acknowledge, and says why (null when
+   * every one went).
+   */
+  async flush(
+    send: (r: Report) => Promise<{ ok: true } | { ok: false; reason: string }>,
+  ): Promise<string | null> {
     for (const { name, report } of this.pending()) {
-      await send(report);
+      const sent = await send(report);
+      if (!sent.ok) return sent.reason;
       this.done(name);
-      sent++;
     }
-    return sent;
+    return null;
   }
 }

@@ -20,12 +20,13 @@ export function stateFault(e: unknown): Error {
 const NodeFile = z.object({ format: z.number().int(), node: z.string(), mode: Mode.nullable() });
 export type NodeFile = z.infer<typeof NodeFile>;
 
+/** What the host wrote and found, by resource id: each applier's own fields beside the type, kept as written. */
 const RecordsFile = z.object({
   format: z.number().int(),
-  records: z.record(z.string(), z.object({ type: z.string() }).passthrough()),
+  records: z.record(z.string(), z.looseObject({ type: z.string() })),
   order: z.array(z.string()),
 });
-export type Records = Record<string, { type: string; [k: string]: unknown }>;
+export type Records = z.infer<typeof RecordsFile>["records"];
 
 const DeclaredFile = z.object({
   format: z.number().int(),
@@ -54,6 +55,9 @@ const LastFile = z.object({
 export type LastFile = z.infer<typeof LastFile>;
 
 const LastReportFile = z.object({ format: z.number().int(), report: Report });
+
+/** Every state file's first field, read alone to say "a newer binary wrote it" rather than "not valid". */
+const Versioned = z.looseObject({ format: z.number() });
 
 /** The state directory: identity, records, the kept declaration, holds, outbox, confirmation. */
 export class State {
@@ -100,7 +104,7 @@ export class State {
 
   readRecords(): { records: Records; order: string[] } {
     const file = this.readVersioned("records.json", RecordsFile);
-    return file ? { records: file.records as Records, order: file.order } : { records: {}, order: [] };
+    return file ? { records: file.records, order: file.order } : { records: {}, order: [] };
   }
 
   writeRecords(records: Records, order: string[]): void {
@@ -215,8 +219,9 @@ export class State {
     } catch {
       throw new StateError(`${this.path(name)} is not JSON`);
     }
-    const format = (json as { format?: unknown })?.format;
-    if (typeof format === "number" && format > STATE_FORMAT)
+    // the format is looked at before the rest: a newer binary's file is said as that, not as malformed
+    const format = Versioned.safeParse(json).data?.format;
+    if (format !== undefined && format > STATE_FORMAT)
       throw new StateError(
         `${this.path(name)} has state format ${format}; this mesh-host reads format ${STATE_FORMAT} (a newer binary wrote it)`,
       );

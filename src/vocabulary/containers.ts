@@ -252,8 +252,8 @@ export function containerCrossChecks(resources: readonly { id: string; type: str
   const images = new Map(all.flatMap((r) => (r.type === "image" ? [[r.id, r] as const] : [])));
   const files = new Map(
     resources.flatMap((r) =>
-      r.type === "file" || r.type === "directory"
-        ? [[(r as unknown as { path: string }).path, r.id] as const]
+      (r.type === "file" || r.type === "directory") && "path" in r && typeof r.path === "string"
+        ? [[r.path, r.id] as const]
         : [],
     ),
   );

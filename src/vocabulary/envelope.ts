@@ -26,9 +26,13 @@ export interface VerifyOptions {
   support?: TypeSupport;
 }
 
+/**
+ * A verified envelope, or why not. Either way `digest` is what a report names: the SHA-256 of the body when the
+ * message has one, else of the bytes. The envelope itself comes back too, so nobody parses the bytes again.
+ */
 export type Verified =
-  | { ok: true; declaration: Declaration; body: string; digest: string }
-  | { ok: false; refusals: Refusal[] };
+  | { ok: true; declaration: Declaration; body: string; digest: string; envelope: Envelope }
+  | { ok: false; refusals: Refusal[]; digest: string };
 
 export type MeshPublicKey = { ok: true; key: KeyObject } | { ok: false; reason: string };
 
@@ -60,29 +64,36 @@ export function signEnvelope(body: string, meshPrivateKey: KeyObject): Envelope 
 
 export function verifyEnvelope(bytes: Uint8Array, opts: VerifyOptions): Verified {
   const json = parseJsonBytes(bytes, MAX_ENVELOPE_BYTES);
-  if (!json.ok) return refused("", `the message ${json.reason}`);
+  if (!json.ok) return refused(digestOf(bytes), "", `the message ${json.reason}`);
+  const digest = digestNamed(json.value, bytes);
   const envelope = Envelope.safeParse(json.value);
   if (!envelope.success)
-    return { ok: false, refusals: refusalsFromIssues("declaration", envelope.error.issues) };
+    return { ok: false, refusals: refusalsFromIssues("declaration", envelope.error.issues), digest };
   const { body, sig } = envelope.data;
   // refused by its size before it is copied, checked for lone surrogates and hashed (the body check's words)
   const size = Buffer.byteLength(body, "utf8");
   if (size > MAX_BODY_BYTES)
-    return refused("", `the body is ${size} bytes, more than the ${MAX_BODY_BYTES} allowed`);
+    return refused(digest, "", `the body is ${size} bytes, more than the ${MAX_BODY_BYTES} allowed`);
   const bodyBytes = Buffer.from(body, "utf8");
   // a lone surrogate becomes U+FFFD in UTF-8, so two different bodies would share one signature
   if (bodyBytes.toString("utf8") !== body)
-    return refused("body", "is not well-formed Unicode (a lone surrogate)");
+    return refused(digest, "body", "is not well-formed Unicode (a lone surrogate)");
   const meshKey = ed25519PublicFromB64(opts.meshKey);
-  if (!meshKey.ok) return refused("mesh_key", `the membership's mesh key ${meshKey.reason}`);
+  if (!meshKey.ok) return refused(digest, "mesh_key", `the membership's mesh key ${meshKey.reason}`);
   if (!signatureHolds(bodyBytes, sig, meshKey.key))
-    return refused("sig", "signature does not verify against the mesh key");
+    return refused(digest, "sig", "signature does not verify against the mesh key");
   const parsed = parseDeclarationBody(bodyBytes, opts.support ?? ALL_TYPES);
-  if (!parsed.ok) return parsed;
+  if (!parsed.ok) return { ...parsed, digest };
   const declaration = parsed.value;
   if (declaration.node !== opts.node)
-    return refused("node", `is for node ${declaration.node}, not this node ${opts.node}`);
-  return { ok: true, declaration, body, digest: digestOf(bodyBytes) };
+    return refused(digest, "node", `is for node ${declaration.node}, not this node ${opts.node}`);
+  return { ok: true, declaration, body, digest, envelope: envelope.data };
+}
+
+/** The body's digest when the message carries one as a string (what a report names), else the bytes'. */
+function digestNamed(json: unknown, bytes: Uint8Array): string {
+  const body = (json as { body?: unknown } | null)?.body;
+  return digestOf(typeof body === "string" ? body : bytes);
 }
 
 function signatureHolds(body: Uint8Array, sigB64: string, key: KeyObject): boolean {
@@ -93,6 +104,6 @@ function signatureHolds(body: Uint8Array, sigB64: string, key: KeyObject): boole
   }
 }
 
-function refused(field: string, reason: string): Verified {
-  return { ok: false, refusals: [{ id: "declaration", field, reason }] };
+function refused(digest: string, field: string, reason: string): Verified {
+  return { ok: false, refusals: [{ id: "declaration", field, reason }], digest };
 }

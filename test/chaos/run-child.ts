@@ -25,8 +25,8 @@ const deliveries: Delivery[] = given.map((arg) => {
     data: readFileSync(arg.slice(at + 1)),
     pending: 0,
     working() {},
-    async ack() {},
-    async term() {},
+    ack: async () => ({ ok: true }),
+    term: async () => ({ ok: true }),
   };
 });
 
@@ -42,6 +42,7 @@ const link: Link = {
   },
   async report(r) {
     reports.push(`${r.declaration.seq}:${r.outcome}`);
+    return { ok: true };
   },
   heartbeat() {},
   async close() {},
@@ -58,7 +59,7 @@ hold = new Hold({
     node: node.node,
     membership,
   },
-  dial: async () => link,
+  dial: async () => ({ ok: true, link }),
   log: quiet,
   heartbeatS: 86_400,
   redialSpreadS: 1,

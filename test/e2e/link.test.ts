@@ -95,7 +95,7 @@ describe("the link", () => {
     expect(verified.ok).toBe(true);
     if (!verified.ok) return;
     d.working();
-    await d.ack();
+    expect(await d.ack()).toEqual({ ok: true });
     const info = await mesh.consumerInfo("web-1");
     expect([info.num_ack_pending, info.num_pending, info.ack_floor.stream_seq]).toEqual([0, 0, seq]);
 
@@ -255,7 +255,7 @@ describe("the link", () => {
     expect(d.pending).toBe(0);
     const verified = verifyEnvelope(d.data, { meshKey: mesh.meshKey.publicB64, node: "away" });
     expect(verified.ok && verified.declaration.resources[0]).toMatchObject({ content: "declaration 3\n" });
-    await d.ack();
+    expect(await d.ack()).toEqual({ ok: true });
     expect(await hearing.next(300)).toBe("nothing");
   });
 
@@ -267,10 +267,10 @@ describe("the link", () => {
     expect([d1.seq, d1.pending, await link.waiting()]).toEqual([first, 0, 0]);
     const second = await mesh.declare("busy", declaration("busy", 2));
     expect(await link.waiting()).toBe(1);
-    await d1.ack(); // settled like an applied one: superseded
+    expect(await d1.ack()).toEqual({ ok: true }); // settled like an applied one: superseded
     const d2 = await hearing.delivered();
     expect([d2.seq, d2.pending]).toEqual([second, 0]);
-    await d2.ack();
+    expect(await d2.ack()).toEqual({ ok: true });
   });
 
   it("a forged envelope is refused by verification and terminated, never redelivered", async () => {
@@ -287,7 +287,7 @@ describe("the link", () => {
       ok: false,
       refusals: [{ field: "sig", reason: "signature does not verify against the mesh key" }],
     });
-    await d.term();
+    expect(await d.term()).toEqual({ ok: true });
     expect(await hearing.next(2000)).toBe("nothing"); // twice the ack wait
     const info = await mesh.consumerInfo("forged");
     expect([info.num_ack_pending, info.num_redelivered]).toEqual([0, 0]);
@@ -301,7 +301,7 @@ describe("the link", () => {
     expect(first.seq).toBe(seq);
     const again = await hearing.delivered();
     expect([again.seq, again.redelivered]).toEqual([seq, true]);
-    await again.ack();
+    expect(await again.ack()).toEqual({ ok: true });
   });
 
   it("in-progress acks keep a long apply's message from being redelivered", async () => {
@@ -314,7 +314,7 @@ describe("the link", () => {
       await new Promise((r) => setTimeout(r, 500)); // 8 s of "applying", twice the ack wait
       d.working();
     }
-    await d.ack();
+    expect(await d.ack()).toEqual({ ok: true });
     const info = await mesh.consumerInfo("slow");
     expect([info.num_redelivered, info.ack_floor.stream_seq]).toEqual([0, seq]);
     expect(await hearing.next(300)).toBe("nothing");
@@ -332,7 +332,7 @@ describe("the link", () => {
     const seq = await mesh.declare("restart", declaration("restart", 9));
     const d = await new Hearing(again).delivered();
     expect(d.seq).toBe(seq);
-    await d.ack();
+    expect(await d.ack()).toEqual({ ok: true });
     await again.close();
     expect(await again.closed()).toBe("closed by the host");
   });

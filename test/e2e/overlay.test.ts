@@ -8,8 +8,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { Hold, type Link as HoldLink } from "../../src/hold/index.ts";
-import { openLink } from "../../src/link/index.ts";
+import { Hold } from "../../src/hold/index.ts";
+import { openBound } from "../../src/link/index.ts";
 import { verifyRekey } from "../../src/link/rekey.ts";
 import { loadKeys, Outbox, publicB64, State, StoreOriginals } from "../../src/store/index.ts";
 import { MeshDouble } from "../mesh/index.ts";
@@ -84,25 +84,7 @@ const quiet = { info() {}, warn() {}, error() {}, debug() {} };
 function hold(m: Machine, stateDir: string, node: string): Hold {
   const state = new State(stateDir);
   const membership = state.readMembership()!;
-  const dial = async (): Promise<HoldLink> => {
-    const opened = await openLink(membership, node);
-    if (!opened.ok) throw new Error(opened.reason);
-    const bound = await opened.link.bind();
-    if (!bound.ok) {
-      await opened.link.close();
-      throw new Error(bound.reason);
-    }
-    const link = opened.link;
-    return {
-      declarations: () => link.declarations(),
-      async report(r) {
-        const sent = await link.report(r);
-        if (!sent.ok) throw new Error(sent.reason);
-      },
-      heartbeat: (h) => void link.heartbeat(h),
-      close: () => link.close(),
-    };
-  };
+  const dial = () => openBound(membership, node);
   const ports = { root: m.root, exec: m.exec, rootless: false, log: quiet, stateDir };
   return new Hold({
     deps: {

@@ -10,6 +10,7 @@ import {
   removeRegular,
   showUnit,
   systemctl,
+  type UnitState,
   unitPath,
   writeRegular,
 } from "../../system/arch/index.ts";
@@ -91,40 +92,62 @@ export async function planGiveBack(
   ctx: DecideContext,
 ): Promise<GiveBack | string> {
   const { unit } = record;
-  const none = { unit, before: [] as string[], after: [] as string[], reload: false, owned: false };
   if (record.held)
     return {
-      ...none,
+      ...nothingOf(unit),
       did: "unchanged",
       detail: `${unit} left as it was found: it was held, never the mesh's`,
       held: true,
     };
-  const path = unitPath(unit);
   const now = await showUnit(ctx.ports.exec, unit);
   if (typeof now === "string") return now;
   // whatever its record says of what was found: a unit whose file the mesh created, over no vendor file, is the mesh's
-  if (record.file?.created && !(await hasVendorFile(ctx.ports.root, unit))) {
-    const file = await readRegular(ctx.ports.root, path);
-    const before = [isActive(now.active) ? "stop" : "", isEnabled(now.file) ? "disable" : ""].filter(Boolean);
-    const present = file !== null;
-    const said = [...before.map((v) => PAST[v]), present ? `${path} removed` : `${path} was already gone`];
-    return {
-      ...none,
-      did: "removed",
-      detail: `${unit} is the mesh's (it created the unit file): ${said.join(", ")}`,
-      before,
-      file: present ? "remove" : undefined,
-      reload: present,
-      owned: true,
-    };
-  }
+  if (record.file?.created && !(await hasVendorFile(ctx.ports.root, unit)))
+    return ownedGiveBack(unit, now, ctx);
   if (!record.found)
     return {
-      ...none,
+      ...nothingOf(unit),
       did: "unchanged",
       detail: `${unit} left alone: its record was written before the host kept what it found`,
     };
-  const found = record.found;
+  return foundGiveBack(unit, record.found, record.file, now);
+}
+
+/** A give-back that runs nothing: the base every plan of one starts from. */
+const nothingOf = (unit: string) => ({
+  unit,
+  before: [] as string[],
+  after: [] as string[],
+  reload: false,
+  owned: false,
+});
+
+/** The mesh's own unit (it created its file): stopped, disabled and its file removed, nothing left running. */
+async function ownedGiveBack(unit: string, now: UnitState, ctx: DecideContext): Promise<GiveBack> {
+  const path = unitPath(unit);
+  const file = await readRegular(ctx.ports.root, path);
+  const before = [isActive(now.active) ? "stop" : "", isEnabled(now.file) ? "disable" : ""].filter(Boolean);
+  const present = file !== null;
+  const said = [...before.map((v) => PAST[v]), present ? `${path} removed` : `${path} was already gone`];
+  return {
+    ...nothingOf(unit),
+    did: "removed",
+    detail: `${unit} is the mesh's (it created the unit file): ${said.join(", ")}`,
+    before,
+    file: present ? "remove" : undefined,
+    reload: present,
+    owned: true,
+  };
+}
+
+/** A unit the host found: put back as found, one property at a time, its file restored or the override removed. */
+function foundGiveBack(
+  unit: string,
+  found: ServiceFound,
+  recorded: ServiceRecord["file"],
+  now: UnitState,
+): GiveBack {
+  const path = unitPath(unit);
   const before: string[] = [];
   const after: string[] = [];
   const said: string[] = [];
@@ -138,7 +161,7 @@ export async function planGiveBack(
     if (!isEnabled(found.enabled) && isEnabled(now.file)) before.push("disable");
     else if (isEnabled(found.enabled) && now.file === "disabled") after.push("enable");
   }
-  const file = record.file ? (record.file.created ? "remove" : "restore") : undefined;
+  const file = recorded ? (recorded.created ? "remove" : "restore") : undefined;
   const fileSaid =
     file === "remove"
       ? `${path} removed (the mesh's override)`
@@ -155,15 +178,8 @@ export async function planGiveBack(
       : all.length
         ? all.join(", ")
         : "as found";
-  return {
-    ...none,
-    did,
-    detail: `${unit} ${foundLine(found)}: ${what}`,
-    before,
-    after,
-    file,
-    reload: file !== undefined,
-  };
+  const detail = `${unit} ${foundLine(found)}: ${what}`;
+  return { ...nothingOf(unit), did, detail, before, after, file, reload: file !== undefined };
 }
 
 /** Carry out a give-back and read the unit back; `ok: false` keeps the record, so the next apply tries again. */

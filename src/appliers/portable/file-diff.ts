@@ -2,16 +2,10 @@
 // the content (nor a digest) of a file filled from a secret.
 import { MAX_DIFF_BYTES, MAX_DIFF_LINES } from "../../defaults.ts";
 import { octal, readFileAt } from "../../system/index.ts";
-import type { FileResource, Resource } from "../../vocabulary/index.ts";
+import type { Resource } from "../../vocabulary/index.ts";
 import type { Step } from "../types.ts";
+import { isFileWrite } from "./file.ts";
 import { unifiedDiff } from "./unified-diff.ts";
-
-interface Write {
-  bytes: Uint8Array;
-  mode: number;
-  uid?: number;
-  gid?: number;
-}
 
 interface Before {
   bytes: Uint8Array | null;
@@ -43,9 +37,9 @@ export async function fileDiff(
   step: Step & { resource?: Resource },
   root: string,
 ): Promise<string[] | undefined> {
-  if (step.type !== "file" || step.action !== "write" || step.resource?.type !== "file") return undefined;
-  const wanted = step.resource as FileResource;
-  const w = step.data as Write;
+  const wanted = step.resource;
+  if (!isFileWrite(step) || wanted?.type !== "file") return undefined;
+  const w = step.data;
   const now = await before(root, wanted.path);
   const out: string[] = [];
   if (wanted.secret) out.push("(secret: content not shown)");

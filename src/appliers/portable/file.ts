@@ -35,7 +35,7 @@ interface Found {
   bytes: Uint8Array;
 }
 
-interface WriteData {
+export interface WriteData {
   bytes: Uint8Array;
   sha: string;
   mode: number;
@@ -111,6 +111,10 @@ const executors: Executors<FileStep, FileResource, FileRecord> = {
   forget: async (step) => ({ did: step.did, detail: step.detail, record: null }),
   refuse: failsAgain,
 };
+
+/** A planned write of the file applier, told apart by its type and action: the one step a diff reads. */
+export const isFileWrite = (s: { type: string; action: string }): s is StepOf<"write", WriteData> =>
+  s.type === "file" && s.action === "write";
 
 const pathOf = (wanted: FileResource | undefined, record: FileRecord | undefined): string =>
   wanted?.path ?? record?.path ?? "";

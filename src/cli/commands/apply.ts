@@ -1,6 +1,5 @@
 // `apply FILE [--dry-run]`, `plan FILE` and `genesis BUNDLE --mode M`: the offline path, for a machine the mesh has not spoken to.
-import { type ApplyResult, applyDeclaration, modeRefusal, type PlanLine } from "../../apply/index.ts";
-import { acquireLock } from "../../store/index.ts";
+import { type ApplyResult, applyFile, modeRefusal, type PlanLine } from "../../apply/index.ts";
 import { type Declaration, digestOf, type Report } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { type Context, checkGiven, portsOf, Refused, readDeclarationFile } from "../context.ts";
@@ -27,40 +26,41 @@ export async function applyOffline(
   bytes: Buffer,
   dryRun: boolean,
 ): Promise<number> {
-  const lock = dryRun ? null : await acquireLock(ctx.state.ensure().dir);
   // genesis is the review of what an adopted machine holds (its held lines say "unchanged"): every step, always
   const verbose = ctx.args.verbose || ctx.args.command === "genesis";
   const hooks = applyHooks(ctx, dryRun, verbose);
   try {
-    const result = await applyDeclaration({
-      declaration,
-      seq: 0,
-      digest: digestOf(bytes),
-      source: "file",
-      dryRun,
+    const machine = {
       host: ctx.host,
       state: ctx.state,
       originals: ctx.originals,
       ports: portsOf(ctx),
       unseal: ctx.unseal,
-      ...hooks.options,
-    });
+    };
+    const result = await applyFile(
+      machine,
+      { declaration, bytes },
+      { dryRun, ...hooks.options, record: (r) => recordGenesis(ctx, r, bytes, dryRun) },
+    );
     hooks.done();
     if (result.exit === 2) throw new Refused(result.report.refusals);
     showResult(ctx, result, dryRun, verbose);
     // a dry run applied nothing, and its log says nothing of an apply
     if (!dryRun) logOutcome(ctx, result.report);
-    if (ctx.args.command === "genesis" && !dryRun && result.report.outcome === "applied")
-      ctx.state.writeGenesis({
-        digest: digestOf(bytes),
-        mode: ctx.state.readNode()!.mode!,
-        at: new Date().toISOString(),
-      });
     return result.exit;
   } finally {
     hooks.done();
-    lock?.release();
   }
+}
+
+/** The bundle genesis applied, by its digest, so `reconcile` can refuse any other bytes: under the apply's lock. */
+function recordGenesis(ctx: Context, result: ApplyResult, bytes: Buffer, dryRun: boolean): void {
+  if (ctx.args.command !== "genesis" || dryRun || result.report.outcome !== "applied") return;
+  ctx.state.writeGenesis({
+    digest: digestOf(bytes),
+    mode: ctx.state.readNode()!.mode!,
+    at: new Date().toISOString(),
+  });
 }
 
 /**

@@ -1,6 +1,5 @@
 // `reconcile [BUNDLE] [--dry-run]`: the mesh's last signed declaration applied again now, under the lock; shown before it acts.
-import { CHANGING, modeRefusal } from "../../apply/index.ts";
-import { applyKept, keptEnvelope } from "../../hold/index.ts";
+import { applyKept, CHANGING, modeRefusal } from "../../apply/index.ts";
 import { Outbox } from "../../store/index.ts";
 import { type Declaration, digestOf } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
@@ -35,7 +34,7 @@ function checkBundle(ctx: Context): { declaration: Declaration; bytes: Buffer } 
 
 export async function reconcileCommand(ctx: Context): Promise<number> {
   const bundle = checkBundle(ctx);
-  const kept = keptEnvelope(ctx.state);
+  const kept = ctx.state.readDeclared();
   if (bundle && !kept) return applyOffline(ctx, bundle.declaration, bundle.bytes, ctx.args.dryRun);
   const membership = ctx.state.readMembership();
   const node = ctx.state.readNode();
@@ -51,10 +50,9 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
     writeOut("the mesh has spoken: its last signed declaration is reconciled, never the bundle");
   const dryRun = ctx.args.dryRun;
   const outbox = new Outbox(ctx.state);
-  const deps = {
+  const parts = {
     state: ctx.state,
     originals: ctx.originals,
-    outbox,
     host: ctx.host,
     ports: portsOf(ctx),
     unseal: ctx.unseal,
@@ -64,7 +62,7 @@ export async function reconcileCommand(ctx: Context): Promise<number> {
   // read again under the lock: `run` may apply a newer delivery while this waits for it
   const { verbose } = ctx.args;
   const hooks = applyHooks(ctx, dryRun, verbose);
-  const applied = await applyKept(deps, { dryRun, ...hooks.options }).finally(() => hooks.done());
+  const applied = await applyKept(parts, { dryRun, ...hooks.options }).finally(() => hooks.done());
   if (!applied) throw new UsageError("this node holds no declaration from the mesh to reconcile");
   const result = applied;
   if (result.exit === 2) throw new Refused(result.report.refusals);

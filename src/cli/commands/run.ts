@@ -1,6 +1,6 @@
 // `run`: hold the node in its mesh until stopped; exits 0 to be restarted onto a new binary or a new bus.
-import { Hold, type Link as HoldLink } from "../../hold/index.ts";
-import { type Link, openLink } from "../../link/index.ts";
+import { Hold } from "../../hold/index.ts";
+import { openBound } from "../../link/index.ts";
 import {
   beginMove,
   finishMove,
@@ -10,50 +10,9 @@ import {
   RunRecord,
   returnFromMove,
 } from "../../store/index.ts";
-import type { Membership } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { type Context, portsOf } from "../context.ts";
 import { confirmBinary, runningBinary } from "./confirm.ts";
-
-/** Dial, then bind: a link that cannot bind its consumer is no link (the mesh's to answer, said plainly). */
-function dialler(membership: Membership, node: string, log: Context["log"]) {
-  return async (): Promise<HoldLink> => {
-    log.debug(
-      { servers: membership.servers, user: membership.user },
-      "opening the link (TLS, pinned certificate)",
-    );
-    const opened = await openLink(membership, node);
-    if (!opened.ok) throw new Error(opened.reason);
-    const link = opened.link;
-    log.debug({ node }, "link open: binding this node's consumer");
-    const bound = await link.bind();
-    if (!bound.ok) {
-      await link.close();
-      throw new Error(bound.reason);
-    }
-    return {
-      declarations: () => withWaiting(link),
-      async report(r) {
-        const sent = await link.report(r);
-        if (!sent.ok) throw new Error(sent.reason);
-      },
-      heartbeat: (h) => void link.heartbeat(h),
-      close: () => link.close(),
-    };
-  };
-}
-
-/**
- * Deliveries with how many newer ones wait behind each. The stream keeps one message per subject, so a
- * delivered message's own pending count is always 0; the consumer's count, asked while this one is in hand,
- * is what says a newer declaration arrived and this one is superseded.
- */
-async function* withWaiting(link: Link) {
-  for await (const d of link.declarations()) {
-    const waiting = (await link.waiting()) ?? 0;
-    yield { ...d, pending: Math.max(d.pending, waiting) };
-  }
-}
 
 export async function runCommand(ctx: Context): Promise<number> {
   if (ctx.args.positionals.length) throw new UsageError("run takes no arguments");
@@ -78,7 +37,7 @@ export async function runCommand(ctx: Context): Promise<number> {
       node: node.node,
       membership,
     },
-    dial: dialler(membership, node.node, ctx.log),
+    dial: () => openBound(membership, node.node),
     log: ctx.log,
     heartbeatS: ctx.args.heartbeatS,
     driftS: ctx.args.driftS,

@@ -8,13 +8,22 @@ import {
   isError,
   machineRuntimes,
   RUNTIME_PULL_TIMEOUT_MS,
+  type Runtime,
   type RuntimeFinder,
   shortRef,
 } from "../../../system/arch/index.ts";
 import { openFileAt, readFileAt } from "../../../system/index.ts";
 import type { ImageResource, RuntimeKind } from "../../../vocabulary/index.ts";
-import { stepsOf } from "../../step.ts";
-import type { Applier, Executed, RecordBase } from "../../types.ts";
+import { executeBy, failsAgain, stepsOf } from "../../step.ts";
+import type {
+  Applier,
+  DecideContext,
+  Executed,
+  Executors,
+  RecordBase,
+  StepFor,
+  StepOf,
+} from "../../types.ts";
 import { sessionOf } from "./session.ts";
 
 export interface ImageRecord extends RecordBase {
@@ -27,8 +36,6 @@ export interface ImageRecord extends RecordBase {
   loaded?: string;
 }
 
-const step = stepsOf("image");
-
 interface ImageData {
   runtime: RuntimeKind;
   /** The tarball's digest, for a load (the tarball itself is opened again, with no link followed, to load). */
@@ -37,7 +44,37 @@ interface ImageData {
   before?: string;
 }
 
-export function imageApplier(finder: RuntimeFinder = machineRuntimes()): Applier<ImageResource, ImageRecord> {
+/** The image applier's steps, keyed by action: each executor below is handed its own. */
+export type ImageStep =
+  | StepOf<"load", ImageData>
+  | StepOf<"pull", ImageData>
+  | StepOf<"none" | "note", ImageData>
+  | StepOf<"forget" | "fail" | "refuse">;
+
+/** A step that ends with the image read back: loaded, pulled, or only looked at. */
+type HereStep = StepFor<ImageStep, "load" | "pull" | "none" | "note">;
+
+/** What makes the image there before it is read back: null when done, else why not. */
+type Bring = (rt: Runtime, w: ImageResource, ctx: DecideContext) => Promise<string | null>;
+
+const step = stepsOf<ImageStep>("image");
+
+/** One executor per action of ImageStep, over one runtime finder. */
+function imageExecutors(finder: RuntimeFinder): Executors<ImageStep, ImageResource, ImageRecord> {
+  return {
+    load: (st, w, record, ctx) => bringThenReadBack(st, w, record, ctx, finder, loadTarball),
+    pull: (st, w, record, ctx) => bringThenReadBack(st, w, record, ctx, finder, pullRef),
+    none: (st, w, record, ctx) => bringThenReadBack(st, w, record, ctx, finder, null),
+    note: (st, w, record, ctx) => bringThenReadBack(st, w, record, ctx, finder, null),
+    forget: async (st) => ({ did: st.did, detail: st.detail, record: null }),
+    fail: failsAgain,
+    refuse: failsAgain,
+  };
+}
+
+export function imageApplier(
+  finder: RuntimeFinder = machineRuntimes(),
+): Applier<ImageResource, ImageRecord, ImageStep> {
   return {
     type: "image",
     // a tarball loaded is read as the files before it left it
@@ -97,65 +134,59 @@ export function imageApplier(finder: RuntimeFinder = machineRuntimes()): Applier
       );
     },
 
-    async execute(st, w, record, ctx): Promise<Executed<ImageRecord>> {
-      if (st.action === "forget") return { did: st.did, detail: st.detail, record: null };
-      const data = st.data as ImageData | undefined;
-      const s = sessionOf(ctx, finder);
-      const rt = s.runtime(data?.runtime ?? record?.runtime);
-      if (!w || !data || st.action === "fail" || st.action === "refuse" || typeof rt === "string")
-        return { did: "failed", detail: typeof rt === "string" ? rt : st.detail, record: record ?? null };
-      if (st.action === "load") {
-        // handed over as an fd opened with no link followed, never as a name the runtime would resolve itself
-        const fd = openFileAt(ctx.ports.root, w.load!);
-        if (typeof fd !== "number")
-          return { did: "failed", detail: fd ?? `${w.load} does not exist`, record: record ?? null };
-        const input = ["image", "load", "--input", "/dev/fd/3"];
-        const out = await rt.must(input, RUNTIME_PULL_TIMEOUT_MS, [fd]).finally(() => closeSync(fd));
-        if (isError(out))
-          return {
-            did: "failed",
-            detail: `${w.ref} could not be loaded: ${out.error}`,
-            record: record ?? null,
-          };
-        const loaded = /Loaded image(?: ID)?(?:\(s\))?: *(\S+)/.exec(out)?.[1];
-        if (loaded && shortRef(loaded) !== shortRef(w.ref)) {
-          const tag = await rt.must(["image", "tag", loaded, w.ref]);
-          if (isError(tag))
-            return {
-              did: "failed",
-              detail: `${w.ref}: the tarball held ${loaded}, which could not be tagged: ${tag.error}`,
-              record: record ?? null,
-            };
-        }
-      }
-      if (st.action === "pull") {
-        const out = await rt.must(["image", "pull", w.ref], RUNTIME_PULL_TIMEOUT_MS);
-        if (isError(out))
-          return {
-            did: "failed",
-            detail: `${w.ref} could not be pulled: ${out.error}`,
-            record: record ?? null,
-          };
-      }
-      if (st.action !== "none" && st.action !== "note") s.forget(rt, "image", w.ref);
-      const back = await s.ask(rt, "image", w.ref);
-      if (isError(back) || !back)
-        return {
-          did: "failed",
-          detail: `${w.ref} read back: ${isError(back) ? back.error : "not there"}`,
-          record: record ?? null,
-        };
-      const next: ImageRecord = {
-        type: "image",
-        ref: w.ref,
-        runtime: rt.kind,
-        image: back.id,
-        loaded: data.loaded,
-      };
-      // a pull the plan could not judge: what the registry gave says whether it changed
-      const did =
-        st.action === "pull" && data.before ? (data.before === back.id ? "unchanged" : "updated") : st.did;
-      return { did, detail: `${st.detail}; read back ${back.id.slice(0, 12)}`, record: next };
-    },
+    execute: executeBy(imageExecutors(finder)),
   };
+}
+
+/** The tarball handed over as an fd opened with no link followed, never as a name the runtime would resolve itself. */
+async function loadTarball(rt: Runtime, w: ImageResource, ctx: DecideContext): Promise<string | null> {
+  const fd = openFileAt(ctx.ports.root, w.load!);
+  if (typeof fd !== "number") return fd ?? `${w.load} does not exist`;
+  const input = ["image", "load", "--input", "/dev/fd/3"];
+  const out = await rt.must(input, RUNTIME_PULL_TIMEOUT_MS, [fd]).finally(() => closeSync(fd));
+  if (isError(out)) return `${w.ref} could not be loaded: ${out.error}`;
+  const loaded = /Loaded image(?: ID)?(?:\(s\))?: *(\S+)/.exec(out)?.[1];
+  if (!loaded || shortRef(loaded) === shortRef(w.ref)) return null;
+  const tag = await rt.must(["image", "tag", loaded, w.ref]);
+  return isError(tag)
+    ? `${w.ref}: the tarball held ${loaded}, which could not be tagged: ${tag.error}`
+    : null;
+}
+
+async function pullRef(rt: Runtime, w: ImageResource): Promise<string | null> {
+  const out = await rt.must(["image", "pull", w.ref], RUNTIME_PULL_TIMEOUT_MS);
+  return isError(out) ? `${w.ref} could not be pulled: ${out.error}` : null;
+}
+
+/** `bring` the image (a load or a pull; nothing to look only), then read it back by its reference. */
+async function bringThenReadBack(
+  st: HereStep,
+  w: ImageResource | undefined,
+  record: ImageRecord | undefined,
+  ctx: DecideContext,
+  finder: RuntimeFinder,
+  bring: Bring | null,
+): Promise<Executed<ImageRecord>> {
+  const { data } = st;
+  const s = sessionOf(ctx, finder);
+  const rt = s.runtime(data.runtime ?? record?.runtime);
+  const fail = (detail: string) => ({ did: "failed" as const, detail, record: record ?? null });
+  if (typeof rt === "string") return fail(rt);
+  if (!w) return fail(st.detail);
+  const why = bring && (await bring(rt, w, ctx));
+  if (why) return fail(why);
+  if (bring) s.forget(rt, "image", w.ref);
+  const back = await s.ask(rt, "image", w.ref);
+  if (isError(back) || !back) return fail(`${w.ref} read back: ${isError(back) ? back.error : "not there"}`);
+  const next: ImageRecord = {
+    type: "image",
+    ref: w.ref,
+    runtime: rt.kind,
+    image: back.id,
+    loaded: data.loaded,
+  };
+  // a pull the plan could not judge: what the registry gave says whether it changed
+  const did =
+    st.action === "pull" && data.before ? (data.before === back.id ? "unchanged" : "updated") : st.did;
+  return { did, detail: `${st.detail}; read back ${back.id.slice(0, 12)}`, record: next };
 }

@@ -1,6 +1,6 @@
 // Networks and volumes: named runtime objects the mesh either made or found. What their two appliers decide
-// and do alike is here — made when absent, removed when undeclared only if the mesh made them, the executor's
-// settling of steps that touch nothing, and the read back after a create — so the rules cannot drift apart.
+// and do alike is here — their steps, made when absent, removed when undeclared only if the mesh made them, the
+// executors of a step kept or a removal, and the read back after a create — so the rules cannot drift apart.
 
 import {
   type Answer,
@@ -10,9 +10,9 @@ import {
   type RuntimeFinder,
   type VolumeInfo,
 } from "../../../system/arch/index.ts";
-import type { RuntimeKind } from "../../../vocabulary/index.ts";
-import type { stepsOf } from "../../step.ts";
-import type { DecideContext, Executed, RecordBase, Step } from "../../types.ts";
+import type { Did, RuntimeKind } from "../../../vocabulary/index.ts";
+import { failsAgain } from "../../step.ts";
+import type { DecideContext, Executed, RecordBase, Step, StepOf } from "../../types.ts";
 import { type Session, sessionOf } from "./session.ts";
 
 export type MadeKind = "network" | "volume";
@@ -24,10 +24,20 @@ export interface MadeRecord extends RecordBase {
   created: boolean;
 }
 
-type StepOf = ReturnType<typeof stepsOf>;
+/** The steps a network and a volume share, keyed by action: the record it will have rides on each that keeps it. */
+export type MadeStep<Rec extends MadeRecord> =
+  | StepOf<"create", Rec>
+  | StepOf<"none" | "note", Rec>
+  | StepOf<"remove" | "forget" | "fail" | "refuse">;
 
 /** Absent from the runtime: made, or made again when the mesh had made it and it is gone. */
-export function absentStep(step: StepOf, id: string, name: string, mine: boolean, next: MadeRecord): Step {
+export function absentStep<Rec extends MadeRecord, S extends Step>(
+  step: (id: string, did: Did, action: "create", detail: string, data: Rec) => S,
+  id: string,
+  name: string,
+  mine: boolean,
+  next: Rec,
+): S {
   return step(
     id,
     mine ? "repaired" : "created",
@@ -38,15 +48,15 @@ export function absentStep(step: StepOf, id: string, name: string, mine: boolean
 }
 
 /** Undeclared and the mesh's: removed if the runtime still has it; `removed` says why it goes. */
-export async function removalStep(
-  step: StepOf,
+export async function removalStep<S extends Step>(
+  step: (id: string, did: Did, action: "fail" | "forget" | "remove", detail: string) => S,
   kind: MadeKind,
   id: string,
   record: MadeRecord,
   ctx: DecideContext,
   finder: RuntimeFinder,
   removed: string,
-): Promise<Step> {
+): Promise<S> {
   const s = sessionOf(ctx, finder);
   const rt = s.runtime(record.runtime);
   if (typeof rt === "string") return step(id, "failed", "fail", rt);
@@ -63,33 +73,67 @@ export interface ToCreate<Rec extends MadeRecord> {
   next: Rec;
 }
 
+/** The executor of a step that keeps the object as it is (`none`, `note`): the record it carries is kept. */
+const kept = async <Rec>(st: { did: Did; detail: string; data: Rec }): Promise<Executed<Rec>> => ({
+  did: st.did,
+  detail: st.detail,
+  record: st.data,
+});
+
+/** The executor of a removal, for either kind: `<kind> rm` of what the record names, the cached answer forgotten. */
+function removeMade(kind: MadeKind, finder: RuntimeFinder) {
+  return async <Rec extends MadeRecord>(
+    st: { detail: string },
+    _w: unknown,
+    record: Rec | undefined,
+    ctx: DecideContext,
+  ): Promise<Executed<Rec>> => {
+    const s = sessionOf(ctx, finder);
+    const rt = s.runtime(record?.runtime);
+    if (typeof rt === "string" || !record)
+      return { did: "failed", detail: typeof rt === "string" ? rt : st.detail, record: record ?? null };
+    s.forget(rt, kind, record.name);
+    const r = await rt.must([kind, "rm", record.name]);
+    if (isError(r))
+      return { did: "failed", detail: `${record.name} could not be removed: ${r.error}`, record };
+    return { did: "removed", detail: st.detail, record: null };
+  };
+}
+
 /**
- * Every step but a create carried out as both appliers carry it out (nothing to do, forgotten, refused,
- * removed); a create returns the runtime to make it with, the object's cached answer already forgotten.
+ * The executors both appliers share, one per action but the create (and a network's recreate): kept, forgotten,
+ * refused and removed alike. Each is generic in the record, so it fits either applier's table.
  */
-export async function settle<Rec extends MadeRecord>(
+export function madeExecutors(kind: MadeKind, finder: RuntimeFinder) {
+  return {
+    none: kept,
+    note: kept,
+    forget: async <Rec>(st: { did: Did; detail: string }): Promise<Executed<Rec>> => ({
+      did: st.did,
+      detail: st.detail,
+      record: null,
+    }),
+    fail: failsAgain,
+    refuse: failsAgain,
+    remove: removeMade(kind, finder),
+  };
+}
+
+/** A create's runtime, the object's cached answer already forgotten; or the failure when there is none. */
+export function toCreate<Rec extends MadeRecord>(
   kind: MadeKind,
-  st: Step,
+  next: Rec,
   record: Rec | undefined,
   ctx: DecideContext,
   finder: RuntimeFinder,
-): Promise<Executed<Rec> | ToCreate<Rec>> {
-  const next = (st.data as Rec | undefined) ?? record ?? null;
-  if (st.action === "none" || st.action === "note") return { did: st.did, detail: st.detail, record: next };
-  if (st.action === "forget") return { did: st.did, detail: st.detail, record: null };
+): ToCreate<Rec> | Executed<Rec> {
   const s = sessionOf(ctx, finder);
-  const rt = s.runtime(next?.runtime);
-  if (st.action === "fail" || st.action === "refuse" || typeof rt === "string" || !next)
-    return { did: "failed", detail: typeof rt === "string" ? rt : st.detail, record: record ?? null };
+  const rt = s.runtime(next.runtime);
+  if (typeof rt === "string") return { did: "failed", detail: rt, record: record ?? null };
   s.forget(rt, kind, next.name);
-  if (st.action !== "remove") return { s, rt, next };
-  const r = await rt.must([kind, "rm", next.name]);
-  if (isError(r))
-    return { did: "failed", detail: `${next.name} could not be removed: ${r.error}`, record: next };
-  return { did: "removed", detail: st.detail, record: null };
+  return { s, rt, next };
 }
-
-/** The step is over: what `settle` or `readBack` returned is the executor's answer. */
+/** The step is over: what `toCreate` or `readBack` returned is the executor's answer. */
 export const isDone = <Rec extends MadeRecord, T extends object>(r: Executed<Rec> | T): r is Executed<Rec> =>
   "did" in r;
 

@@ -9,17 +9,38 @@ import {
   type Runtime,
   type RuntimeFinder,
 } from "../../../system/arch/index.ts";
-import type { NetworkResource } from "../../../vocabulary/index.ts";
-import { stepsOf } from "../../step.ts";
-import type { Applier, Executed } from "../../types.ts";
-import { absentStep, isDone, type MadeRecord, readBack, removalStep, settle } from "./made-objects.ts";
+import type { NetworkResource, Resource } from "../../../vocabulary/index.ts";
+import { executeBy, stepsOf } from "../../step.ts";
+import type { Applier, DecideContext, Executed, Executors, StepFor, StepOf } from "../../types.ts";
+import {
+  absentStep,
+  isDone,
+  type MadeRecord,
+  type MadeStep,
+  madeExecutors,
+  readBack,
+  removalStep,
+  toCreate,
+} from "./made-objects.ts";
 import { sessionOf } from "./session.ts";
 
 export interface NetworkRecord extends MadeRecord {
   type: "network";
 }
 
-const step = stepsOf("network");
+/** The network applier's steps, keyed by action: a volume's, and a recreate. */
+export type NetworkStep = MadeStep<NetworkRecord> | StepOf<"recreate", NetworkRecord>;
+
+const step = stepsOf<NetworkStep>("network");
+
+/** One executor per action of NetworkStep, over one runtime finder. */
+function networkExecutors(finder: RuntimeFinder): Executors<NetworkStep, NetworkResource, NetworkRecord> {
+  return {
+    ...madeExecutors("network", finder),
+    create: (st, w, record, ctx) => create(st, w!, record, ctx, finder, false),
+    recreate: (st, w, record, ctx) => create(st, w!, record, ctx, finder, true),
+  };
+}
 
 /** How the found network differs from the declared one, one phrase each. */
 function differences(w: NetworkResource, f: NetworkInfo): string[] {
@@ -47,7 +68,7 @@ function createArgv(w: NetworkResource): string[] {
 
 export function networkApplier(
   finder: RuntimeFinder = machineRuntimes(),
-): Applier<NetworkResource, NetworkRecord> {
+): Applier<NetworkResource, NetworkRecord, NetworkStep> {
   return {
     type: "network",
 
@@ -98,35 +119,43 @@ export function networkApplier(
       );
     },
 
-    async execute(st, w, record, ctx): Promise<Executed<NetworkRecord>> {
-      const made = await settle("network", st, record, ctx, finder);
-      if (isDone(made)) return made;
-      const { rt, next } = made;
-      let reattach: string[] = [];
-      if (st.action === "recreate") {
-        const out = await recreateFirst(rt, w!, ctx.declared ?? []);
-        if (isError(out)) return { did: "failed", detail: out.error, record: next };
-        reattach = out;
-      }
-      const created = await rt.must(createArgv(w!));
-      if (isError(created))
-        return {
-          did: "failed",
-          detail: `${w!.name} could not be created: ${created.error}`,
-          record: record ?? null,
-        };
-      for (const c of reattach) await rt.run(["network", "connect", w!.name, c]);
-      const back = await readBack<NetworkInfo, NetworkRecord>(made, "network", w!.name, (b) =>
-        differences(w!, b),
-      );
-      if (isDone(back)) return back;
-      const sub = back.subnets.map((x) => x.subnet).join(", ");
-      return {
-        did: st.did,
-        detail: `${st.detail}; read back ${back.driver}${sub ? ` ${sub}` : ""}`,
-        record: next,
-      };
-    },
+    execute: executeBy(networkExecutors(finder)),
+  };
+}
+
+/** Made (after the one the mesh made before is taken down, for a recreate) and read back as declared. */
+async function create(
+  st: StepFor<NetworkStep, "create" | "recreate">,
+  w: NetworkResource,
+  record: NetworkRecord | undefined,
+  ctx: DecideContext,
+  finder: RuntimeFinder,
+  recreate: boolean,
+): Promise<Executed<NetworkRecord>> {
+  const made = toCreate("network", st.data, record, ctx, finder);
+  if (isDone(made)) return made;
+  const { rt, next } = made;
+  let reattach: string[] = [];
+  if (recreate) {
+    const out = await recreateFirst(rt, w, ctx.declared ?? []);
+    if (isError(out)) return { did: "failed", detail: out.error, record: next };
+    reattach = out;
+  }
+  const created = await rt.must(createArgv(w));
+  if (isError(created))
+    return {
+      did: "failed",
+      detail: `${w.name} could not be created: ${created.error}`,
+      record: record ?? null,
+    };
+  for (const c of reattach) await rt.run(["network", "connect", w.name, c]);
+  const back = await readBack<NetworkInfo, NetworkRecord>(made, "network", w.name, (b) => differences(w, b));
+  if (isDone(back)) return back;
+  const sub = back.subnets.map((x) => x.subnet).join(", ");
+  return {
+    did: st.did,
+    detail: `${st.detail}; read back ${back.driver}${sub ? ` ${sub}` : ""}`,
+    record: next,
   };
 }
 
@@ -137,7 +166,7 @@ export function networkApplier(
 async function recreateFirst(
   rt: Runtime,
   w: NetworkResource,
-  declared: readonly { type: string }[],
+  declared: readonly Resource[],
 ): Promise<string[] | { error: string }> {
   const listed = await rt.must([
     "container",
@@ -158,11 +187,7 @@ async function recreateFirst(
   if (isError(removed)) return { error: `${w.name} could not be removed to be recreated: ${removed.error}` };
   const onIt = new Set(
     declared.flatMap((r) =>
-      r.type === "container"
-        ? ((r as { networks?: { name: string }[] }).networks ?? []).some((n) => n.name === w.name)
-          ? [(r as unknown as { name: string }).name]
-          : []
-        : [],
+      r.type === "container" && (r.networks ?? []).some((n) => n.name === w.name) ? [r.name] : [],
     ),
   );
   return attached.filter((c) => !onIt.has(c));

@@ -8,7 +8,7 @@ import {
   Runtime,
   type RuntimeFinder,
 } from "../../../system/arch/index.ts";
-import type { RuntimeKind } from "../../../vocabulary/index.ts";
+import type { Resource, RuntimeKind } from "../../../vocabulary/index.ts";
 import type { DecideContext } from "../../types.ts";
 
 /**
@@ -37,8 +37,7 @@ export class Session {
   /** The runtime one of the declaration's resources names: all of them use it (checked on arrival). */
   private declaredRuntime(): RuntimeKind | undefined {
     for (const r of this.ctx.declared ?? [])
-      if (RUNTIME_TYPES.has(r.type) && (r as { runtime?: RuntimeKind }).runtime)
-        return (r as { runtime?: RuntimeKind }).runtime;
+      if (RUNTIME_TYPES.has(r.type) && runtimeOf(r)) return runtimeOf(r);
     return undefined;
   }
 
@@ -83,13 +82,17 @@ export class Session {
     };
     for (const r of this.ctx.declared ?? []) {
       if (!RUNTIME_TYPES.has(r.type)) continue;
-      if ((r as { runtime?: string }).runtime && (r as { runtime?: string }).runtime !== rt.kind) continue;
+      const named = runtimeOf(r);
+      if (named && named !== rt.kind) continue;
       if (r.type === "container" || r.type === "network" || r.type === "volume") all[r.type].add(r.name);
       if (r.type === "image") all.image.add(r.ref);
     }
     return all;
   }
 }
+
+/** The runtime a resource names, if it is of a type that names one. */
+const runtimeOf = (r: Resource): RuntimeKind | undefined => ("runtime" in r ? r.runtime : undefined);
 
 const sessions = new WeakMap<object, Session>();
 

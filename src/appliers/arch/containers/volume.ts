@@ -3,9 +3,18 @@
 
 import { isError, machineRuntimes, type RuntimeFinder, type VolumeInfo } from "../../../system/arch/index.ts";
 import type { VolumeResource } from "../../../vocabulary/index.ts";
-import { stepsOf } from "../../step.ts";
-import type { Applier, Executed } from "../../types.ts";
-import { absentStep, isDone, type MadeRecord, readBack, removalStep, settle } from "./made-objects.ts";
+import { executeBy, stepsOf } from "../../step.ts";
+import type { Applier, DecideContext, Executed, Executors, StepOf } from "../../types.ts";
+import {
+  absentStep,
+  isDone,
+  type MadeRecord,
+  type MadeStep,
+  madeExecutors,
+  readBack,
+  removalStep,
+  toCreate,
+} from "./made-objects.ts";
 import { sessionOf } from "./session.ts";
 
 export interface VolumeRecord extends MadeRecord {
@@ -14,7 +23,18 @@ export interface VolumeRecord extends MadeRecord {
   remove_data: boolean;
 }
 
-const step = stepsOf("volume");
+/** The volume applier's steps, keyed by action: a volume is never recreated. */
+export type VolumeStep = MadeStep<VolumeRecord>;
+
+const step = stepsOf<VolumeStep>("volume");
+
+/** One executor per action of VolumeStep, over one runtime finder. */
+function volumeExecutors(finder: RuntimeFinder): Executors<VolumeStep, VolumeResource, VolumeRecord> {
+  return {
+    ...madeExecutors("volume", finder),
+    create: (st, w, record, ctx) => create(st, w!, record, ctx, finder),
+  };
+}
 
 function differences(w: VolumeResource, f: VolumeInfo): string[] {
   const labels = Object.entries(w.labels ?? {}).filter(([k, v]) => f.labels[k] !== v);
@@ -26,7 +46,7 @@ function differences(w: VolumeResource, f: VolumeInfo): string[] {
 
 export function volumeApplier(
   finder: RuntimeFinder = machineRuntimes(),
-): Applier<VolumeResource, VolumeRecord> {
+): Applier<VolumeResource, VolumeRecord, VolumeStep> {
   return {
     type: "volume",
 
@@ -84,22 +104,29 @@ export function volumeApplier(
       );
     },
 
-    async execute(st, w, record, ctx): Promise<Executed<VolumeRecord>> {
-      const made = await settle("volume", st, record, ctx, finder);
-      if (isDone(made)) return made;
-      const labels = Object.entries(w!.labels ?? {}).flatMap(([k, v]) => ["--label", `${k}=${v}`]);
-      const created = await made.rt.must(["volume", "create", "--driver", w!.driver, ...labels, w!.name]);
-      if (isError(created))
-        return {
-          did: "failed",
-          detail: `${w!.name} could not be created: ${created.error}`,
-          record: record ?? null,
-        };
-      const back = await readBack<VolumeInfo, VolumeRecord>(made, "volume", w!.name, (b) =>
-        differences(w!, b),
-      );
-      if (isDone(back)) return back;
-      return { did: st.did, detail: `${st.detail}; read back ${back.driver}`, record: made.next };
-    },
+    execute: executeBy(volumeExecutors(finder)),
   };
+}
+
+/** Made as declared and read back. */
+async function create(
+  st: StepOf<"create", VolumeRecord>,
+  w: VolumeResource,
+  record: VolumeRecord | undefined,
+  ctx: DecideContext,
+  finder: RuntimeFinder,
+): Promise<Executed<VolumeRecord>> {
+  const made = toCreate("volume", st.data, record, ctx, finder);
+  if (isDone(made)) return made;
+  const labels = Object.entries(w.labels ?? {}).flatMap(([k, v]) => ["--label", `${k}=${v}`]);
+  const created = await made.rt.must(["volume", "create", "--driver", w.driver, ...labels, w.name]);
+  if (isError(created))
+    return {
+      did: "failed",
+      detail: `${w.name} could not be created: ${created.error}`,
+      record: record ?? null,
+    };
+  const back = await readBack<VolumeInfo, VolumeRecord>(made, "volume", w.name, (b) => differences(w, b));
+  if (isDone(back)) return back;
+  return { did: st.did, detail: `${st.detail}; read back ${back.driver}`, record: made.next };
 }

@@ -22,8 +22,8 @@ import {
   writeRegular,
 } from "../../../system/arch/index.ts";
 import type { OverlayResource } from "../../../vocabulary/index.ts";
-import { stepsOf } from "../../step.ts";
-import type { Applier, DecideContext, Executed, RecordBase, Step } from "../../types.ts";
+import { executeBy, failsAgain, stepsOf } from "../../step.ts";
+import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../../types.ts";
 import { type FoundRun, noteTakeover, retiredTunnels, type Takeover } from "./ledger.ts";
 import { type RetireData, retire } from "./retire.ts";
 import { initOf, overlayKeyOf, runner, type Survey, stateDirOf, survey } from "./survey.ts";
@@ -80,9 +80,22 @@ interface ApplyData {
   record: OverlayRecord;
 }
 
-const stepOf = stepsOf("overlay");
+interface RemoveData {
+  systemd: boolean;
+  /** The tunnel it took was retired: nothing of it is written back. */
+  retired: boolean;
+}
 
-const refuse = (id: string, detail: string, field = "interface"): Step =>
+/** The overlay applier's steps, keyed by action: each executor below is handed its own. */
+export type OverlayStep =
+  | StepOf<"none", ApplyData>
+  | StepOf<"apply", ApplyData>
+  | StepOf<"remove", RemoveData>
+  | StepOf<"refuse">;
+
+const stepOf = stepsOf<OverlayStep>("overlay");
+
+const refuse = (id: string, detail: string, field = "interface") =>
   stepOf(id, "failed", "refuse", detail, undefined, field);
 
 /** Why the interface running now is not the declared one, or null. */
@@ -98,7 +111,68 @@ function runningDifference(wanted: OverlayResource, s: Survey): string | null {
   return null;
 }
 
-export const overlayApplier: Applier<OverlayResource, OverlayRecord> = {
+/** The record this id will have once applied: what was found is kept from the first apply on. */
+function nextRecordOf(wanted: OverlayResource, record: OverlayRecord | undefined, s: Survey): OverlayRecord {
+  return {
+    type: "overlay",
+    interface: wanted.interface,
+    path: s.path,
+    // no record, yet exactly what the mesh would write (the node's key in it): a crash's leftover, the mesh's
+    created: record ? record.created : s.file === null || s.file.sha === s.sha,
+    wrote: s.sha,
+    found: record?.found ?? {
+      enabled: s.unit ? unitEnabled(s.unit) : false,
+      running: s.unit ? unitRunning(s.unit) : s.live.kind === "up",
+    },
+    ...(record?.takeover ? { takeover: record.takeover } : {}),
+  };
+}
+
+/** What a takeover (or a retirement) adds to the apply, or the refusal of it; nothing without `takes`. */
+async function takesOf(
+  wanted: OverlayResource,
+  record: OverlayRecord | undefined,
+  s: Survey,
+  ctx: DecideContext,
+): Promise<Awaited<ReturnType<typeof decideTakes>>> {
+  if (!wanted.takes) return { kind: "ok", notes: [] };
+  return decideTakes(wanted, record, s, ctx);
+}
+
+/** The apply step: what it takes over, writes, brings up and retires, in the order it does them. */
+function applyStepOf(
+  wanted: OverlayResource,
+  record: OverlayRecord | undefined,
+  s: Survey,
+  data: ApplyData,
+  diff: string | null,
+): OverlayStep {
+  const { take, write, bring, retire, notes } = data;
+  const did = !record ? "created" : record.wrote === s.sha && !take && !retire ? "repaired" : "updated";
+  const what: string[] = [];
+  if (take) what.push(`take over ${take.takeover.interface} (${facts(take.takeover)})`);
+  if (write) what.push(`write ${s.path} (0600)${write.hold && !record ? ", the file found there held" : ""}`);
+  if (bring !== "none" && !take)
+    what.push(`${bring} ${runner(s.init, wanted.interface)}${diff ? ` (${diff})` : ""}`);
+  if (retire) what.push(`retire ${retire.path}`);
+  return stepOf(
+    wanted.id,
+    did,
+    "apply",
+    [`${wanted.interface}: ${what.join(", ")}`, ...notes].join("; "),
+    data,
+  );
+}
+
+/** One executor per action of OverlayStep. */
+const executors: Executors<OverlayStep, OverlayResource, OverlayRecord> = {
+  none: async (step) => ({ did: "unchanged", detail: step.detail, record: step.data.record }),
+  apply: async (step, wanted, _record, ctx) => applyStep(step, wanted!, ctx),
+  remove: async (step, _wanted, record, ctx) => removeStep(step, record!, ctx),
+  refuse: failsAgain,
+};
+
+export const overlayApplier: Applier<OverlayResource, OverlayRecord, OverlayStep> = {
   type: "overlay",
   traits: {
     pathOf: (record) => record.path,
@@ -114,46 +188,18 @@ export const overlayApplier: Applier<OverlayResource, OverlayRecord> = {
       );
     const s = await survey(wanted, ctx);
     if (typeof s === "string") return refuse(wanted.id, s);
-    const notes: string[] = [];
-    let take: TakeData | undefined;
-    let retire: RetireData | undefined;
-    if (wanted.takes) {
-      const t = await decideTakes(wanted, record, s, ctx);
-      if (t.kind === "refuse") return refuse(wanted.id, t.detail, t.field);
-      take = t.take;
-      retire = t.retire;
-      notes.push(...t.notes);
-    }
+    const t = await takesOf(wanted, record, s, ctx);
+    if (t.kind === "refuse") return refuse(wanted.id, t.detail, t.field);
+    const { take, retire, notes } = t;
     const fileRight = s.file !== null && s.file.sha === s.sha && s.file.mode === SECRET_FILE_MODE;
     const hold = s.file && !record?.created && s.file.sha !== record?.wrote ? s.file : undefined;
     const write = fileRight ? undefined : { bytes: s.bytes, sha: s.sha, hold };
     const diff = runningDifference(wanted, s);
     const isUp = s.live.kind === "up" || (s.unit !== null && unitRunning(s.unit));
     const bring = write || diff ? (isUp ? "restart" : "start") : "none";
-    const nextRecord: OverlayRecord = {
-      type: "overlay",
-      interface: wanted.interface,
-      path: s.path,
-      // no record, yet exactly what the mesh would write (the node's key in it): a crash's leftover, the mesh's
-      created: record ? record.created : s.file === null || s.file.sha === s.sha,
-      wrote: s.sha,
-      found: record?.found ?? {
-        enabled: s.unit ? unitEnabled(s.unit) : false,
-        running: s.unit ? unitRunning(s.unit) : s.live.kind === "up",
-      },
-      ...(record?.takeover ? { takeover: record.takeover } : {}),
-    };
-    const data: ApplyData = {
-      systemd: s.init.systemd,
-      write,
-      bring,
-      take,
-      retire,
-      notes,
-      record: nextRecord,
-    };
-    const changes = take || write || bring !== "none" || retire;
-    if (!changes)
+    const next = nextRecordOf(wanted, record, s);
+    const data: ApplyData = { systemd: s.init.systemd, write, bring, take, retire, notes, record: next };
+    if (!take && !write && bring === "none" && !retire)
       return stepOf(
         wanted.id,
         "unchanged",
@@ -161,20 +207,7 @@ export const overlayApplier: Applier<OverlayResource, OverlayRecord> = {
         [`${wanted.interface} is as declared`, ...notes].join("; "),
         data,
       );
-    const did = !record ? "created" : record.wrote === s.sha && !take && !retire ? "repaired" : "updated";
-    const what: string[] = [];
-    if (take) what.push(`take over ${take.takeover.interface} (${facts(take.takeover)})`);
-    if (write) what.push(`write ${s.path} (0600)${hold && !record ? ", the file found there held" : ""}`);
-    if (bring !== "none" && !take)
-      what.push(`${bring} ${runner(s.init, wanted.interface)}${diff ? ` (${diff})` : ""}`);
-    if (retire) what.push(`retire ${retire.path}`);
-    return stepOf(
-      wanted.id,
-      did,
-      "apply",
-      [`${wanted.interface}: ${what.join(", ")}`, ...notes].join("; "),
-      data,
-    );
+    return applyStepOf(wanted, record, s, data, diff);
   },
 
   async decideRemoval(id, record, ctx) {
@@ -193,29 +226,17 @@ export const overlayApplier: Applier<OverlayResource, OverlayRecord> = {
     });
   },
 
-  async execute(step, wanted, record, ctx): Promise<Executed<OverlayRecord>> {
-    switch (step.action) {
-      case "none": {
-        const d = step.data as ApplyData;
-        return { did: "unchanged", detail: step.detail, record: d.record };
-      }
-      case "apply":
-        return applyStep(step, wanted!, ctx);
-      case "remove":
-        return removeStep(step, record!, ctx);
-      default:
-        return { did: "failed", detail: step.detail, record: record ?? null };
-    }
-  },
+  execute: executeBy(executors),
 };
+
 // ---- execution
 
 async function applyStep(
-  step: Step,
+  step: StepOf<"apply", ApplyData>,
   wanted: OverlayResource,
   ctx: DecideContext,
 ): Promise<Executed<OverlayRecord>> {
-  const d = step.data as ApplyData;
+  const d = step.data;
   const init: Init = { systemd: d.systemd, exec: ctx.ports.exec };
   const key = overlayKeyOf(stateDirOf(ctx));
   if (typeof key === "string") return { did: "failed", detail: key, record: null };
@@ -259,11 +280,11 @@ async function applyStep(
   return { did: step.did, detail, record, held };
 }
 async function removeStep(
-  step: Step,
+  step: StepOf<"remove", RemoveData>,
   record: OverlayRecord,
   ctx: DecideContext,
 ): Promise<Executed<OverlayRecord>> {
-  const { systemd, retired } = step.data as { systemd: boolean; retired: boolean };
+  const { systemd, retired } = step.data;
   const init: Init = { systemd, exec: ctx.ports.exec };
   const fail = (why: string) => ({ did: "failed" as const, detail: why, record });
   const down = await bringDown(init, record.interface, true);

@@ -20,6 +20,7 @@ import {
   readTunnel,
   sleep,
   type TunnelFacts,
+  type UnitState,
   unitEnabled,
   unitRunning,
   waitGone,
@@ -116,6 +117,22 @@ async function besideTheMesh(
   };
 }
 
+type Refusal = Extract<TakeDecision, { kind: "refuse" }>;
+
+/** The account of a takeover refused before anything was stopped, the found tunnel's facts said when known. */
+function notTaken(
+  name: string,
+  field: string,
+  why: string,
+  f?: { port: number; range: string; peers: number; mtu: number },
+): Refusal {
+  return {
+    kind: "refuse",
+    field,
+    detail: `takeover of ${name}: not taken${f ? ` (${facts(f)}; left running)` : ""} — ${why}`,
+  };
+}
+
 /** The guards before anything is stopped: the found port, address and key, and a configuration to keep. */
 async function decideTakeover(
   wanted: OverlayResource,
@@ -124,15 +141,6 @@ async function decideTakeover(
   ctx: DecideContext,
 ): Promise<TakeDecision> {
   const name = wanted.takes!;
-  const no = (
-    field: string,
-    why: string,
-    f?: { port: number; range: string; peers: number; mtu: number },
-  ) => ({
-    kind: "refuse" as const,
-    field,
-    detail: `takeover of ${name}: not taken${f ? ` (${facts(f)}; left running)` : ""} — ${why}`,
-  });
   const exists = await interfaceExists(s.init.exec, name);
   if (!exists && prior?.state === "down")
     return {
@@ -141,38 +149,32 @@ async function decideTakeover(
       take: { takeover: { ...prior }, config: null, stop: false },
     };
   if (!exists)
-    return no(
+    return notTaken(
+      name,
       "takes",
       `no interface ${name} is up: start it (\`systemctl start wg-quick@${name}\` or \`wg-quick up ${name}\`), or declare the overlay without takes`,
     );
-  const unit = s.init.systemd ? await quickUnitState(s.init, name) : null;
-  if (typeof unit === "string") return no("takes", unit);
-  if (unit && !unitRunning(unit)) {
-    await sleep(LOOK_AGAIN_MS);
-    const again = await quickUnitState(s.init, name);
-    if (typeof again === "string" || !unitRunning(again))
-      return no(
-        "takes",
-        `${name} is up but not by wg-quick@${name} (raised by hand), so stopping a unit would not stop it: \`wg-quick down ${name}\`, then \`systemctl start wg-quick@${name}\``,
-      );
-  }
+  const unit = await stoppableUnit(name, s);
+  if (typeof unit === "string") return notTaken(name, "takes", unit);
   const found = await readTunnel(s.init.exec, ctx.ports.root, name);
-  if (typeof found === "string") return no("takes", found);
+  if (typeof found === "string") return notTaken(name, "takes", found);
   const t = found.tunnel;
   if (!found.config)
-    return no(
+    return notTaken(
+      name,
       "takes",
       `${name} has no configuration at ${configPath(name)} to keep (raised by hand?): \`wg-quick down ${name}\` and bring it up from a configuration`,
       t,
     );
   if (found.privateKey !== s.key.private)
-    return no(
+    return notTaken(
+      name,
       "takes",
       `the node's overlay key is not ${name}'s key: \`mesh-host overlay take --tunnel ${name}\` takes it and tells the mesh`,
       t,
     );
   const differs = keptDifference(wanted, t);
-  if (differs) return no(differs.field, differs.why, t);
+  if (differs) return notTaken(name, differs.field, differs.why, t);
   const takeover = {
     ...t,
     path: configPath(name),
@@ -181,6 +183,20 @@ async function decideTakeover(
       : { enabled: false, running: true },
   };
   return { kind: "ok", notes: [], take: { takeover, config: found.config, stop: true } };
+}
+
+/**
+ * The found interface's wg-quick unit (null without systemd), or why stopping it would not stop the interface:
+ * one raised by hand beside a unit that is not running (looked at twice, a unit may be starting).
+ */
+async function stoppableUnit(name: string, s: Survey): Promise<UnitState | null | string> {
+  const unit = s.init.systemd ? await quickUnitState(s.init, name) : null;
+  if (typeof unit === "string" || !unit || unitRunning(unit)) return unit;
+  await sleep(LOOK_AGAIN_MS);
+  const again = await quickUnitState(s.init, name);
+  if (typeof again === "string" || !unitRunning(again))
+    return `${name} is up but not by wg-quick@${name} (raised by hand), so stopping a unit would not stop it: \`wg-quick down ${name}\`, then \`systemctl start wg-quick@${name}\``;
+  return unit;
 }
 
 /**

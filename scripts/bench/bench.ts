@@ -241,7 +241,7 @@ function otherTable(
     ]);
     rows.push([
       `RSS after ${formatCount(mesh.leak.pushed)} more declarations`,
-      `${formatKb(mesh.leak.rssBeforeKb)} → ${formatKb(mesh.leak.rssAfterKb)}`,
+      `${formatKb(mesh.leak.rssBeforeKb)} → ${formatKb(mesh.leak.rssMidKb)} (half way) → ${formatKb(mesh.leak.rssAfterKb)}`,
     ]);
     if (mesh.launched)
       rows.push([

@@ -63,7 +63,8 @@ export interface MeshResults {
   idleMessages: { host: number | null; server: number };
   heartbeatsInIdle: number;
   latencyMs: { p50: number; p90: number; p99: number; n: number };
-  leak: { pushed: number; rssBeforeKb: number | null; rssAfterKb: number | null };
+  /** RSS before, half way and after: a leak grows in both halves, a runtime warming up mostly in the first. */
+  leak: { pushed: number; rssBeforeKb: number | null; rssMidKb: number | null; rssAfterKb: number | null };
   /**
    * The same start as systemd makes it: the launcher hands the binary's digests over in the environment
    * (MESH_HOST_SHA256, MESH_HOST_INSTALLED_SHA256), so `run` does not hash its own ~100 MB executable.
@@ -200,7 +201,11 @@ export async function meshRows(exe: Executable, o: MeshOptions): Promise<MeshRes
     for (let k = 0; k < o.pushes; k++) lat.push(await push(k));
     const rssBeforeKb = host.rssKb();
     o.say(`link: ${o.leak} more declarations, looking for a leak`);
-    for (let k = 0; k < o.leak; k++) await push(o.pushes + k);
+    let rssMidKb: number | null = null;
+    for (let k = 0; k < o.leak; k++) {
+      if (k === Math.floor(o.leak / 2)) rssMidKb = host.rssKb();
+      await push(o.pushes + k);
+    }
     const rssAfterKb = host.rssKb();
     await host.stop();
     let launched: MeshResults["launched"] = null;
@@ -227,7 +232,7 @@ export async function meshRows(exe: Executable, o: MeshOptions): Promise<MeshRes
         p99: percentile(lat, 99),
         n: lat.length,
       },
-      leak: { pushed: o.leak, rssBeforeKb, rssAfterKb },
+      leak: { pushed: o.leak, rssBeforeKb, rssMidKb, rssAfterKb },
       launched,
     };
   } finally {

@@ -57,12 +57,22 @@ export function targetsTable(lines: readonly TargetLine[]): string {
   );
 }
 
-/** A time target: measured median against a bound in ms. */
-export function timeTarget(what: string, measuredMs: number, boundMs: number): TargetLine {
+/** What a time is read beside: a figure of the same run (`node -e 0`, the floor), so a loaded machine shows. */
+export interface Baseline {
+  label: string;
+  ms: number;
+}
+
+/** A time target: measured median against a bound in ms, and as a ratio to its baseline of the same run. */
+export function timeTarget(what: string, measuredMs: number, boundMs: number, base?: Baseline): TargetLine {
+  const beside =
+    base && Number.isFinite(base.ms) && Number.isFinite(measuredMs)
+      ? ` = ${formatRatio(measuredMs, base.ms)} ${base.label} (${formatMs(base.ms)} in this run)`
+      : "";
   return {
     what,
     target: `≤ ${formatMs(boundMs)}`,
-    measured: formatMs(measuredMs),
+    measured: `${formatMs(measuredMs)}${beside}`,
     verdict: verdict(measuredMs, boundMs),
   };
 }

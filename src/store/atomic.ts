@@ -14,8 +14,17 @@ export function isTempName(name: string): boolean {
   return name.startsWith(".") && name.includes(TEMP_MARKER);
 }
 
-/** Write `data` to `path` atomically and durably; `mode` is set before the rename so no reader sees it wider. */
-export function writeFileAtomicSync(path: string, data: string | Uint8Array, mode = 0o600): void {
+/**
+ * Write `data` to `path` atomically and durably; `mode` is set before the rename so no reader sees it wider.
+ * `syncDir` false leaves the rename to the next sync of its directory: a crash may then keep the file before
+ * it, whole, never a torn one. Only for files that decide nothing (what the last apply did).
+ */
+export function writeFileAtomicSync(
+  path: string,
+  data: string | Uint8Array,
+  mode = 0o600,
+  syncDir = true,
+): void {
   const temp = tempPathFor(path);
   const fd = openSync(temp, "wx", mode);
   try {
@@ -33,7 +42,7 @@ export function writeFileAtomicSync(path: string, data: string | Uint8Array, mod
     unlinkQuietSync(temp);
     throw e;
   }
-  fsyncDirSync(dirname(path));
+  if (syncDir) fsyncDirSync(dirname(path));
 }
 
 export interface AtomicWriteOptions {

@@ -162,8 +162,12 @@ export class State {
     return this.readVersioned("last.json", LastFile);
   }
 
+  /**
+   * Written after every apply, the drift check's no-op too, and read only by `status` and the heartbeat: whole
+   * on disk (temp, fsync, rename) but its directory not synced, so a no-op costs two fsyncs, not four (issue 22).
+   */
   writeLast(value: Omit<LastFile, "format">): void {
-    this.writeVersioned("last.json", value);
+    this.writeVersioned("last.json", value, false);
   }
 
   /** The last apply's whole report (every step and its detail; a report never holds a secret). */
@@ -172,7 +176,7 @@ export class State {
   }
 
   writeLastReport(report: Report): void {
-    this.writeVersioned("last-report.json", { report });
+    this.writeVersioned("last-report.json", { report }, false);
   }
 
   readText(name: string): string | null {
@@ -184,10 +188,10 @@ export class State {
     }
   }
 
-  writeText(name: string, text: string): void {
+  writeText(name: string, text: string, syncDir = true): void {
     this.ensure();
     try {
-      writeFileAtomicSync(this.path(name), text, 0o600);
+      writeFileAtomicSync(this.path(name), text, 0o600, syncDir);
     } catch (e) {
       throw stateFault(e);
     }
@@ -230,7 +234,7 @@ export class State {
     return parsed.data;
   }
 
-  writeVersioned(name: string, value: object): void {
-    this.writeText(name, `${JSON.stringify({ format: STATE_FORMAT, ...value }, null, 1)}\n`);
+  writeVersioned(name: string, value: object, syncDir = true): void {
+    this.writeText(name, `${JSON.stringify({ format: STATE_FORMAT, ...value }, null, 1)}\n`, syncDir);
   }
 }

@@ -1,5 +1,4 @@
 // The one way anything is run: argv without a shell, a timeout, output kept as a tail.
-import { spawn } from "node:child_process";
 import { ACTION_OUTPUT_TAIL_BYTES } from "../defaults.ts";
 
 /** The outcome of running a command; never thrown, so a failure is a value the report can carry. */
@@ -52,7 +51,8 @@ export function localExec(tailBytes = ACTION_OUTPUT_TAIL_BYTES * 32): Exec {
       return new Promise((resolve) => {
         const [program, ...args] = argv;
         const env = { PATH: process.env.PATH ?? BASE_PATH, ...opts.env };
-        const child = spawn(program!, args, {
+        // node:child_process (and node:net under it) loaded at the first command, not at start-up (issue 22)
+        const child = process.getBuiltinModule("node:child_process").spawn(program!, args, {
           env,
           cwd: opts.cwd,
           stdio: ["pipe", "pipe", "pipe", ...(opts.fds ?? [])],

@@ -12,6 +12,7 @@ import {
   readdirSync,
   readFile as readFileCb,
   readFileSync,
+  readSync,
   rmdirSync,
   type Stats,
   unlinkSync,
@@ -145,13 +146,24 @@ export async function readFileAt(
   if (opened === null || typeof opened === "string") return opened;
   const { fd, st } = opened;
   try {
-    const bytes = st.size <= SYNC_READ_MAX_BYTES ? readFileSync(fd) : await readFd(fd);
+    const bytes = st.size <= SYNC_READ_MAX_BYTES ? readSmall(fd, st.size) : await readFd(fd);
     return { bytes, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
   } catch (e) {
     return `${path} cannot be read: ${code(e)}`;
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * A small file in one read of the size its fstat gave, and a byte more to see it did not grow since: the drift
+ * check reads every managed file, and readFileSync(fd) would fstat it again and read twice (issue 22).
+ */
+function readSmall(fd: number, size: number): Buffer {
+  const buf = Buffer.allocUnsafe(size + 1);
+  const n = readSync(fd, buf, 0, size + 1, 0);
+  // grown since the fstat: read it whole (a positional read left the offset at 0)
+  return n <= size ? buf.subarray(0, n) : readFileSync(fd);
 }
 
 export interface WriteOptions {

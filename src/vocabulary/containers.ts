@@ -1,40 +1,48 @@
 // image, network, volume, container (containers.md): every field as a zod schema, and what only the whole
 // declaration can check. `dns` and every `ip` are addresses or refused here: a name would reach the runtime
 // verbatim and be refused at create, after the old container was already gone.
-import { isIP } from "node:net";
+// Each schema is built on its first use (`z.lazy`, see resources.ts): only a declaration naming the type pays.
 import * as z from "zod";
-import { nameProblem, pathProblem } from "./names.ts";
+import { isIP, nameProblem, pathProblem } from "./names.ts";
 import type { Refusal } from "./refusal.ts";
 
 // Own copies of the one rule's schemas: resources.ts imports this module, so importing its constants back
 // would read them before they exist.
-const Name = z.string().superRefine((v, ctx) => {
-  const problem = nameProblem(v);
-  if (problem) ctx.addIssue({ code: "custom", message: problem });
-});
-const AbsPath = z.string().superRefine((v, ctx) => {
-  const problem = pathProblem(v);
-  if (problem) ctx.addIssue({ code: "custom", message: problem });
-});
+const Name = z.lazy(() =>
+  z.string().superRefine((v, ctx) => {
+    const problem = nameProblem(v);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  }),
+);
+const AbsPath = z.lazy(() =>
+  z.string().superRefine((v, ctx) => {
+    const problem = pathProblem(v);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  }),
+);
 /** The runtimes refuse a one-character container or volume name. */
-const RuntimeName = Name.refine((n) => n.length >= 2, "must be at least two characters (the runtime's rule)");
-const NoNul = z.string().refine((s) => !s.includes("\0"), "must not contain NUL");
+const RuntimeName = z.lazy(() =>
+  Name.refine((n) => n.length >= 2, "must be at least two characters (the runtime's rule)"),
+);
+const NoNul = z.lazy(() => z.string().refine((s) => !s.includes("\0"), "must not contain NUL"));
 
 /** The label the host writes its spec digest under; a declaration may not set labels in this namespace. */
 export const MESH_LABEL_PREFIX = "mesh-host.";
 
-export const RuntimeKind = z.enum(["docker", "podman"]);
+export const RuntimeKind = z.lazy(() => z.enum(["docker", "podman"]));
 export type RuntimeKind = z.infer<typeof RuntimeKind>;
 
 /** Networks a runtime makes itself: no static address can be given on them. */
 export const RUNTIME_NETWORKS: ReadonlySet<string> = new Set(["bridge", "host", "none", "default", "podman"]);
 
-export const Address = z
-  .string()
-  .refine(
-    (s) => isIP(s) !== 0 && !s.includes("%"),
-    "must be an IP address, not a name (a name would reach the runtime verbatim)",
-  );
+export const Address = z.lazy(() =>
+  z
+    .string()
+    .refine(
+      (s) => isIP(s) !== 0 && !s.includes("%"),
+      "must be an IP address, not a name (a name would reach the runtime verbatim)",
+    ),
+);
 
 /** Why `s` is not a subnet (address/prefix), or null. */
 export function subnetProblem(s: string): string | null {
@@ -46,10 +54,12 @@ export function subnetProblem(s: string): string | null {
   return null;
 }
 
-const Subnet = z.string().superRefine((v, ctx) => {
-  const problem = subnetProblem(v);
-  if (problem) ctx.addIssue({ code: "custom", message: problem });
-});
+const Subnet = z.lazy(() =>
+  z.string().superRefine((v, ctx) => {
+    const problem = subnetProblem(v);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  }),
+);
 
 /** An address as a number, for subnet arithmetic; IPv4 and IPv6 (an embedded IPv4 tail included). */
 function addressBits(a: string): { v: 4 | 6; n: bigint } {
@@ -84,109 +94,131 @@ const IMAGE_REF = new RegExp(
 );
 
 /** name:tag or name@digest (a bare name means :latest). */
-export const ImageRef = z
-  .string()
-  .max(255)
-  .regex(IMAGE_REF, "must be an image reference such as registry/name:tag or name@sha256:…");
+export const ImageRef = z.lazy(() =>
+  z
+    .string()
+    .max(255)
+    .regex(IMAGE_REF, "must be an image reference such as registry/name:tag or name@sha256:…"),
+);
 
-const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name");
-const LabelKey = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$/, "must be a label key: letters, digits, . _ / -")
-  .refine(
-    (k) => !k.startsWith(MESH_LABEL_PREFIX),
-    `must not be in the host's own "${MESH_LABEL_PREFIX}" namespace`,
-  );
-const Labels = z.record(LabelKey, NoNul);
+const EnvName = z.lazy(() =>
+  z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"),
+);
+const LabelKey = z.lazy(() =>
+  z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$/, "must be a label key: letters, digits, . _ / -")
+    .refine(
+      (k) => !k.startsWith(MESH_LABEL_PREFIX),
+      `must not be in the host's own "${MESH_LABEL_PREFIX}" namespace`,
+    ),
+);
+const Labels = z.lazy(() => z.record(LabelKey, NoNul));
 const Principal = /^([a-z_][a-z0-9_-]{0,31}|[0-9]{1,10})$/;
-const User = z.string().refine((u) => {
-  const [user, group, ...rest] = u.split(":");
-  return !rest.length && Principal.test(user ?? "") && (group === undefined || Principal.test(group));
-}, "must be user or user:group, as names or numeric ids");
+const User = z.lazy(() =>
+  z.string().refine((u) => {
+    const [user, group, ...rest] = u.split(":");
+    return !rest.length && Principal.test(user ?? "") && (group === undefined || Principal.test(group));
+  }, "must be user or user:group, as names or numeric ids"),
+);
 /** The runtime's --mount syntax is comma-separated: a path with a comma or a quote would be read as more options. */
-const MountPath = AbsPath.refine((p) => !/[,"]/.test(p), "must not contain a comma or a double quote");
+const MountPath = z.lazy(() =>
+  AbsPath.refine((p) => !/[,"]/.test(p), "must not contain a comma or a double quote"),
+);
 
-export const ImageResource = z
-  .strictObject({
+export const ImageResource = z.lazy(() =>
+  z
+    .strictObject({
+      id: Name,
+      type: z.literal("image"),
+      ref: ImageRef,
+      pull: z.enum(["missing", "always", "never"]).optional(),
+      /** A tarball (`docker image save`) a file resource wrote; loaded, then tagged `ref`. */
+      load: AbsPath.optional(),
+      runtime: RuntimeKind.optional(),
+    })
+    .superRefine((r, ctx) => {
+      if (r.pull !== undefined && r.load !== undefined)
+        ctx.addIssue({ code: "custom", path: ["load"], message: "give pull or load, not both" });
+    }),
+);
+
+export const NetworkResource = z.lazy(() =>
+  z
+    .strictObject({
+      id: Name,
+      type: z.literal("network"),
+      name: Name,
+      driver: Name.default("bridge"),
+      subnet: Subnet.optional(),
+      gateway: Address.optional(),
+      internal: z.boolean().default(false),
+      runtime: RuntimeKind.optional(),
+    })
+    .superRefine((r, ctx) => {
+      if (RUNTIME_NETWORKS.has(r.name))
+        ctx.addIssue({ code: "custom", path: ["name"], message: `"${r.name}" is the runtime's own network` });
+      if (r.gateway !== undefined && r.subnet === undefined)
+        ctx.addIssue({ code: "custom", path: ["gateway"], message: "needs a subnet to lie in" });
+      const formed =
+        r.gateway !== undefined && r.subnet !== undefined && isIP(r.gateway) && !subnetProblem(r.subnet);
+      if (formed && !inSubnet(r.gateway!, r.subnet!))
+        ctx.addIssue({ code: "custom", path: ["gateway"], message: `is outside the subnet ${r.subnet}` });
+    }),
+);
+
+export const VolumeResource = z.lazy(() =>
+  z.strictObject({
     id: Name,
-    type: z.literal("image"),
-    ref: ImageRef,
-    pull: z.enum(["missing", "always", "never"]).optional(),
-    /** A tarball (`docker image save`) a file resource wrote; loaded, then tagged `ref`. */
-    load: AbsPath.optional(),
+    type: z.literal("volume"),
+    name: RuntimeName,
+    driver: Name.default("local"),
+    labels: Labels.optional(),
+    /** Undeclared, the volume is removed with its data only when this was true; otherwise kept, and said. */
+    remove_data: z.boolean().default(false),
     runtime: RuntimeKind.optional(),
-  })
-  .superRefine((r, ctx) => {
-    if (r.pull !== undefined && r.load !== undefined)
-      ctx.addIssue({ code: "custom", path: ["load"], message: "give pull or load, not both" });
-  });
+  }),
+);
 
-export const NetworkResource = z
-  .strictObject({
-    id: Name,
-    type: z.literal("network"),
-    name: Name,
-    driver: Name.default("bridge"),
-    subnet: Subnet.optional(),
-    gateway: Address.optional(),
-    internal: z.boolean().default(false),
-    runtime: RuntimeKind.optional(),
-  })
-  .superRefine((r, ctx) => {
-    if (RUNTIME_NETWORKS.has(r.name))
-      ctx.addIssue({ code: "custom", path: ["name"], message: `"${r.name}" is the runtime's own network` });
-    if (r.gateway !== undefined && r.subnet === undefined)
-      ctx.addIssue({ code: "custom", path: ["gateway"], message: "needs a subnet to lie in" });
-    const formed =
-      r.gateway !== undefined && r.subnet !== undefined && isIP(r.gateway) && !subnetProblem(r.subnet);
-    if (formed && !inSubnet(r.gateway!, r.subnet!))
-      ctx.addIssue({ code: "custom", path: ["gateway"], message: `is outside the subnet ${r.subnet}` });
-  });
+const Mount = z.lazy(() =>
+  z
+    .strictObject({
+      type: z.enum(["bind", "volume"]),
+      source: z.string(),
+      target: MountPath,
+      read_only: z.boolean().default(false),
+    })
+    .superRefine((m, ctx) => {
+      const problem =
+        m.type === "bind"
+          ? (pathProblem(m.source) ??
+            (/[,"]/.test(m.source) ? "must not contain a comma or a double quote" : null))
+          : (nameProblem(m.source) ?? (m.source.length < 2 ? "must be at least two characters" : null));
+      if (problem) ctx.addIssue({ code: "custom", path: ["source"], message: problem });
+    }),
+);
 
-export const VolumeResource = z.strictObject({
-  id: Name,
-  type: z.literal("volume"),
-  name: RuntimeName,
-  driver: Name.default("local"),
-  labels: Labels.optional(),
-  /** Undeclared, the volume is removed with its data only when this was true; otherwise kept, and said. */
-  remove_data: z.boolean().default(false),
-  runtime: RuntimeKind.optional(),
-});
+const Port = z.lazy(() =>
+  z.strictObject({
+    host: z.number().int().min(1).max(65535),
+    container: z.number().int().min(1).max(65535),
+    protocol: z.enum(["tcp", "udp", "sctp"]).default("tcp"),
+    address: Address.optional(),
+  }),
+);
 
-const Mount = z
-  .strictObject({
-    type: z.enum(["bind", "volume"]),
-    source: z.string(),
-    target: MountPath,
-    read_only: z.boolean().default(false),
-  })
-  .superRefine((m, ctx) => {
-    const problem =
-      m.type === "bind"
-        ? (pathProblem(m.source) ??
-          (/[,"]/.test(m.source) ? "must not contain a comma or a double quote" : null))
-        : (nameProblem(m.source) ?? (m.source.length < 2 ? "must be at least two characters" : null));
-    if (problem) ctx.addIssue({ code: "custom", path: ["source"], message: problem });
-  });
-
-const Port = z.strictObject({
-  host: z.number().int().min(1).max(65535),
-  container: z.number().int().min(1).max(65535),
-  protocol: z.enum(["tcp", "udp", "sctp"]).default("tcp"),
-  address: Address.optional(),
-});
-
-const NetworkJoin = z
-  .strictObject({ name: Name, aliases: z.array(Name).optional(), ip: Address.optional() })
-  .superRefine((n, ctx) => {
-    if (n.ip !== undefined && RUNTIME_NETWORKS.has(n.name))
-      ctx.addIssue({
-        code: "custom",
-        path: ["ip"],
-        message: `a static address is given only on a user-defined network, not "${n.name}"`,
-      });
-  });
+const NetworkJoin = z.lazy(() =>
+  z
+    .strictObject({ name: Name, aliases: z.array(Name).optional(), ip: Address.optional() })
+    .superRefine((n, ctx) => {
+      if (n.ip !== undefined && RUNTIME_NETWORKS.has(n.name))
+        ctx.addIssue({
+          code: "custom",
+          path: ["ip"],
+          message: `a static address is given only on a user-defined network, not "${n.name}"`,
+        });
+    }),
+);
 
 /** Each value of `items` by `key`, flagged when given twice. */
 function unique<T>(items: T[] | undefined, key: (t: T) => string, field: string, ctx: z.RefinementCtx) {
@@ -199,36 +231,38 @@ function unique<T>(items: T[] | undefined, key: (t: T) => string, field: string,
   });
 }
 
-export const ContainerResource = z
-  .strictObject({
-    id: Name,
-    type: z.literal("container"),
-    name: RuntimeName,
-    /** An image resource's id declared before this container, or a reference. */
-    image: ImageRef,
-    command: z.array(NoNul).min(1, "must name a program").optional(),
-    env: z.record(EnvName, NoNul).optional(),
-    env_files: z.array(AbsPath).optional(),
-    mounts: z.array(Mount).optional(),
-    ports: z.array(Port).optional(),
-    networks: z.array(NetworkJoin).optional(),
-    dns: z.array(Address).optional(),
-    restart: z.enum(["no", "always", "unless-stopped", "on-failure"]).default("no"),
-    labels: Labels.optional(),
-    user: User.optional(),
-    init: z.boolean().default(false),
-    restart_on: z.array(Name).optional(),
-    state: z.enum(["running", "stopped"]).default("running"),
-    /** On an adopted node: replace the container found under this name rather than hold it. */
-    takes: z.boolean().optional(),
-    runtime: RuntimeKind.optional(),
-  })
-  .superRefine((r, ctx) => {
-    unique(r.env_files, (p) => p, "env_files", ctx);
-    unique(r.mounts, (m) => m.target, "mounts", ctx);
-    unique(r.networks, (n) => n.name, "networks", ctx);
-    unique(r.ports, (p) => `${p.address ?? "*"}:${p.host}/${p.protocol}`, "ports", ctx);
-  });
+export const ContainerResource = z.lazy(() =>
+  z
+    .strictObject({
+      id: Name,
+      type: z.literal("container"),
+      name: RuntimeName,
+      /** An image resource's id declared before this container, or a reference. */
+      image: ImageRef,
+      command: z.array(NoNul).min(1, "must name a program").optional(),
+      env: z.record(EnvName, NoNul).optional(),
+      env_files: z.array(AbsPath).optional(),
+      mounts: z.array(Mount).optional(),
+      ports: z.array(Port).optional(),
+      networks: z.array(NetworkJoin).optional(),
+      dns: z.array(Address).optional(),
+      restart: z.enum(["no", "always", "unless-stopped", "on-failure"]).default("no"),
+      labels: Labels.optional(),
+      user: User.optional(),
+      init: z.boolean().default(false),
+      restart_on: z.array(Name).optional(),
+      state: z.enum(["running", "stopped"]).default("running"),
+      /** On an adopted node: replace the container found under this name rather than hold it. */
+      takes: z.boolean().optional(),
+      runtime: RuntimeKind.optional(),
+    })
+    .superRefine((r, ctx) => {
+      unique(r.env_files, (p) => p, "env_files", ctx);
+      unique(r.mounts, (m) => m.target, "mounts", ctx);
+      unique(r.networks, (n) => n.name, "networks", ctx);
+      unique(r.ports, (p) => `${p.address ?? "*"}:${p.host}/${p.protocol}`, "ports", ctx);
+    }),
+);
 
 export type ImageResource = z.infer<typeof ImageResource>;
 export type NetworkResource = z.infer<typeof NetworkResource>;

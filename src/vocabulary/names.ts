@@ -1,5 +1,13 @@
 // The one rule for names and paths: checked on arrival and again before every removal.
 
+/**
+ * `net.isIP`, with node:net loaded at its first call rather than at start-up: only a declaration that names an
+ * address (containers, overlay) pays for the module and the stream machinery it brings (issue 22).
+ */
+export function isIP(address: string): number {
+  return process.getBuiltinModule("node:net").isIP(address);
+}
+
 const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 
 /** Why `name` is not a valid resource/process/unit/container name, or null when it is. */

@@ -1,8 +1,8 @@
 // overlay (overlay.md): the node's WireGuard interface as the mesh assigns it. The private key is never here:
 // it is the node's overlay key, read from the state directory where the config is written.
-import { isIP } from "node:net";
+// Each schema is built on its first use (`z.lazy`, see resources.ts): only a declaration naming the type pays.
 import * as z from "zod";
-import { nameProblem } from "./names.ts";
+import { isIP, nameProblem } from "./names.ts";
 import type { Refusal } from "./refusal.ts";
 
 /** Where wg-quick reads `<if>.conf`, on the machine (a declared path under the root for writes). */
@@ -53,56 +53,60 @@ const refined = (problem: (v: unknown) => string | null) =>
     if (p) ctx.addIssue({ code: "custom", message: p });
   });
 
-export const InterfaceName = refined(interfaceNameProblem);
-export const Cidr = refined(cidrProblem);
+export const InterfaceName = z.lazy(() => refined(interfaceNameProblem));
+export const Cidr = z.lazy(() => refined(cidrProblem));
 /** A WireGuard public key: standard base64, padded, of its raw 32 bytes. */
-export const WireguardKey = z
-  .string()
-  .regex(/^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$/, "must be a WireGuard public key");
-export const Port = z.number().int().min(1).max(65535);
+export const WireguardKey = z.lazy(() =>
+  z.string().regex(/^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$/, "must be a WireGuard public key"),
+);
+export const Port = z.lazy(() => z.number().int().min(1).max(65535));
 
-export const OverlayPeer = z.strictObject({
-  public_key: WireguardKey,
-  endpoint: refined(endpointProblem).optional(),
-  allowed_ips: z.array(Cidr).min(1, "must name at least one range"),
-  keepalive_s: z.number().int().min(0).max(65535).optional(),
-});
+export const OverlayPeer = z.lazy(() =>
+  z.strictObject({
+    public_key: WireguardKey,
+    endpoint: refined(endpointProblem).optional(),
+    allowed_ips: z.array(Cidr).min(1, "must name at least one range"),
+    keepalive_s: z.number().int().min(0).max(65535).optional(),
+  }),
+);
 
-export const OverlayResource = z
-  .strictObject({
-    id: z.string().superRefine((v, ctx) => {
-      const p = nameProblem(v);
-      if (p) ctx.addIssue({ code: "custom", message: p });
-    }),
-    type: z.literal("overlay"),
-    interface: InterfaceName,
-    address: Cidr,
-    listen_port: Port.optional(),
-    /** None means no MTU line: wg-quick then picks one from the route (1420 on a 1500 link). */
-    mtu: z.number().int().min(576).max(9200).optional(),
-    peers: z.array(OverlayPeer),
-    /** The found interface this one takes over (overlay.md, ADR 0105). */
-    takes: InterfaceName.optional(),
-  })
-  .superRefine((r, ctx) => {
-    if (r.takes !== undefined && r.takes === r.interface)
-      ctx.addIssue({
-        code: "custom",
-        path: ["takes"],
-        message:
-          "names the interface itself: a takeover brings the found tunnel up under the mesh's own name",
-      });
-    const seen = new Set<string>();
-    r.peers.forEach((p, i) => {
-      if (seen.has(p.public_key))
+export const OverlayResource = z.lazy(() =>
+  z
+    .strictObject({
+      id: z.string().superRefine((v, ctx) => {
+        const p = nameProblem(v);
+        if (p) ctx.addIssue({ code: "custom", message: p });
+      }),
+      type: z.literal("overlay"),
+      interface: InterfaceName,
+      address: Cidr,
+      listen_port: Port.optional(),
+      /** None means no MTU line: wg-quick then picks one from the route (1420 on a 1500 link). */
+      mtu: z.number().int().min(576).max(9200).optional(),
+      peers: z.array(OverlayPeer),
+      /** The found interface this one takes over (overlay.md, ADR 0105). */
+      takes: InterfaceName.optional(),
+    })
+    .superRefine((r, ctx) => {
+      if (r.takes !== undefined && r.takes === r.interface)
         ctx.addIssue({
           code: "custom",
-          path: ["peers", i, "public_key"],
-          message: "is given more than once",
+          path: ["takes"],
+          message:
+            "names the interface itself: a takeover brings the found tunnel up under the mesh's own name",
         });
-      seen.add(p.public_key);
-    });
-  });
+      const seen = new Set<string>();
+      r.peers.forEach((p, i) => {
+        if (seen.has(p.public_key))
+          ctx.addIssue({
+            code: "custom",
+            path: ["peers", i, "public_key"],
+            message: "is given more than once",
+          });
+        seen.add(p.public_key);
+      });
+    }),
+);
 
 export type OverlayResource = z.infer<typeof OverlayResource>;
 export type OverlayPeer = z.infer<typeof OverlayPeer>;

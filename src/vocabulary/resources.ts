@@ -1,4 +1,6 @@
 // Every resource type as a zod schema; the TypeScript types are inferred from them, never written twice.
+// Every schema here, in containers.ts and in overlay.ts is built on its first use (`z.lazy`): a declaration of
+// files never builds the container or overlay schemas, and `version` builds none (issue 22: start-up).
 import * as z from "zod";
 import { ACTION_MAX_TIMEOUT_S } from "../defaults.ts";
 import { ContainerResource, ImageResource, NetworkResource, VolumeResource } from "./containers.ts";
@@ -8,84 +10,105 @@ import { OverlayResource } from "./overlay.ts";
 export * from "./containers.ts";
 export { configPath, interfaceNameProblem, OverlayResource, WIREGUARD_DIR } from "./overlay.ts";
 
-export const Name = z.string().superRefine((v, ctx) => {
-  const problem = nameProblem(v);
-  if (problem) ctx.addIssue({ code: "custom", message: problem });
-});
+export const Name = z.lazy(() =>
+  z.string().superRefine((v, ctx) => {
+    const problem = nameProblem(v);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  }),
+);
 
 /**
  * A node's name meets the bus as one subject token (`mesh.declare.<n>`) and in a durable's name (`node-<n>`):
  * a dot would split the token and let node `a`'s inbox permission cover node `a.b`'s, so nodes take no dot.
  */
-export const NodeName = z
-  .string()
-  .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, "must match ^[a-z0-9][a-z0-9_-]{0,62}$ (a node name takes no dot)");
+export const NodeName = z.lazy(() =>
+  z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, "must match ^[a-z0-9][a-z0-9_-]{0,62}$ (a node name takes no dot)"),
+);
 
-export const AbsPath = z.string().superRefine((v, ctx) => {
-  const problem = pathProblem(v);
-  if (problem) ctx.addIssue({ code: "custom", message: problem });
-});
+export const AbsPath = z.lazy(() =>
+  z.string().superRefine((v, ctx) => {
+    const problem = pathProblem(v);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  }),
+);
 
-export const OctalMode = z
-  .string()
-  .regex(/^0?[0-7]{3,4}$/, 'must be an octal string such as "0644"')
-  .refine((v) => Number.parseInt(v, 8) <= 0o7777, "must be at most 07777");
+export const OctalMode = z.lazy(() =>
+  z
+    .string()
+    .regex(/^0?[0-7]{3,4}$/, 'must be an octal string such as "0644"')
+    .refine((v) => Number.parseInt(v, 8) <= 0o7777, "must be at most 07777"),
+);
 
 /** A user or group: a name as useradd allows it, or a numeric id. */
-export const Principal = z.union([
-  z.string().regex(/^([a-z_][a-z0-9_-]{0,31}\$?|[0-9]{1,10})$/, "must be a user/group name or a numeric id"),
-  z.number().int().min(0).max(4294967294),
-]);
+export const Principal = z.lazy(() =>
+  z.union([
+    z
+      .string()
+      .regex(/^([a-z_][a-z0-9_-]{0,31}\$?|[0-9]{1,10})$/, "must be a user/group name or a numeric id"),
+    z.number().int().min(0).max(4294967294),
+  ]),
+);
 
 const base = { id: Name };
 
-export const FileResource = z
-  .strictObject({
+export const FileResource = z.lazy(() =>
+  z
+    .strictObject({
+      ...base,
+      type: z.literal("file"),
+      path: AbsPath,
+      content: z.string().optional(),
+      content_b64: z.base64("must be standard base64").optional(),
+      secret: Name.optional(),
+      mode: OctalMode.optional(),
+      owner: Principal.optional(),
+      group: Principal.optional(),
+    })
+    .superRefine((r, ctx) => {
+      const given = ["content", "content_b64", "secret"].filter((k) => r[k as keyof typeof r] !== undefined);
+      if (given.length !== 1)
+        ctx.addIssue({
+          code: "custom",
+          path: ["content"],
+          message: given.length
+            ? `give one of content, content_b64, secret, not ${given.join(" and ")}`
+            : "give one of content, content_b64, secret",
+        });
+    }),
+);
+
+export const DirectoryResource = z.lazy(() =>
+  z.strictObject({
     ...base,
-    type: z.literal("file"),
+    type: z.literal("directory"),
     path: AbsPath,
-    content: z.string().optional(),
-    content_b64: z.base64("must be standard base64").optional(),
-    secret: Name.optional(),
     mode: OctalMode.optional(),
     owner: Principal.optional(),
     group: Principal.optional(),
-  })
-  .superRefine((r, ctx) => {
-    const given = ["content", "content_b64", "secret"].filter((k) => r[k as keyof typeof r] !== undefined);
-    if (given.length !== 1)
-      ctx.addIssue({
-        code: "custom",
-        path: ["content"],
-        message: given.length
-          ? `give one of content, content_b64, secret, not ${given.join(" and ")}`
-          : "give one of content, content_b64, secret",
-      });
-  });
+    purge: z.boolean().default(false),
+  }),
+);
 
-export const DirectoryResource = z.strictObject({
-  ...base,
-  type: z.literal("directory"),
-  path: AbsPath,
-  mode: OctalMode.optional(),
-  owner: Principal.optional(),
-  group: Principal.optional(),
-  purge: z.boolean().default(false),
-});
-
-export const ActionResource = z.strictObject({
-  ...base,
-  type: z.literal("action"),
-  run: z
-    .array(z.string().refine((s) => !s.includes("\0"), "must not contain NUL"))
-    .min(1, "must name a program"),
-  on: z.array(Name).optional(),
-  creates: AbsPath.optional(),
-  timeout_s: z.number().int().min(1).max(ACTION_MAX_TIMEOUT_S).optional(),
-  env: z
-    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"), z.string())
-    .optional(),
-});
+export const ActionResource = z.lazy(() =>
+  z.strictObject({
+    ...base,
+    type: z.literal("action"),
+    run: z
+      .array(z.string().refine((s) => !s.includes("\0"), "must not contain NUL"))
+      .min(1, "must name a program"),
+    on: z.array(Name).optional(),
+    creates: AbsPath.optional(),
+    timeout_s: z.number().int().min(1).max(ACTION_MAX_TIMEOUT_S).optional(),
+    env: z
+      .record(
+        z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"),
+        z.string(),
+      )
+      .optional(),
+  }),
+);
 
 /** Unit types a `service` may name. */
 const UNIT_SUFFIX = /\.(service|socket|timer|path|target)$/;
@@ -129,45 +152,51 @@ export function bundlePathProblem(path: unknown): string | null {
 }
 
 /** No line breaks or other control characters: these values are written into unit files line by line. */
-const UnitLine = z
-  .string()
-  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "must not contain a line break or control character");
-
-export const ServiceResource = z.strictObject({
-  ...base,
-  type: z.literal("service"),
-  unit: z.string().superRefine((v, ctx) => {
-    const problem = unitNameProblem(v);
-    if (problem) ctx.addIssue({ code: "custom", message: problem });
-  }),
-  enabled: z.boolean().optional(),
-  state: z.enum(["running", "stopped"]).optional(),
-  restart_on: z.array(Name).optional(),
-  /** The unit file the mesh writes to /etc/systemd/system/<unit>. */
-  content: z
+const UnitLine = z.lazy(() =>
+  z
     .string()
-    .refine((s) => !s.includes("\0"), "must not contain NUL")
-    .optional(),
-  /** On an adopted node: make the unit found running the mesh's rather than hold it. */
-  takes: z.boolean().optional(),
-});
+    .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "must not contain a line break or control character"),
+);
 
-export const PackageResource = z.strictObject({
-  ...base,
-  type: z.literal("package"),
-  name: z.string().superRefine((v, ctx) => {
-    const problem = packageNameProblem(v);
-    if (problem) ctx.addIssue({ code: "custom", message: problem });
+export const ServiceResource = z.lazy(() =>
+  z.strictObject({
+    ...base,
+    type: z.literal("service"),
+    unit: z.string().superRefine((v, ctx) => {
+      const problem = unitNameProblem(v);
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    }),
+    enabled: z.boolean().optional(),
+    state: z.enum(["running", "stopped"]).optional(),
+    restart_on: z.array(Name).optional(),
+    /** The unit file the mesh writes to /etc/systemd/system/<unit>. */
+    content: z
+      .string()
+      .refine((s) => !s.includes("\0"), "must not contain NUL")
+      .optional(),
+    /** On an adopted node: make the unit found running the mesh's rather than hold it. */
+    takes: z.boolean().optional(),
   }),
-  /** Exact: pkgver-pkgrel ("1.2.3-1"), optionally with an epoch ("2:1.0-1"); without -pkgrel any release of it. */
-  version: z
-    .string()
-    .regex(/^([0-9]+:)?[0-9A-Za-z._+~]+(-[0-9]+(\.[0-9]+)?)?$/, "must be an exact version such as 1.2.3-1")
-    .max(64)
-    .optional(),
-  /** On an adopted node: install the declared version over the one found rather than hold it. */
-  takes: z.boolean().optional(),
-});
+);
+
+export const PackageResource = z.lazy(() =>
+  z.strictObject({
+    ...base,
+    type: z.literal("package"),
+    name: z.string().superRefine((v, ctx) => {
+      const problem = packageNameProblem(v);
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    }),
+    /** Exact: pkgver-pkgrel ("1.2.3-1"), optionally with an epoch ("2:1.0-1"); without -pkgrel any release of it. */
+    version: z
+      .string()
+      .regex(/^([0-9]+:)?[0-9A-Za-z._+~]+(-[0-9]+(\.[0-9]+)?)?$/, "must be an exact version such as 1.2.3-1")
+      .max(64)
+      .optional(),
+    /** On an adopted node: install the declared version over the one found rather than hold it. */
+    takes: z.boolean().optional(),
+  }),
+);
 
 /** The characters systemd reads at the front of ExecStart= as prefixes (-, @, :, +, !), not as the program. */
 const EXEC_PREFIX = /^[-@:+!|]/;
@@ -192,54 +221,58 @@ export function programProblem(program: string | undefined): string | null {
   return null;
 }
 
-const BundleFile = z
-  .strictObject({
-    path: z.string().superRefine((v, ctx) => {
-      const problem = bundlePathProblem(v);
-      if (problem) ctx.addIssue({ code: "custom", message: problem });
+const BundleFile = z.lazy(() =>
+  z
+    .strictObject({
+      path: z.string().superRefine((v, ctx) => {
+        const problem = bundlePathProblem(v);
+        if (problem) ctx.addIssue({ code: "custom", message: problem });
+      }),
+      content: z.string().optional(),
+      content_b64: z.base64("must be standard base64").optional(),
+      mode: OctalMode.optional(),
+    })
+    .superRefine((f, ctx) => {
+      if ((f.content === undefined) === (f.content_b64 === undefined))
+        ctx.addIssue({ code: "custom", path: ["content"], message: "give one of content, content_b64" });
     }),
-    content: z.string().optional(),
-    content_b64: z.base64("must be standard base64").optional(),
-    mode: OctalMode.optional(),
-  })
-  .superRefine((f, ctx) => {
-    if ((f.content === undefined) === (f.content_b64 === undefined))
-      ctx.addIssue({ code: "custom", path: ["content"], message: "give one of content, content_b64" });
-  });
+);
 
-export const ProcessResource = z
-  .strictObject({
-    ...base,
-    type: z.literal("process"),
-    name: Name,
-    /** argv; the program is an absolute path or a bare name systemd finds on its own fixed search path. */
-    exec: z.array(UnitLine).min(1, "must name a program"),
-    bundle: z.array(BundleFile).optional(),
-    /** A systemd calendar expression (systemd.time(7)); systemd itself judges it where it is applied. */
-    schedule: UnitLine.pipe(z.string().min(1).max(200)).optional(),
-    /** On an adopted node: make the process found running under its units the mesh's rather than hold it. */
-    takes: z.boolean().optional(),
-  })
-  .superRefine((r, ctx) => {
-    const program = programProblem(r.exec[0]);
-    if (program) ctx.addIssue({ code: "custom", path: ["exec", 0], message: program });
-    const seen = new Set<string>();
-    (r.bundle ?? []).forEach((f, i) => {
-      if (seen.has(f.path))
-        ctx.addIssue({ code: "custom", path: ["bundle", i, "path"], message: "is given more than once" });
-      seen.add(f.path);
-    });
-    // a file cannot also be a directory of another
-    (r.bundle ?? []).forEach((f, i) => {
-      const parent = [...seen].find((other) => other.startsWith(`${f.path}/`));
-      if (parent)
-        ctx.addIssue({
-          code: "custom",
-          path: ["bundle", i, "path"],
-          message: `is also a directory, holding "${parent}"`,
-        });
-    });
-  });
+export const ProcessResource = z.lazy(() =>
+  z
+    .strictObject({
+      ...base,
+      type: z.literal("process"),
+      name: Name,
+      /** argv; the program is an absolute path or a bare name systemd finds on its own fixed search path. */
+      exec: z.array(UnitLine).min(1, "must name a program"),
+      bundle: z.array(BundleFile).optional(),
+      /** A systemd calendar expression (systemd.time(7)); systemd itself judges it where it is applied. */
+      schedule: UnitLine.pipe(z.string().min(1).max(200)).optional(),
+      /** On an adopted node: make the process found running under its units the mesh's rather than hold it. */
+      takes: z.boolean().optional(),
+    })
+    .superRefine((r, ctx) => {
+      const program = programProblem(r.exec[0]);
+      if (program) ctx.addIssue({ code: "custom", path: ["exec", 0], message: program });
+      const seen = new Set<string>();
+      (r.bundle ?? []).forEach((f, i) => {
+        if (seen.has(f.path))
+          ctx.addIssue({ code: "custom", path: ["bundle", i, "path"], message: "is given more than once" });
+        seen.add(f.path);
+      });
+      // a file cannot also be a directory of another
+      (r.bundle ?? []).forEach((f, i) => {
+        const parent = [...seen].find((other) => other.startsWith(`${f.path}/`));
+        if (parent)
+          ctx.addIssue({
+            code: "custom",
+            path: ["bundle", i, "path"],
+            message: `is also a directory, holding "${parent}"`,
+          });
+      });
+    }),
+);
 
 /** The types the vocabulary knows, by name; a host implements some of them and refuses the rest. */
 export const RESOURCE_SCHEMAS = {

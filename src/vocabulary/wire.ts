@@ -1,120 +1,147 @@
 // The wire shapes of protocol.md, held to the fixtures under test/fixtures/.
+// Each is built on its first use (`z.lazy`, see resources.ts): an offline apply never builds the link's.
 import * as z from "zod";
 import { Mode, Sealed } from "./declaration.ts";
 import { NodeName } from "./resources.ts";
 
-const B64Key = z.string().regex(/^[A-Za-z0-9+/]{43}=$/, "must be standard base64 of 32 raw bytes");
-const Fingerprint = z
-  .string()
-  .regex(/^[0-9a-f]{64}$/, "must be a SHA-256 hex fingerprint, lower case, no colons");
-const ServerUrl = z.string().regex(/^(nats|tls):\/\/[^\s/]+:[0-9]{1,5}$/, "must be nats://host:port");
-const Time = z.iso.datetime({ offset: false });
+const B64Key = z.lazy(() =>
+  z.string().regex(/^[A-Za-z0-9+/]{43}=$/, "must be standard base64 of 32 raw bytes"),
+);
+const Fingerprint = z.lazy(() =>
+  z.string().regex(/^[0-9a-f]{64}$/, "must be a SHA-256 hex fingerprint, lower case, no colons"),
+);
+const ServerUrl = z.lazy(() =>
+  z.string().regex(/^(nats|tls):\/\/[^\s/]+:[0-9]{1,5}$/, "must be nats://host:port"),
+);
+const Time = z.lazy(() => z.iso.datetime({ offset: false }));
 
 /** A declaration as the mesh sends it: the body as a string and an Ed25519 signature over its UTF-8 bytes. */
-export const Envelope = z.strictObject({
-  v: z.literal(1),
-  body: z.string(),
-  sig: z.string().regex(/^[A-Za-z0-9+/]{86}==$/, "must be standard base64 of a 64-byte signature"),
-});
+export const Envelope = z.lazy(() =>
+  z.strictObject({
+    v: z.literal(1),
+    body: z.string(),
+    sig: z.string().regex(/^[A-Za-z0-9+/]{86}==$/, "must be standard base64 of a 64-byte signature"),
+  }),
+);
 export type Envelope = z.infer<typeof Envelope>;
 
-export const Membership = z.strictObject({
-  transport: z.string(),
-  servers: z.array(ServerUrl).min(1),
-  fingerprint: Fingerprint,
-  user: z.string().regex(/^node\.[a-z0-9][a-z0-9_-]{0,62}$/, "must be node.<name>"),
-  password: z.string().min(1),
-  stream: z.string().min(1),
-  consumer: z.string().min(1),
-  subject: z.string().min(1, "must not be empty"),
-  mesh_key: B64Key,
-});
+export const Membership = z.lazy(() =>
+  z.strictObject({
+    transport: z.string(),
+    servers: z.array(ServerUrl).min(1),
+    fingerprint: Fingerprint,
+    user: z.string().regex(/^node\.[a-z0-9][a-z0-9_-]{0,62}$/, "must be node.<name>"),
+    password: z.string().min(1),
+    stream: z.string().min(1),
+    consumer: z.string().min(1),
+    subject: z.string().min(1, "must not be empty"),
+    mesh_key: B64Key,
+  }),
+);
 export type Membership = z.infer<typeof Membership>;
 
-export const EnrolmentCode = z.strictObject({
-  node: NodeName,
-  servers: z.array(ServerUrl).min(1),
-  fingerprint: Fingerprint,
-  transport: z.literal("nats"),
-  token: z.string().min(1),
-});
+export const EnrolmentCode = z.lazy(() =>
+  z.strictObject({
+    node: NodeName,
+    servers: z.array(ServerUrl).min(1),
+    fingerprint: Fingerprint,
+    transport: z.literal("nats"),
+    token: z.string().min(1),
+  }),
+);
 export type EnrolmentCode = z.infer<typeof EnrolmentCode>;
 
-export const Tunnel = z.strictObject({
-  interface: z.string(),
-  port: z.number().int(),
-  address: z.string(),
-  range: z.string(),
-  peers: z.number().int(),
-  mtu: z.number().int(),
-});
+export const Tunnel = z.lazy(() =>
+  z.strictObject({
+    interface: z.string(),
+    port: z.number().int(),
+    address: z.string(),
+    range: z.string(),
+    peers: z.number().int(),
+    mtu: z.number().int(),
+  }),
+);
 
-export const EnrolQuestion = z.strictObject({
-  v: z.literal(1),
-  node: NodeName,
-  reply: z.string(),
-  keys: z.strictObject({ identity: B64Key, sealing: B64Key, overlay: B64Key }),
-  facts: z.strictObject({ os: z.string(), arch: z.string(), hostname: z.string(), version: z.string() }),
-  tunnel: Tunnel.optional(),
-});
+export const EnrolQuestion = z.lazy(() =>
+  z.strictObject({
+    v: z.literal(1),
+    node: NodeName,
+    reply: z.string(),
+    keys: z.strictObject({ identity: B64Key, sealing: B64Key, overlay: B64Key }),
+    facts: z.strictObject({ os: z.string(), arch: z.string(), hostname: z.string(), version: z.string() }),
+    tunnel: Tunnel.optional(),
+  }),
+);
 export type EnrolQuestion = z.infer<typeof EnrolQuestion>;
 
 /**
  * The mesh's answer. `membership` is the Membership's JSON sealed to the sealing key the question carried: the
  * answer is a core message on `_INBOX.enrol.<n>.>`, where whoever holds the token can listen too.
  */
-export const EnrolAnswer = z.discriminatedUnion("ok", [
-  z.strictObject({ v: z.literal(1), ok: z.literal(true), membership: Sealed }),
-  z.strictObject({ v: z.literal(1), ok: z.literal(false), reason: z.string() }),
-]);
+export const EnrolAnswer = z.lazy(() =>
+  z.discriminatedUnion("ok", [
+    z.strictObject({ v: z.literal(1), ok: z.literal(true), membership: Sealed }),
+    z.strictObject({ v: z.literal(1), ok: z.literal(false), reason: z.string() }),
+  ]),
+);
 export type EnrolAnswer = z.infer<typeof EnrolAnswer>;
 
-export const Did = z.enum([
-  "created",
-  "updated",
-  "repaired",
-  "unchanged",
-  "removed",
-  "restored",
-  "ran",
-  "skipped",
-  "failed",
-  "not-reached",
-]);
+export const Did = z.lazy(() =>
+  z.enum([
+    "created",
+    "updated",
+    "repaired",
+    "unchanged",
+    "removed",
+    "restored",
+    "ran",
+    "skipped",
+    "failed",
+    "not-reached",
+  ]),
+);
 export type Did = z.infer<typeof Did>;
 
-export const ReportStep = z.strictObject({ id: z.string(), type: z.string(), did: Did, detail: z.string() });
+export const ReportStep = z.lazy(() =>
+  z.strictObject({ id: z.string(), type: z.string(), did: Did, detail: z.string() }),
+);
 export type ReportStep = z.infer<typeof ReportStep>;
 
-export const Outcome = z.enum(["applied", "failed", "refused", "superseded"]);
+export const Outcome = z.lazy(() => z.enum(["applied", "failed", "refused", "superseded"]));
 export type Outcome = z.infer<typeof Outcome>;
 
 /** `original`: the held original's SHA-256, absent where a secret (or a private key) was written over it. */
-export const HeldPath = z.strictObject({ id: z.string(), path: z.string(), original: z.string().optional() });
+export const HeldPath = z.lazy(() =>
+  z.strictObject({ id: z.string(), path: z.string(), original: z.string().optional() }),
+);
 
-export const Report = z.strictObject({
-  v: z.literal(1),
-  node: z.string(),
-  declaration: z.strictObject({ seq: z.number().int().min(0), digest: z.string() }),
-  outcome: Outcome,
-  started_at: Time,
-  finished_at: Time,
-  steps: z.array(ReportStep),
-  holds: z.array(HeldPath),
-  refusals: z.array(z.strictObject({ id: z.string(), field: z.string(), reason: z.string() })),
-  host: z.strictObject({ version: z.string(), os: z.string() }),
-  mode: Mode.optional(),
-  notes: z.array(z.string()).optional(),
-});
+export const Report = z.lazy(() =>
+  z.strictObject({
+    v: z.literal(1),
+    node: z.string(),
+    declaration: z.strictObject({ seq: z.number().int().min(0), digest: z.string() }),
+    outcome: Outcome,
+    started_at: Time,
+    finished_at: Time,
+    steps: z.array(ReportStep),
+    holds: z.array(HeldPath),
+    refusals: z.array(z.strictObject({ id: z.string(), field: z.string(), reason: z.string() })),
+    host: z.strictObject({ version: z.string(), os: z.string() }),
+    mode: Mode.optional(),
+    notes: z.array(z.string()).optional(),
+  }),
+);
 export type Report = z.infer<typeof Report>;
 
-export const Heartbeat = z.strictObject({
-  v: z.literal(1),
-  node: z.string(),
-  at: Time,
-  version: z.string(),
-  uptime_s: z.number().int().min(0),
-  last: z.strictObject({ seq: z.number().int(), outcome: z.string(), at: z.string() }).nullable(),
-  confirmed: z.boolean(),
-});
+export const Heartbeat = z.lazy(() =>
+  z.strictObject({
+    v: z.literal(1),
+    node: z.string(),
+    at: Time,
+    version: z.string(),
+    uptime_s: z.number().int().min(0),
+    last: z.strictObject({ seq: z.number().int(), outcome: z.string(), at: z.string() }).nullable(),
+    confirmed: z.boolean(),
+  }),
+);
 export type Heartbeat = z.infer<typeof Heartbeat>;

@@ -3,9 +3,8 @@
 // bare `inspect`, which resolves across object kinds: a network named like the container answers for it),
 // and an apply asks about all it declares of a kind in one call, kept for the apply (a session).
 import { closeSync, existsSync } from "node:fs";
-import { isIP } from "node:net";
 import { join } from "node:path";
-import type { ContainerResource, RuntimeKind } from "../../vocabulary/index.ts";
+import { type ContainerResource, isIP, type RuntimeKind } from "../../vocabulary/index.ts";
 import type { Exec, ExecResult } from "../exec.ts";
 import { openFileAt, underRoot } from "../index.ts";
 

@@ -2,11 +2,11 @@
 // kernel reports, the `[Interface]` of a found configuration, and an interface brought up or down by the
 // machine's init — `wg-quick@<if>` where systemd runs, `wg-quick` itself where it does not. Nothing here
 // prints or logs a private key: the dump's first field is read and handed back, never put in a reason.
-import { isIP } from "node:net";
 import { SECRET_FILE_MODE, STATE_DIR_MODE } from "../../defaults.ts";
 import {
   configPath,
   type EnrolQuestion,
+  isIP,
   type OverlayResource,
   oneLine,
   WIREGUARD_DIR,

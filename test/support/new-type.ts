@@ -25,7 +25,9 @@ export const NEW_TYPE_FILES = [
 
 const SCHEMA = `
 /** marker: a file holding one line of text (a type added by test/support/new-type.ts). */
-export const MarkerResource = z.strictObject({ ...base, type: z.literal("marker"), path: AbsPath, text: z.string() });
+export const MarkerResource = z.lazy(() =>
+  z.strictObject({ ...base, type: z.literal("marker"), path: AbsPath, text: z.string() }),
+);
 export type MarkerResource = z.infer<typeof MarkerResource>;
 `;
 

@@ -17,6 +17,8 @@ export const DEFAULT_FILE_MODE = 0o644;
 export const DEFAULT_DIR_MODE = 0o755;
 export const STATE_DIR_MODE = 0o700;
 export const SECRET_FILE_MODE = 0o600;
+/** Every file of the state directory: the node's own, read by root alone (reports and kept originals may quote secrets). */
+export const STATE_FILE_MODE = 0o600;
 /** A process's bundle file that declares no mode: readable, not executable (a script names its interpreter). */
 export const BUNDLE_FILE_MODE = 0o644;
 
@@ -103,7 +105,81 @@ export const UNIT_VERIFY_DIR = "/var/tmp";
 /** `systemd-analyze verify` loads one unit and what it names: seconds at most, even on a busy machine. */
 export const UNIT_VERIFY_TIMEOUT_MS = 60_000;
 
-// The link: its timeouts, and the names protocol.md composes from a node's name, each said once.
+/** A unit file and the package's files a shell or the init reads: the owner writes, everyone reads. */
+export const UNIT_FILE_MODE = 0o644;
+/** The installed binary and the rollback launcher. */
+export const EXECUTABLE_MODE = 0o755;
+/** A directory `install-service` makes for the package's files (/usr/bin, /etc/systemd/system). */
+export const PACKAGE_DIR_MODE = 0o755;
+
+// The drivers' timeouts (src/system/): each a command that answers in seconds, given room on a busy machine.
+/** One `systemctl` call. */
+export const SYSTEMCTL_TIMEOUT_MS = 90_000;
+/** A pacman query: the local database and the sync lists only. */
+export const PACMAN_QUERY_TIMEOUT_MS = 60_000;
+/** A download and install of a large package on a slow mirror. */
+export const PACMAN_CHANGE_TIMEOUT_MS = 30 * 60_000;
+/** How long one runtime call may take before it is a failure (a pull or load has its own). */
+export const RUNTIME_CALL_TIMEOUT_MS = 60_000;
+export const RUNTIME_PULL_TIMEOUT_MS = 15 * 60_000;
+/** Seconds a container is given to stop on SIGTERM before it is killed. */
+export const CONTAINER_STOP_TIMEOUT_S = 10;
+/** How long a stop may take before it is given up: the runtime's own timeout and a minute for its daemon. */
+export const CONTAINER_STOP_WAIT_MS = (CONTAINER_STOP_TIMEOUT_S + 60) * 1000;
+/** One `wg`, `wg-quick`, `ip` or look under /sys for the overlay. */
+export const WG_TIMEOUT_MS = 30_000;
+/** How long an interface is given to go after its unit stopped, or to come back after it started again. */
+export const INTERFACE_SETTLE_MS = 3_000;
+/** An interface raised by hand is looked at again after this before it is refused (overlay.md). */
+export const LOOK_AGAIN_MS = 1_500;
+/** How often an interface is looked at while one waits for it to come or go. */
+export const INTERFACE_POLL_MS = 100;
+/** `getprop` is asked only when one is on PATH (src/hosts/kind.ts), and never for longer than this. */
+export const GETPROP_TIMEOUT_MS = 1_000;
+
+// The operator's half (`mesh-host mesh …`, src/mesh/): its directory, its servers and its waits.
+export const DEFAULT_MESH_DIR = "/var/lib/mesh-host-mesh";
+export const MESH_DIR_MODE = 0o700;
+export const MESH_FILE_MODE = 0o600;
+export const MESH_FORMAT = 1;
+/** `mesh init` with no `--server`: one server on this machine, the next ones on the ports after it. */
+export const DEFAULT_MESH_HOST = "127.0.0.1";
+export const DEFAULT_MESH_PORT = 4222;
+/** Each server listens for its cluster's routes on the port after its own (documented in the README). */
+export const ROUTE_PORT_OFFSET = 1;
+/** `--servers N` with no `--server`: server i listens on DEFAULT_MESH_PORT + (i-1) * this. */
+export const SERVER_PORT_STEP = 10;
+export const MAX_SERVERS = 7;
+export const CERT_DAYS = 3650;
+/** How long a server has to say it is ready, or reloaded, in its log. */
+export const SERVER_START_MS = 30_000;
+export const SERVER_RELOAD_MS = 15_000;
+export const SERVER_STOP_MS = 10_000;
+/** How often a server's log is read again while one waits for its word. */
+export const SERVER_LOG_POLL_MS = 25;
+/** How long a command waits for the mesh directory's lock (another `mesh` command holding it). */
+export const MESH_LOCK_WAIT_MS = 30_000;
+/** How often a held mesh lock is tried again. */
+export const MESH_LOCK_POLL_MS = 20;
+/** JetStream answers once the servers agree on a leader: a cluster coming up takes a few seconds. */
+export const JETSTREAM_READY_MS = 60_000;
+export const MESH_CONNECT_TIMEOUT_MS = 5_000;
+/** How long a JetStream call is tried again while the servers reload a user list. */
+export const JS_RELOAD_MS = 15_000;
+/** A JetStream call that met a reload, or a cluster not yet ready, is tried again after this. */
+export const JS_RETRY_MS = 100;
+export const JETSTREAM_READY_POLL_MS = 250;
+/** A consume loop whose consumer failed starts again after this. */
+export const CONSUME_RETRY_MS = 250;
+/** `mesh push --wait-s`: how long the reports are waited for. */
+export const PUSH_WAIT_S = 60;
+/** The fleet view is written at most this often, however many heartbeats a second arrive. */
+export const FLEET_WRITE_MS = 1_000;
+/** How many pushes a node's record remembers (serial, stream seq, digest), to name a report's serial. */
+export const PUSHES_KEPT = 20;
+/** REPORTS keeps a month: the fleet view needs the newest, an operator's inquiry a little more. */
+export const REPORTS_MAX_AGE_S = 30 * 24 * 3600;
+// The link: its timeouts (the names protocol.md composes are src/vocabulary/subjects.ts).
 
 /** One server: TCP, the server's INFO, the TLS handshake and CONNECT, each dial. */
 export const DIAL_TIMEOUT_MS = 5_000;
@@ -123,12 +199,3 @@ export const PULL_FAILURES_MAX = 5;
 export const SERVER_ACK_TIMEOUT_MS = 5_000;
 /** The longest INFO line a preflight reads before deciding it is not talking to a NATS server. */
 export const MAX_INFO_BYTES = 64 * 1024;
-
-export const nodeUser = (node: string): string => `node.${node}`;
-export const enrolUser = (node: string): string => `enrol.${node}`;
-export const nodeInboxPrefix = (node: string): string => `_INBOX.node.${node}`;
-export const enrolInboxPrefix = (node: string): string => `_INBOX.enrol.${node}`;
-export const enrolSubject = (node: string): string => `mesh.enrol.${node}`;
-export const reportSubject = (node: string): string => `mesh.report.${node}`;
-export const heartbeatSubject = (node: string): string => `mesh.heartbeat.${node}`;
-export const rekeySubject = (node: string): string => `mesh.rekey.${node}`;

@@ -207,6 +207,20 @@ describe("undeclaring gives back what was found", () => {
     expect(existsSync(join(m.root, "a"))).toBe(false);
     expect(existsSync(join(m.root, "b"))).toBe(true);
   });
+
+  it("a path moving to another id stays the mesh's: nothing is held as found, and undeclared it is removed", async () => {
+    const m = setup();
+    await m.apply(decl([{ id: "d", type: "directory", path: "/srv/a" }, file("f", "/srv/a/x", "mesh\n")]));
+    const moved = await m.apply(
+      decl([{ id: "d2", type: "directory", path: "/srv/a" }, file("f2", "/srv/a/x", "mesh, again\n")]),
+    );
+    expect(moved.exit).toBe(0);
+    expect(moved.report.holds).toEqual([]);
+    const gone = await m.apply(decl([], { owns_nothing: true }));
+    expect(dids(gone).sort()).toEqual(["d2:removed", "f2:removed"]);
+    expect(existsSync(join(m.root, "srv/a"))).toBe(false);
+    expect(gone.report.holds).toEqual([]);
+  });
 });
 
 describe("actions", () => {

@@ -28,13 +28,53 @@ export function stepsOf<S extends Step = Step>(type: string) {
   };
 }
 
+/** A step that failed with the record kept as it was (null when there was none): nothing the host owes is lost. */
+export function failedKeeping<Rec>(detail: string, record: Rec | undefined): Executed<Rec> {
+  return { did: "failed", detail, record: record ?? null };
+}
+
+/** What a throw while a step was carried out says: its errno code and its message's first line. */
+export function thrownLine(e: unknown): string {
+  const code = e instanceof Error && "code" in e && typeof e.code === "string" ? e.code : "error";
+  return `${code}: ${(e instanceof Error ? e.message : String(e)).split("\n")[0]}`;
+}
+
 /** The executor of a step its decision failed (`fail`, `refuse`): it fails again, touching nothing. */
 export async function failsAgain<Rec>(
   s: Step,
   _wanted: unknown,
   record: Rec | undefined,
 ): Promise<Executed<Rec>> {
-  return { did: "failed", detail: s.detail, record: record ?? null };
+  return failedKeeping(s.detail, record);
+}
+
+/** The executor of a step that finds all as declared (`none`): nothing is touched, the record stays. */
+export async function keeps<Rec>(s: Step, _wanted: unknown, record: Rec | undefined): Promise<Executed<Rec>> {
+  return { did: s.did, detail: s.detail, record: record ?? null };
+}
+
+/** The executor of a step that only drops the record (`forget`): what is on the machine is left as it is. */
+export async function forgets<Rec>(s: Step): Promise<Executed<Rec>> {
+  return { did: s.did, detail: s.detail, record: null };
+}
+
+/** A step whose data carries the record its decision wrote. */
+type Recording<Rec> = Pick<Step, "did" | "detail"> & { data: { record: Rec } };
+
+/** The executor of a step that touches nothing and keeps the record its decision wrote (what was found, held). */
+export async function recorded<Rec>(s: Recording<Rec>): Promise<Executed<Rec>> {
+  return { did: s.did, detail: s.detail, record: s.data.record };
+}
+
+/**
+ * The executor of a held step: what was found is left as it is under the record its decision wrote, once what
+ * the id named before is given back (`first`: the failure of that, which is the step's, or null).
+ */
+export async function keepsHeld<Rec>(
+  s: Recording<Rec>,
+  first: Promise<Executed<Rec> | null>,
+): Promise<Executed<Rec>> {
+  return (await first) ?? recorded(s);
 }
 
 /**

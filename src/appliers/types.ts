@@ -60,7 +60,7 @@ export interface DecideContext {
    * The record of another id that names `path`: a path moving from one id to another is still the mesh's,
    * never "found" (its content would be held as an original and given back instead of removed).
    */
-  claimed?(path: string, id: string): (RecordBase & { created?: boolean }) | undefined;
+  claimed?(path: string, id: string): RecordOfAny | undefined;
   /** The declaration's mode: on an adopted node what the host found is held. */
   mode?: "adopted" | "converged";
   /** Every resource of the declaration, in order: what a runtime is asked about in one call. */
@@ -83,6 +83,9 @@ export type RecordBase = {
   /** Journalled before its step ran and not yet confirmed by it (an apply killed or interrupted first). */
   pending?: boolean;
 };
+
+/** A record as the records file keeps it, of whichever type: its applier's own fields, unread until checked. */
+export type RecordOfAny = RecordBase & { readonly [field: string]: unknown };
 
 /**
  * One member of an applier's steps: an `action` and the `data` its executor reads, together, so the executor is

@@ -53,9 +53,19 @@ type Values = Partial<Record<FlagName, string | string[] | true>>;
 
 const byShort = new Map(Object.values(FLAGS).flatMap((f: Flag) => (f.short ? [[f.short, f]] : [])));
 
-/** argv as flags and positionals; `--` ends the flags, `-` alone is a positional (standard input). */
-function tokens(argv: string[]): { given: [Flag, string | true, string][]; positionals: string[] } {
-  const given: [Flag, string | true, string][] = [];
+/** A flag as given: the table's entry, its value (true for a switch), and how it was spelt. */
+export type Given = [Flag, string | true, string];
+
+/**
+ * argv as flags and positionals; `--` ends the flags, `-` alone is a positional (standard input). Every flag of
+ * the table is known here, the host's and the operator's: which command takes which is checked after.
+ * `hint` ends a refusal with where to read more, given the first positional.
+ */
+export function tokens(
+  argv: string[],
+  hint: (first: string | undefined) => string = helpHint,
+): { given: Given[]; positionals: string[] } {
+  const given: Given[] = [];
   const positionals: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -74,15 +84,15 @@ function tokens(argv: string[]): { given: [Flag, string | true, string][]; posit
       : spelt.length === 2
         ? byShort.get(spelt.slice(1))
         : undefined;
-    if (!f) throw new UsageError(`unknown flag ${printable(spelt)}${helpHint(positionals[0])}`);
+    if (!f) throw new UsageError(`unknown flag ${printable(spelt)}${hint(positionals[0])}`);
     if (!f.value) {
-      if (eq > 0) throw new UsageError(`--${f.name} takes no value${helpHint(positionals[0])}`);
+      if (eq > 0) throw new UsageError(`--${f.name} takes no value${hint(positionals[0])}`);
       given.push([f, true, spelt]);
       continue;
     }
     const value = eq > 0 ? a.slice(eq + 1) : argv[i + 1];
     if (value === undefined || (eq < 0 && value.startsWith("--")))
-      throw new UsageError(`--${f.name} needs a value (${f.value})${helpHint(positionals[0])}`);
+      throw new UsageError(`--${f.name} needs a value (${f.value})${hint(positionals[0])}`);
     if (eq < 0) i++;
     given.push([f, value, spelt]);
   }
@@ -95,7 +105,7 @@ function helpHint(command: string | undefined): string {
 }
 
 /** A value from argv fit for one line: no control characters, not endless. */
-function printable(s: string): string {
+export function printable(s: string): string {
   const safe = s.replace(/[\u0000-\u001f\u007f-\u009f]/g, "?");
   return safe.length > 60 ? `${safe.slice(0, 60)}…` : safe;
 }

@@ -1,6 +1,15 @@
 // Help as a person reads it, made from the one table: the overview, and each command's usage with every flag
 // and its default.
-import { COMMANDS, type CommandSpec, FLAGS, type Flag, flagUsage, GLOBAL_FLAGS, usageLine } from "./table.ts";
+import {
+  COMMANDS,
+  type CommandSpec,
+  FLAGS,
+  type Flag,
+  flagUsage,
+  GLOBAL_FLAGS,
+  MESH_COMMANDS,
+  usageLine,
+} from "./table.ts";
 
 const column = (rows: [string, string][], indent = 2): string[] => {
   const w = Math.max(...rows.map(([a]) => a.length));
@@ -20,7 +29,7 @@ export function overview(): string {
       ...COMMANDS.map((c): [string, string] => [`${c.name}${c.args ? ` ${c.args}` : ""}`, c.summary]),
       [
         "mesh COMMAND",
-        "the operator's half: init, up, node add|rm, push, nodes, watch, move (mesh-host mesh --help)",
+        `the operator's half: ${MESH_COMMANDS.map((c) => c.name).join(", ")} (mesh-host mesh --help)`,
       ],
     ]),
     "",

@@ -2,7 +2,16 @@
 // and `help` read: none of them can name a flag the executable does not take, nor miss one it does.
 import { DEFAULT_STATE_DIR } from "../defaults.ts";
 import { MESH_USAGE } from "./mesh/args.ts";
-import { COMMANDS, type CommandSpec, FLAGS, type Flag, flagsOf, GLOBAL_FLAGS } from "./table.ts";
+import {
+  COMMANDS,
+  type CommandSpec,
+  FLAGS,
+  type Flag,
+  flagsOf,
+  GLOBAL_FLAGS,
+  MESH_COMMANDS,
+  MESH_GLOBAL_FLAGS,
+} from "./table.ts";
 
 /** Text as roff reads it: backslashes escaped, hyphens literal, no line taken for a request. */
 function roff(text: string): string {
@@ -33,6 +42,10 @@ function roffCommand(c: CommandSpec): string[] {
 
 /** mesh-host(1). */
 export function manPage(version: string): string {
+  return [...manHead(version), ...manCommands(), ...manExitStatus(), ...manEnvironment(), ""].join("\n");
+}
+
+function manHead(version: string): string[] {
   return [
     `.TH MESH\\-HOST 1 "" "mesh\\-host ${roff(version)}" "User Commands"`,
     ".SH NAME",
@@ -48,19 +61,44 @@ export function manPage(version: string): string {
         "declaration in a file. Logs go to standard error, never standard output: JSON lines, or one short line " +
         "each on a terminal; under systemd each carries its journald priority.",
     ),
+  ];
+}
+
+function manCommands(): string[] {
+  return [
     ".SH COMMANDS",
     ...COMMANDS.flatMap(roffCommand),
+    ...manMesh(),
+    ".SH GLOBAL FLAGS",
+    "Every command takes these.",
+    ...GLOBAL_FLAGS.map((n) => FLAGS[n]).flatMap(roffFlag),
+  ];
+}
+
+/** `mesh COMMAND`: the usage `mesh-host mesh --help` prints, then each operator's command's own flags. */
+function manMesh(): string[] {
+  const own = (c: CommandSpec) => flagsOf(c).filter((f) => (c.flags as readonly string[]).includes(f.name));
+  return [
     ".TP",
     "\\fBmesh\\fR \\fICOMMAND\\fR",
-    roff("The operator's half, with its own flags (mesh-host mesh --help):"),
+    roff("The operator's half (mesh-host mesh --help):"),
     ".RS",
     ".nf",
     roff(MESH_USAGE),
     ".fi",
+    ...MESH_COMMANDS.filter((c) => c.flags.length).flatMap((c) => [
+      ".TP",
+      `\\fBmesh ${roff(c.name)}\\fR`,
+      ".RS",
+      ...own(c).flatMap(roffFlag),
+      ".RE",
+    ]),
     ".RE",
-    ".SH GLOBAL FLAGS",
-    "Every command takes these.",
-    ...GLOBAL_FLAGS.map((n) => FLAGS[n]).flatMap(roffFlag),
+  ];
+}
+
+function manExitStatus(): string[] {
+  return [
     ".SH EXIT STATUS",
     ".TP",
     ".B 0",
@@ -77,6 +115,12 @@ export function manPage(version: string): string {
       "Refused: bad input, bad flags, a declaration that fails the schema or the rules, a refusal of the mode. " +
         "One line on standard error says what and why.",
     ),
+  ];
+}
+
+/** ENVIRONMENT, FILES and SEE ALSO. */
+function manEnvironment(): string[] {
+  return [
     ".SH ENVIRONMENT",
     ".TP",
     ".B MESH_LOG",
@@ -100,17 +144,30 @@ export function manPage(version: string): string {
     ".SH SEE ALSO",
     ".BR systemctl (1),",
     ".BR journalctl (1)",
-    "",
-  ].join("\n");
+  ];
 }
 
 const commandNames = () => [...COMMANDS.map((c) => c.name), "mesh"].join(" ");
-/** The operator's subcommands (src/cli/mesh/), completed by name: their flags are theirs. */
-const MESH_SUBCOMMANDS = "init up node push nodes watch move";
+/** The operator's subcommands by their first word (`node add` and `node rm` are both `node`). */
+const meshWords = () => [...new Set(MESH_COMMANDS.map((c) => c.name.split(" ")[0]!))];
+/** The flags each first word takes, with the operator's global ones. */
+const meshFlagsOf = (word: string) => [
+  ...new Map(
+    MESH_COMMANDS.filter((c) => c.name.split(" ")[0] === word)
+      .flatMap(flagsOf)
+      .map((f) => [f.name, f]),
+  ).values(),
+];
 const longNames = (flags: Flag[]) =>
   flags.map((f) => `--${f.name}${f.short ? ` -${f.short}` : ""}`).join(" ");
 /** The commands whose arguments are files (a declaration, a bundle). */
 const TAKES_FILE = new Set(["apply", "plan", "genesis", "reconcile"]);
+
+/** bash: the flags of each operator's subcommand, by the word after `mesh`. */
+const meshCases = () =>
+  meshWords()
+    .map((w) => `        ${w}) flags="${longNames(meshFlagsOf(w))}" ;;`)
+    .join("\n");
 
 /** /usr/share/bash-completion/completions/mesh-host */
 export function bashCompletion(): string {
@@ -151,7 +208,15 @@ ${cases.join("\n")}
 ${perCommand.join("\n")}
   esac
   if [[ $cmd == mesh ]]; then
-    [[ $prev == mesh ]] && COMPREPLY=($(compgen -W "${MESH_SUBCOMMANDS}" -- "$cur"))
+    if [[ $prev == mesh ]]; then
+      COMPREPLY=($(compgen -W "${meshWords().join(" ")}" -- "$cur"))
+    elif [[ $cur == -* ]]; then
+      case "\${COMP_WORDS[i+1]}" in
+${meshCases()}
+        *) flags="${longNames(MESH_GLOBAL_FLAGS.map((n) => FLAGS[n]))}" ;;
+      esac
+      COMPREPLY=($(compgen -W "$flags" -- "$cur"))
+    fi
     return
   fi
   if [[ $cur == -* ]]; then
@@ -169,19 +234,25 @@ complete -F _mesh_host mesh-host
 /** zsh's _arguments spec of one flag: `--state[the node's state directory]:DIR:_files -/`. */
 function zshFlag(f: Flag): string[] {
   const help = f.help.replace(/[[\]:']/g, (c) => (c === "'" ? "'\\''" : `\\${c}`));
+  // a colon in the placeholder (HOST:PORT) would end zsh's message field
+  const value = f.value?.replace(/:/g, "\\:");
   const action = f.choices
-    ? `:${f.value}:(${f.choices.join(" ")})`
+    ? `:${value}:(${f.choices.join(" ")})`
     : f.complete === "dir"
-      ? `:${f.value}:_files -/`
+      ? `:${value}:_files -/`
       : f.complete === "file"
-        ? `:${f.value}:_files`
+        ? `:${value}:_files`
         : f.value
-          ? `:${f.value}: `
+          ? `:${value}: `
           : "";
   const repeat = f.multiple ? "*" : "";
   const spec = (name: string) => `'${repeat}${name}[${help}]${action}'`;
   return f.short ? [spec(`--${f.name}`), spec(`-${f.short}`)] : [spec(`--${f.name}`)];
 }
+
+/** zsh: every operator's flag once (zsh's _arguments takes one spec a flag, whichever subcommand it is for). */
+const meshZshFlags = () =>
+  [...new Map(MESH_COMMANDS.flatMap(flagsOf).map((f) => [f.name, f])).values()].flatMap(zshFlag).join(" ");
 
 /** /usr/share/zsh/site-functions/_mesh-host */
 export function zshCompletion(): string {
@@ -197,7 +268,7 @@ export function zshCompletion(): string {
         : "";
     return `    ${c.name}) _arguments ${flagsOf(c).flatMap(zshFlag).join(" ")}${rest} ;;`;
   });
-  perCommand.push(`    mesh) _arguments '1:command:(${MESH_SUBCOMMANDS})' ;;`);
+  perCommand.push(`    mesh) _arguments '1:command:(${meshWords().join(" ")})' ${meshZshFlags()} ;;`);
   return `#compdef mesh-host
 # zsh completion for mesh-host (made from its command table at build time)
 _mesh-host() {

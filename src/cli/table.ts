@@ -1,13 +1,16 @@
 // The one table of commands and flags: parsing, `help`, the man page and the completions are all read from it,
 // so what the help says is what the parser takes. A new command is one entry in COMMANDS (and its handler in
 // cli.ts, which the type of HANDLERS demands); a new flag is one entry in FLAGS, named by the commands taking it.
+// The operator's commands (`mesh-host mesh …`, MESH_COMMANDS) are read from the same FLAGS by the same parser.
 import {
   DEFAULT_ANDROID_STATE_DIR,
+  DEFAULT_MESH_DIR,
   DEFAULT_ROOT,
   DEFAULT_STATE_DIR,
   DRIFT_S,
   HEARTBEAT_S,
   MOVE_GRACE_S,
+  PUSH_WAIT_S,
   REDIAL_SPREAD_S,
 } from "../defaults.ts";
 
@@ -32,6 +35,8 @@ export const LOG_FORMATS = ["json", "text"] as const;
 export const HOST_KIND_NAMES = ["arch", "android", "linux"] as const;
 
 const flag = (f: Flag): Flag => f;
+/** The default of a flag a command cannot go without: usage shows it unbracketed. */
+export const REQUIRED = "none: required";
 
 /** Every flag, by name. */
 export const FLAGS = {
@@ -149,6 +154,38 @@ export const FLAGS = {
     default: String(REDIAL_SPREAD_S),
     help: "the first redial after a lost link waits a random time up to S seconds, so a fleet does not return in step",
   }),
+  // the operator's (`mesh-host mesh …`)
+  mesh: flag({
+    name: "mesh",
+    value: "DIR",
+    default: `$MESH_DIR, else ${DEFAULT_MESH_DIR}`,
+    help: "the mesh directory",
+    complete: "dir",
+  }),
+  servers: flag({ name: "servers", value: "N", default: "1", help: "N servers on this machine, a cluster" }),
+  only: flag({ name: "only", value: "I", default: "every server", help: "run server I alone" }),
+  unit: flag({ name: "unit", default: "off", help: "write a systemd unit a server instead of running them" }),
+  "unit-dir": flag({
+    name: "unit-dir",
+    value: "DIR",
+    default: "/etc/systemd/system",
+    help: "where --unit writes the units",
+    complete: "dir",
+  }),
+  all: flag({ name: "all", default: "off", help: "every enrolled node, no NAME given" }),
+  "wait-s": flag({
+    name: "wait-s",
+    value: "S",
+    default: String(PUSH_WAIT_S),
+    help: "seconds to wait for the reports",
+  }),
+  to: flag({
+    name: "to",
+    value: "DIR2",
+    default: REQUIRED,
+    help: "the other mesh's directory",
+    complete: "dir",
+  }),
 } as const satisfies Record<string, Flag>;
 
 export type FlagName = keyof typeof FLAGS;
@@ -174,6 +211,8 @@ export interface CommandSpec {
   about?: string;
   /** Its own flags, besides the global ones. */
   flags: readonly FlagName[];
+  /** What one of its flags means here when it is not what FLAGS says (`mesh init --server HOST:PORT`). */
+  means?: Partial<Record<FlagName, Partial<Pick<Flag, "value" | "default" | "help">>>>;
 }
 
 const command = <const N extends string>(c: CommandSpec & { name: N }): CommandSpec & { name: N } => c;
@@ -264,9 +303,64 @@ export function commandSpec(name: string): CommandSpec | undefined {
   return (COMMANDS as readonly CommandSpec[]).find((c) => c.name === name);
 }
 
-/** The flags a command takes: its own, then the global ones. */
+/** The flags a command takes: its own, then the global ones (a mesh command's: `--mesh` and `--help`). */
 export function flagsOf(spec: CommandSpec): Flag[] {
-  return [...new Set([...spec.flags, ...GLOBAL_FLAGS])].map((n) => FLAGS[n]);
+  const global = isMeshCommand(spec) ? MESH_GLOBAL_FLAGS : GLOBAL_FLAGS;
+  return [...new Set([...spec.flags, ...global])].map((n) => ({ ...FLAGS[n], ...spec.means?.[n] }));
+}
+
+/** Taken by every operator's command. */
+export const MESH_GLOBAL_FLAGS: readonly FlagName[] = ["mesh", "help"];
+
+/** The operator's commands, `mesh-host mesh NAME …` (src/cli/mesh/): two words for `node add` and `node rm`. */
+export const MESH_COMMANDS: readonly CommandSpec[] = [
+  command({
+    name: "init",
+    summary: "a new mesh: signing key, TLS certificate, nats-server configuration",
+    flags: ["server", "servers", "json"],
+    means: {
+      server: { value: "HOST:PORT", default: `127.0.0.1:4222`, help: "a server of the mesh, in order" },
+    },
+  }),
+  command({
+    name: "up",
+    summary: "run the servers and the controller until stopped (or write units)",
+    flags: ["only", "unit", "unit-dir"],
+  }),
+  command({
+    name: "node add",
+    args: "NAME",
+    summary: "add a node; prints its enrolment code (or writes it to F, 0600)",
+    flags: ["code-file"],
+    means: { "code-file": { default: "standard output", help: "write the enrolment code to the file F" } },
+  }),
+  command({
+    name: "node rm",
+    args: "NAME",
+    summary: "revoke a node: its users, consumer and record",
+    flags: [],
+  }),
+  command({
+    name: "push",
+    args: "NAME... FILE",
+    summary: "sign and push a declaration, wait for the reports",
+    flags: ["all", "secret", "wait-s", "json"],
+    means: { secret: { value: "KEY=FILE", help: "a secret sealed to each node, read from FILE" } },
+  }),
+  command({ name: "nodes", summary: "the fleet at a glance, silent nodes first", flags: ["json"] }),
+  command({ name: "watch", summary: "reports and heartbeats as they arrive", flags: ["json"] }),
+  command({
+    name: "move",
+    args: "NAME",
+    summary: "move a node to another mesh made by init",
+    flags: ["to", "wait-s", "json"],
+  }),
+];
+
+const isMeshCommand = (spec: CommandSpec): boolean => MESH_COMMANDS.includes(spec);
+
+export function meshCommandSpec(name: string): CommandSpec | undefined {
+  return MESH_COMMANDS.find((c) => c.name === name);
 }
 
 /** `--state DIR` or `-h, --help`, as help and the man page write a flag. */

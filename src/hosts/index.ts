@@ -1,4 +1,5 @@
-// The per-OS set of appliers, and the reason each host gives for the types it does not implement.
+// hosts: the per-OS set of appliers (the Arch host's, the portable floor for Android and any other Linux), and
+// the reason each host gives for the types it does not implement. Which host this machine is: kind.ts.
 
 import type { Applier, ApplierList } from "../appliers/index.ts";
 import { PORTABLE_APPLIERS } from "../appliers/portable/index.ts";

@@ -2,14 +2,13 @@
 // the kind (`version`, the flag check) starts without loading them.
 import { accessSync, constants, existsSync, readFileSync } from "node:fs";
 import { delimiter, join } from "node:path";
+import { GETPROP_TIMEOUT_MS } from "../defaults.ts";
 
 export type HostKind = "arch" | "android" | "linux";
 export const HOST_KINDS: readonly HostKind[] = ["arch", "android", "linux"];
 
 /** Where Android keeps its build properties: present on every Android system image. */
 const ANDROID_BUILD_PROP = "/system/build.prop";
-/** `getprop` is asked only when one is on PATH, and never for longer than this. */
-const GETPROP_TIMEOUT_MS = 1_000;
 
 /**
  * Which host this machine is: Android by its runtime's marks, Arch by os-release, any other Linux otherwise.

@@ -11,15 +11,17 @@
 import { type KeyObject, randomBytes } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { ENROL_TIMEOUT_MS, SERVER_ACK_TIMEOUT_MS } from "../defaults.ts";
 import {
-  ENROL_TIMEOUT_MS,
+  EnrolAnswer,
+  EnrolQuestion,
   enrolInboxPrefix,
   enrolSubject,
   enrolUser,
+  Membership,
   nodeUser,
-  SERVER_ACK_TIMEOUT_MS,
-} from "../defaults.ts";
-import { EnrolAnswer, EnrolQuestion, Membership, unseal } from "../vocabulary/index.ts";
+  unseal,
+} from "../vocabulary/index.ts";
 import { type DialFailure, dial } from "./dial.ts";
 import { isNoResponders, isPermissionViolation, messageOf } from "./failures.ts";
 

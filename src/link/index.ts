@@ -1,4 +1,6 @@
-// The link layer's whole surface: other layers import only this.
+// link: the node's one outbound connection to the bus — dialling (pinned TLS, a password), hearing
+// declarations, saying reports and heartbeats, the rekey; enrolment (asking.ts) is its own seam. It knows the
+// vocabulary it speaks and the nats client, nothing of the host. Other layers import only this.
 export { type Answered, type Approach, type Asking, type AskOptions, ask } from "./asking.ts";
 export { type DialFailure, type Dialled, type DialOptions, dial, fingerprintOf } from "./dial.ts";
 export {

@@ -9,17 +9,21 @@ import { createHash } from "node:crypto";
 import { type Consumer, type JetStreamClient, type JsMsg, jetstream } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import {
-  heartbeatSubject,
-  nodeInboxPrefix,
-  nodeUser,
   PULL_EXPIRES_MS,
   PULL_FAILURES_MAX,
   PULL_RETRY_MAX_MS,
   PULL_RETRY_MS,
-  reportSubject,
   SERVER_ACK_TIMEOUT_MS,
 } from "../defaults.ts";
-import { Heartbeat, type Membership, Report } from "../vocabulary/index.ts";
+import {
+  Heartbeat,
+  heartbeatSubject,
+  type Membership,
+  nodeInboxPrefix,
+  nodeUser,
+  Report,
+  reportSubject,
+} from "../vocabulary/index.ts";
 import { type DialFailure, dial } from "./dial.ts";
 import {
   bindFailure,
@@ -281,7 +285,8 @@ class NatsLink implements Link {
   }
 
   private delivered(m: JsMsg, waiting: number): Delivered {
-    const reply = (m as unknown as { reply?: string }).reply ?? "";
+    // JsMsg's interface leaves out the reply subject its class carries: read through an 'in' check, not a cast
+    const reply = "reply" in m && typeof m.reply === "string" ? m.reply : "";
     let settled = false;
     const settle = async (payload: string, what: string): Promise<Settled> => {
       if (settled) return { ok: true };

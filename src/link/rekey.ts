@@ -13,8 +13,15 @@ import { createHash, type KeyObject, sign, verify } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
 import { headers } from "@nats-io/transport-node";
 import * as z from "zod";
-import { nodeInboxPrefix, rekeySubject, SERVER_ACK_TIMEOUT_MS } from "../defaults.ts";
-import { ed25519PublicFromB64, type Membership, Name, Tunnel } from "../vocabulary/index.ts";
+import { SERVER_ACK_TIMEOUT_MS } from "../defaults.ts";
+import {
+  ed25519PublicFromB64,
+  type Membership,
+  Name,
+  nodeInboxPrefix,
+  rekeySubject,
+  Tunnel,
+} from "../vocabulary/index.ts";
 import { dial } from "./dial.ts";
 import { isNoResponders, isPermissionViolation, isTimeout, messageOf } from "./failures.ts";
 

@@ -10,18 +10,22 @@ import {
 } from "@nats-io/jetstream";
 import { connect, type NatsConnection, nanos } from "@nats-io/transport-node";
 import {
-  CONNECT_TIMEOUT_MS,
+  JETSTREAM_READY_MS,
+  JETSTREAM_READY_POLL_MS,
+  JS_RELOAD_MS,
+  JS_RETRY_MS,
+  MESH_CONNECT_TIMEOUT_MS,
+  REPORTS_MAX_AGE_S,
+} from "../defaults.ts";
+import {
   CONTROLLER_USER,
   declareSubject,
   ENROL_CONSUMER,
-  JETSTREAM_READY_MS,
-  JS_RELOAD_MS,
   nodeConsumer,
   REPORTS_CONSUMER,
-  REPORTS_MAX_AGE_S,
   STREAM_SUBJECTS,
   type StreamName,
-} from "./defaults.ts";
+} from "../vocabulary/index.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 
 export interface Bus {
@@ -47,7 +51,7 @@ export async function connectBus(
       pass: mesh.secrets().controller,
       name: opts.name ?? "mesh-host mesh",
       tls: { ca: mesh.certPem() },
-      timeout: CONNECT_TIMEOUT_MS,
+      timeout: MESH_CONNECT_TIMEOUT_MS,
       reconnect: opts.reconnect ?? false,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
@@ -58,7 +62,7 @@ export async function connectBus(
     );
   }
   // no API check here: a cluster still electing its leaders answers JetStream later, and `up` waits for that
-  const jsm = await jetstreamManager(nc, { timeout: CONNECT_TIMEOUT_MS, checkAPI: false });
+  const jsm = await jetstreamManager(nc, { timeout: MESH_CONNECT_TIMEOUT_MS, checkAPI: false });
   return { nc, js: jetstream(nc), jsm, close: () => nc.close().catch(() => undefined) };
 }
 
@@ -76,7 +80,7 @@ export async function jsCall<T>(call: () => Promise<T>): Promise<T> {
     } catch (e) {
       if (!reloading(e) || Date.now() > deadline) throw e;
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, JS_RETRY_MS));
   }
 }
 
@@ -131,7 +135,7 @@ export async function awaitStreams(
         said = true;
       }
     }
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, JETSTREAM_READY_POLL_MS));
   }
   return false;
 }

@@ -3,7 +3,8 @@
 // one account with JetStream; in a cluster, routes authenticated by a password over TLS that trusts only the
 // mesh's own certificate.
 import { isIP } from "node:net";
-import { CONTROLLER_USER, enrolUser, nodeUser, ROUTE_PORT_OFFSET, ROUTE_USER } from "./defaults.ts";
+import { ROUTE_PORT_OFFSET } from "../defaults.ts";
+import { CONTROLLER_USER, enrolUser, nodeUser, ROUTE_USER } from "../vocabulary/index.ts";
 import type { MeshConfig, MeshDir, MeshSecrets, NodeRecord } from "./layout.ts";
 import { enrolPermissions, nodePermissions, type Permissions } from "./permissions.ts";
 

@@ -3,9 +3,16 @@
 // `mesh up` runs it; the test double in test/mesh/ uses it too.
 import type { JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { type EnrolQuestion, type Membership, seal } from "../vocabulary/index.ts";
+import { CONSUME_RETRY_MS } from "../defaults.ts";
+import {
+  declareSubject,
+  type EnrolQuestion,
+  type Membership,
+  nodeConsumer,
+  nodeUser,
+  seal,
+} from "../vocabulary/index.ts";
 import type { Bus } from "./bus.ts";
-import { declareSubject, nodeConsumer, nodeUser } from "./defaults.ts";
 
 export interface MembershipParts {
   servers: string[];
@@ -79,6 +86,6 @@ export async function consumeLoop(
         warn(`${stream} consumer: ${(e as Error).message.split("\n")[0]}; trying again`);
       said = true;
     }
-    if (!stopped()) await new Promise((r) => setTimeout(r, 250));
+    if (!stopped()) await new Promise((r) => setTimeout(r, CONSUME_RETRY_MS));
   }
 }

@@ -1,38 +1,16 @@
-// The mesh directory's writes and its one lock. Its own, not the store's: this layer imports nothing of the
-// host's (a test proves it), and these are twenty lines.
-import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
-import { LOCK_WAIT_MS, MESH_FILE_MODE } from "./defaults.ts";
+// The mesh directory's writes and its one lock. The lock is its own, not the store's: this layer imports nothing
+// of the host's (a test proves it); the atomic write is the one outside every layer (src/atomic.ts).
+import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { writeFileAtomicSync } from "../atomic.ts";
+import { MESH_FILE_MODE, MESH_LOCK_POLL_MS, MESH_LOCK_WAIT_MS } from "../defaults.ts";
 
-/** Temp file in the same directory, fsynced, renamed, the directory fsynced: the old file or the new, never half. */
+/** The old file or the new, never half (src/atomic.ts); the mesh directory's files are the operator's alone. */
 export function writeAtomic(path: string, data: string | Uint8Array, mode = MESH_FILE_MODE): void {
-  const temp = join(dirname(path), `.${basename(path)}.tmp-${randomBytes(4).toString("hex")}`);
-  const fd = openSync(temp, "wx", mode);
-  try {
-    const bytes = typeof data === "string" ? Buffer.from(data) : data;
-    let off = 0;
-    while (off < bytes.byteLength) off += writeSync(fd, bytes, off);
-    fsyncSync(fd);
-    closeSync(fd);
-    renameSync(temp, path);
-  } catch (e) {
-    try {
-      unlinkSync(temp);
-    } catch {}
-    throw e;
-  }
-  syncDir(dirname(path));
+  writeFileAtomicSync(path, data, mode);
 }
 
-export function syncDir(dir: string): void {
-  const fd = openSync(dir, "r");
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
+export { fsyncDirSync as syncDir } from "../atomic.ts";
 
 export interface Held {
   release(): void;
@@ -42,7 +20,7 @@ export interface Held {
  * The directory's lock: a file made exclusively, holding the pid. One left by a process that is gone is taken
  * over; one held by a live process is waited for (`node add` while `up` answers an enrolment).
  */
-export async function lockMesh(dir: string, waitMs = LOCK_WAIT_MS): Promise<Held> {
+export async function lockMesh(dir: string, waitMs = MESH_LOCK_WAIT_MS): Promise<Held> {
   const path = join(dir, "lock");
   const deadline = Date.now() + waitMs;
   for (;;) {
@@ -57,7 +35,7 @@ export async function lockMesh(dir: string, waitMs = LOCK_WAIT_MS): Promise<Held
     const holder = holderOf(path);
     if (holder !== null && !alive(holder)) unlinkQuiet(path);
     else if (Date.now() > deadline) throw new LockBusy(holder);
-    else await new Promise((r) => setTimeout(r, 20));
+    else await new Promise((r) => setTimeout(r, MESH_LOCK_POLL_MS));
   }
 }
 

@@ -13,17 +13,18 @@ import {
 } from "node:fs";
 import { isIP } from "node:net";
 import { basename, dirname, join } from "node:path";
-import { makeMeshKey } from "../vocabulary/index.ts";
-import { serverConf } from "./conf.ts";
 import {
   CERT_DAYS,
-  DEFAULT_HOST,
-  DEFAULT_PORT,
+  DEFAULT_MESH_HOST,
+  DEFAULT_MESH_PORT,
   MAX_SERVERS,
   MESH_DIR_MODE,
+  MESH_FILE_MODE,
   MESH_FORMAT,
   SERVER_PORT_STEP,
-} from "./defaults.ts";
+} from "../defaults.ts";
+import { makeMeshKey } from "../vocabulary/index.ts";
+import { serverConf } from "./conf.ts";
 import { syncDir, writeAtomic } from "./files.ts";
 import { type MeshConfig, MeshDir, MeshRefused, type ServerEntry } from "./layout.ts";
 import { writeUsers } from "./servers.ts";
@@ -54,8 +55,8 @@ export function serverEntries(opts: InitOptions): ServerEntry[] {
   const entries = opts.servers.length
     ? opts.servers.map(serverEntryOf)
     : Array.from({ length: opts.count ?? 1 }, (_, j) => ({
-        host: DEFAULT_HOST,
-        port: DEFAULT_PORT + j * SERVER_PORT_STEP,
+        host: DEFAULT_MESH_HOST,
+        port: DEFAULT_MESH_PORT + j * SERVER_PORT_STEP,
       }));
   if (entries.length < 1 || entries.length > MAX_SERVERS)
     throw new MeshRefused(`--servers must be from 1 to ${MAX_SERVERS}, not ${entries.length}`);
@@ -167,6 +168,6 @@ function makeCert(mesh: MeshDir, servers: ServerEntry[]): string {
       `cannot make the bus's certificate with openssl: ${said || (e as Error).message.split("\n")[0]}`,
     );
   }
-  chmodSync(keyFile, 0o600);
+  chmodSync(keyFile, MESH_FILE_MODE);
   return createHash("sha256").update(new X509Certificate(mesh.certPem()).raw).digest("hex");
 }

@@ -10,8 +10,8 @@ import { createPrivateKey, type KeyObject } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import * as z from "zod";
+import { MESH_FORMAT } from "../defaults.ts";
 import { NodeName } from "../vocabulary/index.ts";
-import { MESH_FORMAT } from "./defaults.ts";
 import { syncDir, writeAtomic } from "./files.ts";
 
 /** Bad or stale input to a mesh command: one line, exit 2, nothing changed. */

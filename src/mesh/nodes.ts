@@ -1,8 +1,9 @@
 // `mesh node add` and `node rm`: a node's users, its one-time token, its consumer, its record — made or
 // revoked under the directory's lock, the running servers reloaded (never restarted).
+
+import { MESH_FORMAT } from "../defaults.ts";
 import { encodeCode, NodeName, printable } from "../vocabulary/index.ts";
 import { connectBus, dropNode, ensureNodeConsumer } from "./bus.ts";
-import { MESH_FORMAT } from "./defaults.ts";
 import { lockMesh } from "./files.ts";
 import { secret } from "./init.ts";
 import { type MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";

@@ -2,19 +2,22 @@
 // `node`, next `serial` and `issued_at` set, checked by the host's own vocabulary, signed, published — and the
 // reports waited for. Every check runs before anything is sent or any serial is used: a refused push
 // changes nothing, here or on the bus.
+
+import { PUSHES_KEPT } from "../defaults.ts";
 import {
   type Declaration,
+  declareSubject,
   digestOf,
   parseDeclarationBody,
   parseJsonBytes,
   type Report,
   Report as ReportSchema,
   refusalLine,
+  reportSubject,
   seal,
   signEnvelope,
 } from "../vocabulary/index.ts";
 import { type Bus, connectBus, firstLine, jsCall } from "./bus.ts";
-import { declareSubject, PUSHES_KEPT, reportSubject } from "./defaults.ts";
 import { lockMesh } from "./files.ts";
 import { type MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
 

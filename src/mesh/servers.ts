@@ -3,8 +3,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { SERVER_LOG_POLL_MS, SERVER_RELOAD_MS, SERVER_START_MS, SERVER_STOP_MS } from "../defaults.ts";
 import { meshUsers, usersConf } from "./conf.ts";
-import { SERVER_RELOAD_MS, SERVER_START_MS, SERVER_STOP_MS } from "./defaults.ts";
 import { alive, writeAtomic } from "./files.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 
@@ -79,7 +79,7 @@ async function awaitLog(
     if (gone()) throw new Error(`it exited before saying "${good}" (see ${file})`);
     if (Date.now() > deadline)
       throw new Error(`it did not say "${good}" within ${ms / 1000} s (see ${file})`);
-    await new Promise((r) => setTimeout(r, 25));
+    await new Promise((r) => setTimeout(r, SERVER_LOG_POLL_MS));
   }
 }
 

@@ -1,6 +1,7 @@
 // `mesh up --unit`: a systemd unit for each server, each running `mesh up --only I` so the init restarts one
 // server (and its share of the controller) alone.
 import { join } from "node:path";
+import { UNIT_FILE_MODE } from "../defaults.ts";
 import { writeAtomic } from "./files.ts";
 import type { MeshDir } from "./layout.ts";
 
@@ -38,7 +39,7 @@ export function writeUnits(mesh: MeshDir, dir: string, only: number | null, comm
   const indices = only === null ? Array.from({ length: count }, (_, j) => j + 1) : [only];
   return indices.map((i) => {
     const path = join(dir, unitName(i));
-    writeAtomic(path, unitText(mesh, i, command), 0o644);
+    writeAtomic(path, unitText(mesh, i, command), UNIT_FILE_MODE);
     return path;
   });
 }

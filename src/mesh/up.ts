@@ -3,10 +3,17 @@
 // rest and exits 1 (the unit restarts it); stopped by a signal, it stops them and exits 0.
 import type { JsMsg } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
-import { EnrolQuestion, Heartbeat, parseJsonBytes, Report } from "../vocabulary/index.ts";
+import { FLEET_WRITE_MS } from "../defaults.ts";
+import {
+  ENROL_CONSUMER,
+  EnrolQuestion,
+  Heartbeat,
+  parseJsonBytes,
+  REPORTS_CONSUMER,
+  Report,
+} from "../vocabulary/index.ts";
 import { awaitStreams, type Bus, connectBus, ensureNodeConsumer, sweepConsumers } from "./bus.ts";
 import { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
-import { ENROL_CONSUMER, FLEET_WRITE_MS, REPORTS_CONSUMER } from "./defaults.ts";
 import { lockMesh } from "./files.ts";
 import { heardHeartbeat, heardReport } from "./fleet.ts";
 import { type Fleet, type MeshDir, MeshRefused } from "./layout.ts";

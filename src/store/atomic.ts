@@ -1,49 +1,10 @@
-// Nothing is ever half-written: temp file in the same directory, fsync, rename, fsync the directory.
-import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
-import { open, rename, unlink } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
-import { TEMP_MARKER } from "../defaults.ts";
+// Nothing is ever half-written: temp file in the same directory, fsync, rename, fsync the directory. The one
+// file's synchronous write is shared with the operator's half (src/atomic.ts); here, many files written at once.
+import { open } from "node:fs/promises";
+import { dirname } from "node:path";
+import { fillTemp, renameTemp, tempPathFor } from "../atomic.ts";
 
-/** A temporary name beside `path`, marked so a later start can sweep what a crash left. */
-export function tempPathFor(path: string): string {
-  return join(dirname(path), `.${basename(path)}${TEMP_MARKER}${randomBytes(4).toString("hex")}`);
-}
-
-export function isTempName(name: string): boolean {
-  return name.startsWith(".") && name.includes(TEMP_MARKER);
-}
-
-/**
- * Write `data` to `path` atomically and durably; `mode` is set before the rename so no reader sees it wider.
- * `syncDir` false leaves the rename to the next sync of its directory: a crash may then keep the file before
- * it, whole, never a torn one. Only for files that decide nothing (what the last apply did).
- */
-export function writeFileAtomicSync(
-  path: string,
-  data: string | Uint8Array,
-  mode = 0o600,
-  syncDir = true,
-): void {
-  const temp = tempPathFor(path);
-  const fd = openSync(temp, "wx", mode);
-  try {
-    writeAllSync(fd, typeof data === "string" ? Buffer.from(data) : data);
-    fsyncSync(fd);
-  } catch (e) {
-    closeSync(fd);
-    unlinkQuietSync(temp);
-    throw e;
-  }
-  closeSync(fd);
-  try {
-    renameSync(temp, path);
-  } catch (e) {
-    unlinkQuietSync(temp);
-    throw e;
-  }
-  if (syncDir) fsyncDirSync(dirname(path));
-}
+export { fsyncDirSync, isTempName, tempPathFor, writeFileAtomicSync } from "../atomic.ts";
 
 export interface AtomicWriteOptions {
   mode: number;
@@ -60,25 +21,8 @@ export async function writeFileAtomic(
   opts: AtomicWriteOptions,
 ): Promise<void> {
   const temp = tempPathFor(path);
-  const handle = await open(temp, "wx", opts.mode);
-  try {
-    await handle.writeFile(data);
-    // chmod explicitly: the umask may have narrowed the mode given to open
-    await handle.chmod(opts.mode);
-    if (opts.uid !== undefined || opts.gid !== undefined) await handle.chown(opts.uid ?? -1, opts.gid ?? -1);
-    await handle.sync();
-  } catch (e) {
-    await handle.close();
-    await unlink(temp).catch(() => {});
-    throw e;
-  }
-  await handle.close();
-  try {
-    await rename(temp, path);
-  } catch (e) {
-    await unlink(temp).catch(() => {});
-    throw e;
-  }
+  await fillTemp(await open(temp, "wx", opts.mode), temp, data, opts);
+  await renameTemp(temp, path);
   if (!opts.skipDirSync) await fsyncDirShared(dirname(path));
 }
 
@@ -125,27 +69,5 @@ export async function fsyncDir(dir: string): Promise<void> {
     await handle.sync();
   } finally {
     await handle.close();
-  }
-}
-
-export function fsyncDirSync(dir: string): void {
-  const fd = openSync(dir, "r");
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function writeAllSync(fd: number, data: Uint8Array): void {
-  let offset = 0;
-  while (offset < data.byteLength) offset += writeSync(fd, data, offset, data.byteLength - offset);
-}
-
-function unlinkQuietSync(path: string): void {
-  try {
-    unlinkSync(path);
-  } catch {
-    // already gone
   }
 }

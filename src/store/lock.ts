@@ -11,7 +11,7 @@ import {
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
-import { EMPTY_LOCK_GRACE_MS, LOCK_POLL_MS, LOCK_WAIT_MS } from "../defaults.ts";
+import { EMPTY_LOCK_GRACE_MS, LOCK_POLL_MS, LOCK_WAIT_MS, STATE_FILE_MODE } from "../defaults.ts";
 import { StateError } from "./state.ts";
 
 export interface Lock {
@@ -45,7 +45,7 @@ function holderAlive(content: string): boolean {
 function tryTake(path: string): boolean {
   let fd: number;
   try {
-    fd = openSync(path, "wx", 0o600);
+    fd = openSync(path, "wx", STATE_FILE_MODE);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "EEXIST") return false;
     throw e;

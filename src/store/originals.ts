@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import * as z from "zod";
+import { STATE_DIR_MODE, STATE_FILE_MODE } from "../defaults.ts";
 import { writeFileAtomicSync } from "./atomic.ts";
 import type { State } from "./state.ts";
 
@@ -55,8 +56,8 @@ export class StoreOriginals implements Originals {
   }
 
   private saveBlob(sha: string, bytes: Uint8Array): void {
-    mkdirSync(join(this.state.ensure().dir, "holds"), { recursive: true, mode: 0o700 });
-    if (!existsSync(this.blobPath(sha))) writeFileAtomicSync(this.blobPath(sha), bytes, 0o600);
+    mkdirSync(join(this.state.ensure().dir, "holds"), { recursive: true, mode: STATE_DIR_MODE });
+    if (!existsSync(this.blobPath(sha))) writeFileAtomicSync(this.blobPath(sha), bytes, STATE_FILE_MODE);
   }
 
   private saveIndex(): void {

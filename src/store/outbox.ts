@@ -4,7 +4,7 @@
 import { lstatSync, mkdirSync, readFileSync, renameSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import * as z from "zod";
-import { MAX_OUTBOX_ENTRY_BYTES } from "../defaults.ts";
+import { MAX_OUTBOX_ENTRY_BYTES, STATE_DIR_MODE, STATE_FILE_MODE } from "../defaults.ts";
 import { printable, Report } from "../vocabulary/index.ts";
 import { fsyncDirSync, writeFileAtomicSync } from "./atomic.ts";
 import type { State } from "./state.ts";
@@ -35,12 +35,16 @@ export class Outbox {
    * aside since the last report; the note goes once the report carrying it is on disk.
    */
   put(report: Report): string {
-    mkdirSync(this.dir(), { recursive: true, mode: 0o700 });
+    mkdirSync(this.dir(), { recursive: true, mode: STATE_DIR_MODE });
     const unsaid = this.state.readText(REJECTED_NOTE);
     const notes = unsaid?.split("\n").filter(Boolean) ?? [];
     const carried = notes.length ? { ...report, notes: [...(report.notes ?? []), ...notes] } : report;
     const name = nameFor();
-    writeFileAtomicSync(join(this.dir(), name), `${JSON.stringify({ format: 1, report: carried })}\n`, 0o600);
+    writeFileAtomicSync(
+      join(this.dir(), name),
+      `${JSON.stringify({ format: 1, report: carried })}\n`,
+      STATE_FILE_MODE,
+    );
     if (unsaid !== null) this.state.remove(REJECTED_NOTE);
     return name;
   }
@@ -91,7 +95,7 @@ export class Outbox {
   /** Moved aside, never deleted: a person may want to see what was there. The next report says so. */
   private reject(name: string, why: string): void {
     const aside = join(this.state.dir, REJECTED);
-    mkdirSync(aside, { recursive: true, mode: 0o700 });
+    mkdirSync(aside, { recursive: true, mode: STATE_DIR_MODE });
     try {
       renameSync(join(this.dir(), name), join(aside, name));
     } catch {

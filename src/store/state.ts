@@ -2,7 +2,7 @@
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import * as z from "zod";
-import { STATE_DIR_MODE, STATE_FORMAT } from "../defaults.ts";
+import { STATE_DIR_MODE, STATE_FILE_MODE, STATE_FORMAT } from "../defaults.ts";
 import { Membership, Mode, Report } from "../vocabulary/index.ts";
 import { isTempName, writeFileAtomicSync } from "./atomic.ts";
 import { deniedFault, faultLine } from "./faults.ts";
@@ -191,7 +191,7 @@ export class State {
   writeText(name: string, text: string, syncDir = true): void {
     this.ensure();
     try {
-      writeFileAtomicSync(this.path(name), text, 0o600, syncDir);
+      writeFileAtomicSync(this.path(name), text, STATE_FILE_MODE, syncDir);
     } catch (e) {
       throw stateFault(e);
     }

@@ -17,11 +17,12 @@ import {
   type Stats,
   unlinkSync,
 } from "node:fs";
-import { open, rename, unlink } from "node:fs/promises";
+import { open } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
+import { fillTemp, isTempName, renameTemp, tempPathFor } from "../atomic.ts";
 import { SYNC_READ_MAX_BYTES } from "../defaults.ts";
-import { fsyncDirShared, isTempName, tempPathFor } from "../store/index.ts";
+import { fsyncDirShared } from "../store/index.ts";
 import {
   at,
   ENTRY_HANDLE,
@@ -191,25 +192,13 @@ export async function writeFileAt(
     const handle = await open(at(dir, temp), CREATE_FLAGS, o.mode).catch((e) => {
       throw failure(path, "write", e);
     });
-    try {
-      await handle.writeFile(bytes);
-      // chmod on the fd: the umask may have narrowed the mode given to open
-      await handle.chmod(o.mode);
-      if (o.uid !== undefined || o.gid !== undefined) await handle.chown(o.uid ?? -1, o.gid ?? -1);
-      await handle.sync();
-    } catch (e) {
-      await handle.close();
-      await unlink(at(dir, temp)).catch(() => {});
+    await fillTemp(handle, at(dir, temp), bytes, o).catch((e) => {
       throw failure(path, "write", e);
-    }
-    await handle.close();
-    try {
-      // rename never follows its last component: a link planted at the name is replaced, not written through
-      await rename(at(dir, temp), at(dir, name));
-    } catch (e) {
-      await unlink(at(dir, temp)).catch(() => {});
+    });
+    // rename never follows its last component: a link planted at the name is replaced, not written through
+    await renameTemp(at(dir, temp), at(dir, name)).catch((e) => {
       throw failure(path, "write", e);
-    }
+    });
     // one fsync per directory for a batch of writers, keyed by the declared directory (the fd numbers differ)
     await fsyncDirShared(at(dir), `${root}\0${dirname(path)}`);
   } finally {

@@ -3,23 +3,9 @@
 // verbatim and be refused at create, after the old container was already gone.
 // Each schema is built on its first use (`z.lazy`, see resources.ts): only a declaration naming the type pays.
 import * as z from "zod";
-import { isIP, nameProblem, pathProblem } from "./names.ts";
+import { AbsPath, checkedString, isIP, Name, nameProblem, pathProblem } from "./names.ts";
 import type { Refusal } from "./refusal.ts";
 
-// Own copies of the one rule's schemas: resources.ts imports this module, so importing its constants back
-// would read them before they exist.
-const Name = z.lazy(() =>
-  z.string().superRefine((v, ctx) => {
-    const problem = nameProblem(v);
-    if (problem) ctx.addIssue({ code: "custom", message: problem });
-  }),
-);
-const AbsPath = z.lazy(() =>
-  z.string().superRefine((v, ctx) => {
-    const problem = pathProblem(v);
-    if (problem) ctx.addIssue({ code: "custom", message: problem });
-  }),
-);
 /** The runtimes refuse a one-character container or volume name. */
 const RuntimeName = z.lazy(() =>
   Name.refine((n) => n.length >= 2, "must be at least two characters (the runtime's rule)"),
@@ -54,12 +40,7 @@ export function subnetProblem(s: string): string | null {
   return null;
 }
 
-const Subnet = z.lazy(() =>
-  z.string().superRefine((v, ctx) => {
-    const problem = subnetProblem(v);
-    if (problem) ctx.addIssue({ code: "custom", message: problem });
-  }),
-);
+const Subnet = z.lazy(() => checkedString(subnetProblem));
 
 /** An address as a number, for subnet arithmetic; IPv4 and IPv6 (an embedded IPv4 tail included). */
 function addressBits(a: string): { v: 4 | 6; n: bigint } {
@@ -278,23 +259,50 @@ const RUNTIME_TYPES = new Set(["image", "network", "volume", "container"]);
  * container is reached), `restart_on` naming declared ids, one name per object, one runtime.
  */
 export function containerCrossChecks(resources: readonly { id: string; type: string }[]): Refusal[] {
-  const refusals: Refusal[] = [];
+  const x = crossIndex(resources);
+  return [
+    ...sharedNames(x.all),
+    ...mixedRuntimes(x.all),
+    ...x.all.flatMap((r) => [...loadOrder(r, x), ...(r.type === "container" ? containerRefs(r, x) : [])]),
+  ];
+}
+
+/** What the cross checks look things up in: the runtime's resources, and every one's place in the declaration. */
+interface CrossIndex {
+  all: RuntimeResource[];
+  networks: Map<string, NetworkResource>;
+  volumes: Map<string, VolumeResource>;
+  images: Map<string, ImageResource>;
+  /** A declared file's or directory's path, to the id that declares it. */
+  files: Map<string, string>;
+  ids: Set<string>;
+  /** Whether `other` is declared after `id`. */
+  after: (id: string, other: string | undefined) => boolean;
+}
+
+function crossIndex(resources: readonly { id: string; type: string }[]): CrossIndex {
   const all = resources.filter((r) => RUNTIME_TYPES.has(r.type)) as RuntimeResource[];
   const position = new Map(resources.map((r, i) => [r.id, i]));
-  const networks = new Map(all.flatMap((r) => (r.type === "network" ? [[r.name, r] as const] : [])));
-  const volumes = new Map(all.flatMap((r) => (r.type === "volume" ? [[r.name, r] as const] : [])));
-  const images = new Map(all.flatMap((r) => (r.type === "image" ? [[r.id, r] as const] : [])));
-  const files = new Map(
-    resources.flatMap((r) =>
-      (r.type === "file" || r.type === "directory") && "path" in r && typeof r.path === "string"
-        ? [[r.path, r.id] as const]
-        : [],
+  return {
+    all,
+    networks: new Map(all.flatMap((r) => (r.type === "network" ? [[r.name, r] as const] : []))),
+    volumes: new Map(all.flatMap((r) => (r.type === "volume" ? [[r.name, r] as const] : []))),
+    images: new Map(all.flatMap((r) => (r.type === "image" ? [[r.id, r] as const] : []))),
+    files: new Map(
+      resources.flatMap((r) =>
+        (r.type === "file" || r.type === "directory") && "path" in r && typeof r.path === "string"
+          ? [[r.path, r.id] as const]
+          : [],
+      ),
     ),
-  );
-  const ids = new Set(resources.map((r) => r.id));
-  const after = (id: string, other: string | undefined) =>
-    other !== undefined && (position.get(other) ?? -1) > (position.get(id) ?? -1);
+    ids: new Set(resources.map((r) => r.id)),
+    after: (id, other) => other !== undefined && (position.get(other) ?? -1) > (position.get(id) ?? -1),
+  };
+}
 
+/** Two networks, volumes or containers under one runtime name. */
+function sharedNames(all: readonly RuntimeResource[]): Refusal[] {
+  const refusals: Refusal[] = [];
   for (const type of ["network", "volume", "container"] as const) {
     const seen = new Map<string, string>();
     for (const r of all)
@@ -304,69 +312,77 @@ export function containerCrossChecks(resources: readonly { id: string; type: str
         seen.set(r.name, r.id);
       }
   }
+  return refusals;
+}
+
+/** One declaration, one runtime: each resource naming one is refused when they name more than one. */
+function mixedRuntimes(all: readonly RuntimeResource[]): Refusal[] {
   const runtimes = new Set(all.flatMap((r) => (r.runtime ? [r.runtime] : [])));
-  if (runtimes.size > 1)
-    for (const r of all)
-      if (r.runtime)
-        refusals.push({
-          id: r.id,
-          field: "runtime",
-          reason: `declarations name one runtime; this one names ${[...runtimes].join(" and ")}`,
-        });
-  for (const r of all) {
-    if (r.type === "image" && r.load && after(r.id, files.get(r.load)))
+  if (runtimes.size <= 1) return [];
+  return all.flatMap((r) =>
+    r.runtime
+      ? [
+          {
+            id: r.id,
+            field: "runtime",
+            reason: `declarations name one runtime; this one names ${[...runtimes].join(" and ")}`,
+          },
+        ]
+      : [],
+  );
+}
+
+/** An image loaded from a file the declaration writes only later. */
+function loadOrder(r: RuntimeResource, x: CrossIndex): Refusal[] {
+  if (r.type !== "image" || !r.load || !x.after(r.id, x.files.get(r.load))) return [];
+  return [{ id: r.id, field: "load", reason: `is written by "${x.files.get(r.load)}", declared after it` }];
+}
+
+/** What a container names (its image, networks, mounts, env files, restart_on) declared after it or not at all. */
+function containerRefs(r: ContainerResource, x: CrossIndex): Refusal[] {
+  const refusals: Refusal[] = [];
+  const image = x.images.get(r.image);
+  if (image && x.after(r.id, image.id))
+    refusals.push({ id: r.id, field: "image", reason: `names "${image.id}", declared after it` });
+  refusals.push(...(r.networks ?? []).flatMap((n, i) => networkRefs(r.id, n, i, x)));
+  (r.mounts ?? []).forEach((m, i) => {
+    const other = m.type === "volume" ? x.volumes.get(m.source)?.id : x.files.get(m.source);
+    if (x.after(r.id, other))
+      refusals.push({ id: r.id, field: `mounts.${i}.source`, reason: `is declared by "${other}", after it` });
+  });
+  (r.env_files ?? []).forEach((p, i) => {
+    if (x.after(r.id, x.files.get(p)))
       refusals.push({
         id: r.id,
-        field: "load",
-        reason: `is written by "${files.get(r.load)}", declared after it`,
+        field: `env_files.${i}`,
+        reason: `is written by "${x.files.get(p)}", declared after it`,
       });
-    if (r.type !== "container") continue;
-    const image = images.get(r.image);
-    if (image && after(r.id, image.id))
-      refusals.push({ id: r.id, field: "image", reason: `names "${image.id}", declared after it` });
-    (r.networks ?? []).forEach((n, i) => {
-      const net = networks.get(n.name);
-      if (!net) return;
-      if (after(r.id, net.id))
-        refusals.push({
-          id: r.id,
-          field: `networks.${i}.name`,
-          reason: `is network "${net.id}", declared after it`,
-        });
-      if (n.ip === undefined) return;
-      if (net.subnet === undefined)
-        refusals.push({
-          id: r.id,
-          field: `networks.${i}.ip`,
-          reason: `network "${n.name}" is declared without a subnet; a static address needs one`,
-        });
-      else if (!inSubnet(n.ip, net.subnet))
-        refusals.push({
-          id: r.id,
-          field: `networks.${i}.ip`,
-          reason: `${n.ip} is outside network "${n.name}"'s subnet ${net.subnet}`,
-        });
+  });
+  for (const ref of r.restart_on ?? [])
+    if (!x.ids.has(ref))
+      refusals.push({ id: r.id, field: "restart_on", reason: `names "${ref}", which is not declared` });
+  return refusals;
+}
+
+/** A container's network declared after it, or a static address its network cannot hold. */
+function networkRefs(id: string, n: { name: string; ip?: string }, i: number, x: CrossIndex): Refusal[] {
+  const net = x.networks.get(n.name);
+  if (!net) return [];
+  const refusals: Refusal[] = [];
+  if (x.after(id, net.id))
+    refusals.push({ id, field: `networks.${i}.name`, reason: `is network "${net.id}", declared after it` });
+  if (n.ip === undefined) return refusals;
+  if (net.subnet === undefined)
+    refusals.push({
+      id,
+      field: `networks.${i}.ip`,
+      reason: `network "${n.name}" is declared without a subnet; a static address needs one`,
     });
-    (r.mounts ?? []).forEach((m, i) => {
-      const other = m.type === "volume" ? volumes.get(m.source)?.id : files.get(m.source);
-      if (after(r.id, other))
-        refusals.push({
-          id: r.id,
-          field: `mounts.${i}.source`,
-          reason: `is declared by "${other}", after it`,
-        });
+  else if (!inSubnet(n.ip, net.subnet))
+    refusals.push({
+      id,
+      field: `networks.${i}.ip`,
+      reason: `${n.ip} is outside network "${n.name}"'s subnet ${net.subnet}`,
     });
-    (r.env_files ?? []).forEach((p, i) => {
-      if (after(r.id, files.get(p)))
-        refusals.push({
-          id: r.id,
-          field: `env_files.${i}`,
-          reason: `is written by "${files.get(p)}", declared after it`,
-        });
-    });
-    for (const ref of r.restart_on ?? [])
-      if (!ids.has(ref))
-        refusals.push({ id: r.id, field: "restart_on", reason: `names "${ref}", which is not declared` });
-  }
   return refusals;
 }

@@ -1,3 +1,6 @@
+// vocabulary: what the mesh and the node say to each other, as zod schemas (types are their `z.infer`) — the
+// envelope, the declaration and every resource type, the one rule for names and paths, refusals, sealing, the
+// enrolment code, and the names the protocol composes (subjects.ts). It imports no other layer.
 export * from "./code.ts";
 export * from "./declaration.ts";
 export * from "./envelope.ts";
@@ -7,4 +10,5 @@ export * from "./raw-keys.ts";
 export * from "./refusal.ts";
 export * from "./resources.ts";
 export * from "./seal.ts";
+export * from "./subjects.ts";
 export * from "./wire.ts";

@@ -1,4 +1,5 @@
 // The one rule for names and paths: checked on arrival and again before every removal.
+import * as z from "zod";
 
 /**
  * `net.isIP`, with node:net loaded at its first call rather than at start-up: only a declaration that names an
@@ -32,3 +33,14 @@ export function pathProblem(path: unknown): string | null {
   }
   return null;
 }
+
+/** A string schema refused in `problem`'s own words: how every rule here (and each type's own) meets zod. */
+export const checkedString = (problem: (v: string) => string | null) =>
+  z.string().superRefine((v, ctx) => {
+    const p = problem(v);
+    if (p) ctx.addIssue({ code: "custom", message: p });
+  });
+
+// built on first use, as every schema is (resources.ts says why)
+export const Name = z.lazy(() => checkedString(nameProblem));
+export const AbsPath = z.lazy(() => checkedString(pathProblem));

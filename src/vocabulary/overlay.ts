@@ -2,7 +2,7 @@
 // it is the node's overlay key, read from the state directory where the config is written.
 // Each schema is built on its first use (`z.lazy`, see resources.ts): only a declaration naming the type pays.
 import * as z from "zod";
-import { isIP, nameProblem } from "./names.ts";
+import { checkedString, isIP, Name, nameProblem } from "./names.ts";
 import type { Refusal } from "./refusal.ts";
 
 /** Where wg-quick reads `<if>.conf`, on the machine (a declared path under the root for writes). */
@@ -47,14 +47,8 @@ export function endpointProblem(value: unknown): string | null {
   return isIP(m[2]!) === 4 || HOST_NAME.test(m[2]!) ? null : `"${m[2]}" is not an address or a host name`;
 }
 
-const refined = (problem: (v: unknown) => string | null) =>
-  z.string().superRefine((v, ctx) => {
-    const p = problem(v);
-    if (p) ctx.addIssue({ code: "custom", message: p });
-  });
-
-export const InterfaceName = z.lazy(() => refined(interfaceNameProblem));
-export const Cidr = z.lazy(() => refined(cidrProblem));
+export const InterfaceName = z.lazy(() => checkedString(interfaceNameProblem));
+export const Cidr = z.lazy(() => checkedString(cidrProblem));
 /** A WireGuard public key: standard base64, padded, of its raw 32 bytes. */
 export const WireguardKey = z.lazy(() =>
   z.string().regex(/^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$/, "must be a WireGuard public key"),
@@ -64,7 +58,7 @@ export const Port = z.lazy(() => z.number().int().min(1).max(65535));
 export const OverlayPeer = z.lazy(() =>
   z.strictObject({
     public_key: WireguardKey,
-    endpoint: refined(endpointProblem).optional(),
+    endpoint: checkedString(endpointProblem).optional(),
     allowed_ips: z.array(Cidr).min(1, "must name at least one range"),
     keepalive_s: z.number().int().min(0).max(65535).optional(),
   }),
@@ -73,10 +67,7 @@ export const OverlayPeer = z.lazy(() =>
 export const OverlayResource = z.lazy(() =>
   z
     .strictObject({
-      id: z.string().superRefine((v, ctx) => {
-        const p = nameProblem(v);
-        if (p) ctx.addIssue({ code: "custom", message: p });
-      }),
+      id: Name,
       type: z.literal("overlay"),
       interface: InterfaceName,
       address: Cidr,

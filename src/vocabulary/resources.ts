@@ -4,18 +4,14 @@
 import * as z from "zod";
 import { ACTION_MAX_TIMEOUT_S } from "../defaults.ts";
 import { ContainerResource, ImageResource, NetworkResource, VolumeResource } from "./containers.ts";
-import { nameProblem, pathProblem } from "./names.ts";
+import { AbsPath, checkedString, Name, pathProblem } from "./names.ts";
+
+export { AbsPath, Name };
+
 import { OverlayResource } from "./overlay.ts";
 
 export * from "./containers.ts";
 export { configPath, interfaceNameProblem, OverlayResource, WIREGUARD_DIR } from "./overlay.ts";
-
-export const Name = z.lazy(() =>
-  z.string().superRefine((v, ctx) => {
-    const problem = nameProblem(v);
-    if (problem) ctx.addIssue({ code: "custom", message: problem });
-  }),
-);
 
 /**
  * A node's name meets the bus as one subject token (`mesh.declare.<n>`) and in a durable's name (`node-<n>`):
@@ -25,13 +21,6 @@ export const NodeName = z.lazy(() =>
   z
     .string()
     .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, "must match ^[a-z0-9][a-z0-9_-]{0,62}$ (a node name takes no dot)"),
-);
-
-export const AbsPath = z.lazy(() =>
-  z.string().superRefine((v, ctx) => {
-    const problem = pathProblem(v);
-    if (problem) ctx.addIssue({ code: "custom", message: problem });
-  }),
 );
 
 export const OctalMode = z.lazy(() =>
@@ -162,10 +151,7 @@ export const ServiceResource = z.lazy(() =>
   z.strictObject({
     ...base,
     type: z.literal("service"),
-    unit: z.string().superRefine((v, ctx) => {
-      const problem = unitNameProblem(v);
-      if (problem) ctx.addIssue({ code: "custom", message: problem });
-    }),
+    unit: checkedString(unitNameProblem),
     enabled: z.boolean().optional(),
     state: z.enum(["running", "stopped"]).optional(),
     restart_on: z.array(Name).optional(),
@@ -183,10 +169,7 @@ export const PackageResource = z.lazy(() =>
   z.strictObject({
     ...base,
     type: z.literal("package"),
-    name: z.string().superRefine((v, ctx) => {
-      const problem = packageNameProblem(v);
-      if (problem) ctx.addIssue({ code: "custom", message: problem });
-    }),
+    name: checkedString(packageNameProblem),
     /** Exact: pkgver-pkgrel ("1.2.3-1"), optionally with an epoch ("2:1.0-1"); without -pkgrel any release of it. */
     version: z
       .string()
@@ -224,10 +207,7 @@ export function programProblem(program: string | undefined): string | null {
 const BundleFile = z.lazy(() =>
   z
     .strictObject({
-      path: z.string().superRefine((v, ctx) => {
-        const problem = bundlePathProblem(v);
-        if (problem) ctx.addIssue({ code: "custom", message: problem });
-      }),
+      path: checkedString(bundlePathProblem),
       content: z.string().optional(),
       content_b64: z.base64("must be standard base64").optional(),
       mode: OctalMode.optional(),

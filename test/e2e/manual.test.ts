@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { bashCompletion, manPage, zshCompletion } from "../../src/cli/manual.ts";
-import { COMMANDS, FLAGS, flagsOf } from "../../src/cli/table.ts";
+import { COMMANDS, FLAGS, flagsOf, MESH_COMMANDS } from "../../src/cli/table.ts";
 import { runCli } from "../support/cli.ts";
 import { ensureSea, PACKAGE, REPO } from "../support/sea.ts";
 
@@ -92,6 +92,18 @@ describe("completions", () => {
     expect(complete("mesh-host", "genesis", "x", "--mode", "")).toEqual(["adopted", "converged"]);
     expect(complete("mesh-host", "help", "ins")).toEqual(["install-service"]);
     expect(complete("mesh-host", "apply", "packag")).toContain("package.json");
+  });
+
+  it("bash completes each operator's command's own flags from the same table, and a mesh directory", () => {
+    for (const spec of MESH_COMMANDS) {
+      const typed = ["mesh-host", "mesh", ...spec.name.split(" "), "--"];
+      const same = MESH_COMMANDS.filter((c) => c.name.split(" ")[0] === spec.name.split(" ")[0]);
+      const want = [...new Set(same.flatMap((c) => flagsOf(c).map((f) => `--${f.name}`)))].sort();
+      expect(complete(...typed).sort(), spec.name).toEqual(want);
+    }
+    expect(complete("mesh-host", "mesh", "push", "--wa")).toEqual(["--wait-s"]);
+    expect(complete("mesh-host", "mesh", "init", "--ti")).toEqual([]);
+    expect(complete("mesh-host", "mesh", "move", "x", "--to", "tes")).toEqual(["test"]);
   });
 
   it("zsh's names every command and every flag", () => {

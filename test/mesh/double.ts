@@ -21,7 +21,6 @@ import {
   membershipOf,
   refusedAnswer,
   reply,
-  STREAM_SUBJECTS,
   sealedAnswer,
 } from "../../src/mesh/index.ts";
 import {
@@ -34,6 +33,7 @@ import {
   makeMeshKey,
   type Report,
   Report as ReportSchema,
+  STREAM_SUBJECTS,
   signEnvelope,
 } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS } from "../support/events.ts";

@@ -101,8 +101,8 @@ export function sourceFiles(dir = "src"): string[] {
   return out.sort();
 }
 
-function parse(path: string): ts.SourceFile {
-  return ts.createSourceFile(path, readFileSync(join(ROOT, path), "utf8"), ts.ScriptTarget.Latest, true);
+function parse(path: string, text = readFileSync(join(ROOT, path), "utf8")): ts.SourceFile {
+  return ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true);
 }
 
 /** What `path` imports: static imports, re-exports and `import("…")`, resolved to paths from the root. */
@@ -213,4 +213,50 @@ export function typeTagsIn(path: string, types: ReadonlySet<string>): Set<string
   };
   visit(src);
   return found;
+}
+
+/**
+ * Where `path` names a timeout of its own instead of src/defaults.ts's: a `const X_MS =` or `X_S =` declared
+ * here, or a setTimeout/setInterval whose delay is a number written in place (literals only, no name in it).
+ * Each as "path const NAME" or "path setTimeout(…, 20)" (no line numbers: they move). `text` stands in for the
+ * file's own, so a test can show the rule a synthetic module.
+ */
+export function ownTimeouts(path: string, text?: string): string[] {
+  const src = parse(path, text);
+  const out: string[] = [];
+  const literalOnly = (e: ts.Node): boolean =>
+    ts.isNumericLiteral(e) ||
+    (ts.isParenthesizedExpression(e) && literalOnly(e.expression)) ||
+    (ts.isBinaryExpression(e) && literalOnly(e.left) && literalOnly(e.right));
+  const visit = (n: ts.Node) => {
+    if (
+      ts.isVariableDeclaration(n) &&
+      ts.isIdentifier(n.name) &&
+      /^[A-Z][A-Z0-9_]*_(MS|S)$/.test(n.name.text)
+    )
+      out.push(`${path} const ${n.name.text}`);
+    if (
+      ts.isCallExpression(n) &&
+      ts.isIdentifier(n.expression) &&
+      (n.expression.text === "setTimeout" || n.expression.text === "setInterval") &&
+      n.arguments[1] &&
+      literalOnly(n.arguments[1])
+    )
+      out.push(`${path} ${n.expression.text}(…, ${n.arguments[1].getText(src)})`);
+    ts.forEachChild(n, visit);
+  };
+  visit(src);
+  return out;
+}
+
+/** Where `path` writes a file or directory mode as a number in place (`0o600`) instead of naming it in src/defaults.ts. */
+export function ownModes(path: string, text?: string): string[] {
+  const src = parse(path, text);
+  const out = new Set<string>();
+  const visit = (n: ts.Node) => {
+    if (ts.isNumericLiteral(n) && /^0o[0-7]{3}$/i.test(n.getText(src))) out.add(`${path} ${n.getText(src)}`);
+    ts.forEachChild(n, visit);
+  };
+  visit(src);
+  return [...out];
 }

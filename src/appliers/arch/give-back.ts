@@ -15,7 +15,8 @@ import {
   writeRegular,
 } from "../../system/arch/index.ts";
 import { underRoot } from "../../system/index.ts";
-import type { DecideContext, RecordBase, Step } from "../types.ts";
+import { thrownLine } from "../step.ts";
+import type { DecideContext, Exec, RecordBase, Step } from "../types.ts";
 
 /** What the host found the first time it touched a unit, one property at a time: kept, never overwritten. */
 export interface ServiceFound {
@@ -207,15 +208,7 @@ export async function giveBack(plan: GiveBack, ctx: DecideContext): Promise<{ ok
       );
       await originals.release(path);
     }
-    if (plan.reload) {
-      const why = await systemctl(exec, "daemon-reload");
-      if (why) return fail(why);
-    }
-    for (const verb of plan.after) {
-      const why = await systemctl(exec, verb, "--", unit);
-      if (why) return fail(why);
-    }
-    const back = await showUnit(exec, unit);
+    const back = await reloadRunShow(exec, unit, plan.reload, plan.after);
     if (typeof back === "string") return fail(back);
     const wrong =
       (plan.owned || plan.before.includes("stop")) && isActive(back.active)
@@ -231,6 +224,27 @@ export async function giveBack(plan: GiveBack, ctx: DecideContext): Promise<{ ok
       detail: `${plan.detail}; read back ${back.load}, ${back.file || "no file state"}, ${back.active}`,
     };
   } catch (e) {
-    return fail(`${(e as NodeJS.ErrnoException).code ?? "error"}: ${(e as Error).message.split("\n")[0]}`);
+    return fail(thrownLine(e));
   }
+}
+
+/**
+ * A daemon-reload when `reload` (so the unit is read as it is now on disk), then each verb on `unit`, then the unit
+ * as systemd has it afterwards: or why not.
+ */
+export async function reloadRunShow(
+  exec: Exec,
+  unit: string,
+  reload: boolean,
+  verbs: readonly string[],
+): Promise<UnitState | string> {
+  if (reload) {
+    const why = await systemctl(exec, "daemon-reload");
+    if (why) return why;
+  }
+  for (const verb of verbs) {
+    const why = await systemctl(exec, verb, "--", unit);
+    if (why) return why;
+  }
+  return showUnit(exec, unit);
 }

@@ -12,7 +12,7 @@ import {
 } from "../../system/arch/index.ts";
 import type { PackageResource } from "../../vocabulary/index.ts";
 import { packageNameProblem } from "../../vocabulary/index.ts";
-import { executeBy, failsAgain, stepsOf } from "../step.ts";
+import { executeBy, failedKeeping, failsAgain, forgets, keepsHeld, recorded, stepsOf } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
 
 export interface PackageRecord extends RecordBase {
@@ -89,16 +89,14 @@ function holdStep(
 
 /** One executor per action of PackageStep. */
 const executors: Executors<PackageStep, PackageResource, PackageRecord> = {
-  record: async (s) => ({ did: s.did, detail: s.detail, record: s.data.record }),
+  record: recorded,
   install: async (s, _wanted, record, ctx) => install(s, s.data, record, ctx),
-  hold: async (s, _wanted, record, ctx) => hold(s, s.data, record, ctx),
+  hold: async (s, _wanted, record, ctx) => keepsHeld(s, givePrevious(s.data.previous, record, ctx)),
   remove: async (s, _wanted, record, ctx) => {
     const gone = await remove(s.data.name, ctx);
-    return gone
-      ? { did: "failed", detail: gone, record: record ?? null }
-      : { did: "removed", detail: s.detail, record: null };
+    return gone ? failedKeeping(gone, record) : { did: "removed", detail: s.detail, record: null };
   },
-  forget: async (s) => ({ did: s.did, detail: s.detail, record: null }),
+  forget: forgets,
   fail: failsAgain,
   refuse: failsAgain,
 };
@@ -199,23 +197,15 @@ async function remove(name: string, ctx: DecideContext): Promise<string | null> 
   return typeof back === "string" ? back : `${name} ${back.version} is still installed after pacman -R`;
 }
 
-/** The package this id named before, removed if the mesh installed it; null when done, else why not. */
-async function givePrevious(previous: PackageRecord | undefined, ctx: DecideContext): Promise<string | null> {
-  if (previous?.found.installed !== false) return null;
-  const why = await remove(previous.name, ctx);
-  return why ? `giving back ${previous.name} failed: ${why}` : null;
-}
-
-/** A held package is left as found; only an id that named another package gives that one back first. */
-async function hold(
-  s: PackageStep,
-  data: HoldData,
+/** The package this id named before, removed first if the mesh installed it: the failure of that, or null. */
+async function givePrevious(
+  previous: PackageRecord | undefined,
   old: PackageRecord | undefined,
   ctx: DecideContext,
-): Promise<Executed<PackageRecord>> {
-  const why = await givePrevious(data.previous, ctx);
-  if (why) return { did: "failed", detail: why, record: old ?? null };
-  return { did: s.did, detail: s.detail, record: data.record };
+): Promise<Executed<PackageRecord> | null> {
+  if (previous?.found.installed !== false) return null;
+  const why = await remove(previous.name, ctx);
+  return why ? failedKeeping(`giving back ${previous.name} failed: ${why}`, old) : null;
 }
 
 /** `pacman -S` the target and read it back with `pacman -Q`; the record (what was found) is kept whatever happens. */
@@ -227,8 +217,8 @@ async function install(
 ): Promise<Executed<PackageRecord>> {
   const { exec } = ctx.ports;
   const { name, target, version, record } = data;
-  const why = await givePrevious(data.previous, ctx);
-  if (why) return { did: "failed", detail: why, record: old ?? null };
+  const gone = await givePrevious(data.previous, old, ctx);
+  if (gone) return gone;
   const r = await pacman(exec, ["-S", "--noconfirm", "--needed", "--", target], PACMAN_CHANGE_TIMEOUT_MS);
   if (r.code !== 0) return { did: "failed", detail: `pacman -S ${target}: ${pacmanError(r)}`, record };
   const back = await queryPackage(exec, name);

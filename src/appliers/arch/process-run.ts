@@ -64,18 +64,15 @@ export type ProcessStep =
   | StepOf<"hold", HoldData>
   | StepOf<"forget" | "fail" | "refuse">;
 
-/** A held process is left as it is; only an id renamed off a process of the mesh's removes that one first. */
-export async function holdProcess(
-  s: ProcessStep,
-  data: HoldData,
+/** The process this id named before (renamed off one of the mesh's), removed first: the failure of that, or null. */
+export async function previousGone(
+  previous: RemoveData | undefined,
   old: ProcessRecord | undefined,
   ctx: DecideContext,
-): Promise<Executed<ProcessRecord>> {
-  if (data.previous) {
-    const gone = await removeProcess(data.previous, old, ctx);
-    if (gone.did === "failed") return gone;
-  }
-  return { did: s.did, detail: s.detail, record: data.record };
+): Promise<Executed<ProcessRecord> | null> {
+  if (!previous) return null;
+  const gone = await removeProcess(previous, old, ctx);
+  return gone.did === "failed" ? gone : null;
 }
 
 export async function applyProcess(
@@ -100,10 +97,8 @@ export async function applyProcess(
     if (why)
       return failed(`${why}; nothing was stopped or replaced, and the unit systemd runs stays as it was`);
   }
-  if (data.previous) {
-    const gone = await removeProcess(data.previous, old, ctx);
-    if (gone.did === "failed") return gone;
-  }
+  const gone = await previousGone(data.previous, old, ctx);
+  if (gone) return gone;
   for (const verb of data.before) {
     const why = await systemctl(exec, ...verb);
     if (why) return failed(why);

@@ -17,15 +17,15 @@ import {
 } from "../../system/arch/index.ts";
 import { entryAt, octal, placeProblem, sha256 } from "../../system/index.ts";
 import { bundlePathProblem, nameProblem, type ProcessResource } from "../../vocabulary/index.ts";
-import { executeBy, failsAgain, stepsOf } from "../step.ts";
+import { executeBy, failsAgain, forgets, keepsHeld, stepsOf, thrownLine } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors } from "../types.ts";
 import {
   type ApplyData,
   applyProcess,
   type FileWrite,
   type HoldData,
-  holdProcess,
   type ProcessStep,
+  previousGone,
   type RemoveData,
   removeProcess,
 } from "./process-run.ts";
@@ -199,8 +199,8 @@ function applyDetail(data: ApplyData): string {
 const run = executeBy<ProcessStep, ProcessResource, ProcessRecord>({
   apply: (s, _wanted, record, ctx) => applyProcess(s, s.data, record, ctx),
   remove: (s, _wanted, record, ctx) => removeProcess(s.data, record, ctx),
-  hold: (s, _wanted, record, ctx) => holdProcess(s, s.data, record, ctx),
-  forget: async (s) => ({ did: s.did, detail: s.detail, record: null }),
+  hold: (s, _wanted, record, ctx) => keepsHeld(s, previousGone(s.data.previous, record, ctx)),
+  forget: forgets,
   fail: failsAgain,
   refuse: failsAgain,
 } satisfies Executors<ProcessStep, ProcessResource, ProcessRecord>);
@@ -301,7 +301,7 @@ export const processApplier: Applier<ProcessResource, ProcessRecord, ProcessStep
     } catch (e) {
       return {
         did: "failed",
-        detail: `${(e as NodeJS.ErrnoException).code ?? "error"}: ${(e as Error).message.split("\n")[0]}`,
+        detail: thrownLine(e),
         // a write that failed half way: the record still names every file either apply may have written
         record: s.action === "apply" ? s.data.intent : (record ?? null),
       };

@@ -8,7 +8,6 @@ import {
   isEnabled,
   readRegular,
   showUnit,
-  systemctl,
   type UnitState,
   unitPath,
   unitsProblem,
@@ -17,13 +16,14 @@ import {
 import { sha256 } from "../../system/index.ts";
 import type { ServiceResource } from "../../vocabulary/index.ts";
 import { unitNameProblem } from "../../vocabulary/index.ts";
-import { executeBy, failsAgain, stepsOf } from "../step.ts";
+import { executeBy, failedKeeping, failsAgain, keepsHeld, stepsOf, thrownLine } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, StepOf } from "../types.ts";
 import {
   foundLine,
   type GiveBack,
   giveBack,
   planGiveBack,
+  reloadRunShow,
   type ServiceFound,
   type ServiceRecord,
 } from "./give-back.ts";
@@ -169,7 +169,7 @@ function describe(
 /** One executor per action of ServiceStep. */
 const executors: Executors<ServiceStep, ServiceResource, ServiceRecord> = {
   apply: async (s, _wanted, record, ctx) => applyUnit(s, s.data, record, ctx),
-  hold: async (s, _wanted, record, ctx) => holdUnit(s, s.data, record, ctx),
+  hold: async (s, _wanted, record, ctx) => keepsHeld(s, movedBack(s.data.moved, record, ctx)),
   "give-back": async (s, _wanted, record, ctx) => {
     const done = await giveBack(s.data, ctx);
     return {
@@ -267,18 +267,15 @@ export const serviceApplier: Applier<ServiceResource, ServiceRecord, ServiceStep
   execute: executeBy(executors),
 };
 
-/** A held unit is left as it is; only an id moved off another unit gives that one back first. */
-async function holdUnit(
-  s: ServiceStep,
-  data: HoldData,
+/** The unit this id named before (moved to another unit), given back first: the failure of that, or null. */
+async function movedBack(
+  moved: GiveBack | undefined,
   old: ServiceRecord | undefined,
   ctx: DecideContext,
-): Promise<Executed<ServiceRecord>> {
-  if (data.moved) {
-    const back = await giveBack(data.moved, ctx);
-    if (!back.ok) return { did: "failed", detail: back.detail, record: old ?? null };
-  }
-  return { did: s.did, detail: s.detail, record: data.record };
+): Promise<Executed<ServiceRecord> | null> {
+  if (!moved) return null;
+  const back = await giveBack(moved, ctx);
+  return back.ok ? null : failedKeeping(back.detail, old);
 }
 
 /** Carry out a decided apply. The record (with what was found) is returned whatever fails, so it is never lost. */
@@ -297,10 +294,8 @@ async function applyUnit(
     record,
   });
   try {
-    if (data.moved) {
-      const back = await giveBack(data.moved, ctx);
-      if (!back.ok) return { did: "failed", detail: back.detail, record: old ?? null };
-    }
+    const movedFailed = await movedBack(data.moved, old, ctx);
+    if (movedFailed) return movedFailed;
     // systemd's verdict on the new file before it replaces the one it runs: refused, nothing is touched
     if (data.write) {
       const why = await unitsProblem(root, exec, { [unit]: data.write.content });
@@ -314,15 +309,7 @@ async function applyUnit(
       record.file = { created: data.write.created, wrote: data.write.sha };
     }
     // the unit is read only after the reload that loads what was just written
-    if (data.reload) {
-      const why = await systemctl(exec, "daemon-reload");
-      if (why) return failed(why);
-    }
-    for (const verb of data.verbs) {
-      const why = await systemctl(exec, verb, "--", unit);
-      if (why) return failed(why);
-    }
-    const back = await showUnit(exec, unit);
+    const back = await reloadRunShow(exec, unit, data.reload, data.verbs);
     if (typeof back === "string") return failed(back);
     const wrong = readBackProblem(back, data.record.declared ?? {});
     if (wrong) return failed(`read back ${wrong}`);
@@ -332,7 +319,7 @@ async function applyUnit(
       record,
     };
   } catch (e) {
-    return failed(`${(e as NodeJS.ErrnoException).code ?? "error"}: ${(e as Error).message.split("\n")[0]}`);
+    return failed(thrownLine(e));
   }
 }
 

@@ -19,8 +19,9 @@ import {
   setOnHandle,
 } from "../../system/index.ts";
 import type { DirectoryResource } from "../../vocabulary/index.ts";
-import { executeBy, failsAgain, stepsOf } from "../step.ts";
+import { executeBy, failsAgain, forgets, keeps, stepsOf } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
+import { type Claim, claimOf } from "./claim.ts";
 
 export interface DirectoryRecord extends RecordBase {
   type: "directory";
@@ -75,7 +76,7 @@ const pathOf = (wanted: DirectoryResource | undefined, record: DirectoryRecord |
 const executors: Executors<DirectoryStep, DirectoryResource, DirectoryRecord> = {
   make: async (step, wanted, _record, ctx) => makeAndReadBack(step, wanted!, ctx),
   adopt: async (step, wanted, _record, ctx) => makeAndReadBack(step, wanted!, ctx),
-  none: async (step, _wanted, record) => ({ did: step.did, detail: step.detail, record: record ?? null }),
+  none: keeps,
   remove: async (step, wanted, record, ctx) => {
     const path = pathOf(wanted, record);
     if (removeDirAt(ctx.ports.root, path) === "not-empty")
@@ -90,7 +91,7 @@ const executors: Executors<DirectoryStep, DirectoryResource, DirectoryRecord> = 
     chmodDirAt(ctx.ports.root, pathOf(wanted, record), step.data);
     return { did: "restored", detail: step.detail, record: null };
   },
-  forget: async (step) => ({ did: step.did, detail: step.detail, record: null }),
+  forget: forgets,
   refuse: failsAgain,
 };
 
@@ -113,7 +114,7 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord, Direc
     const mode = parseMode(wanted.mode);
     const purge = wanted.purge ? unmanagedEntries(root, wanted.path, ctx.declaredPaths) : [];
     // a path another id recorded is the mesh's already: never taken as found
-    const prior = record ?? (ctx.claimed?.(wanted.path, wanted.id) as DirectoryRecord | undefined);
+    const prior: Claim | undefined = record ?? claimOf(ctx, wanted.path, wanted.id);
     const intent: DirectoryRecord = {
       type: "directory",
       path: wanted.path,

@@ -13,8 +13,9 @@ import {
   writeFileAt,
 } from "../../system/index.ts";
 import type { FileResource } from "../../vocabulary/index.ts";
-import { executeBy, failsAgain, stepsOf } from "../step.ts";
+import { executeBy, failsAgain, forgets, keeps, stepsOf } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
+import { type Claim, claimOf } from "./claim.ts";
 import { fileDiff } from "./file-diff.ts";
 
 export interface FileRecord extends RecordBase {
@@ -81,12 +82,7 @@ const step = stepsOf<FileStep>("file");
 const refuse = (wanted: { id: string }, detail: string) => step(wanted.id, "failed", "refuse", detail);
 
 /** Which word describes writing over what is there: put back, changed by the mesh, or made. */
-function writeDid(
-  found: Found | null,
-  record: FileRecord | undefined,
-  sha: string,
-  mode: string | undefined,
-) {
+function writeDid(found: Found | null, record: Claim | undefined, sha: string, mode: string | undefined) {
   // a pending record is one an interrupted apply journalled and never wrote: nothing was there to repair
   if (record && !record.pending && record.wrote === sha && record.mode === mode) return "repaired" as const;
   return found || record?.created === false ? ("updated" as const) : ("created" as const);
@@ -94,7 +90,7 @@ function writeDid(
 
 /** One executor per action of FileStep. */
 const executors: Executors<FileStep, FileResource, FileRecord> = {
-  none: async (step, _wanted, record) => ({ did: step.did, detail: step.detail, record: record ?? null }),
+  none: keeps,
   claim: async (step) => ({ did: "unchanged", detail: step.detail, record: step.data.intent }),
   adopt: async (step, wanted, record, ctx) => {
     const path = pathOf(wanted, record);
@@ -108,7 +104,7 @@ const executors: Executors<FileStep, FileResource, FileRecord> = {
     return { did: "removed", detail: step.detail, record: null };
   },
   restore: async (step, wanted, record, ctx) => restoreOriginal(step, pathOf(wanted, record), ctx),
-  forget: async (step) => ({ did: step.did, detail: step.detail, record: null }),
+  forget: forgets,
   refuse: failsAgain,
 };
 
@@ -158,7 +154,7 @@ export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
       (ids.uid === undefined || ids.uid === found.uid) &&
       (ids.gid === undefined || ids.gid === found.gid);
     // a path another id recorded is the mesh's already: never taken as found
-    const prior = record ?? (ctx.claimed?.(wanted.path, wanted.id) as FileRecord | undefined);
+    const prior: Claim | undefined = record ?? claimOf(ctx, wanted.path, wanted.id);
     if (matches) {
       // found already right and never recorded: take it over (holding it) without writing
       // a record that does not say what is there (a kill after the write, before the records were saved) is set right

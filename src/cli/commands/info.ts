@@ -1,6 +1,7 @@
 // `status`: what this node holds, and whether all is well with it.
+import * as z from "zod";
 import { moveInProgress, Outbox, type Records, type RunFile, readRun } from "../../store/index.ts";
-import type { Report } from "../../vocabulary/index.ts";
+import { Membership, type Report } from "../../vocabulary/index.ts";
 import type { Context } from "../context.ts";
 import { writeJson, writeOut } from "../output.ts";
 import { overlayStatus, overlayStatusLines } from "./overlay.ts";
@@ -91,20 +92,26 @@ function heldOf(records: Records): { id: string; type: string; name: string }[] 
   });
 }
 
-/** The bus a node is on, never its password. */
-function readMembershipSummary(
-  ctx: Context,
-): { servers: string[]; user: string; fingerprint: string } | null {
+/** The bus a node is on, never its password: the only fields of the membership status reads (built on first use). */
+const BusSummary = z.lazy(() =>
+  Membership.unwrap().pick({ servers: true, user: true, fingerprint: true }).strip(),
+);
+/** membership.json as the host writes it (`{format, membership}`), or the membership bare. */
+const MembershipText = z.lazy(() => z.union([z.object({ membership: BusSummary }), BusSummary]));
+
+/** The bus a node is on, never its password; null when the node has no membership status can read. */
+function readMembershipSummary(ctx: Context): z.infer<typeof BusSummary> | null {
   const text = ctx.state.readText("membership.json");
   if (!text) return null;
+  let json: unknown;
   try {
-    const m = JSON.parse(text) as { membership?: { servers: string[]; user: string; fingerprint: string } };
-    const { servers, user, fingerprint } =
-      m.membership ?? (m as unknown as { servers: string[]; user: string; fingerprint: string });
-    return { servers, user, fingerprint };
+    json = JSON.parse(text);
   } catch {
     return null;
   }
+  const m = MembershipText.safeParse(json);
+  if (!m.success) return null;
+  return "membership" in m.data ? m.data.membership : m.data;
 }
 
 export function statusCommand(ctx: Context): number {

@@ -14,10 +14,13 @@ import { ADMIN_UNIT_PATH, launcherText, PACKAGED_PATHS, unitTextWith } from "../
 import {
   DEFAULT_ROOT,
   DRIFT_S,
+  EXECUTABLE_MODE,
   HEARTBEAT_S,
   MOVE_GRACE_S,
+  PACKAGE_DIR_MODE,
   REDIAL_SPREAD_S,
   STATE_DIR_MODE,
+  UNIT_FILE_MODE,
 } from "../../defaults.ts";
 import { acquireLock, fsyncDirSync, tempPathFor, writeFileAtomicSync } from "../../store/index.ts";
 import { underRoot } from "../../system/index.ts";
@@ -33,7 +36,7 @@ function installBinary(target: string): boolean {
   if (self === target) return true;
   const temp = tempPathFor(target);
   copyFileSync(self, temp);
-  chmodSync(temp, 0o755);
+  chmodSync(temp, EXECUTABLE_MODE);
   const fd = openSync(temp, "r");
   fsyncSync(fd);
   closeSync(fd);
@@ -95,14 +98,14 @@ export async function installServiceCommand(ctx: Context): Promise<number> {
   try {
     const written: string[] = [];
     for (const [path, text, mode] of [
-      [PACKAGED_PATHS.launcher, launcherText(), 0o755],
-      [ADMIN_UNIT_PATH, unitTextWith(runArgs), 0o644],
+      [PACKAGED_PATHS.launcher, launcherText(), EXECUTABLE_MODE],
+      [ADMIN_UNIT_PATH, unitTextWith(runArgs), UNIT_FILE_MODE],
     ] as const) {
-      mkdirSync(dirname(at(path)), { recursive: true, mode: 0o755 });
+      mkdirSync(dirname(at(path)), { recursive: true, mode: PACKAGE_DIR_MODE });
       writeFileAtomicSync(at(path), text, mode);
       written.push(path);
     }
-    mkdirSync(dirname(at(PACKAGED_PATHS.bin)), { recursive: true, mode: 0o755 });
+    mkdirSync(dirname(at(PACKAGED_PATHS.bin)), { recursive: true, mode: PACKAGE_DIR_MODE });
     const copied = installBinary(at(PACKAGED_PATHS.bin));
     if (copied) written.push(PACKAGED_PATHS.bin);
     if (!existsSync(at(PACKAGED_PATHS.state)))

@@ -25,6 +25,47 @@ import { writeJson, writeOut } from "../output.ts";
 const TOLD = "overlay-rekey.json";
 
 export async function overlayCommand(ctx: Context): Promise<number> {
+  const { iface, membership, node } = takeAsked(ctx);
+  // the bus client is loaded here, not at the top: `status` reads this file and must start without it
+  const { signRekey, tellRekey } = await import("../../link/rekey.ts");
+  const lock = await acquireLock(ctx.state.ensure().dir);
+  try {
+    const t = await tunnelToTake(ctx, iface);
+    const told = readTold(ctx);
+    const written = t.current === t.taken;
+    if (written && told?.taken !== t.taken) {
+      // the key was taken at enrolment: the question carried it and the tunnel, so there is nothing to tell
+      say(
+        ctx,
+        { node, interface: iface, taken: t.taken, told: null, written: false },
+        `${iface}'s key is already this node's overlay key (taken at enrolment): nothing to tell`,
+      );
+      return 0;
+    }
+    // the same message again when only the write was left undone; otherwise a fresh one over the key left
+    const rekey: Rekey =
+      told && told.taken === t.taken && (written || told.left === t.current)
+        ? told
+        : signRekey({ v: 1, node, left: t.current, taken: t.taken, tunnel: t.tunnel }, t.identityKey);
+    const said = await tellRekey(membership, rekey);
+    if (!said.ok) {
+      process.stderr.write(
+        `mesh-host: ${said.reason}; nothing was written: run it again once the bus is there\n`,
+      );
+      return 1;
+    }
+    ctx.state.writeVersioned(TOLD, { rekey, seq: said.seq, at: new Date().toISOString() });
+    if (!written) saveKey(ctx.state.dir, "overlay", t.pair);
+    ctx.log.info({ interface: iface, seq: said.seq }, "overlay key taken; the mesh was told");
+    sayTaken(ctx, { node, iface, rekey, said, written });
+    return 0;
+  } finally {
+    lock.release();
+  }
+}
+
+/** The interface `overlay take` was asked for, and the enrolment it is told under: refused in one line else. */
+function takeAsked(ctx: Context) {
   const [verb, ...extra] = ctx.args.positionals;
   if (verb !== "take" || extra.length)
     throw new UsageError("usage: mesh-host overlay take --tunnel <interface>");
@@ -39,69 +80,55 @@ export async function overlayCommand(ctx: Context): Promise<number> {
     throw new UsageError(
       "this node is not enrolled: `mesh-host enrol` (the code on standard input) takes a tunnel found then",
     );
-  // the bus client is loaded here, not at the top: `status` reads this file and must start without it
-  const { signRekey, tellRekey } = await import("../../link/rekey.ts");
-  const lock = await acquireLock(ctx.state.ensure().dir);
-  try {
-    if (meshInterfaces(ctx.state.readRecords().records).has(iface))
-      throw new UsageError(`${iface} is the mesh's own interface, not a tunnel to take`);
-    const keys = loadKeys(ctx.state.dir);
-    if (!keys.ok) throw new UsageError(keys.reason);
-    const found = await readTunnel(localExec(), ctx.args.root, iface);
-    if (typeof found === "string") throw new UsageError(`cannot take ${iface}: ${found}`);
-    const pair = overlayKeyFromB64(found.privateKey);
-    if (!pair) throw new UsageError(`cannot take ${iface}: its private key is not a WireGuard key`);
-    const taken = publicB64(pair.publicKey);
-    const current = publicB64(keys.keys.overlay.publicKey);
-    const told = readTold(ctx);
-    const written = current === taken;
-    if (written && told?.taken !== taken) {
-      // the key was taken at enrolment: the question carried it and the tunnel, so there is nothing to tell
-      say(
-        ctx,
-        { node: node.node, interface: iface, taken, told: null, written: false },
-        `${iface}'s key is already this node's overlay key (taken at enrolment): nothing to tell`,
-      );
-      return 0;
-    }
-    // the same message again when only the write was left undone; otherwise a fresh one over the key left
-    const rekey: Rekey =
-      told && told.taken === taken && (written || told.left === current)
-        ? told
-        : signRekey(
-            { v: 1, node: node.node, left: current, taken, tunnel: found.tunnel },
-            keys.keys.identity.privateKey,
-          );
-    const said = await tellRekey(membership, rekey);
-    if (!said.ok) {
-      process.stderr.write(
-        `mesh-host: ${said.reason}; nothing was written: run it again once the bus is there\n`,
-      );
-      return 1;
-    }
-    ctx.state.writeVersioned(TOLD, { rekey, seq: said.seq, at: new Date().toISOString() });
-    if (!written) saveKey(ctx.state.dir, "overlay", pair);
-    ctx.log.info({ interface: iface, seq: said.seq }, "overlay key taken; the mesh was told");
-    const t = rekey.tunnel;
-    say(
-      ctx,
-      {
-        node: node.node,
-        interface: iface,
-        taken,
-        left: rekey.left,
-        tunnel: t,
-        told: { seq: said.seq, duplicate: said.duplicate },
-        written: !written,
-      },
-      written
-        ? `${iface}'s key was already this node's overlay key; the mesh was told again (REKEY message ${said.seq}${said.duplicate ? ", the same one" : ""})`
-        : `took ${iface}'s key as this node's overlay key (${t.address || "no address"}; ${facts(t)}); the mesh was told first (REKEY message ${said.seq})`,
-    );
-    return 0;
-  } finally {
-    lock.release();
-  }
+  return { iface, membership, node: node.node };
+}
+
+/** The found tunnel's key pair and facts, with the node's keys beside them; refused when it is not one to take. */
+async function tunnelToTake(ctx: Context, iface: string) {
+  if (meshInterfaces(ctx.state.readRecords().records).has(iface))
+    throw new UsageError(`${iface} is the mesh's own interface, not a tunnel to take`);
+  const keys = loadKeys(ctx.state.dir);
+  if (!keys.ok) throw new UsageError(keys.reason);
+  const found = await readTunnel(localExec(), ctx.args.root, iface);
+  if (typeof found === "string") throw new UsageError(`cannot take ${iface}: ${found}`);
+  const pair = overlayKeyFromB64(found.privateKey);
+  if (!pair) throw new UsageError(`cannot take ${iface}: its private key is not a WireGuard key`);
+  return {
+    pair,
+    tunnel: found.tunnel,
+    taken: publicB64(pair.publicKey),
+    current: publicB64(keys.keys.overlay.publicKey),
+    identityKey: keys.keys.identity.privateKey,
+  };
+}
+
+function sayTaken(
+  ctx: Context,
+  o: {
+    node: string;
+    iface: string;
+    rekey: Rekey;
+    said: { seq: number; duplicate: boolean };
+    written: boolean;
+  },
+): void {
+  const { iface, rekey, said, written } = o;
+  const t = rekey.tunnel;
+  say(
+    ctx,
+    {
+      node: o.node,
+      interface: iface,
+      taken: rekey.taken,
+      left: rekey.left,
+      tunnel: t,
+      told: { seq: said.seq, duplicate: said.duplicate },
+      written: !written,
+    },
+    written
+      ? `${iface}'s key was already this node's overlay key; the mesh was told again (REKEY message ${said.seq}${said.duplicate ? ", the same one" : ""})`
+      : `took ${iface}'s key as this node's overlay key (${t.address || "no address"}; ${facts(t)}); the mesh was told first (REKEY message ${said.seq})`,
+  );
 }
 
 function readTold(ctx: Context): Rekey | null {

@@ -2,6 +2,7 @@
 // changed; no key, password or token is ever printed but the enrolment code `node add` exists to print.
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
+import { SECRET_FILE_MODE } from "../../defaults.ts";
 import {
   addNode,
   checkNodeName,
@@ -110,7 +111,7 @@ async function nodeAddCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
     throw new UsageError(`--code-file ${args.codeFile} exists: not overwritten`);
   const code = await addNode(mesh, name!);
   if (args.codeFile) {
-    writeAtomic(resolve(args.codeFile), `${code}\n`, 0o600);
+    writeAtomic(resolve(args.codeFile), `${code}\n`, SECRET_FILE_MODE);
     writeOut(`added ${name}: its enrolment code is in ${args.codeFile}`);
   } else writeOut(code);
   return 0;

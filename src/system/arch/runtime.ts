@@ -4,15 +4,13 @@
 // and an apply asks about all it declares of a kind in one call, kept for the apply (a session).
 import { closeSync, existsSync } from "node:fs";
 import { join } from "node:path";
+import { RUNTIME_CALL_TIMEOUT_MS } from "../../defaults.ts";
 import { type ContainerResource, isIP, type RuntimeKind } from "../../vocabulary/index.ts";
 import type { Exec, ExecResult } from "../exec.ts";
 import { openFileAt, underRoot } from "../index.ts";
 
-/** How long one runtime call may take before it is a failure (a pull or load has its own). */
-export const RUNTIME_CALL_TIMEOUT_MS = 60_000;
-export const RUNTIME_PULL_TIMEOUT_MS = 15 * 60_000;
-/** Seconds a container is given to stop on SIGTERM before it is killed. */
-export const CONTAINER_STOP_TIMEOUT_S = 10;
+// named in src/defaults.ts with every other timeout; said here too, so the driver's surface is unchanged
+export { CONTAINER_STOP_TIMEOUT_S, CONTAINER_STOP_WAIT_MS, RUNTIME_PULL_TIMEOUT_MS } from "../../defaults.ts";
 /** At most this many names in one inspect: the exec port keeps a bounded tail of output. */
 export const INSPECT_BATCH = 100;
 /** The label the spec digest is written under. */

@@ -1,6 +1,6 @@
 // systemd, reached only through the command port: what a unit is now, unit files the mesh writes, and the
 // few verbs the service and process appliers use. Nothing here pretends another init exists (ADR 0061).
-import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE } from "../../defaults.ts";
+import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, SYSTEMCTL_TIMEOUT_MS } from "../../defaults.ts";
 import { oneLine } from "../../vocabulary/index.ts";
 import { sha256 } from "../digest.ts";
 import type { Exec, ExecResult } from "../exec.ts";
@@ -11,7 +11,6 @@ import { placeProblem } from "../paths.ts";
 export const UNIT_DIR = "/etc/systemd/system";
 /** systemctl's words are parsed: keep them in one language. */
 export const C_LOCALE = { LC_ALL: "C", SYSTEMD_PAGER: "", SYSTEMD_COLORS: "0" };
-export const SYSTEMCTL_TIMEOUT_MS = 90_000;
 
 /** What `systemctl show` says of a unit. `load: "not-found"` is absence, never "stopped". */
 export interface UnitState {

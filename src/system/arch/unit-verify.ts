@@ -1,7 +1,7 @@
 // A unit file verified by systemd itself before it is swapped in for a working one: systemd loads a unit it
 // cannot parse as "bad-setting", and by then the working unit would be gone.
 import { randomBytes } from "node:crypto";
-import { UNIT_VERIFY_DIR, UNIT_VERIFY_TIMEOUT_MS } from "../../defaults.ts";
+import { STATE_DIR_MODE, STATE_FILE_MODE, UNIT_VERIFY_DIR, UNIT_VERIFY_TIMEOUT_MS } from "../../defaults.ts";
 import type { Exec } from "../exec.ts";
 import { removeTreeAt, writeFileAt } from "../files.ts";
 import { C_LOCALE, failureText, UNIT_DIR } from "./systemd.ts";
@@ -20,7 +20,10 @@ export async function unitsProblem(
   try {
     // through the root's own walk like every effect: a /var/tmp that is a link out of the root is refused
     for (const [unit, content] of Object.entries(units))
-      await writeFileAt(root, `${dir}/${unit}`, Buffer.from(content), { mode: 0o600, dirMode: 0o700 });
+      await writeFileAt(root, `${dir}/${unit}`, Buffer.from(content), {
+        mode: STATE_FILE_MODE,
+        dirMode: STATE_DIR_MODE,
+      });
     const r = await exec.run(
       ["systemd-analyze", "verify", "--man=no", "--", ...Object.keys(units).map((u) => `${dir}/${u}`)],
       { env: C_LOCALE, timeoutMs: UNIT_VERIFY_TIMEOUT_MS },

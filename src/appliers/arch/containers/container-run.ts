@@ -4,6 +4,7 @@
 import { closeSync } from "node:fs";
 import {
   CONTAINER_STOP_TIMEOUT_S,
+  CONTAINER_STOP_WAIT_MS,
   envFileFds,
   isError,
   type Runtime,
@@ -41,8 +42,6 @@ export type ContainerStep =
   | StepOf<"remove" | "forget" | "fail" | "refuse">;
 
 const STOP_ARGS = ["-t", String(CONTAINER_STOP_TIMEOUT_S)];
-/** How long a stop may take before it is given up: the runtime's own timeout and a minute for its daemon. */
-const STOP_WAIT_MS = (CONTAINER_STOP_TIMEOUT_S + 60) * 1000;
 
 const removeArgs = (rt: Runtime, name: string) => [
   "container",
@@ -96,7 +95,7 @@ export async function removeContainer(
   const on = actingOn(ctx, finder, record.runtime, record.name);
   if (typeof on === "string") return failed(on, keep);
   const { s, rt, name } = on;
-  await verb(rt, ["container", "stop", ...STOP_ARGS, name], STOP_WAIT_MS);
+  await verb(rt, ["container", "stop", ...STOP_ARGS, name], CONTAINER_STOP_WAIT_MS);
   const err = await verb(rt, removeArgs(rt, name));
   s.forget(rt, "container", name);
   const gone = await s.ask(rt, "container", name);
@@ -119,7 +118,7 @@ export async function changeState(
   const err = await verb(
     rt,
     ["container", st.action, ...(st.action === "start" ? [] : STOP_ARGS), name],
-    STOP_WAIT_MS,
+    CONTAINER_STOP_WAIT_MS,
   );
   if (err) return failed(err, next);
   return readBack(s, rt, name, st.action !== "stop", st, next);
@@ -145,7 +144,7 @@ export async function createContainer(
   if (plan.replace) ctx.ports.log.info({ id: st.id, container: name }, st.detail);
   const gone: ContainerRecord = { type: "container", name, runtime: rt.kind, created: true };
   if (plan.replace) {
-    await verb(rt, ["container", "stop", ...STOP_ARGS, name], STOP_WAIT_MS);
+    await verb(rt, ["container", "stop", ...STOP_ARGS, name], CONTAINER_STOP_WAIT_MS);
     const err = await verb(rt, rm);
     if (err) return failed(`${name} could not be removed to be recreated: ${err}`, keep);
   }

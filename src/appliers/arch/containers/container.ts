@@ -12,7 +12,7 @@ import {
 } from "../../../system/arch/index.ts";
 import type { ContainerResource } from "../../../vocabulary/index.ts";
 import { inSubnet } from "../../../vocabulary/index.ts";
-import { executeBy, failsAgain, stepsOf } from "../../step.ts";
+import { executeBy, failsAgain, forgets, recorded, stepsOf } from "../../step.ts";
 import type { Applier, DecideContext, Executors } from "../../types.ts";
 import {
   type ContainerStep,
@@ -126,10 +126,10 @@ function containerExecutors(
   finder: RuntimeFinder,
 ): Executors<ContainerStep, ContainerResource, ContainerRecord> {
   return {
-    hold: async (st) => ({ did: st.did, detail: st.detail, record: st.data.record }),
-    none: async (st) => ({ did: st.did, detail: st.detail, record: st.data.record }),
-    note: async (st) => ({ did: st.did, detail: st.detail, record: st.data.record }),
-    forget: async (st) => ({ did: st.did, detail: st.detail, record: null }),
+    hold: recorded,
+    none: recorded,
+    note: recorded,
+    forget: forgets,
     fail: failsAgain,
     refuse: failsAgain,
     remove: (st, _w, record, ctx) => removeContainer(st, record, ctx, finder),

@@ -14,7 +14,7 @@ import {
 } from "../../../system/arch/index.ts";
 import { openFileAt, readFileAt } from "../../../system/index.ts";
 import type { ImageResource, RuntimeKind } from "../../../vocabulary/index.ts";
-import { executeBy, failsAgain, stepsOf } from "../../step.ts";
+import { executeBy, failsAgain, forgets, stepsOf } from "../../step.ts";
 import type {
   Applier,
   DecideContext,
@@ -66,7 +66,7 @@ function imageExecutors(finder: RuntimeFinder): Executors<ImageStep, ImageResour
     pull: (st, w, record, ctx) => bringThenReadBack(st, w, record, ctx, finder, pullRef),
     none: (st, w, record, ctx) => bringThenReadBack(st, w, record, ctx, finder, null),
     note: (st, w, record, ctx) => bringThenReadBack(st, w, record, ctx, finder, null),
-    forget: async (st) => ({ did: st.did, detail: st.detail, record: null }),
+    forget: forgets,
     fail: failsAgain,
     refuse: failsAgain,
   };

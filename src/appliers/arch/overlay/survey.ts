@@ -21,10 +21,8 @@ import { placeProblem, sha256 } from "../../../system/index.ts";
 import type { OverlayResource } from "../../../vocabulary/index.ts";
 import type { DecideContext, Ports } from "../../types.ts";
 
-/** The ports the overlay needs beyond the contract's: the state directory, where the node's keys are. */
-export interface OverlayPorts extends Ports {
-  stateDir?: string;
-}
+/** The ports the overlay reads: the contract's, whose state directory holds the node's keys. */
+export type OverlayPorts = Ports;
 
 // ---- the node's overlay key
 
@@ -63,7 +61,7 @@ export interface Survey {
   unit: UnitState | null;
 }
 
-export const stateDirOf = (ctx: DecideContext) => (ctx.ports as OverlayPorts).stateDir;
+export const stateDirOf = (ctx: DecideContext) => ctx.ports.stateDir;
 export const initOf = async (ctx: DecideContext): Promise<Init> => ({
   systemd: await hasSystemd(ctx.ports.exec),
   exec: ctx.ports.exec,

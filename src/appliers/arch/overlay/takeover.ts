@@ -34,7 +34,8 @@ import { decideRetire, provingPeer, type RetireData } from "./retire.ts";
 import { type Key, runner, type Survey, stateDirOf } from "./survey.ts";
 
 export interface TakeData {
-  takeover: Omit<Takeover, "state" | "kept" | "at">;
+  /** `kept`: what an attempt that left the interface `down` already kept, taken again as it is. */
+  takeover: Omit<Takeover, "state" | "kept" | "at"> & Partial<Pick<Takeover, "kept">>;
   config: FoundFile | null;
   /** False when the found interface is already down (a takeover that left it `down` is tried again). */
   stop: boolean;
@@ -244,7 +245,7 @@ export async function takeOver(
   const t = d.take!;
   const name = t.takeover.interface;
   const at = new Date().toISOString();
-  let kept: string | null = (t.takeover as Partial<Takeover>).kept ?? null;
+  let kept: string | null = t.takeover.kept ?? null;
   let held: Executed<unknown>["held"];
   // 1. the found configuration is kept like any held file, once
   if (t.config) {

@@ -1,0 +1,103 @@
+// Nothing is ever half-written: temp file in the same directory, fsync, rename, fsync the directory. Outside
+// every layer (as src/defaults.ts is), so the store and the operator's half (src/mesh/, which may import nothing
+// of the host's) write their files the one way. The store adds the async writes of many files (store/atomic.ts).
+import { randomBytes } from "node:crypto";
+import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { type FileHandle, rename, unlink } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import { STATE_FILE_MODE, TEMP_MARKER } from "./defaults.ts";
+
+/** A temporary name beside `path`, marked so a later start can sweep what a crash left. */
+export function tempPathFor(path: string): string {
+  return join(dirname(path), `.${basename(path)}${TEMP_MARKER}${randomBytes(4).toString("hex")}`);
+}
+
+export function isTempName(name: string): boolean {
+  return name.startsWith(".") && name.includes(TEMP_MARKER);
+}
+
+/**
+ * Write `data` to `path` atomically and durably; `mode` is set before the rename so no reader sees it wider.
+ * `syncDir` false leaves the rename to the next sync of its directory: a crash may then keep the file before
+ * it, whole, never a torn one. Only for files that decide nothing (what the last apply did).
+ */
+export function writeFileAtomicSync(
+  path: string,
+  data: string | Uint8Array,
+  mode = STATE_FILE_MODE,
+  syncDir = true,
+): void {
+  const temp = tempPathFor(path);
+  const fd = openSync(temp, "wx", mode);
+  try {
+    writeAllSync(fd, typeof data === "string" ? Buffer.from(data) : data);
+    fsyncSync(fd);
+  } catch (e) {
+    closeSync(fd);
+    unlinkQuietSync(temp);
+    throw e;
+  }
+  closeSync(fd);
+  try {
+    renameSync(temp, path);
+  } catch (e) {
+    unlinkQuietSync(temp);
+    throw e;
+  }
+  if (syncDir) fsyncDirSync(dirname(path));
+}
+
+export function fsyncDirSync(dir: string): void {
+  const fd = openSync(dir, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function writeAllSync(fd: number, data: Uint8Array): void {
+  let offset = 0;
+  while (offset < data.byteLength) offset += writeSync(fd, data, offset, data.byteLength - offset);
+}
+
+function unlinkQuietSync(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * A new temp file filled through its handle and closed: the bytes, its mode (chmod on the fd: the umask may have
+ * narrowed the mode given to open), its owner, fsynced. On a failure the temp file is gone too.
+ */
+export async function fillTemp(
+  handle: FileHandle,
+  temp: string,
+  data: Uint8Array,
+  o: { mode: number; uid?: number; gid?: number },
+): Promise<void> {
+  try {
+    await handle.writeFile(data);
+    await handle.chmod(o.mode);
+    if (o.uid !== undefined || o.gid !== undefined) await handle.chown(o.uid ?? -1, o.gid ?? -1);
+    await handle.sync();
+  } catch (e) {
+    await handle.close();
+    await unlink(temp).catch(() => {});
+    throw e;
+  }
+  await handle.close();
+}
+
+/** The filled temp file renamed over `path`; on a failure the temp file is gone. */
+export async function renameTemp(temp: string, path: string): Promise<void> {
+  try {
+    await rename(temp, path);
+  } catch (e) {
+    await unlink(temp).catch(() => {});
+    throw e;
+  }
+}

@@ -48,6 +48,21 @@ describe("apply, read back, say so", () => {
     expect(snapshot(m.root)).toEqual(before);
   });
 
+  it("leaves the records file untouched on a no-op, and rewrites it when only a record changed", async () => {
+    const m = setup();
+    const records = join(m.stateDir, "records.json");
+    await m.apply(decl([file("a", "/etc/one.conf", "x\n")]));
+    const written = statSync(records);
+    expect(dids(await m.apply(decl([file("a", "/etc/one.conf", "x\n")])))).toEqual(["a:unchanged"]);
+    expect(statSync(records)).toMatchObject({ ino: written.ino, mtimeMs: written.mtimeMs });
+    // the same file, as it is, under another id: nothing on the machine changes, but its record moves
+    expect(dids(await m.apply(decl([file("b", "/etc/one.conf", "x\n")])))).toEqual([
+      "b:unchanged",
+      "a:unchanged",
+    ]);
+    expect(Object.keys(JSON.parse(readFileSync(records, "utf8")).records)).toEqual(["b"]);
+  });
+
   it("puts back a managed file edited by hand and says repaired; a changed declaration says updated", async () => {
     const m = setup();
     await m.apply(decl([file("f", "/etc/app.conf", "v1\n")]));

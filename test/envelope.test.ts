@@ -2,7 +2,13 @@ import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { MAX_BODY_BYTES, MAX_ENVELOPE_BYTES } from "../src/defaults.ts";
 import type { Refusal, TypeSupport } from "../src/vocabulary/index.ts";
-import { ed25519PublicFromB64, makeMeshKey, signEnvelope, verifyEnvelope } from "../src/vocabulary/index.ts";
+import {
+  ed25519PublicFromB64,
+  makeMeshKey,
+  parseJsonBytes,
+  signEnvelope,
+  verifyEnvelope,
+} from "../src/vocabulary/index.ts";
 
 const mesh = makeMeshKey();
 const NODE = "web-1";
@@ -154,6 +160,16 @@ describe("verifyEnvelope", () => {
     expect(refusalsOf(Buffer.from(`${"[".repeat(100_000)}${"]".repeat(100_000)}`))[0]!.reason).toMatch(
       /nests deeper/,
     );
+  });
+
+  it("counts no bracket inside a string, escaped quotes and backslashes included, as nesting", () => {
+    const deep = (n: number) => `${"[".repeat(n)}${"]".repeat(n)}`;
+    const text = JSON.stringify({ a: `\\"${deep(1000)}`, b: `\\${deep(1000)}\\`, c: deep(3) });
+    expect(parseJsonBytes(text)).toMatchObject({ ok: true });
+    expect(parseJsonBytes(`{"a":"\\\\"${"[".repeat(1000)}`)).toMatchObject({
+      ok: false,
+      reason: /nests deeper/,
+    });
   });
 
   it.each([

@@ -15,6 +15,7 @@ import {
 import { execute } from "./execute.ts";
 import { heldNow, journal, sweepTemps } from "./journal.ts";
 import { CHANGING, mapLimited, type PlanInput, type PlannedStep, planSteps, traitsOf } from "./plan.ts";
+import { sameRecords } from "./records.ts";
 import { interruption, logSteps, type PlanLine, planLine } from "./steps.ts";
 
 export type { PlanLine } from "./steps.ts";
@@ -278,8 +279,7 @@ function settle(
   if (outcome === "applied") req.state.writeOwed([]);
   const nextOrder = orderOf(d, p.order, next);
   // a no-op (the drift check, most of the time) writes nothing: two fsyncs were most of its cost
-  if (JSON.stringify([next, nextOrder]) !== JSON.stringify([p.records, p.order]))
-    req.state.writeRecords(next, nextOrder);
+  if (!sameRecords(next, nextOrder, p.records, p.order)) req.state.writeRecords(next, nextOrder);
   req.originals.commit(nextOrder.length);
   // the shape (and key order) of every report, filled with what ran
   const report: Report = {

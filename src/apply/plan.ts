@@ -106,24 +106,34 @@ function claimsOf(host: Host, records: Records): Map<string, { id: string; recor
   return claims;
 }
 
+/** No ids changed, no paths made: what a run of resources reading no changes is decided against. */
+const NOTHING: ReadonlySet<string> = new Set();
+
 /** The context of a decision, with the records as `live` stands when it is asked. */
 function contextMaker(input: PlanInput, live: Records): Decider["context"] {
   const { declaration, records, host } = input;
   const paths = declaredPaths(declaration);
   const claims = claimsOf(host, records);
-  return (changed, made = new Set()) => ({
-    ...input.ctx,
-    changed,
-    made,
-    declaredPaths: paths,
-    wrote: (path) => wroteIn(host, live, path),
-    claimed: (path, id) => {
-      const claim = claims.get(path);
-      return claim && claim.id !== id ? claim.record : undefined;
-    },
-    mode: declaration.mode,
-    declared: declaration.resources,
-  });
+  // one context per (changed, made) pair: it reads both sets, the records and the claims live, and building
+  // one per resource was a tenth of a 1,000-file no-op (issue 22)
+  let last: DecideContext | undefined;
+  return (changed, made = NOTHING) => {
+    if (last?.changed === changed && last.made === made) return last;
+    last = {
+      ...input.ctx,
+      changed,
+      made,
+      declaredPaths: paths,
+      wrote: (path) => wroteIn(host, live, path),
+      claimed: (path, id) => {
+        const claim = claims.get(path);
+        return claim && claim.id !== id ? claim.record : undefined;
+      },
+      mode: declaration.mode,
+      declared: declaration.resources,
+    };
+    return last;
+  };
 }
 
 /** The removals of everything recorded and no longer declared, last declared first. */
@@ -177,7 +187,7 @@ export function decider(input: PlanInput, live: Records = { ...input.records }):
       const intent = traitsOf(host, step.type).journal?.(step).intent;
       if (step.resource && intent && step.action !== "refuse") live[step.id] = intent;
     },
-    decideBatch: (rs) => mapLimited(rs, FILE_READ_CONCURRENCY, (r) => decide(r, new Set())),
+    decideBatch: (rs) => mapLimited(rs, FILE_READ_CONCURRENCY, (r) => decide(r, NOTHING)),
     removals: (changed) => removalsOf(input, context(changed)),
   };
 }

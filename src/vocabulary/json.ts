@@ -32,17 +32,15 @@ export function parseJsonBytes(bytes: Uint8Array | string, maxBytes = MAX_BODY_B
   }
 }
 
-/** Bracket depth outside strings: a linear scan, cheap next to JSON.parse. */
+/** Bracket depth outside strings: a linear scan that jumps over each string, cheaper than JSON.parse itself. */
 function maxDepth(text: string): number {
   let depth = 0;
   let max = 0;
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92) i++;
-      else if (c === 34) inString = false;
-    } else if (c === 34) inString = true;
+    // a declaration is mostly strings (content, paths): found by indexOf, not walked a character at a time,
+    // which made this scan cost more than the parse (issue 22)
+    if (c === 34) i = closingQuote(text, i);
     else if (c === 123 || c === 91) {
       depth++;
       if (depth > max) max = depth;
@@ -50,4 +48,14 @@ function maxDepth(text: string): number {
     } else if (c === 125 || c === 93) depth--;
   }
   return max;
+}
+
+/** Where the string opened at `open` closes: the next quote after an even run of backslashes; else the end. */
+function closingQuote(text: string, open: number): number {
+  for (let at = text.indexOf('"', open + 1); at !== -1; at = text.indexOf('"', at + 1)) {
+    let slashes = 0;
+    while (text.charCodeAt(at - 1 - slashes) === 92) slashes++;
+    if (slashes % 2 === 0) return at;
+  }
+  return text.length;
 }

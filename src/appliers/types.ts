@@ -1,6 +1,6 @@
 // What every applier is: one decision (read only) shared by plan and apply, and one executor per step.
 
-import type { Originals } from "../store/index.ts";
+import type { HeldMeta, Originals } from "../store/index.ts";
 import type { Exec } from "../system/index.ts";
 import type { Did, Resource } from "../vocabulary/index.ts";
 
@@ -77,11 +77,12 @@ export interface Executed<Rec> {
 }
 
 /** A record kept in records.json for each id: what the host wrote and what it found. */
-export interface RecordBase {
+// a type, not an interface: one stands in the records file's loose map (store's Records) as it is
+export type RecordBase = {
   type: string;
   /** Journalled before its step ran and not yet confirmed by it (an apply killed or interrupted first). */
   pending?: boolean;
-}
+};
 
 /** A record as the records file keeps it, of whichever type: its applier's own fields, unread until checked. */
 export type RecordOfAny = RecordBase & { readonly [field: string]: unknown };
@@ -116,6 +117,50 @@ export type Executors<S extends Step, R, Rec> = {
   ) => Promise<Executed<Rec>>;
 };
 
+/** A found original a step keeps before it runs: journalled, so a kill between the keep and the write loses nothing. */
+export interface KeptOriginal {
+  path: string;
+  bytes: Uint8Array;
+  meta: HeldMeta;
+  /** A secret is written over it: no digest of it is ever said. */
+  secret: boolean;
+}
+
+/**
+ * What the apply asks an applier about its resources, steps and records, so that src/apply/ names no resource
+ * type: each applier says its own. An absent trait is false, none or nothing. Written as methods, like
+ * `decide` and `execute`: a method's parameters are compared both ways, which is what lets an applier over
+ * its own types stand as the one `Applier` the host dispatches to by type (ApplierList says when).
+ */
+export interface Traits<R extends Resource, Rec extends RecordBase, S extends Step> {
+  /**
+   * It looks at what changed before it (`on`, `restart_on`) or was written before it is reached: decided in
+   * declaration order, and again when the apply reaches it, never side by side with its neighbours.
+   */
+  readsChanges?(wanted: R): boolean;
+  /** Its failure stops the apply: what comes after may need its effect (an action's command). */
+  stopsOnFailure?: boolean;
+  /**
+   * It writes one whole file at its declared path through a temporary beside it: its writes run side by side
+   * with the next ones of its kind (their fsyncs overlap), and temporaries a crash left there are swept.
+   */
+  writesFiles?: boolean;
+  /** The names of the declaration's secrets it reads: unsealed up front, so a bad one refuses before anything. */
+  secrets?(wanted: R): string[];
+  /** The path at which what it writes is a secret: its original is kept as one and no digest of it is said. */
+  secretAt?(wanted: R): string | undefined;
+  /** Before a step runs: the record this id will have (journalled pending) and the found original to keep. */
+  journal?(step: S): { intent?: Rec; original?: KeptOriginal };
+  /** The path a record names: a path moving between ids is claimed, not found; a new path is a new resource. */
+  pathOf?(record: Rec): string | undefined;
+  /** The paths whose originals a record holds, for the report's holds (its own path unless it says more). */
+  holds?(record: Rec): string[];
+  /** The digest of what the record says the host last wrote at its path: what `DecideContext.wrote` reads. */
+  wrote?(record: Rec): string | undefined;
+  /** `--diff`: what a planned step will change, as lines; never a secret's content. */
+  diff?(step: S, wanted: R | undefined, root: string): Promise<string[] | undefined>;
+}
+
 /** `S`: the applier's steps, a union keyed by action (StepOf), or any step while it is not typed yet. */
 export interface Applier<
   R extends Resource = Resource,
@@ -134,4 +179,17 @@ export interface Applier<
     record: Rec | undefined,
     ctx: DecideContext,
   ): Promise<Executed<Rec>>;
+  /** What the apply asks about this type: declared here, never named in src/apply/. */
+  traits?: Traits<R, Rec, S>;
 }
+
+/** The resource of type `T`. */
+export type ResourceOf<T extends Resource["type"]> = Extract<Resource, { type: T }>;
+
+/**
+ * A host's list: its appliers, each under the type it carries out, so the compiler refuses one listed under
+ * another's type. The host dispatches by the same type (a resource's, a record's, a step's), which is why each
+ * may stand as the one `Applier` there (hosts' `appliersOf`): the one place an applier's own types are let go,
+ * with no cast.
+ */
+export type ApplierList = { [T in Resource["type"]]?: Applier<ResourceOf<T>> };

@@ -1,6 +1,6 @@
 // One decision for plan and apply: each resource's step, decided in declaration order, removals after.
 
-import type { DecideContext, RecordBase, Step } from "../appliers/index.ts";
+import type { DecideContext, RecordBase, Step, Traits } from "../appliers/index.ts";
 import { FILE_READ_CONCURRENCY } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
 import type { Records } from "../store/index.ts";
@@ -33,13 +33,6 @@ export interface PlanInput {
   owed?: ReadonlySet<string>;
 }
 
-/** The record of `id` if it still describes the same thing; a type or path change is a removal plus a new resource. */
-function sameThing(record: RecordBase | undefined, r: Resource): boolean {
-  if (!record || record.type !== r.type) return false;
-  const path = (record as { path?: string }).path;
-  return path === undefined || !("path" in r) || path === r.path;
-}
-
 export function declaredPaths(declaration: Declaration): Set<string> {
   return new Set(declaration.resources.flatMap((r) => ("path" in r ? [r.path] : [])));
 }
@@ -58,19 +51,34 @@ export async function mapLimited<T, U>(items: T[], limit: number, fn: (item: T) 
   return out;
 }
 
+/** What the applier of `type` says of its resources, steps and records: nothing where the host has none. */
+export function traitsOf(host: Host, type: string): Traits<Resource, RecordBase, Step> {
+  return host.appliers.get(type)?.traits ?? {};
+}
+
 /**
- * Actions and services look at what changed before them, and a container (or an image loaded from a tarball)
- * at what was written before it is reached: decided in order, and again when the apply reaches them;
- * everything else side by side.
+ * What looks at what changed (or was written) before it is reached is decided in order, and again when the
+ * apply reaches it; everything else side by side. The applier says which of its resources do.
  */
-export const readsChanges = (r: Resource) =>
-  r.type === "action" || r.type === "service" || r.type === "container" || (r.type === "image" && !!r.load);
+export const readsChanges = (host: Host, r: Resource): boolean =>
+  traitsOf(host, r.type).readsChanges?.(r) ?? false;
+
+/** The path a record names, as its applier reads it; undefined for a record that names none. */
+export const recordPath = (host: Host, record: RecordBase): string | undefined =>
+  traitsOf(host, record.type).pathOf?.(record);
+
+/** The record of `id` if it still describes the same thing; a type or path change is a removal plus a new resource. */
+function sameThing(host: Host, record: RecordBase | undefined, r: Resource): boolean {
+  if (!record || record.type !== r.type) return false;
+  const path = recordPath(host, record);
+  return path === undefined || !("path" in r) || path === r.path;
+}
 
 /** The digest the records say the host last wrote at `path`, as they stand. */
-export function wroteIn(records: Records, path: string): string | undefined {
+export function wroteIn(host: Host, records: Records, path: string): string | undefined {
   for (const r of Object.values(records)) {
-    const f = r as { type: string; path?: string; wrote?: string };
-    if (f.type === "file" && f.path === path && f.wrote) return f.wrote;
+    const wrote = traitsOf(host, r.type).wrote?.(r);
+    if (wrote && recordPath(host, r) === path) return wrote;
   }
   return undefined;
 }
@@ -84,8 +92,67 @@ export interface Decider {
   decideBatch(rs: Resource[]): Promise<PlannedStep[][]>;
   /** The context a step is decided and executed in, with the records as they stand now. */
   context(changed: ReadonlySet<string>, made?: ReadonlySet<string>): DecideContext;
-  /** A plan's own file write, fed forward into the records a later `wrote` reads. */
+  /** A plan's own step, fed forward into the records as the apply will leave them: what a later `wrote` reads. */
   noteWrite(step: PlannedStep): void;
+}
+
+/** Who claims each recorded path: a path moving from one id to another is still the mesh's, never "found". */
+function claimsOf(host: Host, records: Records): Map<string, { id: string; record: Records[string] }> {
+  const claims = new Map<string, { id: string; record: Records[string] }>();
+  for (const [id, record] of Object.entries(records)) {
+    const path = recordPath(host, record);
+    if (path !== undefined) claims.set(path, { id, record });
+  }
+  return claims;
+}
+
+/** No ids changed, no paths made: what a run of resources reading no changes is decided against. */
+const NOTHING: ReadonlySet<string> = new Set();
+
+/** The context of a decision, with the records as `live` stands when it is asked. */
+function contextMaker(input: PlanInput, live: Records): Decider["context"] {
+  const { declaration, records, host } = input;
+  const paths = declaredPaths(declaration);
+  const claims = claimsOf(host, records);
+  // one context per (changed, made) pair: it reads both sets, the records and the claims live, and building
+  // one per resource was a tenth of a 1,000-file no-op (issue 22)
+  let last: DecideContext | undefined;
+  return (changed, made = NOTHING) => {
+    if (last?.changed === changed && last.made === made) return last;
+    last = {
+      ...input.ctx,
+      changed,
+      made,
+      declaredPaths: paths,
+      wrote: (path) => wroteIn(host, live, path),
+      claimed: (path, id) => {
+        const claim = claims.get(path);
+        return claim && claim.id !== id ? claim.record : undefined;
+      },
+      mode: declaration.mode,
+      declared: declaration.resources,
+    };
+    return last;
+  };
+}
+
+/** The removals of everything recorded and no longer declared, last declared first. */
+async function removalsOf(input: PlanInput, ctx: DecideContext): Promise<PlannedStep[]> {
+  const { declaration, records, order, host } = input;
+  const declaredIds = new Set(declaration.resources.map((r) => r.id));
+  const gone = [...order].reverse().filter((id) => !declaredIds.has(id) && records[id]);
+  const steps: PlannedStep[] = [];
+  for (const id of gone) {
+    const record = records[id]!;
+    const applier = host.appliers.get(record.type);
+    if (!applier) {
+      const detail = `no applier on this host gives back a ${record.type}`;
+      steps.push({ id, type: record.type, did: "failed", action: "refuse", detail, record });
+      continue;
+    }
+    steps.push({ ...(await applier.decideRemoval(id, record, ctx)), record });
+  }
+  return steps;
 }
 
 /**
@@ -93,28 +160,8 @@ export interface Decider {
  * the apply updates them (a plan keeps its own copy, fed by `noteWrite`).
  */
 export function decider(input: PlanInput, live: Records = { ...input.records }): Decider {
-  const { declaration, records, order, host } = input;
-  const paths = declaredPaths(declaration);
-  const claims = new Map<string, { id: string; record: Records[string] }>();
-  for (const [id, record] of Object.entries(records)) {
-    const path = (record as { path?: unknown }).path;
-    if (typeof path === "string") claims.set(path, { id, record });
-  }
-  const ctxFor = (changed: ReadonlySet<string>, made: ReadonlySet<string> = new Set()): DecideContext => ({
-    ...input.ctx,
-    changed,
-    made,
-    declaredPaths: paths,
-    wrote: (path) => wroteIn(live, path),
-    claimed: (path, id) => {
-      const claim = claims.get(path);
-      return claim && claim.id !== id ? claim.record : undefined;
-    },
-    mode: declaration.mode,
-    declared: declaration.resources,
-  });
-  const declaredIds = new Set(declaration.resources.map((r) => r.id));
-
+  const { records, host } = input;
+  const context = contextMaker(input, live);
   const decide = async (
     r: Resource,
     changed: ReadonlySet<string>,
@@ -122,56 +169,35 @@ export function decider(input: PlanInput, live: Records = { ...input.records }):
   ): Promise<PlannedStep[]> => {
     const applier = host.appliers.get(r.type)!;
     const record = records[r.id];
-    const ctx = ctxFor(changed, made);
+    const ctx = context(changed, made);
     const steps: PlannedStep[] = [];
-    if (record && !sameThing(record, r)) {
+    const current = sameThing(host, record, r) ? record : undefined;
+    if (record && !current) {
       const old = host.appliers.get(record.type);
       if (old) steps.push({ ...(await old.decideRemoval(r.id, record, ctx)), record });
     }
-    const current = sameThing(record, r) ? record : undefined;
     steps.push({ ...(await applier.decide(r, current, ctx)), resource: r, record: current });
     return steps;
   };
-
   return {
     decide,
-    context: ctxFor,
+    context,
     noteWrite(step) {
-      const sha = (step.data as { sha?: unknown } | undefined)?.sha;
-      if (step.resource?.type === "file" && typeof sha === "string" && step.action !== "refuse")
-        live[step.id] = { type: "file", path: step.resource.path, wrote: sha } as Records[string];
+      // the record the step journals is the one the apply will leave: a later `wrote` reads the plan's own write
+      const intent = traitsOf(host, step.type).journal?.(step).intent;
+      if (step.resource && intent && step.action !== "refuse") live[step.id] = intent;
     },
-    decideBatch: (rs) => mapLimited(rs, FILE_READ_CONCURRENCY, (r) => decide(r, new Set())),
-    async removals(changed) {
-      const gone = [...order].reverse().filter((id) => !declaredIds.has(id) && records[id]);
-      const steps: PlannedStep[] = [];
-      for (const id of gone) {
-        const record = records[id]!;
-        const applier = host.appliers.get(record.type);
-        if (!applier) {
-          steps.push({
-            id,
-            type: record.type,
-            did: "failed",
-            action: "refuse",
-            detail: `no applier on this host gives back a ${record.type}`,
-            record,
-          });
-          continue;
-        }
-        steps.push({ ...(await applier.decideRemoval(id, record, ctxFor(changed))), record });
-      }
-      return steps;
-    },
+    decideBatch: (rs) => mapLimited(rs, FILE_READ_CONCURRENCY, (r) => decide(r, NOTHING)),
+    removals: (changed) => removalsOf(input, context(changed)),
   };
 }
 
 /** Consecutive resources grouped so that those reading no changes are decided (and written) together. */
-export function runsOf(resources: Resource[]): Resource[][] {
+export function runsOf(host: Host, resources: Resource[]): Resource[][] {
   const runs: Resource[][] = [];
   for (const r of resources) {
     const last = runs.at(-1);
-    if (last && !readsChanges(r) && !readsChanges(last[0]!)) last.push(r);
+    if (last && !readsChanges(host, r) && !readsChanges(host, last[0]!)) last.push(r);
     else runs.push([r]);
   }
   return runs;
@@ -190,8 +216,8 @@ export async function planSteps(input: PlanInput): Promise<PlannedStep[]> {
   const changed = new Set<string>(input.owed ?? []);
   const made = new Set<string>();
   const steps: PlannedStep[] = [];
-  for (const run of runsOf(input.declaration.resources)) {
-    const decided = readsChanges(run[0]!)
+  for (const run of runsOf(input.host, input.declaration.resources)) {
+    const decided = readsChanges(input.host, run[0]!)
       ? [await d.decide(run[0]!, changed, made)]
       : await d.decideBatch(run);
     for (const group of decided)

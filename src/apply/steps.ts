@@ -1,7 +1,21 @@
-// What the steps of an apply came to, said: in the log, as an interruption, as one line for a step that threw.
+// What the steps of an apply came to, said: as a plan's line, in the log, as an interruption, as one line for a
+// step that threw.
 import type { Logger } from "../appliers/index.ts";
 import type { ReportStep } from "../vocabulary/index.ts";
 import type { PlannedStep } from "./plan.ts";
+
+export interface PlanLine {
+  id: string;
+  type: string;
+  did: ReportStep["did"];
+  detail: string;
+  /** `--diff`: a file's content as a unified diff, its mode and owner change; never a secret's content. */
+  diff?: string[];
+}
+
+export function planLine(s: { id: string; type: string; did: ReportStep["did"]; detail: string }): PlanLine {
+  return { id: s.id, type: s.type, did: s.did, detail: s.detail };
+}
 
 export const INTERRUPTED = "not reached: the apply was interrupted";
 

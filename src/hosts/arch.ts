@@ -1,13 +1,3 @@
-// The Arch host's own appliers beyond the portable floor: systemd, pacman, processes, containers, the overlay.
-import {
-  overlayApplier,
-  packageApplier,
-  processApplier,
-  runtimeAppliers,
-  serviceApplier,
-} from "../appliers/arch/index.ts";
-import type { Applier } from "../appliers/index.ts";
-
-export function archAppliers(): Applier[] {
-  return [serviceApplier, packageApplier, processApplier, ...runtimeAppliers(), overlayApplier];
-}
+// The Arch host's own appliers beyond the portable floor: their list is the Arch appliers' own
+// (src/appliers/arch/index.ts), taken as it is. android/bundle.mjs swaps this file for floor-only.ts.
+export { archAppliers } from "../appliers/arch/index.ts";

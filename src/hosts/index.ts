@@ -1,8 +1,8 @@
 // hosts: the per-OS set of appliers (the Arch host's, the portable floor for Android and any other Linux), and
 // the reason each host gives for the types it does not implement. Which host this machine is: kind.ts.
 
-import type { Applier } from "../appliers/index.ts";
-import { actionApplier, directoryApplier, fileApplier } from "../appliers/portable/index.ts";
+import type { Applier, ApplierList } from "../appliers/index.ts";
+import { PORTABLE_APPLIERS } from "../appliers/portable/index.ts";
 import type { TypeSupport } from "../vocabulary/index.ts";
 import { archAppliers } from "./arch.ts";
 
@@ -16,16 +16,24 @@ export interface Host {
   support: TypeSupport;
 }
 
-const floor: Applier[] = [fileApplier, directoryApplier, actionApplier];
-
 const REASONS: Record<HostKind, string> = {
   arch: "not implemented on the Arch host",
   android: "not on an Android host",
   linux: "no applier for this OS",
 };
 
+/**
+ * The host's appliers by type, from its list: each was listed under its own type, and every lookup is by a
+ * resource's, record's or step's type, so each stands as the one `Applier` the host dispatches to.
+ */
+export function appliersOf(list: ApplierList): ReadonlyMap<string, Applier> {
+  const appliers: (Applier | undefined)[] = Object.values(list);
+  return new Map(appliers.flatMap((a) => (a ? [[a.type, a] as const] : [])));
+}
+
 export function makeHost(kind: HostKind): Host {
-  const list = kind === "arch" ? [...floor, ...archAppliers()] : floor;
-  const appliers = new Map<string, Applier>(list.map((a) => [a.type, a]));
+  const appliers = appliersOf(
+    kind === "arch" ? { ...PORTABLE_APPLIERS, ...archAppliers() } : PORTABLE_APPLIERS,
+  );
   return { kind, appliers, support: { supports: (type) => appliers.has(type), reason: REASONS[kind] } };
 }

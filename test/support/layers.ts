@@ -176,6 +176,45 @@ function nameOf(n: ts.Node): string {
   return "(anonymous)";
 }
 
+/** Whether `n` is a name `type`: a property's (`type: …`) or an access's (`r.type`). */
+const isTypeName = (n: ts.Node | undefined): boolean =>
+  n !== undefined &&
+  (((ts.isPropertyAssignment(n) || ts.isPropertySignature(n)) && n.name.getText() === "type") ||
+    (ts.isPropertyAccessExpression(n) && n.name.text === "type"));
+
+/** Whether the string literal `n` stands as a resource's type tag where it is, by the code around it. */
+function isTypeTag(n: ts.StringLiteral): boolean {
+  let p: ts.Node = n.parent;
+  // `type: "a" | "b"` and `type: z.literal("a")` / `stepsOf("a")`: climb to what holds the literal
+  while (ts.isLiteralTypeNode(p) || ts.isUnionTypeNode(p)) p = p.parent;
+  if (ts.isCallExpression(p)) {
+    // a step builder's type, or a host asked for the applier of a type
+    if (/(^|\.)(stepsOf|appliers\.(has|get))$/.test(p.expression.getText())) return true;
+    p = p.parent;
+  }
+  if (isTypeName(p)) return true;
+  if (ts.isBinaryExpression(p) && /^[!=]==?$/.test(p.operatorToken.getText()))
+    return isTypeName(p.left === n ? p.right : p.left);
+  return ts.isCaseClause(p) && isTypeName(p.parent.parent.expression);
+}
+
+/**
+ * The resource types of `types` that `path` names as a type's tag: compared with a `.type`, given as a `type:`
+ * (a value, a type or a `z.literal`), the type of a step builder (`stepsOf("…")`) or of an applier asked for
+ * (`appliers.has("…")`). A literal that happens to
+ * spell a type's name elsewhere (`source: "file"`, a stat's `kind: "directory"`) is no tag.
+ */
+export function typeTagsIn(path: string, types: ReadonlySet<string>): Set<string> {
+  const src = parse(path);
+  const found = new Set<string>();
+  const visit = (n: ts.Node) => {
+    if (ts.isStringLiteral(n) && types.has(n.text) && isTypeTag(n)) found.add(n.text);
+    ts.forEachChild(n, visit);
+  };
+  visit(src);
+  return found;
+}
+
 /**
  * Where `path` names a timeout of its own instead of src/defaults.ts's: a `const X_MS =` or `X_S =` declared
  * here, or a setTimeout/setInterval whose delay is a number written in place (literals only, no name in it).

@@ -14,12 +14,12 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { runtimeAppliers } from "../../src/appliers/arch/containers/container.ts";
-import { actionApplier, directoryApplier, fileApplier } from "../../src/appliers/portable/index.ts";
-import type { Applier, Exec, ExecResult } from "../../src/appliers/types.ts";
+import { runtimeAppliers } from "../../src/appliers/arch/containers/index.ts";
+import { PORTABLE_APPLIERS } from "../../src/appliers/portable/index.ts";
+import type { Exec, ExecResult } from "../../src/appliers/types.ts";
 import type { ApplyResult, Unseal } from "../../src/apply/index.ts";
 import { type GivenSecrets, unsealerFor } from "../../src/cli/unseal.ts";
-import type { Host } from "../../src/hosts/index.ts";
+import { appliersOf, type Host } from "../../src/hosts/index.ts";
 import { State } from "../../src/store/index.ts";
 import { givenRuntimes, type RuntimeCommand } from "../../src/system/arch/runtime.ts";
 import { localExec } from "../../src/system/index.ts";
@@ -302,8 +302,7 @@ export function runtimeMachine(
   const base = mkdtempSync("/tmp/mesh-ctest-");
   const root = join(base, "root");
   mkdirSync(root);
-  const list = [fileApplier, directoryApplier, actionApplier, ...runtimeAppliers(givenRuntimes([rt.cmd]))];
-  const appliers = new Map<string, Applier>((list as Applier[]).map((a) => [a.type, a]));
+  const appliers = appliersOf({ ...PORTABLE_APPLIERS, ...runtimeAppliers(givenRuntimes([rt.cmd])) });
   const host: Host = {
     kind: "arch",
     appliers,

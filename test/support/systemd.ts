@@ -7,10 +7,10 @@ import { fileURLToPath } from "node:url";
 import { packageApplier } from "../../src/appliers/arch/package.ts";
 import { processApplier } from "../../src/appliers/arch/process.ts";
 import { serviceApplier } from "../../src/appliers/arch/service.ts";
-import { actionApplier, directoryApplier, fileApplier } from "../../src/appliers/portable/index.ts";
-import type { Applier, Exec, ExecOptions, ExecResult } from "../../src/appliers/types.ts";
+import { PORTABLE_APPLIERS } from "../../src/appliers/portable/index.ts";
+import type { Exec, ExecOptions, ExecResult } from "../../src/appliers/types.ts";
 import type { ApplyResult } from "../../src/apply/index.ts";
-import type { Host } from "../../src/hosts/index.ts";
+import { appliersOf, type Host } from "../../src/hosts/index.ts";
 import { type Records, State } from "../../src/store/index.ts";
 import { localExec } from "../../src/system/index.ts";
 import { applyRaw } from "./offline.ts";
@@ -178,15 +178,12 @@ function bootFailure(dir: string, what: string): Error {
 
 /** The Arch host as a test builds it: the portable floor and the Arch appliers, each reaching out through `exec`. */
 export function archHost(): Host {
-  const list = [
-    fileApplier,
-    directoryApplier,
-    actionApplier,
-    serviceApplier,
-    packageApplier,
-    processApplier,
-  ] as unknown as Applier[];
-  const appliers = new Map<string, Applier>(list.map((a) => [a.type, a]));
+  const appliers = appliersOf({
+    ...PORTABLE_APPLIERS,
+    service: serviceApplier,
+    package: packageApplier,
+    process: processApplier,
+  });
   return {
     kind: "arch",
     appliers,

@@ -20,10 +20,10 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type OverlayPorts, overlayApplier } from "../../src/appliers/arch/overlay/overlay.ts";
-import { actionApplier, directoryApplier, fileApplier } from "../../src/appliers/portable/index.ts";
-import type { Applier, Exec, ExecOptions, ExecResult } from "../../src/appliers/types.ts";
+import { PORTABLE_APPLIERS } from "../../src/appliers/portable/index.ts";
+import type { Exec, ExecOptions, ExecResult } from "../../src/appliers/types.ts";
 import type { ApplyResult } from "../../src/apply/index.ts";
-import type { Host } from "../../src/hosts/index.ts";
+import { appliersOf, type Host } from "../../src/hosts/index.ts";
 import {
   makeKeys,
   makeOverlayKey,
@@ -386,8 +386,7 @@ const quiet = { info() {}, warn() {}, error() {}, debug() {} };
 
 /** The overlay on the portable floor: what these tests give the apply, each applier reaching out through `exec`. */
 export function overlayHost(): Host {
-  const list = [fileApplier, directoryApplier, actionApplier, overlayApplier] as unknown as Applier[];
-  const appliers = new Map<string, Applier>(list.map((a) => [a.type, a]));
+  const appliers = appliersOf({ ...PORTABLE_APPLIERS, overlay: overlayApplier });
   return {
     kind: "arch",
     appliers,

@@ -184,6 +184,8 @@ const executors: Executors<ServiceStep, ServiceResource, ServiceRecord> = {
 
 export const serviceApplier: Applier<ServiceResource, ServiceRecord, ServiceStep> = {
   type: "service",
+  // `restart_on`
+  traits: { readsChanges: () => true },
 
   async decide(wanted, record, ctx) {
     const { id, unit } = wanted;

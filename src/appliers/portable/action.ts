@@ -29,6 +29,7 @@ export type ActionStep = StepOf<"run" | "none" | "forget" | "refuse">;
 
 export const actionApplier: Applier<ActionResource, ActionRecord, ActionStep> = {
   type: "action",
+  traits: { readsChanges: () => true, stopsOnFailure: true },
 
   async decide(wanted, _record, ctx) {
     const base = { id: wanted.id, type: "action" };

@@ -97,6 +97,10 @@ const executors: Executors<DirectoryStep, DirectoryResource, DirectoryRecord> = 
 
 export const directoryApplier: Applier<DirectoryResource, DirectoryRecord, DirectoryStep> = {
   type: "directory",
+  traits: {
+    journal: ({ data }) => ({ intent: typeof data === "object" ? data.intent : undefined }),
+    pathOf: (record) => record.path,
+  },
 
   async decide(wanted, record, ctx) {
     const { root, rootless } = ctx.ports;

@@ -16,6 +16,7 @@ import type { FileResource } from "../../vocabulary/index.ts";
 import { executeBy, failsAgain, forgets, keeps, stepsOf } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
 import { type Claim, claimOf } from "./claim.ts";
+import { fileDiff } from "./file-diff.ts";
 
 export interface FileRecord extends RecordBase {
   type: "file";
@@ -116,6 +117,23 @@ const pathOf = (wanted: FileResource | undefined, record: FileRecord | undefined
 
 export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
   type: "file",
+  traits: {
+    writesFiles: true,
+    secrets: (wanted) => (wanted.secret === undefined ? [] : [wanted.secret]),
+    secretAt: (wanted) => (wanted.secret === undefined ? undefined : wanted.path),
+    journal: ({ data }) => ({
+      intent: data?.intent,
+      original: data?.hold && {
+        path: data.intent.path,
+        bytes: data.hold.bytes,
+        meta: { mode: data.hold.mode, uid: data.hold.uid, gid: data.hold.gid },
+        secret: data.secret,
+      },
+    }),
+    pathOf: (record) => record.path,
+    wrote: (record) => record.wrote || undefined,
+    diff: (step, wanted, root) => fileDiff({ ...step, resource: wanted }, root),
+  },
 
   async decide(wanted, record, ctx) {
     const { root, rootless } = ctx.ports;

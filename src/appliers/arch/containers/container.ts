@@ -32,10 +32,7 @@ import {
   uncertain,
   whatChanged,
 } from "./container-spec.ts";
-import { imageApplier } from "./image.ts";
-import { networkApplier } from "./network.ts";
 import { type Session, sessionOf } from "./session.ts";
-import { volumeApplier } from "./volume.ts";
 
 export type { ContainerRecord } from "./container-spec.ts";
 
@@ -149,6 +146,8 @@ export function containerApplier(
 ): Applier<ContainerResource, ContainerRecord, ContainerStep> {
   return {
     type: "container",
+    // what it reads at creation, as the steps before left it, and the actions it is `on`
+    traits: { readsChanges: () => true },
 
     async decide(w, record, ctx) {
       const s = sessionOf(ctx, finder);
@@ -222,9 +221,4 @@ export function containerApplier(
 
     execute: executeBy(containerExecutors(finder)),
   };
-}
-
-/** The four appliers over one runtime finder: the machine's own unless a test gives its daemons. */
-export function runtimeAppliers(finder: RuntimeFinder = machineRuntimes()): Applier[] {
-  return [imageApplier(finder), networkApplier(finder), volumeApplier(finder), containerApplier(finder)];
 }

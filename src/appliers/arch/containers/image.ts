@@ -77,6 +77,8 @@ export function imageApplier(
 ): Applier<ImageResource, ImageRecord, ImageStep> {
   return {
     type: "image",
+    // a tarball loaded is read as the files before it left it
+    traits: { readsChanges: (w) => w.load !== undefined },
 
     async decide(w, record, ctx) {
       const s = sessionOf(ctx, finder);

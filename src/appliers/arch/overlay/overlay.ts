@@ -174,6 +174,11 @@ const executors: Executors<OverlayStep, OverlayResource, OverlayRecord> = {
 
 export const overlayApplier: Applier<OverlayResource, OverlayRecord, OverlayStep> = {
   type: "overlay",
+  traits: {
+    pathOf: (record) => record.path,
+    // a found configuration taken over is held at its own path
+    holds: (record) => (record.takeover ? [record.path, record.takeover.path] : [record.path]),
+  },
 
   async decide(wanted, record, ctx) {
     if (record && record.interface !== wanted.interface)

@@ -1,0 +1,104 @@
+// Carrying out a planned apply's steps, one run at a time, each by the applier of its type, with what reads
+// changes decided again as the apply reaches it (the same decision the plan used).
+import { FILE_WRITE_CONCURRENCY } from "../defaults.ts";
+import type { Host } from "../hosts/index.ts";
+import type { Records } from "../store/index.ts";
+import type { ReportStep } from "../vocabulary/index.ts";
+import {
+  type Decider,
+  decider,
+  mapLimited,
+  noteChange,
+  type PlanInput,
+  type PlannedStep,
+  readsChanges,
+  traitsOf,
+} from "./plan.ts";
+import { failureDetail, INTERRUPTED, planLine } from "./steps.ts";
+
+export interface Execution {
+  records: Records;
+  saveRecords: () => void;
+  /** Told each time a step is done, with how many of how many. */
+  onStep?: (done: number, total: number) => void;
+  signal?: AbortSignal;
+}
+
+/**
+ * Carry out the planned steps, one run at a time. A failed step whose applier says its failure stops the apply
+ * (an action: a command whose effect later steps may need; the seeds' "stopped at the first failing action")
+ * stops it, and the rest are not reached; any other failed step is reported failed and the apply goes on: a
+ * later step that needs it reads the machine and fails in its own words, and every other step still brings
+ * the node nearer the declaration.
+ */
+export async function execute(steps: PlannedStep[], input: PlanInput, run: Execution): Promise<ReportStep[]> {
+  // decided against the records as the steps before have left them: `wrote` reads what was just written
+  const d = decider(input, run.records);
+  const changed = new Set<string>(input.owed ?? []);
+  const made = new Set<string>();
+  const out: ReportStep[] = [];
+  const stop: { by?: string } = {};
+  for (const batch of batches(input.host, steps)) {
+    const first = batch[0]!;
+    // what reads changes is decided again with what actually changed: the same function the plan used
+    const fresh =
+      first.resource && readsChanges(input.host, first.resource) && !run.signal?.aborted && !stop.by
+        ? await d.decide(first.resource, changed, made)
+        : batch;
+    const ctx = () => d.context(changed, made);
+    const results = await mapLimited(fresh, FILE_WRITE_CONCURRENCY, (s) =>
+      runOne(s, input.host, run, ctx, stop),
+    );
+    results.forEach((r, i) => {
+      noteChange(fresh[i]!, r.did, changed, made);
+      if (r.did === "failed" && traitsOf(input.host, fresh[i]!.type).stopsOnFailure) stop.by ??= r.id;
+      out.push(r);
+    });
+    run.onStep?.(out.length, steps.length);
+  }
+  return out;
+}
+
+/** One step carried out by its type's applier, and what it came to; not reached once the apply stopped. */
+async function runOne(
+  step: PlannedStep,
+  host: Host,
+  run: Execution,
+  ctx: () => ReturnType<Decider["context"]>,
+  stop: { by?: string },
+): Promise<ReportStep> {
+  if (stop.by)
+    return { ...planLine(step), did: "not-reached", detail: `not reached: action ${stop.by} failed` };
+  if (run.signal?.aborted) return { ...planLine(step), did: "not-reached", detail: INTERRUPTED };
+  const { records } = run;
+  const applier = host.appliers.get(step.type)!;
+  // an id that named something else until the removal just before: its new record is journalled now
+  const intent = applier.traits?.journal?.(step).intent;
+  if (intent && step.resource && !step.record && !records[step.id]) {
+    records[step.id] = { ...intent, pending: true };
+    run.saveRecords();
+  }
+  try {
+    // the applier is told exactly the record its decision saw (a removal: the one it gives back)
+    const record = step.resource ? step.record : (step.record ?? records[step.id]);
+    const done = await applier.execute(step, step.resource, record, ctx());
+    if (done.record) records[step.id] = done.record;
+    else if (!step.resource) delete records[step.id];
+    return { id: step.id, type: step.type, did: done.did, detail: done.detail };
+  } catch (e) {
+    return { id: step.id, type: step.type, did: "failed", detail: failureDetail(e, step) };
+  }
+}
+
+/** Steps grouped so that consecutive file writes run side by side (their fsyncs overlap) and all else one at a time. */
+function batches(host: Host, steps: PlannedStep[]): PlannedStep[][] {
+  const out: PlannedStep[][] = [];
+  const parallel = (s: PlannedStep) =>
+    traitsOf(host, s.type).writesFiles === true && s.resource !== undefined;
+  for (const s of steps) {
+    const last = out.at(-1);
+    if (last && parallel(s) && parallel(last[0]!)) last.push(s);
+    else out.push([s]);
+  }
+  return out;
+}

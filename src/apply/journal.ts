@@ -1,0 +1,70 @@
+// What an apply writes down around its steps: the journal before anything is touched, the temporaries a crash
+// left swept before writing anew, and which id holds each original, for the report. Each asks the applier of a
+// type what its resources, steps and records say (its traits): nothing here names a type.
+import { dirname } from "node:path";
+import type { Host } from "../hosts/index.ts";
+import type { Records, State, StoreOriginals } from "../store/index.ts";
+import { sweepTempsAt } from "../system/index.ts";
+import type { Declaration, Report } from "../vocabulary/index.ts";
+import { type PlannedStep, traitsOf } from "./plan.ts";
+
+/**
+ * Before touching anything: keep every found original the apply is about to write over, then write down the
+ * record each new resource will have, so a crash at any instant cannot make the mesh's own file look "found"
+ * on the next start, nor leave a found one recorded without its original (the chaos suite's kill -9 found
+ * both: a directory's found mode recorded after its chmod, and a taken file's hold not yet kept).
+ */
+export async function journal(
+  host: Host,
+  state: State,
+  kept: StoreOriginals,
+  next: Records,
+  order: string[],
+  steps: PlannedStep[],
+): Promise<void> {
+  let intents = 0;
+  for (const s of steps) {
+    const traits = traitsOf(host, s.type);
+    const secretAt = s.resource && traits.secretAt?.(s.resource);
+    if (secretAt) kept.markSecret(secretAt);
+    const { intent, original } = traits.journal?.(s) ?? {};
+    if (original && s.resource)
+      await kept.keep(original.path, original.bytes, original.meta, original.secret);
+    // an id still recorded as something else keeps that record until its removal has run
+    if (s.record || !intent || next[s.id]) continue;
+    // pending until its step has run: a file an interrupted apply never wrote is then created, not repaired
+    next[s.id] = { ...intent, pending: true };
+    intents++;
+  }
+  if (intents) state.writeRecords(next, [...new Set([...Object.keys(next), ...order])]);
+}
+
+/** Temporary files a crash left beside declared or recorded files: swept before writing anew. */
+export function sweepTemps(host: Host, root: string, d: Declaration, records: Records): void {
+  const declared = d.resources.flatMap((r) =>
+    traitsOf(host, r.type).writesFiles && "path" in r ? [r.path] : [],
+  );
+  const recorded = Object.values(records).flatMap((r) => {
+    const traits = traitsOf(host, r.type);
+    const path = traits.writesFiles ? traits.pathOf?.(r) : undefined;
+    return path === undefined ? [] : [path];
+  });
+  // each directory reached with no link followed: a linked one is never listed nor swept
+  sweepTempsAt(root, new Set([...declared, ...recorded].map((p) => dirname(p))));
+}
+
+/** Each original held now, named by the id whose record holds it (its own path, or what it says it holds). */
+export function heldNow(host: Host, originals: StoreOriginals, records: Records): Report["holds"] {
+  const idOf = new Map(
+    Object.entries(records).flatMap(([id, r]) => {
+      const traits = traitsOf(host, r.type);
+      const paths = traits.holds?.(r) ?? [traits.pathOf?.(r)];
+      return paths.filter((p): p is string => typeof p === "string").map((p) => [p, id] as const);
+    }),
+  );
+  return originals.list().map((h) => ({
+    id: idOf.get(h.path) ?? "",
+    path: h.path,
+    ...(h.original ? { original: h.original } : {}),
+  }));
+}

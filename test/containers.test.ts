@@ -476,25 +476,13 @@ function containerSuite(rt: TestRuntime, index: number) {
     const names = Array.from({ length: 20 }, (_, i) => `n${i}`);
     const d = decl(names.map((n) => ({ id: n, type: "container", name: n, image: IMAGE, command: SLEEPER })));
     expect((await m.apply(d)).exit).toBe(0);
-    const time = async (fn: () => Promise<unknown>) => {
-      const t = performance.now();
-      await fn();
-      return performance.now() - t;
-    };
-    // best of five each: what the host costs, not what else the machine is doing meanwhile
-    const best = (xs: number[]) => Math.min(...xs);
-    const inspect: number[] = [];
-    const apply: number[] = [];
-    for (let i = 0; i < 5; i++) {
-      inspect.push(await time(() => rt.run("container", "inspect", ...names)));
+    // counted, not timed: how long it takes beside one inspect is the bench's to say, not a test's on a busy machine
+    for (let i = 0; i < 3; i++) {
       m.exec.reset();
-      apply.push(await time(() => m.apply(d)));
+      const again = await m.apply(d);
+      expect(again.exit).toBe(0);
+      expect(again.report.steps.every((s) => s.did === "unchanged")).toBe(true);
       expect(m.exec.calls.length).toBe(1);
     }
-    const ratio = best(apply) / best(inspect);
-    console.log(
-      `${rt.kind}: no-op apply of 20 ${best(apply).toFixed(0)} ms, one inspect of 20 ${best(inspect).toFixed(0)} ms, ratio ${ratio.toFixed(2)}`,
-    );
-    expect(ratio).toBeLessThan(2);
   });
 }

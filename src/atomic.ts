@@ -3,7 +3,7 @@
 // of the host's) write their files the one way. The store adds the async writes of many files (store/atomic.ts).
 import { randomBytes } from "node:crypto";
 import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
-import { type FileHandle, rename, unlink } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { STATE_FILE_MODE, TEMP_MARKER } from "./defaults.ts";
 
@@ -11,6 +11,12 @@ import { STATE_FILE_MODE, TEMP_MARKER } from "./defaults.ts";
 export function tempPathFor(path: string): string {
   return join(dirname(path), `.${basename(path)}${TEMP_MARKER}${randomBytes(4).toString("hex")}`);
 }
+
+/**
+ * node:fs/promises at the first write, not at start-up: it brings readline and the REPL's history with it, and
+ * `plan`, `status` or a no-op write nothing through it (issue 22).
+ */
+export const fsPromises = () => process.getBuiltinModule("node:fs/promises");
 
 export function isTempName(name: string): boolean {
   return name.startsWith(".") && name.includes(TEMP_MARKER);
@@ -86,7 +92,9 @@ export async function fillTemp(
     await handle.sync();
   } catch (e) {
     await handle.close();
-    await unlink(temp).catch(() => {});
+    await fsPromises()
+      .unlink(temp)
+      .catch(() => {});
     throw e;
   }
   await handle.close();
@@ -95,9 +103,11 @@ export async function fillTemp(
 /** The filled temp file renamed over `path`; on a failure the temp file is gone. */
 export async function renameTemp(temp: string, path: string): Promise<void> {
   try {
-    await rename(temp, path);
+    await fsPromises().rename(temp, path);
   } catch (e) {
-    await unlink(temp).catch(() => {});
+    await fsPromises()
+      .unlink(temp)
+      .catch(() => {});
     throw e;
   }
 }

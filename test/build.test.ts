@@ -165,6 +165,10 @@ describe("the executable's start", () => {
     }
     // `version` loads none of the store, the appliers or the logger either (they read and write files by promise)
     expect(loaded("version").modules).not.toContain("NativeModule fs/promises");
+    // a plan writes nothing, so it loads no fs/promises (nor the readline and REPL history that come with it)
+    const plan = loaded("plan", decl).modules;
+    expect(plan).not.toContain("NativeModule fs/promises");
+    expect(plan).not.toContain("NativeModule internal/readline/interface");
     // the control: `run` loads the link before it finds no membership to dial with
     const run = loaded("run");
     expect(run.status).toBe(2);

@@ -1,8 +1,7 @@
 // Nothing is ever half-written: temp file in the same directory, fsync, rename, fsync the directory. The one
 // file's synchronous write is shared with the operator's half (src/atomic.ts); here, many files written at once.
-import { open } from "node:fs/promises";
 import { dirname } from "node:path";
-import { fillTemp, renameTemp, tempPathFor } from "../atomic.ts";
+import { fillTemp, fsPromises, renameTemp, tempPathFor } from "../atomic.ts";
 
 export { fsyncDirSync, isTempName, tempPathFor, writeFileAtomicSync } from "../atomic.ts";
 
@@ -21,7 +20,7 @@ export async function writeFileAtomic(
   opts: AtomicWriteOptions,
 ): Promise<void> {
   const temp = tempPathFor(path);
-  await fillTemp(await open(temp, "wx", opts.mode), temp, data, opts);
+  await fillTemp(await fsPromises().open(temp, "wx", opts.mode), temp, data, opts);
   await renameTemp(temp, path);
   if (!opts.skipDirSync) await fsyncDirShared(dirname(path));
 }
@@ -64,7 +63,7 @@ export function fsyncDirShared(dir: string, key = dir): Promise<void> {
 }
 
 export async function fsyncDir(dir: string): Promise<void> {
-  const handle = await open(dir, "r");
+  const handle = await fsPromises().open(dir, "r");
   try {
     await handle.sync();
   } finally {

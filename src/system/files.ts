@@ -17,10 +17,9 @@ import {
   type Stats,
   unlinkSync,
 } from "node:fs";
-import { open } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
-import { fillTemp, isTempName, renameTemp, tempPathFor } from "../atomic.ts";
+import { fillTemp, fsPromises, isTempName, renameTemp, tempPathFor } from "../atomic.ts";
 import { SYNC_READ_MAX_BYTES } from "../defaults.ts";
 import { fsyncDirShared } from "../store/index.ts";
 import {
@@ -189,9 +188,11 @@ export async function writeFileAt(
   const { dir, name } = walkParent(root, path, o.dirMode);
   try {
     const temp = basename(tempPathFor(name));
-    const handle = await open(at(dir, temp), CREATE_FLAGS, o.mode).catch((e) => {
-      throw failure(path, "write", e);
-    });
+    const handle = await fsPromises()
+      .open(at(dir, temp), CREATE_FLAGS, o.mode)
+      .catch((e) => {
+        throw failure(path, "write", e);
+      });
     await fillTemp(handle, at(dir, temp), bytes, o).catch((e) => {
       throw failure(path, "write", e);
     });

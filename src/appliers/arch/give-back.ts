@@ -1,7 +1,6 @@
 // Giving a unit back when its service is undeclared: the service record (what the host found the first time it
 // touched a unit), the plan of giving it back and its execution. The service applier's side, over the systemd
 // driver (src/system/arch/systemd.ts), which knows no record.
-import { lstat } from "node:fs/promises";
 import {
   isAbsent,
   isActive,
@@ -77,10 +76,14 @@ const VENDOR_DIRS = ["/usr/lib/systemd/system", "/lib/systemd/system"];
 async function hasVendorFile(root: string, unit: string): Promise<boolean> {
   for (const dir of VENDOR_DIRS)
     if (
-      await lstat(underRoot(root, `${dir}/${unit}`)).then(
-        () => true,
-        () => false,
-      )
+      // node:fs/promises at this first use, not at every start (src/atomic.ts says why)
+      await process
+        .getBuiltinModule("node:fs/promises")
+        .lstat(underRoot(root, `${dir}/${unit}`))
+        .then(
+          () => true,
+          () => false,
+        )
     )
       return true;
   return false;

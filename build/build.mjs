@@ -27,7 +27,7 @@ import {
 } from "node:fs";
 import { createRequire } from "node:module";
 import { arch as hostArchOf } from "node:os";
-import { join, relative } from "node:path";
+import { basename, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleOptions, ENTRY, externalsOf, foreignExternals, ROOT } from "./bundle.mjs";
 import { writeDocs } from "./docs.mjs";
@@ -45,11 +45,12 @@ import {
   since,
   writeSeaConfig,
 } from "./tools.mjs";
+import { BUNDLE_ASSET, CACHE_ASSET, CACHE_FILE, LOADER, loaderText, trainCodeCache } from "./trained.mjs";
 
 const DIST = join(ROOT, "dist");
 const ARCHES = ["x64", "arm64"];
 /** Bump when this script changes what it makes from the same bundle, so an old stamp is not trusted. */
-const RECIPE = "sea-2";
+const RECIPE = "sea-3";
 
 const started = performance.now();
 const require = createRequire(import.meta.url);
@@ -190,7 +191,17 @@ async function main() {
   // A blob made on x64 for arm64 goes without V8's code cache (see writeSeaConfig); the code cache saves ~7 ms
   // of start-up, the arm64 build loses only that. Either way two builds of one commit are byte-identical (the code
   // cache is made with BLOB_MAKER_FLAGS; test/build.test.ts).
-  const seaConfig = writeSeaConfig(work, main, !cross);
+  // On the host's own architecture the main is a loader, and the bundle runs with a cache trained by a plan
+  // (build/trained.mjs); a cross build cannot run its runtime to train one.
+  let seaConfig;
+  if (cross) seaConfig = writeSeaConfig(work, main, false);
+  else {
+    writeFileSync(join(work, LOADER), loaderText());
+    seaConfig = writeSeaConfig(work, join(work, LOADER), true, {
+      [BUNDLE_ASSET]: basename(main),
+      [CACHE_ASSET]: CACHE_FILE,
+    });
+  }
   const generator = cross ? pinnedRuntime(hostArch, nodeVersion) : runtime;
   const runtimeStat = statSync(runtime);
   const stamp = buildStamp(
@@ -199,6 +210,7 @@ async function main() {
     {
       recipe: RECIPE,
       script: sha256(readFileSync(fileURLToPath(import.meta.url))),
+      trained: sha256(readFileSync(fileURLToPath(new URL("./trained.mjs", import.meta.url)))),
       bundle: sha256(readFileSync(main)),
       seaConfig,
       node: nodeVersion,
@@ -211,6 +223,11 @@ async function main() {
     say(`${relative(ROOT, output)} is up to date (same bundle, config and runtime; --force rebuilds)`);
   else {
     let t = performance.now();
+    if (!cross) {
+      const cache = trainCodeCache(run, runtime, work, main);
+      say(`code cache ${mib(cache.length)}, trained by a plan, in ${since(t)}`);
+      t = performance.now();
+    }
     // the blob is made by the pinned runtime itself
     const blob = makeBlob(run, generator, work, seaConfig);
     say(`blob ${mib(blob.length)} by node ${nodeVersion} (${relative(ROOT, generator)}) in ${since(t)}`);

@@ -2,7 +2,12 @@
 export const BLOB_MAKER_FLAGS: string[];
 export const SEA_EXEC_ARGV: string[];
 export function runner(fail: (message: string) => never): (argv: string[], opts?: object) => string;
-export function writeSeaConfig(work: string, main: string, useCodeCache: boolean): { output: string };
+export function writeSeaConfig(
+  work: string,
+  main: string,
+  useCodeCache: boolean,
+  assets?: Record<string, string>,
+): { output: string };
 export function makeBlob(
   run: (argv: string[], opts?: object) => string,
   maker: string,

@@ -98,7 +98,7 @@ export const SEA_EXEC_ARGV = ["--max-semi-space-size=2"];
  * blobs need useCodeCache and useSnapshot false). Made with BLOB_MAKER_FLAGS, the cache is byte-identical
  * between builds.
  */
-export function writeSeaConfig(work, main, useCodeCache) {
+export function writeSeaConfig(work, main, useCodeCache, assets) {
   const config = {
     main: basename(main),
     output: "sea-prep.blob",
@@ -112,6 +112,8 @@ export function writeSeaConfig(work, main, useCodeCache) {
     // NODE_OPTIONS and friends never reach the runtime, so they cannot --require code into the host
     execArgvExtension: "none",
     execArgv: SEA_EXEC_ARGV,
+    // the bundle and its trained code cache, when `main` is the loader that runs them (build/trained.mjs)
+    ...(assets ? { assets } : {}),
   };
   writeFileSync(join(work, "sea-config.json"), `${JSON.stringify(config, null, 2)}\n`);
   return config;

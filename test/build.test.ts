@@ -14,6 +14,14 @@ import {
   ROOT,
 } from "../build/bundle.mjs";
 import { makeBlob, runner, writeSeaConfig } from "../build/tools.mjs";
+import {
+  BUNDLE_ASSET,
+  CACHE_ASSET,
+  CACHE_FILE,
+  LOADER,
+  loaderText,
+  trainCodeCache,
+} from "../build/trained.mjs";
 import { launcherText, PACKAGED_PATHS, unitText } from "../pkgbuild/embedded.ts";
 import { tempDir } from "./support/tmp.ts";
 
@@ -129,6 +137,24 @@ describe("the executable's start", () => {
     const second = makeBlob(run, PINNED, dir, config);
     expect(first.length).toBeGreaterThan(statSize(main));
     expect(first.equals(second)).toBe(true);
+  });
+
+  it("is the same blob, with a code cache trained by a plan, when trained and made twice", async () => {
+    const { dir, main } = await mainBundle();
+    const run = runner((m) => {
+      throw new Error(m);
+    });
+    const first = trainCodeCache(run, PINNED, dir, main);
+    const second = trainCodeCache(run, PINNED, dir, main);
+    // the trained cache holds the functions the plan ran: far more than the top level Node's own cache holds
+    expect(first.length).toBeGreaterThan(statSize(main) / 4);
+    expect(first.equals(second)).toBe(true);
+    writeFileSync(join(dir, LOADER), loaderText());
+    const config = writeSeaConfig(dir, join(dir, LOADER), true, {
+      [BUNDLE_ASSET]: "mesh-host.cjs",
+      [CACHE_ASSET]: CACHE_FILE,
+    });
+    expect(makeBlob(run, PINNED, dir, config).equals(makeBlob(run, PINNED, dir, config))).toBe(true);
   });
 
   it("loads the link (tls, the NATS client) only for a command that dials", async () => {

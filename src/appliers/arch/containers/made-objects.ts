@@ -4,6 +4,7 @@
 
 import {
   type Answer,
+  type InfoOf,
   isError,
   type NetworkInfo,
   type Runtime,
@@ -45,6 +46,42 @@ export function absentStep<Rec extends MadeRecord, S extends Step>(
     `${name} ${mine ? "created again: it was gone" : "created"}`,
     next,
   );
+}
+
+/** What the runtime a declared object names holds under its name, and the record it will have. */
+export interface Looked<K extends MadeKind> {
+  rt: Runtime;
+  found: InfoOf<K> | null;
+  mine: boolean;
+  next: MadeRecord & { type: K };
+}
+
+/**
+ * The one look a network's and a volume's decide start with (which runtime, what it holds, whose it is), or
+ * the step that says why it could not look: no such runtime (refused) or the runtime failing (failed).
+ */
+export async function lookUp<K extends MadeKind, S extends Step>(
+  step: (
+    id: string,
+    did: Did,
+    action: "refuse" | "fail",
+    detail: string,
+    data?: undefined,
+    field?: string,
+  ) => S,
+  kind: K,
+  w: { id: string; name: string; runtime?: RuntimeKind | undefined },
+  record: MadeRecord | undefined,
+  ctx: DecideContext,
+  finder: RuntimeFinder,
+): Promise<Looked<K> | S> {
+  const s = sessionOf(ctx, finder);
+  const rt = s.runtime(w.runtime ?? record?.runtime);
+  if (typeof rt === "string") return step(w.id, "failed", "refuse", rt, undefined, "runtime");
+  const found = await s.ask(rt, kind, w.name);
+  if (isError(found)) return step(w.id, "failed", "fail", found.error);
+  const mine = record?.created === true;
+  return { rt, found, mine, next: { type: kind, name: w.name, runtime: rt.kind, created: mine || !found } };
 }
 
 /** Undeclared and the mesh's: removed if the runtime still has it; `removed` says why it goes. */

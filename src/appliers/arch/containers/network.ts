@@ -15,6 +15,7 @@ import type { Applier, DecideContext, Executed, Executors, StepFor, StepOf } fro
 import {
   absentStep,
   isDone,
+  lookUp,
   type MadeRecord,
   type MadeStep,
   madeExecutors,
@@ -22,7 +23,6 @@ import {
   removalStep,
   toCreate,
 } from "./made-objects.ts";
-import { sessionOf } from "./session.ts";
 
 export interface NetworkRecord extends MadeRecord {
   type: "network";
@@ -73,18 +73,10 @@ export function networkApplier(
     type: "network",
 
     async decide(w, record, ctx) {
-      const s = sessionOf(ctx, finder);
-      const rt = s.runtime(w.runtime ?? record?.runtime);
-      if (typeof rt === "string") return step(w.id, "failed", "refuse", rt, undefined, "runtime");
-      const found = await s.ask(rt, "network", w.name);
-      if (isError(found)) return step(w.id, "failed", "fail", found.error);
-      const mine = record?.created === true;
-      const next: NetworkRecord = {
-        type: "network",
-        name: w.name,
-        runtime: rt.kind,
-        created: mine || !found,
-      };
+      const looked = await lookUp(step, "network", w, record, ctx, finder);
+      if ("action" in looked) return looked;
+      const { found, mine } = looked;
+      const next: NetworkRecord = { ...looked.next };
       if (!found) return absentStep(step, w.id, w.name, mine, next);
       const diff = differences(w, found);
       if (!diff.length)

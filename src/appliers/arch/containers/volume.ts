@@ -8,6 +8,7 @@ import type { Applier, DecideContext, Executed, Executors, StepOf } from "../../
 import {
   absentStep,
   isDone,
+  lookUp,
   type MadeRecord,
   type MadeStep,
   madeExecutors,
@@ -15,7 +16,6 @@ import {
   removalStep,
   toCreate,
 } from "./made-objects.ts";
-import { sessionOf } from "./session.ts";
 
 export interface VolumeRecord extends MadeRecord {
   type: "volume";
@@ -51,19 +51,10 @@ export function volumeApplier(
     type: "volume",
 
     async decide(w, record, ctx) {
-      const s = sessionOf(ctx, finder);
-      const rt = s.runtime(w.runtime ?? record?.runtime);
-      if (typeof rt === "string") return step(w.id, "failed", "refuse", rt, undefined, "runtime");
-      const found = await s.ask(rt, "volume", w.name);
-      if (isError(found)) return step(w.id, "failed", "fail", found.error);
-      const mine = record?.created === true;
-      const next: VolumeRecord = {
-        type: "volume",
-        name: w.name,
-        runtime: rt.kind,
-        created: mine || !found,
-        remove_data: w.remove_data,
-      };
+      const looked = await lookUp(step, "volume", w, record, ctx, finder);
+      if ("action" in looked) return looked;
+      const { found, mine } = looked;
+      const next: VolumeRecord = { ...looked.next, remove_data: w.remove_data };
       if (!found) return absentStep(step, w.id, w.name, mine, next);
       const diff = differences(w, found);
       if (diff.length)

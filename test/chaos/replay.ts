@@ -135,13 +135,16 @@ class Life {
     const deadline = performance.now() + EVENT_WAIT_MS;
     let last = "";
     while (performance.now() < deadline) {
+      // read in the order the node moves: the report is in the outbox before the ack, and leaves it only once
+      // the stream has it; so acked, then an empty outbox, then the stream's count cannot be a stale mix (read
+      // the outbox last and a report flushed meanwhile is in neither the count nor the outbox)
       const consumer = await this.mesh.consumerInfo(this.node.name);
+      const outbox = this.node.outbox().length;
       const stream = await this.mesh.jsm.streams.info("REPORTS", { subjects_filter: subject });
       const kept = stream.state.subjects?.[subject] ?? 0;
       const got = this.node.reports().length;
-      last = `pending ${consumer.num_pending}, unacked ${consumer.num_ack_pending}, outbox ${this.node.outbox().length}, reports ${got}/${kept}`;
-      if (!consumer.num_pending && !consumer.num_ack_pending && !this.node.outbox().length && got === kept)
-        return null;
+      last = `pending ${consumer.num_pending}, unacked ${consumer.num_ack_pending}, outbox ${outbox}, reports ${got}/${kept}`;
+      if (!consumer.num_pending && !consumer.num_ack_pending && !outbox && got === kept) return null;
       await sleep(20);
     }
     return `the node did not settle within ${EVENT_WAIT_MS} ms (${last})`;

@@ -267,7 +267,8 @@ export function start(
     env: { ...process.env, MESH_LOG: "warn", ...opts.env },
     stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
   });
-  if (opts.input !== undefined) child.stdin!.end(opts.input);
+  // as runCli: a child that exits unread closes the pipe, and EPIPE is not the scenario's failure
+  if (opts.input !== undefined) child.stdin!.on("error", () => {}).end(opts.input);
   let stdout = "";
   let stderr = "";
   child.stdout!.on("data", (d) => (stdout += d));

@@ -42,7 +42,7 @@ async function cmdlineWhileEnrolling(node: string, how: "stdin" | "file" | "argv
   });
   let stderr = "";
   child.stderr!.on("data", (b) => (stderr += b));
-  child.stdin!.end(how === "stdin" ? `\n  ${code}  \n` : "");
+  child.stdin!.on("error", () => {}).end(how === "stdin" ? `\n  ${code}  \n` : "");
   const exited = new Promise((r) => child.on("close", r));
   const before = mesh.enrolments.length;
   try {

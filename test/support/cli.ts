@@ -31,6 +31,9 @@ export function runCli(
     let stderr = "";
     child.stdout!.on("data", (d) => (stdout += d));
     child.stderr!.on("data", (d) => (stderr += d));
+    // a command that exits before reading its input closes the pipe: EPIPE then says nothing about the test,
+    // and unhandled it was an uncaught exception that vitest blamed on whichever test ran at the time
+    child.stdin!.on("error", () => {});
     child.stdin!.end(opts.input ?? "");
     const timer = setTimeout(() => killGroup(child.pid!), opts.timeoutMs ?? EVENT_WAIT_MS);
     child.on("error", reject);

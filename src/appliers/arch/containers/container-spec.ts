@@ -2,9 +2,8 @@
 // (env-files, files bind-mounted directly; nothing inside a mounted directory), read as the state stands when the
 // apply reaches it; written on the container as a label, so a mismatch says which file or field changed.
 
-import { createHash } from "node:crypto";
 import type { ContainerInfo } from "../../../system/arch/index.ts";
-import { entryAt, readFileAt } from "../../../system/index.ts";
+import { entryAt, readFileAt, sha256 } from "../../../system/index.ts";
 import type { ContainerResource, Resource, RuntimeKind } from "../../../vocabulary/index.ts";
 import type { DecideContext, RecordBase } from "../../types.ts";
 
@@ -22,7 +21,7 @@ export interface ContainerRecord extends RecordBase {
   read?: Record<string, string>;
 }
 
-export const sha = (data: string | Uint8Array) => createHash("sha256").update(data).digest("hex");
+export const sha = (data: string | Uint8Array) => sha256(typeof data === "string" ? Buffer.from(data) : data);
 
 /** JSON with object keys sorted at every depth, so equal values digest equally. */
 function canonical(v: unknown): string {

@@ -2,7 +2,6 @@
 // resource wrote (loaded again when the tarball's content changes, then tagged as the declared reference);
 // read back by the image's id. Undeclared, an image is left: a container outside the mesh may run it.
 
-import { createHash } from "node:crypto";
 import { closeSync } from "node:fs";
 import {
   isError,
@@ -12,7 +11,7 @@ import {
   type RuntimeFinder,
   shortRef,
 } from "../../../system/arch/index.ts";
-import { openFileAt, readFileAt } from "../../../system/index.ts";
+import { openFileAt, readFileAt, sha256 } from "../../../system/index.ts";
 import type { ImageResource, RuntimeKind } from "../../../vocabulary/index.ts";
 import { executeBy, failsAgain, forgets, stepsOf } from "../../step.ts";
 import type {
@@ -91,11 +90,7 @@ export function imageApplier(
         const wrote = ctx.wrote?.(w.load);
         // read with no link followed, like every declared path the host reads
         const read = wrote ? null : await readFileAt(ctx.ports.root, w.load);
-        const loaded =
-          wrote ??
-          (read && typeof read === "object"
-            ? createHash("sha256").update(read.bytes).digest("hex")
-            : undefined);
+        const loaded = wrote ?? (read && typeof read === "object" ? sha256(read.bytes) : undefined);
         if (!loaded && !ctx.made.has(w.load))
           return step(w.id, "failed", "refuse", `${w.load} does not exist`, undefined, "load");
         const data = { ...base, loaded };

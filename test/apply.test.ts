@@ -301,18 +301,20 @@ describe("actions", () => {
 });
 
 describe("safety", () => {
-  it("refuses a declared path whose parent is a symbolic link out of the root, writing nothing", async () => {
+  it("fails the one resource whose parent is a symbolic link out of the root, applies the rest, writes nothing through it", async () => {
     const m = setup();
     const outside = tempDir("mesh-outside-");
     symlinkSync(outside, join(m.root, "escape"));
-    const before = snapshot(m.root);
     const r = await m.apply(decl([file("ok", "/fine", "x"), file("evil", "/escape/pwned", "x")]));
-    expect(r.exit).toBe(2);
-    expect(r.report.refusals[0]).toMatchObject({
-      id: "evil",
-      reason: expect.stringContaining("leaves the root"),
+    expect(r.exit).toBe(1);
+    expect(r.report.refusals).toEqual([]);
+    expect(r.plan.find((s) => s.id === "evil")?.did).toBe("failed");
+    expect(r.report.steps.find((s) => s.id === "evil")).toMatchObject({
+      did: "failed",
+      detail: expect.stringContaining("leaves the root"),
     });
-    expect(snapshot(m.root)).toEqual(before);
+    expect(r.report.steps.find((s) => s.id === "ok")?.did).toBe("created");
+    expect(readFileSync(join(m.root, "fine"), "utf8")).toBe("x");
     expect(readdirSync(outside)).toEqual([]);
   });
 
@@ -336,7 +338,8 @@ describe("safety", () => {
     writeFileSync(join(outside, "target"), "theirs");
     symlinkSync(join(outside, "target"), join(m.root, "link"));
     const r = await m.apply(decl([file("l", "/link", "mesh")]));
-    expect(r.exit).toBe(2);
+    expect(r.exit).toBe(1);
+    expect(r.report.steps[0]).toMatchObject({ id: "l", did: "failed" });
     expect(readFileSync(join(outside, "target"), "utf8")).toBe("theirs");
   });
 

@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { pathProblem } from "../vocabulary/index.ts";
-import { forgetHandles, keptDir } from "./walk.ts";
+import { forgetHandles, handlesProblem, keptDir } from "./walk.ts";
 
 /** The machine path for a declared path: `root` + `path`. */
 export function underRoot(root: string, path: string): string {
@@ -24,6 +24,16 @@ export function placeProblem(root: string, path: string): string | null {
   if (rule) return `path ${rule}`;
   const parent = keptDir(root, dirname(path), path);
   return "problem" in parent ? parent.problem : null;
+}
+
+/**
+ * Whether a problem with declared `path` refuses the whole declaration rather than failing its one step: the
+ * path breaks the rule, or this host can act on no path at all (no /proc). What is on the machine (a link, a
+ * file where a directory must be) fails only the resource it is in the way of: anyone who may write one
+ * directory on one declared path could otherwise stop the mesh managing everything else.
+ */
+export function placeRefuses(path: string): boolean {
+  return pathProblem(path) !== null || handlesProblem() !== null;
 }
 
 export interface Ids {

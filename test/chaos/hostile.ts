@@ -58,7 +58,13 @@ export interface Bench {
   plan(
     bytes: Uint8Array,
     dryRun?: boolean,
-  ): Promise<{ refusals: Refusal[]; accepted: boolean; digest?: string; exit?: number }>;
+  ): Promise<{
+    refusals: Refusal[];
+    accepted: boolean;
+    digest?: string;
+    exit?: number;
+    plan?: { id: string; did: string; detail: string }[];
+  }>;
 }
 
 export async function makeBench(): Promise<Bench> {
@@ -155,7 +161,8 @@ export function prepareBench(): Bench & { baseline(): Promise<void> } {
         ports,
         unseal: unsealerFor(st),
       });
-      return { refusals: result.report.refusals, accepted: true, digest: v.digest, exit: result.exit };
+      const { refusals } = result.report;
+      return { refusals, accepted: true, digest: v.digest, exit: result.exit, plan: result.plan };
     },
   };
 }

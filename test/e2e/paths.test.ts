@@ -109,7 +109,7 @@ function inNamespace(over: string, script: string, env: Record<string, string>) 
 }
 
 describe("--root /: a user's own directory with a planted link", () => {
-  it("root's write and chmod land nowhere outside; each step fails naming its path", () => {
+  it("root's write and chmod land nowhere outside; each step fails naming its path, the rest is applied", () => {
     if (process.getuid?.() !== 0) throw new Error("this test needs root (a mount namespace and --root /)");
     const over = tempDir("mesh-ns-");
     const u = `${over}/home/u`;
@@ -121,11 +121,13 @@ describe("--root /: a user's own directory with a planted link", () => {
     };
     const cfg = { id: "cfg", type: "directory", path: `${u}/cfg`, mode: "0777" };
     const www = { id: "www", type: "file", path: `${u}/www/index.html`, content: "hi\n" };
+    // beside the planted link, the rest of the declaration: still the mesh's to manage
+    const motd = { id: "motd", type: "file", path: `${over}/etc/motd`, content: "managed\n" };
     // in the namespace: /home/u owned by a user, who plants links at .ssh and at cfg to root's 0700 directories,
     // and whose real www is swapped for a link by an earlier action of the same declaration
     const out = inNamespace(
       over,
-      `mkdir -p "$OVER/home/u/www" "$OVER/rootonly" "$OVER/rootonly2" "$OVER/state"
+      `mkdir -p "$OVER/home/u/www" "$OVER/rootonly" "$OVER/rootonly2" "$OVER/state" "$OVER/etc"
 chmod 0700 "$OVER/rootonly" "$OVER/rootonly2"
 echo secret > "$OVER/rootonly/shadow"
 chown 1000:1000 "$OVER/home/u" "$OVER/home/u/www"
@@ -142,13 +144,14 @@ attempt() {
   echo "$1.out=$(base64 -w0 < "$OVER/$1.out")"
 }
 attempt keys "$KEYS"
+echo "motd=$(cat "$OVER/etc/motd")"
 attempt cfg "$CFG"
 attempt www "$WWW"
 echo "rootonly=$(ls -A "$OVER/rootonly" | tr '\\n' ' ')"
 echo "modes=$(stat -c %a "$OVER/rootonly") $(stat -c %a "$OVER/rootonly2")"`,
       {
         BIN: process.env.MESH_HOST_BIN!,
-        KEYS: JSON.stringify(decl([keys])),
+        KEYS: JSON.stringify(decl([keys, motd])),
         CFG: JSON.stringify(decl([cfg])),
         WWW: JSON.stringify(decl([swap("/", `${u}/www`, `${over}/rootonly`), www])),
       },
@@ -156,23 +159,34 @@ echo "modes=$(stat -c %a "$OVER/rootonly") $(stat -c %a "$OVER/rootonly2")"`,
     const line = (k: string) => out.match(new RegExp(`^${k.replace(".", "\\.")}=(.*)$`, "m"))?.[1] ?? "";
     expect(line("rootonly").trim()).toBe("shadow");
     expect(line("modes")).toBe("700 700");
-    // planted before the apply: refused at the plan, exit 2, one line naming the path
-    expect(line("keys.exit")).toBe("2");
-    expect(line("keys.err").trim()).toBe(
-      `mesh-host: resource "keys", field "path": a parent of ${u}/.ssh/authorized_keys (${u}/.ssh) is a symbolic link; it is not followed`,
-    );
-    expect(line("cfg.exit")).toBe("2");
-    expect(line("cfg.err").trim()).toBe(
-      `mesh-host: resource "cfg", field "path": ${u}/cfg is a symbolic link; it is not followed`,
-    );
+    // planted before the apply: that resource fails naming its path, exit 1, and the rest is applied
+    const stepsIn = (k: string) =>
+      JSON.parse(Buffer.from(line(`${k}.out`), "base64").toString()).report.steps as {
+        id: string;
+        did: string;
+        detail: string;
+      }[];
+    expect(line("keys.exit")).toBe("1");
+    expect(stepsIn("keys")).toEqual([
+      {
+        id: "keys",
+        type: "file",
+        did: "failed",
+        detail: `a parent of ${u}/.ssh/authorized_keys (${u}/.ssh) is a symbolic link; it is not followed`,
+      },
+      expect.objectContaining({ id: "motd", did: "created" }),
+    ]);
+    expect(line("motd")).toBe("managed");
+    expect(line("cfg.exit")).toBe("1");
+    expect(stepsIn("cfg")).toContainEqual({
+      id: "cfg",
+      type: "directory",
+      did: "failed",
+      detail: `${u}/cfg is a symbolic link; it is not followed`,
+    });
     // swapped during it: the step fails naming the path, exit 1
     expect(line("www.exit")).toBe("1");
-    const steps = JSON.parse(Buffer.from(line("www.out"), "base64").toString()).report.steps as {
-      id: string;
-      did: string;
-      detail: string;
-    }[];
-    expect(steps.find((s) => s.id === "www")).toMatchObject({
+    expect(stepsIn("www").find((s) => s.id === "www")).toMatchObject({
       did: "failed",
       detail: `a parent of ${u}/www/index.html (${u}/www) is a symbolic link; it is not followed`,
     });

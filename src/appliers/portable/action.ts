@@ -1,6 +1,6 @@
 // action: argv run without a shell when what it is `on` changed; its exit and output tail go in the report.
 import { ACTION_DEFAULT_TIMEOUT_S, ACTION_OUTPUT_TAIL_BYTES } from "../../defaults.ts";
-import { entryAt, placeProblem } from "../../system/index.ts";
+import { entryAt, placeProblem, placeRefuses } from "../../system/index.ts";
 import type { ActionResource } from "../../vocabulary/index.ts";
 import type { Applier, ExecResult, RecordBase, StepOf } from "../types.ts";
 
@@ -25,7 +25,7 @@ function outcome(result: ExecResult, timeoutS: number): { ok: boolean; said: str
 }
 
 /** The action applier's steps: none of them carries data (the argv is the declaration's). */
-export type ActionStep = StepOf<"run" | "none" | "forget" | "refuse">;
+export type ActionStep = StepOf<"run" | "none" | "forget" | "fail" | "refuse">;
 
 export const actionApplier: Applier<ActionResource, ActionRecord, ActionStep> = {
   type: "action",
@@ -36,8 +36,9 @@ export const actionApplier: Applier<ActionResource, ActionRecord, ActionStep> = 
     if (wanted.creates) {
       // something at the name itself (a link included, never followed) is what `creates` made
       const found = placeProblem(ctx.ports.root, wanted.creates) ?? entryAt(ctx.ports.root, wanted.creates);
-      if (typeof found === "string")
-        return { ...base, did: "failed", action: "refuse", detail: `creates: ${found}` };
+      // what is in the way of `creates` on the machine fails this action (and so stops the apply here)
+      const action = placeRefuses(wanted.creates) ? "refuse" : "fail";
+      if (typeof found === "string") return { ...base, did: "failed", action, detail: `creates: ${found}` };
       if (ctx.made.has(wanted.creates) || found !== null)
         return { ...base, did: "skipped", action: "none", detail: `${wanted.creates} exists` };
     }

@@ -13,6 +13,7 @@ import {
   ownerIgnored,
   parseMode,
   placeProblem,
+  placeRefuses,
   removeDirAt,
   removeEntryIn,
   resolveIds,
@@ -63,11 +64,15 @@ function unmanagedEntries(root: string, path: string, declared: ReadonlySet<stri
 export type DirectoryStep =
   | StepOf<"make" | "adopt" | "none", DirData>
   | StepOf<"restore", number>
-  | StepOf<"remove" | "forget" | "refuse">;
+  | StepOf<"remove" | "forget" | "fail" | "refuse">;
 
 const step = stepsOf<DirectoryStep>("directory");
 
 const refuse = (id: string, detail: string) => step(id, "failed", "refuse", detail);
+
+/** What is in the way at `path` fails this step alone (never followed); a path no host may act on refuses. */
+const blocked = (id: string, path: string, detail: string) =>
+  step(id, "failed", placeRefuses(path) ? "refuse" : "fail", detail);
 
 const pathOf = (wanted: DirectoryResource | undefined, record: DirectoryRecord | undefined): string =>
   wanted?.path ?? record?.path ?? "";
@@ -92,6 +97,7 @@ const executors: Executors<DirectoryStep, DirectoryResource, DirectoryRecord> = 
     return { did: "restored", detail: step.detail, record: null };
   },
   forget: forgets,
+  fail: failsAgain,
   refuse: failsAgain,
 };
 
@@ -105,9 +111,9 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord, Direc
   async decide(wanted, record, ctx) {
     const { root, rootless } = ctx.ports;
     const problem = placeProblem(root, wanted.path);
-    if (problem) return refuse(wanted.id, problem);
+    if (problem) return blocked(wanted.id, wanted.path, problem);
     const found = statDir(root, wanted.path);
-    if (typeof found === "string") return refuse(wanted.id, found);
+    if (typeof found === "string") return blocked(wanted.id, wanted.path, found);
     const ids = rootless ? {} : resolveIds(root, wanted.owner, wanted.group);
     const ignored = ownerIgnored(rootless, wanted);
     if (typeof ids === "string") return refuse(wanted.id, ids);
@@ -147,7 +153,7 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord, Direc
 
   async decideRemoval(id, record, ctx) {
     const problem = placeProblem(ctx.ports.root, record.path);
-    if (problem) return refuse(id, problem);
+    if (problem) return blocked(id, record.path, problem);
     if (ctx.declaredPaths.has(record.path))
       return step(id, "unchanged", "forget", `${record.path} is now declared by another resource`);
     const found = statDir(ctx.ports.root, record.path);

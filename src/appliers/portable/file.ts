@@ -6,6 +6,7 @@ import {
   ownerIgnored,
   parseMode,
   placeProblem,
+  placeRefuses,
   readFileAt,
   removeFileAt,
   resolveIds,
@@ -62,7 +63,7 @@ interface KeptData {
 export type FileStep =
   | StepOf<"none" | "claim" | "adopt", KeptData>
   | StepOf<"write", WriteData>
-  | StepOf<"remove" | "restore" | "forget" | "refuse">;
+  | StepOf<"remove" | "restore" | "forget" | "fail" | "refuse">;
 
 /** What is at declared `path` now: a regular file's digest and mode, null when absent, or why it cannot be managed. */
 async function readFound(root: string, path: string, fresh = false): Promise<Found | null | string> {
@@ -80,6 +81,10 @@ function wantedBytes(wanted: FileResource, ctx: DecideContext): Uint8Array {
 const step = stepsOf<FileStep>("file");
 
 const refuse = (wanted: { id: string }, detail: string) => step(wanted.id, "failed", "refuse", detail);
+
+/** What is in the way at `path` fails this step alone (never followed); a path no host may act on refuses. */
+const blocked = (wanted: { id: string }, path: string, detail: string) =>
+  step(wanted.id, "failed", placeRefuses(path) ? "refuse" : "fail", detail);
 
 /** Which word describes writing over what is there: put back, changed by the mesh, or made. */
 function writeDid(found: Found | null, record: Claim | undefined, sha: string, mode: string | undefined) {
@@ -105,6 +110,7 @@ const executors: Executors<FileStep, FileResource, FileRecord> = {
   },
   restore: async (step, wanted, record, ctx) => restoreOriginal(step, pathOf(wanted, record), ctx),
   forget: forgets,
+  fail: failsAgain,
   refuse: failsAgain,
 };
 
@@ -138,9 +144,9 @@ export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
   async decide(wanted, record, ctx) {
     const { root, rootless } = ctx.ports;
     const problem = placeProblem(root, wanted.path);
-    if (problem) return refuse(wanted, problem);
+    if (problem) return blocked(wanted, wanted.path, problem);
     const found = await readFound(root, wanted.path);
-    if (typeof found === "string") return refuse(wanted, found);
+    if (typeof found === "string") return blocked(wanted, wanted.path, found);
     const ids = rootless ? {} : resolveIds(root, wanted.owner, wanted.group);
     if (typeof ids === "string") return refuse(wanted, ids);
     const bytes = wantedBytes(wanted, ctx);
@@ -191,7 +197,7 @@ export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
   async decideRemoval(id, record, ctx) {
     const { root } = ctx.ports;
     const problem = placeProblem(root, record.path);
-    if (problem) return refuse({ id }, problem);
+    if (problem) return blocked({ id }, record.path, problem);
     if (ctx.declaredPaths.has(record.path))
       return step(id, "unchanged", "forget", `${record.path} is now declared by another resource`);
     const found = await readFound(root, record.path);

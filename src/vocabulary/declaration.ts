@@ -161,6 +161,7 @@ function crossChecks(head: z.infer<typeof DeclarationHead>, resources: Resource[
       paths.set(r.path, r.id);
     }
   }
+  refusals.push(...underFiles(resources));
   refusals.push(...containerCrossChecks(resources));
   refusals.push(...overlayCrossChecks(resources));
   for (const r of resources) {
@@ -177,3 +178,25 @@ function crossChecks(head: z.infer<typeof DeclarationHead>, resources: Resource[
   }
   return refusals;
 }
+
+/**
+ * A file is never a directory of another declared path: `/x` a file and `/x/y` anything would plan both
+ * `created` and then fail the second on the machine. Refused on arrival, naming both.
+ */
+function underFiles(resources: Resource[]): Refusal[] {
+  const files = new Map<string, string>();
+  for (const r of resources) if (r.type === "file") files.set(r.path, r.id);
+  const refusals: Refusal[] = [];
+  for (const r of resources) {
+    if (r.type !== "file" && r.type !== "directory") continue;
+    for (let up = parentOf(r.path); up !== "/"; up = parentOf(up)) {
+      const file = files.get(up);
+      if (file === undefined) continue;
+      refusals.push({ id: r.id, field: "path", reason: `is under ${up}, which "${file}" declares a file` });
+      break;
+    }
+  }
+  return refusals;
+}
+
+const parentOf = (path: string): string => path.slice(0, Math.max(1, path.lastIndexOf("/")));

@@ -86,7 +86,12 @@ export const ActionResource = z.lazy(() =>
     type: z.literal("action"),
     run: z
       .array(z.string().refine((s) => !s.includes("\0"), "must not contain NUL"))
-      .min(1, "must name a program"),
+      .min(1, "must name a program")
+      .superRefine((run, ctx) => {
+        const why = "which runs whatever the host's working directory holds";
+        const program = run[0] === undefined ? null : programPathProblem(run[0], why);
+        if (program) ctx.addIssue({ code: "custom", path: [0], message: program });
+      }),
     on: z.array(Name).optional(),
     creates: AbsPath.optional(),
     timeout_s: z.number().int().min(1).max(ACTION_MAX_TIMEOUT_S).optional(),
@@ -194,12 +199,22 @@ export function programProblem(program: string | undefined): string | null {
   if (program === "") return "must name a program, not be empty";
   if (EXEC_PREFIX.test(program))
     return `"${program}" starts with ${program[0]}, which systemd reads as an ExecStart= prefix, not the program`;
+  return programPathProblem(program, "which systemd refuses");
+}
+
+/**
+ * Why `program` (an argv's first word) names no one program wherever it is started from, or null: an absolute
+ * path, or a bare name looked up on the search path. A relative path means whatever the directory it starts
+ * in holds: a process refuses it (systemd does), and an action the same, rather than fail with ENOENT later.
+ */
+export function programPathProblem(program: string, why: string): string | null {
+  if (program === "") return "must name a program, not be empty";
   if (program.startsWith("/")) {
     if (program.endsWith("/")) return `"${program}" names a directory, not a program`;
     return null;
   }
   if (program.includes("/"))
-    return `"${program}" is a relative path, which systemd refuses: give an absolute path, or a bare name it finds on its search path`;
+    return `"${program}" is a relative path, ${why}: give an absolute path, or a bare name it finds on its search path`;
   if (program === "." || program === "..") return `"${program}" is not a program`;
   return null;
 }

@@ -48,4 +48,11 @@ describe("refused on arrival", () => {
       'mesh-host: resource "deep", field "path": is under /srv/x, which "x" declares a file',
     );
   });
+
+  it("an action with a relative program, as a process is refused", async () => {
+    await refusedOnArrival(
+      [{ id: "go", type: "action", run: ["bin/deploy", "--now"] }],
+      'mesh-host: resource "go", field "run.0": "bin/deploy" is a relative path, which runs whatever the host\'s working directory holds: give an absolute path, or a bare name it finds on its search path',
+    );
+  });
 });

@@ -1,10 +1,10 @@
 // Issue 27, the host's edges, through the built executable as a user meets them: what is refused on arrival
 // (one line, exit 2, nothing changed), and what an apply under `--root` makes and touches.
-import { readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../support/cli.ts";
-import { useBuiltExecutable } from "../support/sea.ts";
+import { REPO, useBuiltExecutable } from "../support/sea.ts";
 import { tempMachine } from "../support/tmp.ts";
 
 useBuiltExecutable();
@@ -54,5 +54,39 @@ describe("refused on arrival", () => {
       [{ id: "go", type: "action", run: ["bin/deploy", "--now"] }],
       'mesh-host: resource "go", field "run.0": "bin/deploy" is a relative path, which runs whatever the host\'s working directory holds: give an absolute path, or a bare name it finds on its search path',
     );
+  });
+});
+
+describe("an action under --root", () => {
+  it("runs in the root with MESH_ROOT set, and `creates` is the path it made there: it runs once", async () => {
+    const { base, root, state } = tempMachine();
+    const file = declaration(base, [
+      // a path relative to where it starts, and one under $MESH_ROOT: both are the root's
+      {
+        id: "init",
+        type: "action",
+        run: ["sh", "-c", "mkdir -p var/lib/app && touch var/lib/app/ready"],
+        creates: "/var/lib/app/ready",
+      },
+      {
+        id: "where",
+        type: "action",
+        run: ["sh", "-c", 'printf "%s %s" "$(pwd -P)" "$MESH_ROOT" > "$MESH_ROOT/where"'],
+        creates: "/where",
+      },
+    ]);
+    const first = await runCli(["apply", file, "--root", root, "--state", state, "--json"]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(JSON.parse(first.stdout).report.steps.map((s: { did: string }) => s.did)).toEqual(["ran", "ran"]);
+    expect(existsSync(join(root, "var/lib/app/ready"))).toBe(true);
+    expect(readFileSync(join(root, "where"), "utf8")).toBe(`${realpathSync(root)} ${root}`);
+    // nothing landed where the command was typed
+    expect(existsSync(join(REPO, "var"))).toBe(false);
+    const again = await runCli(["apply", file, "--root", root, "--state", state, "--json"]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout).report.steps).toMatchObject([
+      { id: "init", did: "skipped", detail: "/var/lib/app/ready exists" },
+      { id: "where", did: "skipped", detail: "/where exists" },
+    ]);
   });
 });

@@ -75,7 +75,11 @@ export const actionApplier: Applier<ActionResource, ActionRecord, ActionStep> = 
         record: step.action === "forget" ? null : (record ?? { type: "action" }),
       };
     const timeoutS = wanted!.timeout_s ?? ACTION_DEFAULT_TIMEOUT_S;
-    const result = await ctx.ports.exec.run(wanted!.run, { env: wanted!.env, timeoutMs: timeoutS * 1000 });
+    // under --root the action is told where the machine is, and starts there: `creates` is checked under the
+    // root, so "$MESH_ROOT/<creates>" (or the path relative to its working directory) is the one it checks
+    const { root } = ctx.ports;
+    const env = { ...wanted!.env, MESH_ROOT: root };
+    const result = await ctx.ports.exec.run(wanted!.run, { env, cwd: root, timeoutMs: timeoutS * 1000 });
     const { ok, said } = outcome(result, timeoutS);
     return { did: ok ? "ran" : "failed", detail: said, record: { type: "action" } };
   },

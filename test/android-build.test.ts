@@ -113,8 +113,13 @@ describe("detecting the Android host", () => {
 
   it("--host android forces it, and its state defaults to /data/mesh-host (--state still wins)", async () => {
     const forced = await runCli(["status", "--json", "--host", "android"]);
-    expect(forced.code, forced.stderr).toBe(0);
-    expect(JSON.parse(forced.stdout)).toMatchObject({ host: "android", state: "/data/mesh-host" });
+    // no /data/mesh-host on this machine: status says so (exit 1), naming the state it looked in
+    expect(forced.code, forced.stderr).toBe(1);
+    expect(JSON.parse(forced.stdout)).toMatchObject({
+      host: "android",
+      state: "/data/mesh-host",
+      problems: [expect.stringContaining("no state at /data/mesh-host")],
+    });
     const state = join(tempDir(), "state");
     const given = await runCli(["status", "--json", "--host", "android", "--state", state]);
     expect(JSON.parse(given.stdout)).toMatchObject({ host: "android", state });

@@ -39,6 +39,11 @@ export class RunRecord {
     this.state.writeVersioned(NAME, this.value);
   }
 
+  /** `run` is exiting: from now its link is down, so `status` never shows it up, nor down since it came up. */
+  stopped(): void {
+    this.link(false, "mesh-host run stopped");
+  }
+
   heartbeat(at: string): void {
     this.value = { ...this.value, heartbeat_at: at };
     this.state.writeVersioned(NAME, this.value);

@@ -1,7 +1,7 @@
 // `status` as a monitoring check, through the built executable: the last apply's failed steps and why (kept by
 // the machine in last-report.json), whether `run` is alive, the link up or down since when, the last
 // heartbeat, the outbox; exit 1 when the last apply failed or an enrolled node's link is down, 0 when well.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitForAsync } from "../mesh/double.ts";
@@ -23,8 +23,23 @@ const boom = { id: "boom", type: "action", run: ["sh", "-c", "echo the disk is f
 const after = { id: "later", type: "file", path: "/etc/later.conf", content: "b\n" };
 
 describe("status offline", () => {
-  it("an empty root: all is well, exit 0, the JSON keys stable", async () => {
+  it("a state directory that is not there: exit 1 naming it, never `health: ok` (a typo in --state)", async () => {
     const { root, state } = tempMachine();
+    const text = await runCli(["status", "--root", root, "--state", state]);
+    expect(text.code, text.stderr).toBe(1);
+    const missing = `no state at ${state}: mesh-host has never run here, or --state names the wrong directory`;
+    const health = text.stdout.split("\n").find((l) => l.startsWith("health:"));
+    expect(health?.replace(/^health: +/, "")).toBe(missing);
+    const json = await runCli(["status", "--json", "--root", root, "--state", state]);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, problems: [missing] });
+    // status only looks: it never makes the directory it says is missing
+    expect(existsSync(state)).toBe(false);
+  });
+
+  it("an empty root and an empty state: all is well, exit 0, the JSON keys stable", async () => {
+    const { root, state } = tempMachine();
+    mkdirSync(state);
     const r = await runCli(["status", "--json", "--root", root, "--state", state]);
     expect(r.code).toBe(0);
     const doc = JSON.parse(r.stdout);
@@ -106,6 +121,7 @@ describe("status of an enrolled node", () => {
     expect(never.doc.link).toMatchObject({ up: false, error: "mesh-host run has never run here" });
     expect(never.doc.problems).toEqual(["the link is down"]);
 
+    let upSince = "";
     const host = startRun(state, root);
     try {
       await waitForAsync(
@@ -120,6 +136,7 @@ describe("status of an enrolled node", () => {
       const text = await runCli(["status", "--root", root, "--state", state]);
       expect(text.stdout).toMatch(new RegExp(`^run: +running: pid ${host.child.pid} since `, "m"));
       expect(text.stdout).toMatch(/^link: +up since \d{4}-/m);
+      upSince = up.doc.link.since;
       expect(text.stdout).toMatch(/^heartbeat: +last sent at \d{4}-/m);
     } catch (e) {
       await host.stop();
@@ -130,6 +147,16 @@ describe("status of an enrolled node", () => {
     expect(stopped.code).toBe(1);
     expect(stopped.doc.run).toMatchObject({ alive: false });
     expect(stopped.doc.link.error).toMatch(/is not running/);
+    // down since it stopped, never since the time it came up
+    expect(stopped.doc.link.since).not.toBe(upSince);
+    expect(Date.parse(stopped.doc.link.since)).toBeGreaterThan(Date.parse(upSince));
+    const said = await runCli(["status", "--root", root, "--state", state]);
+    expect(said.stdout).toMatch(
+      new RegExp(
+        `^link: +down since ${stopped.doc.link.since}: mesh-host run \\(pid ${host.child.pid}\\) is not running$`,
+        "m",
+      ),
+    );
     expect(existsSync(join(state, "run.json"))).toBe(true);
   });
 });

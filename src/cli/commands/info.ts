@@ -1,4 +1,5 @@
 // `status`: what this node holds, and whether all is well with it.
+import { existsSync } from "node:fs";
 import * as z from "zod";
 import { moveInProgress, Outbox, type Records, type RunFile, readRun } from "../../store/index.ts";
 import { Membership, type Report } from "../../vocabulary/index.ts";
@@ -58,13 +59,16 @@ function runSummary(run: (RunFile & { alive: boolean }) | null) {
   return run ? { alive: run.alive, pid: run.pid, since: run.since } : null;
 }
 
-/** An enrolled node's link: up only while `run` is alive and said so; down since it last said, or never up. */
+/**
+ * An enrolled node's link: up only while `run` is alive and said so; down since it went down (a clean exit says
+ * so as it goes), or since an unknown time when `run` died with its link up: never since the time it came up.
+ */
 function linkOf(run: (RunFile & { alive: boolean }) | null) {
   if (!run) return { up: false, since: null, error: "mesh-host run has never run here" };
   if (!run.alive)
     return {
       up: false,
-      since: run.link?.since ?? null,
+      since: run.link && !run.link.up ? run.link.since : null,
       error: `mesh-host run (pid ${run.pid}) is not running`,
     };
   if (!run.link) return { up: false, since: run.since, error: "not up yet: dialling" };
@@ -114,9 +118,16 @@ function readMembershipSummary(ctx: Context): z.infer<typeof BusSummary> | null 
   return "membership" in m.data ? m.data.membership : m.data;
 }
 
+/** A state directory that is not there holds no node: a typo in --state must not pass a monitoring check. */
+function stateProblems(dir: string): string[] {
+  return existsSync(dir)
+    ? []
+    : [`no state at ${dir}: mesh-host has never run here, or --state names the wrong directory`];
+}
+
 export function statusCommand(ctx: Context): number {
   const doc = statusDoc(ctx);
-  const problems = problemsOf(doc);
+  const problems = [...stateProblems(ctx.state.dir), ...problemsOf(doc)];
   if (ctx.args.json) writeJson({ ...doc, ok: problems.length === 0, problems });
   else writeOut(statusLines(doc, problems).join("\n"));
   return problems.length ? 1 : 0;

@@ -64,6 +64,7 @@ export async function runCommand(ctx: Context): Promise<number> {
   );
   const why = await hold.run();
   await confirmed; // written before the exit, even when a stop came while the binary was hashed
+  record.stopped();
   ctx.log.info({ why }, "exiting cleanly");
   return 0;
 }

@@ -20,6 +20,7 @@ beforeAll(async () => {
     { name: "mesh-test-up", version: "1.0-1" },
     { name: "mesh-test-adopt", version: "1.0-1" },
     { name: "mesh-test-aside", version: "1.0-1" },
+    { name: "mesh-test-left", version: "1.0-1" },
   ]);
 });
 afterAll(() => p?.remove());
@@ -61,6 +62,34 @@ describe("package", () => {
     expect(dids(gone)).toEqual(["found:unchanged"]);
     expect(detailOf(gone, "found")).toContain("left installed: it was found installed (2.3-1)");
     expect((await p.installed())["mesh-test-found"]).toBe("2.3-1");
+  });
+
+  it("found installed, then undeclared, through the executable: a step says unchanged (left as found), like a service", async () => {
+    const files = tempDir("mesh-decl-");
+    const machine = () =>
+      seaMachine({
+        exec: hostExec,
+        bin: ensureSea(),
+        root: p.root,
+        state: tempDir("mesh-arch-state-"),
+        here: files,
+        there: files,
+        env: { PATH: p.path },
+      });
+    expect((await p.exec.run(["pacman", "-S", "--noconfirm", "mesh-test-left"])).code).toBe(0);
+    for (const mode of ["adopted", "converged"]) {
+      const m = machine();
+      const first = await m.apply(decl([pkg("left", "mesh-test-left")], { mode }));
+      expect(first.exit, first.stderr).toBe(0);
+      expect(dids(first)).toEqual(["left:unchanged"]);
+      const gone = await m.apply(decl([], { owns_nothing: true, mode }));
+      expect(gone.exit, gone.stderr).toBe(0);
+      // the plan says it, and the report does: one step, left as found
+      expect(gone.plan).toEqual([expect.objectContaining({ id: "left", did: "unchanged" })]);
+      expect(dids(gone)).toEqual(["left:unchanged"]);
+      expect(detailOf(gone, "left")).toBe("mesh-test-left left installed: it was found installed (1.0-1)");
+      expect((await p.installed())["mesh-test-left"]).toBe("1.0-1");
+    }
   });
 
   it("an exact version the repository does not carry fails with pacman's own words, and installs nothing", async () => {

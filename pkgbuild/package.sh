@@ -68,7 +68,7 @@ cp "$here/PKGBUILD" "$here/mesh-host.service" "$here/launch" "$root/LICENSE" "$w
 ln -f "$exe" "$work/mesh-host" 2>/dev/null || cp "$exe" "$work/mesh-host"
 # the man page and completions npm run build made from the command table (build/docs.mjs)
 docs=${MESH_DOCS:-$root/dist}
-for doc in mesh-host.1 completions/mesh-host.bash completions/_mesh-host; do
+for doc in mesh-host.1 mesh-host-mesh.1 completions/mesh-host.bash completions/_mesh-host; do
   [ -f "$docs/$doc" ] || fail "$docs/$doc is missing: npm run build first"
   cp "$docs/$doc" "$work/"
 done
@@ -103,7 +103,7 @@ if ! (cd "$work" && env -i PATH="$PATH" HOME="$work/home" XDG_CONFIG_HOME="$work
   PKGEXT=.pkg.tar.zst CARCH="$carch" PACMAN="$work/pacman" \
   MESH_PKGVER="$pkgver" MESH_PKGREL="$pkgrel" MESH_SHA256_BIN="$(sum "$work/mesh-host")" \
   MESH_SHA256_UNIT="$(sum "$work/mesh-host.service")" MESH_SHA256_LAUNCH="$(sum "$work/launch")" MESH_SHA256_LICENSE="$(sum "$work/LICENSE")" \
-  MESH_SHA256_MAN="$(sum "$work/mesh-host.1")" MESH_SHA256_BASH="$(sum "$work/mesh-host.bash")" MESH_SHA256_ZSH="$(sum "$work/_mesh-host")" \
+  MESH_SHA256_MAN="$(sum "$work/mesh-host.1")" MESH_SHA256_MESHMAN="$(sum "$work/mesh-host-mesh.1")" MESH_SHA256_BASH="$(sum "$work/mesh-host.bash")" MESH_SHA256_ZSH="$(sum "$work/_mesh-host")" \
   "${as_builder[@]}" makepkg --config "$work/makepkg.conf" --force --nodeps --noconfirm --nocolor \
   --noprogressbar >"$log" 2>&1); then
   cat "$log" >&2

@@ -1,9 +1,9 @@
 // Help as a person reads it, made from the one table: the overview, and each command's usage with every flag
 // and its default.
+import type { Exit } from "./exits.ts";
 import {
   COMMANDS,
   type CommandSpec,
-  type Exit,
   exitsOf,
   FLAGS,
   type Flag,

@@ -1,18 +1,17 @@
 // The man page and the bash and zsh completions, made at build time from the one table (table.ts) the parser
 // and `help` read: none of them can name a flag the executable does not take, nor miss one it does.
+
 import { DEFAULT_STATE_DIR } from "../defaults.ts";
+import { type Exit, HOST_EXITS, MESH_EXITS } from "./exits.ts";
 import { MESH_USAGE } from "./mesh/args.ts";
 import {
   COMMANDS,
   type CommandSpec,
-  type Exit,
   FLAGS,
   type Flag,
   flagsOf,
   GLOBAL_FLAGS,
-  HOST_EXITS,
   MESH_COMMANDS,
-  MESH_EXITS,
   MESH_GLOBAL_FLAGS,
 } from "./table.ts";
 

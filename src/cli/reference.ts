@@ -1,20 +1,18 @@
 // docs/commands.md, made from the one table (table.ts) as the man pages are: every command, its usage, what it
 // does, its flags with their defaults, and its exit statuses. test/e2e/docs.test.ts holds the file to this text;
 // `node build/docs.mjs --reference` writes it.
+import { type Exit, HOST_EXITS, MESH_EXITS } from "./exits.ts";
 import { MESH_USAGE } from "./mesh/args.ts";
 import {
   COMMANDS,
   type CommandSpec,
-  type Exit,
   exitsOf,
   FLAGS,
   type Flag,
   flagsOf,
   flagUsage,
   GLOBAL_FLAGS,
-  HOST_EXITS,
   MESH_COMMANDS,
-  MESH_EXITS,
   MESH_GLOBAL_FLAGS,
 } from "./table.ts";
 
@@ -40,7 +38,7 @@ function section(spec: CommandSpec, prefix: string): string[] {
   return [
     `### \`${prefix}${spec.name}\``,
     "",
-    "```",
+    "```text",
     `${prefix}${spec.name}${spec.args ? ` ${spec.args}` : ""} [flags]`,
     "```",
     "",
@@ -72,7 +70,7 @@ export function commandsMarkdown(): string {
     ...COMMANDS.flatMap((c) => section(c, "mesh-host ")),
     "## The operator's commands: `mesh-host mesh …`",
     "",
-    "```",
+    "```text",
     MESH_USAGE,
     "```",
     "",

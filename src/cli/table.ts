@@ -13,6 +13,15 @@ import {
   PUSH_WAIT_S,
   REDIAL_SPREAD_S,
 } from "../defaults.ts";
+import {
+  ENROL_EXITS,
+  type Exit,
+  HOST_EXITS,
+  MESH_EXITS,
+  MOVE_EXITS,
+  PUSH_EXITS,
+  STATUS_EXITS,
+} from "./exits.ts";
 
 export interface Flag {
   /** The long name, without `--`. */
@@ -213,33 +222,8 @@ export interface CommandSpec {
   flags: readonly FlagName[];
   /** What one of its flags means here when it is not what FLAGS says (`mesh init --server HOST:PORT`). */
   means?: Partial<Record<FlagName, Partial<Pick<Flag, "value" | "default" | "help">>>>;
-  /** Its exit statuses, when they are not the group's (HOST_EXITS, MESH_EXITS). */
+  /** Its exit statuses, when they are not the group's (HOST_EXITS, MESH_EXITS: exits.ts). */
   exits?: readonly Exit[];
-}
-
-/** An exit status and what it means. */
-export type Exit = readonly [code: number, meaning: string];
-
-/** What a host command's exit status says, unless the command says otherwise. */
-export const HOST_EXITS: readonly Exit[] = [
-  [0, "done, or nothing to do"],
-  [1, "an apply ran and a step failed (or it was interrupted), or the link could not be held"],
-  [
-    2,
-    "refused: bad input or flags, a declaration the schema or the rules refuse, the wrong mode; nothing changed",
-  ],
-];
-
-/** What an operator's command's exit status says, unless the command says otherwise. */
-export const MESH_EXITS: readonly Exit[] = [
-  [0, "done"],
-  [1, "it could not be done (the bus, a server that died, a file it could not write)"],
-  [2, "refused: bad or stale input, one line on stderr; nothing changed"],
-];
-
-/** The exit statuses of `spec`: its own, else its group's. */
-export function exitsOf(spec: CommandSpec): readonly Exit[] {
-  return spec.exits ?? (isMeshCommand(spec) ? MESH_EXITS : HOST_EXITS);
 }
 
 const command = <const N extends string>(c: CommandSpec & { name: N }): CommandSpec & { name: N } => c;
@@ -279,17 +263,7 @@ export const COMMANDS = [
       "user can read it in /proc and take the answer with it, and mesh-host says so. Prints the node's name " +
       "and the bus. The parts of the code may be given one by one instead (the token then on standard input).",
     flags: ["code-file", "node", "server", "fingerprint", "token"],
-    exits: [
-      [0, "enrolled: the membership and the node's name are saved"],
-      [
-        1,
-        "the bus could not be reached or did not answer (a spent code's user is gone, so the bus refuses it)",
-      ],
-      [
-        2,
-        "refused: a malformed code, bad flags, a node already enrolled, or the mesh's own refusal; nothing changed",
-      ],
-    ],
+    exits: ENROL_EXITS,
   }),
   command({
     name: "run",
@@ -313,11 +287,7 @@ export const COMMANDS = [
       "Exits 1 when the last apply failed or an enrolled node's link is down, 0 when all is well: a " +
       "monitoring check can run it.",
     flags: [],
-    exits: [
-      [0, "all is well"],
-      [1, "the last apply failed, or an enrolled node's link is down"],
-      [2, "refused: bad flags, or a state directory this user may not read"],
-    ],
+    exits: STATUS_EXITS,
   }),
   command({
     name: "overlay",
@@ -392,12 +362,7 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
       "in per node; then it is signed, published, and each node's report is printed as apply prints it. " +
       "While it waits, a terminal shows how many nodes have reported.",
     flags: ["all", "secret", "wait-s", "json"],
-    exits: [
-      [0, "every node applied it (or --wait-s 0: it was sent)"],
-      [1, "a node's apply failed, or was superseded by a newer declaration"],
-      [2, "refused here (nothing sent, no serial used), or a node refused the declaration"],
-      [3, "a node said nothing within --wait-s"],
-    ],
+    exits: PUSH_EXITS,
     means: { secret: { value: "KEY=FILE", help: "a secret sealed to each node, read from FILE" } },
   }),
   command({ name: "nodes", summary: "the fleet at a glance, silent nodes first", flags: ["json"] }),
@@ -407,16 +372,16 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
     args: "NAME",
     summary: "move a node to another mesh made by init",
     flags: ["to", "wait-s", "json"],
-    exits: [
-      [0, "the node applied its move and now dials the other mesh"],
-      [1, "its apply failed, or was superseded"],
-      [2, "refused here, or by the node"],
-      [3, "the node said nothing within --wait-s"],
-    ],
+    exits: MOVE_EXITS,
   }),
 ];
 
 const isMeshCommand = (spec: CommandSpec): boolean => MESH_COMMANDS.includes(spec);
+
+/** The exit statuses of `spec`: its own, else its group's. */
+export function exitsOf(spec: CommandSpec): readonly Exit[] {
+  return spec.exits ?? (isMeshCommand(spec) ? MESH_EXITS : HOST_EXITS);
+}
 
 export function meshCommandSpec(name: string): CommandSpec | undefined {
   return MESH_COMMANDS.find((c) => c.name === name);

@@ -1,5 +1,6 @@
 // The command line a new operator meets, through the built executable: help for every command from the one
 // table the parser reads, --version, and every mistake a person can make answered in one line of our words.
+
 import { spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

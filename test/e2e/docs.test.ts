@@ -61,11 +61,8 @@ function commandLines(md: string): string[][] {
     for (const line of b.body.split("\n")) {
       const w = words(line.replace(/^\$ /, ""));
       const at = w.findIndex((x) => x === "mesh-host" || /^[\w./-]*\/mesh-host$/.test(x));
-      if (
-        at < 0 ||
-        (at > 0 && !["sudo", "exec", "npm", "--", "inet"].some((p) => w.slice(0, at).join(" ").includes(p)))
-      )
-        continue;
+      // the program itself, or run by one of these (`npm run --silent mesh-host -- …`, `adb shell su … mesh-host`)
+      if (at < 0 || (at > 0 && !["sudo", "exec", "npm", "adb"].includes(w[0]!))) continue;
       const rest = w.slice(at + 1);
       found.push(rest[0] === "--" ? rest.slice(1) : rest);
     }

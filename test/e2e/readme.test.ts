@@ -5,6 +5,7 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tryNext } from "../../scripts/demo.ts";
 import { freePortPairs } from "../mesh/operator.ts";
 import { ensureSea, REPO } from "../support/sea.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -37,6 +38,14 @@ afterAll(() => {
 });
 
 describe("README.md", () => {
+  it("the demo ends with what to try next: the README's own commands, line for line", () => {
+    const said = tryNext();
+    for (const heading of ["## A first apply offline", "## A first mesh in six commands"])
+      for (const line of blocks(section(heading))[0]!.body.trim().split("\n"))
+        expect(said, line).toContain(`  ${line}\n`.trimEnd());
+    expect(said).toMatch(/^\nwhat to try next \(from README\.md\):/);
+  });
+
   it("its first apply prints what it says, run as written from an empty root", () => {
     const text = section("## A first apply offline");
     const [script, ...samples] = blocks(text);

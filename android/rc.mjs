@@ -1,5 +1,5 @@
 // mesh-host.rc: the Android init service that starts the host at boot and restarts it on every exit
-// (packaging.md "Android"; ADR 0061: start at boot and restart on exit, nothing else).
+// (packaging.md "Android"; docs/architecture.md "What the init is asked for": start at boot and restart on exit, nothing else).
 //
 // Rules this file follows, and test/android-rc.test.ts checks from the text:
 // - never `oneshot`: init restarts a service without it after any exit (no sooner than `restart_period`, 5 s

@@ -55,7 +55,7 @@ const RECIPE = "sea-3";
 const started = performance.now();
 const require = createRequire(import.meta.url);
 
-const { say, fail } = reporter("build");
+const { say, step, fail } = reporter("build");
 const run = runner(fail);
 
 function parseFlags(argv) {
@@ -187,6 +187,7 @@ async function main() {
   const name = `mesh-host-${version}-linux-${flags.arch}`;
   const output = join(DIST, name);
 
+  step("bundling src/ with esbuild");
   const main = await bundle(work, version, commit);
   // A blob made on x64 for arm64 goes without V8's code cache (see writeSeaConfig); the code cache saves ~7 ms
   // of start-up, the arm64 build loses only that. Either way two builds of one commit are byte-identical (the code
@@ -224,23 +225,27 @@ async function main() {
   else {
     let t = performance.now();
     if (!cross) {
+      step("training the code cache: the bundle runs a plan once");
       const cache = trainCodeCache(run, runtime, work, main);
       say(`code cache ${mib(cache.length)}, trained by a plan, in ${since(t)}`);
       t = performance.now();
     }
     // the blob is made by the pinned runtime itself
+    step(`making the SEA blob with node ${nodeVersion}`);
     const blob = makeBlob(run, generator, work, seaConfig);
     say(`blob ${mib(blob.length)} by node ${nodeVersion} (${relative(ROOT, generator)}) in ${since(t)}`);
 
     t = performance.now();
     const temp = join(DIST, `.${name}.${process.pid}.tmp`);
     process.on("exit", () => rmSync(temp, { force: true }));
+    step("copying and stripping the runtime");
     copyFileSync(runtime, temp);
     chmodSync(temp, 0o755);
     const stripped = strip(temp, flags.arch, hostArch);
     say(
       `runtime ${mib(runtimeStat.size)} -> ${mib(statSync(temp).size)}${stripped ? " stripped (before injection: safe)" : ""} in ${since(t)}`,
     );
+    step("injecting the blob (postject: the longest step)");
     await injectBlob(temp, output, blob, say);
     stamp.save();
   }
@@ -253,12 +258,14 @@ async function main() {
     renameSync(tempLink, link);
     // The proof a build worked is running it: a broken SEA (say, stripped after injection) segfaults here.
     const t = performance.now();
+    step(`running ${name} version`);
     const r = spawnSync(output, ["version", "--json"], { encoding: "utf8", env: { PATH: "/usr/bin:/bin" } });
     if (r.status !== 0) fail(`${name} version exited ${r.status ?? r.signal}: ${r.stderr}`);
     say(`runs: ${JSON.stringify(JSON.parse(r.stdout))} (${since(t)})`);
   } else say(`${name} is for ${flags.arch}: not run on this ${hostArch} machine`);
 
   // the man page and completions come from the same command table as the executable's parser and help
+  step("writing the man pages and completions from the command table");
   const docs = await writeDocs(DIST);
   say(
     `docs: ${Object.values(docs)

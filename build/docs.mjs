@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// `node build/docs.mjs [DIR]` (and every `npm run build`): the man page and the bash and zsh completions, made
+// `node build/docs.mjs [DIR]` (and every `npm run build`): the man pages and the bash and zsh completions, made
 // from the cli's own command table (src/cli/manual.ts), so they cannot drift from what the executable takes.
-// Writes DIR/mesh-host.1, DIR/completions/mesh-host.bash and DIR/completions/_mesh-host (DIR: dist/).
+// Writes DIR/mesh-host.1, DIR/mesh-host-mesh.1, DIR/completions/mesh-host.bash and DIR/completions/_mesh-host
+// (DIR: dist/). `node build/docs.mjs --reference` writes docs/commands.md from the same table instead.
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -41,16 +42,28 @@ export async function writeDocs(dir) {
   mkdirSync(join(dir, "completions"), { recursive: true });
   const out = {
     man: join(dir, "mesh-host.1"),
+    meshMan: join(dir, "mesh-host-mesh.1"),
     bash: join(dir, "completions", "mesh-host.bash"),
     zsh: join(dir, "completions", "_mesh-host"),
   };
   writeAtomic(out.man, manual.manPage(version));
+  writeAtomic(out.meshMan, manual.meshManPage(version));
   writeAtomic(out.bash, manual.bashCompletion());
   writeAtomic(out.zsh, manual.zshCompletion());
   return out;
 }
 
+/** docs/commands.md, from the command table; returns its path. */
+export async function writeReference() {
+  const path = join(ROOT, "docs", "commands.md");
+  writeAtomic(path, `${(await manualModule()).commandsMarkdown()}\n`);
+  return path;
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  const made = await writeDocs(process.argv[2] ?? join(ROOT, "dist"));
-  process.stdout.write(`docs: ${Object.values(made).join(", ")}\n`);
+  const made =
+    process.argv[2] === "--reference"
+      ? [await writeReference()]
+      : Object.values(await writeDocs(process.argv[2] ?? join(ROOT, "dist")));
+  process.stdout.write(`docs: ${made.join(", ")}\n`);
 }

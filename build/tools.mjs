@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import { chmodSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, join } from "node:path";
+import { progress } from "./progress.mjs";
 
 const require = createRequire(import.meta.url);
 
@@ -13,10 +14,16 @@ export const LOCK_WAIT_MS = 10 * 60 * 1000;
 export const SENTINEL_FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
 
 /** `say` to stdout; `fail` (exit 1, a step failed) and `refuse` (exit 2, bad input) to stderr; all one line, prefixed. */
+/**
+ * `say` a result (stdout), `step` where the build is (stderr: an updating line on a terminal, a plain line off
+ * one: build/progress.mjs), `fail` and `refuse` with one line, the progress line cleared first.
+ */
 export function reporter(prefix) {
-  const out = (stream, message) => stream.write(`${prefix}: ${message}\n`);
+  const p = progress(prefix);
+  const out = (stream, message) => p.say(message, stream);
   return {
     say: (message) => out(process.stdout, message),
+    step: (message) => p.step(message),
     fail: (message) => {
       out(process.stderr, message);
       process.exit(1);

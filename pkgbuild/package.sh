@@ -15,8 +15,18 @@ started=$(date +%s%N)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
 
-say() { printf 'package: %s\n' "$*"; }
+# A result is a plain line on stdout; a step is a progress line on stderr: on a terminal one line that updates
+# (cleared before the next result), off one a plain line. makepkg's own steps come through build/progress.mjs.
+step() {
+  if [ -t 2 ]; then printf '\r\033[K%s' "package: $*" >&2; else printf 'package: %s\n' "$*" >&2; fi
+}
+unstep() { if [ -t 2 ]; then printf '\r\033[K' >&2; fi; }
+say() {
+  unstep
+  printf 'package: %s\n' "$*"
+}
 fail() {
+  unstep
   printf 'package: %s\n' "$*" >&2
   exit 1
 }
@@ -61,6 +71,7 @@ export SOURCE_DATE_EPOCH
 if [ -n "${MESH_PKGWORK:-}" ] && [ -e "$work" ] && [ ! -e "$work/.mesh-host-pkgwork" ] && [ -n "$(ls -A "$work" 2>/dev/null)" ]; then
   fail "$work is not empty and is not a staging directory of this script: not emptying it"
 fi
+step "staging $(basename "$exe") and its files in $work"
 rm -rf "$work"
 mkdir -p "$work/db" "$work/src" "$work/build" "$work/home" "$dest"
 : >"$work/.mesh-host-pkgwork"
@@ -68,7 +79,7 @@ cp "$here/PKGBUILD" "$here/mesh-host.service" "$here/launch" "$root/LICENSE" "$w
 ln -f "$exe" "$work/mesh-host" 2>/dev/null || cp "$exe" "$work/mesh-host"
 # the man page and completions npm run build made from the command table (build/docs.mjs)
 docs=${MESH_DOCS:-$root/dist}
-for doc in mesh-host.1 completions/mesh-host.bash completions/_mesh-host; do
+for doc in mesh-host.1 mesh-host-mesh.1 completions/mesh-host.bash completions/_mesh-host; do
   [ -f "$docs/$doc" ] || fail "$docs/$doc is missing: npm run build first"
   cp "$docs/$doc" "$work/"
 done
@@ -98,14 +109,15 @@ if [ "$(id -u)" = 0 ]; then
   as_builder=(unshare --user --map-user=1000 --map-group=1000)
 fi
 log=$work/makepkg.log
-if ! (cd "$work" && env -i PATH="$PATH" HOME="$work/home" XDG_CONFIG_HOME="$work/home" LANG=C.UTF-8 \
+step "makepkg: packing with zstd $zst (the longest step: about 2 minutes at -19)"
+if ! (cd "$work" && node "$root/build/progress.mjs" --prefix package --log "$log" --name makepkg --steps '^==> ' -- env -i PATH="$PATH" HOME="$work/home" XDG_CONFIG_HOME="$work/home" LANG=C.UTF-8 \
   SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" PKGDEST="$dest" SRCDEST="$work/src" BUILDDIR="$work/build" \
   PKGEXT=.pkg.tar.zst CARCH="$carch" PACMAN="$work/pacman" \
   MESH_PKGVER="$pkgver" MESH_PKGREL="$pkgrel" MESH_SHA256_BIN="$(sum "$work/mesh-host")" \
   MESH_SHA256_UNIT="$(sum "$work/mesh-host.service")" MESH_SHA256_LAUNCH="$(sum "$work/launch")" MESH_SHA256_LICENSE="$(sum "$work/LICENSE")" \
-  MESH_SHA256_MAN="$(sum "$work/mesh-host.1")" MESH_SHA256_BASH="$(sum "$work/mesh-host.bash")" MESH_SHA256_ZSH="$(sum "$work/_mesh-host")" \
+  MESH_SHA256_MAN="$(sum "$work/mesh-host.1")" MESH_SHA256_MESHMAN="$(sum "$work/mesh-host-mesh.1")" MESH_SHA256_BASH="$(sum "$work/mesh-host.bash")" MESH_SHA256_ZSH="$(sum "$work/_mesh-host")" \
   "${as_builder[@]}" makepkg --config "$work/makepkg.conf" --force --nodeps --noconfirm --nocolor \
-  --noprogressbar >"$log" 2>&1); then
+  --noprogressbar); then
   cat "$log" >&2
   fail "makepkg failed (log: $log)"
 fi

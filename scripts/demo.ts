@@ -134,9 +134,28 @@ async function main(): Promise<void> {
     await stopAll();
   }
   say("\ndemo done: everything it started is stopped");
+  say(tryNext());
 }
 
-main().catch((e) => {
-  process.stderr.write(`demo: ${(e as Error).message}\n`);
-  process.exit(1);
-});
+/** What to try next: the README's own commands, read from it so the two cannot differ. */
+export function tryNext(readme = readFileSync(join(REPO, "README.md"), "utf8")): string {
+  const block = (heading: string) => {
+    const at = readme.indexOf(`\n${heading}\n`);
+    const m = at < 0 ? null : /^```sh\n([\s\S]*?)^```$/m.exec(readme.slice(at));
+    return m ? m[1]!.trimEnd().replace(/^/gm, "  ") : "";
+  };
+  return [
+    "\nwhat to try next (from README.md):",
+    "\n# a first apply, offline: no mesh, no root",
+    block("## A first apply offline"),
+    "\n# a first mesh in six commands, on this machine",
+    block("## A first mesh in six commands"),
+    "\nthen: `mesh-host help`, `mesh-host mesh COMMAND --help`, and docs/ (README.md says which file is for what)",
+  ].join("\n");
+}
+
+if (process.argv[1]?.endsWith("demo.ts"))
+  main().catch((e) => {
+    process.stderr.write(`demo: ${(e as Error).message}\n`);
+    process.exit(1);
+  });

@@ -2,8 +2,19 @@
 # `npm run setup`: everything a fresh Debian machine needs, then the build, then the main job (the demo).
 #   --ci        install and build only; the caller runs the tests
 #   --no-demo   skip the demonstration at the end
+# Each long step runs through build/progress.mjs: on a terminal one line that updates with what it is doing,
+# off one a plain line a step; its whole output is kept in dist/setup/<step>.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+logs=dist/setup
+mkdir -p "$logs"
+# `step NAME [--steps REGEX] -- COMMAND...`: COMMAND with its progress said, its output in $logs/NAME.log
+step() {
+  local name=$1
+  shift
+  node build/progress.mjs --prefix setup --log "$logs/$name.log" --name "$name" "$@" ||
+    { echo "setup: $name failed; its output is in $logs/$name.log" >&2; tail -n 20 "$logs/$name.log" >&2; exit 1; }
+}
 
 ci=0 demo=1
 for arg in "$@"; do
@@ -24,12 +35,17 @@ for p in "${DEBIAN_PACKAGES[@]}"; do
 done
 if [ "${#missing[@]}" -gt 0 ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "setup: installing Debian packages: ${missing[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  echo "setup: installing ${#missing[@]} Debian packages: ${missing[*]}"
+  step apt-update -- $sudo apt-get update
+  step apt-install --steps '^(Unpacking|Setting up) ' -- \
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
 fi
 
-if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+if [ -f package-lock.json ]; then
+  step npm-ci -- npm ci --no-audit --no-fund
+else
+  step npm-install -- npm install --no-audit --no-fund
+fi
 
 if [ -f build/build.mjs ]; then npm run --silent build; fi
 

@@ -173,6 +173,8 @@ export const JETSTREAM_READY_POLL_MS = 250;
 export const CONSUME_RETRY_MS = 250;
 /** `mesh push --wait-s`: how long the reports are waited for. */
 export const PUSH_WAIT_S = 60;
+/** A progress line on a terminal is drawn again this often, so its seconds move while nothing else does. */
+export const PROGRESS_REDRAW_MS = 1_000;
 /** The fleet view is written at most this often, however many heartbeats a second arrive. */
 export const FLEET_WRITE_MS = 1_000;
 /** How many pushes a node's record remembers (serial, stream seq, digest), to name a report's serial. */

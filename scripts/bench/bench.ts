@@ -9,6 +9,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, release, totalmem } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { progress } from "../../src/cli/progress.ts";
 import { workspace } from "./fixture.ts";
 import { type MeshResults, meshRows, runNotYet, type Sizes, sizes } from "./link.ts";
 import { installPeers, peers } from "./peers.ts";
@@ -291,9 +292,12 @@ export function writeOutputs(out: BenchOutput, dir: string): string[] {
 }
 
 async function main(): Promise<void> {
-  const say = (line: string) => process.stderr.write(`${line}\n`);
+  // where the bench is: an updating line on a terminal (each step's "bench: " said once), plain lines off one
+  const line = progress("bench");
+  const say = (text: string) => line.step(text.replace(/^bench: /, ""));
   const o = optionsFrom(process.argv.slice(2), say);
   const out = await runBench(o);
+  line.clear();
   const files = writeOutputs(out, o.outDir);
   process.stdout.write(
     `${out.markdown}\n\nWrote ${files.map((f) => relative(process.cwd(), f)).join(" and ")}.\n`,

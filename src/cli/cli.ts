@@ -45,7 +45,7 @@ export async function main(argv: string[]): Promise<number> {
     // the operator's commands (src/cli/mesh/) have their own flags and help, and are not in the Android build
     if (argv[0] === "mesh") return await (await import("./mesh/main.ts")).meshMain(argv.slice(1));
     if (argv[0] === "help" && argv[1] === "mesh")
-      return await (await import("./mesh/main.ts")).meshMain(["--help"]);
+      return await (await import("./mesh/main.ts")).meshMain(["help", ...argv.slice(2)]);
     const args = parseCli(argv);
     if (args.command === "help") {
       writeOut(args.helpFor ? commandHelp(commandSpec(args.helpFor)!) : overview());

@@ -1,13 +1,17 @@
 // Help as a person reads it, made from the one table: the overview, and each command's usage with every flag
 // and its default.
+import type { Exit } from "./exits.ts";
 import {
   COMMANDS,
   type CommandSpec,
+  exitsOf,
   FLAGS,
   type Flag,
+  flagsOf,
   flagUsage,
   GLOBAL_FLAGS,
   MESH_COMMANDS,
+  MESH_GLOBAL_FLAGS,
   usageLine,
 } from "./table.ts";
 
@@ -36,10 +40,12 @@ export function overview(): string {
     "global flags (every command):",
     ...column(flagRows(GLOBAL_FLAGS.map((n) => FLAGS[n]))),
     "",
-    "`mesh-host help COMMAND` (or `mesh-host COMMAND --help`) lists a command's own flags.",
+    "`mesh-host help COMMAND` (or `mesh-host COMMAND --help`) lists a command's own flags and exit statuses.",
     "Exit status: 0 done, 1 an apply failed or the link could not be held, 2 refused (bad input).",
   ].join("\n");
 }
+
+const exitRows = (exits: readonly Exit[]): string[] => column(exits.map(([c, m]) => [String(c), m]));
 
 /** `mesh-host help CMD`: its usage, what it does, its own flags and the global ones, each with its default. */
 export function commandHelp(spec: CommandSpec): string {
@@ -53,6 +59,27 @@ export function commandHelp(spec: CommandSpec): string {
     "",
     "global flags:",
     ...column(flagRows(GLOBAL_FLAGS.map((n) => FLAGS[n]))),
+    "",
+    "exit status:",
+    ...exitRows(exitsOf(spec)),
+  ].join("\n");
+}
+
+/** `mesh-host mesh CMD --help`: the operator's command's own usage, flags with their defaults, exit statuses. */
+export function meshCommandHelp(spec: CommandSpec): string {
+  const own = flagsOf(spec).filter((f) => (spec.flags as readonly string[]).includes(f.name));
+  return [
+    `usage: mesh-host mesh ${spec.name}${spec.args ? ` ${spec.args}` : ""} [flags]`,
+    "",
+    spec.summary,
+    ...(spec.about ? ["", ...wrap(spec.about, 100)] : []),
+    ...(own.length ? ["", "flags:", ...column(flagRows(own))] : []),
+    "",
+    "flags of every mesh command:",
+    ...column(flagRows(MESH_GLOBAL_FLAGS.map((n) => FLAGS[n]))),
+    "",
+    "exit status:",
+    ...exitRows(exitsOf(spec)),
   ].join("\n");
 }
 

@@ -1,6 +1,8 @@
 // The man page and the bash and zsh completions, made at build time from the one table (table.ts) the parser
 // and `help` read: none of them can name a flag the executable does not take, nor miss one it does.
+
 import { DEFAULT_STATE_DIR } from "../defaults.ts";
+import { type Exit, HOST_EXITS, MESH_EXITS } from "./exits.ts";
 import { MESH_USAGE } from "./mesh/args.ts";
 import {
   COMMANDS,
@@ -12,6 +14,8 @@ import {
   MESH_COMMANDS,
   MESH_GLOBAL_FLAGS,
 } from "./table.ts";
+
+export { commandsMarkdown } from "./reference.ts";
 
 /** Text as roff reads it: backslashes escaped, hyphens literal, no line taken for a request. */
 function roff(text: string): string {
@@ -29,14 +33,23 @@ function roffFlag(f: Flag): string[] {
   return [".TP", `${names}${value}`, `${roff(f.help)} (default: ${roff(f.default)}).`];
 }
 
-function roffCommand(c: CommandSpec): string[] {
-  const own = c.flags.map((n) => FLAGS[n]);
+/** A command's own flags as this page names them (a mesh command's read with what they mean there). */
+const ownFlags = (c: CommandSpec): Flag[] =>
+  flagsOf(c).filter((f) => (c.flags as readonly string[]).includes(f.name));
+
+function roffExits(exits: readonly Exit[]): string[] {
+  return exits.flatMap(([code, meaning]) => [".TP", `.B ${code}`, `${roff(meaning)}.`]);
+}
+
+function roffCommand(c: CommandSpec, prefix = ""): string[] {
+  const own = ownFlags(c);
   return [
     ".TP",
-    `\\fB${roff(c.name)}\\fR${c.args ? ` \\fI${roff(c.args)}\\fR` : ""}`,
+    `\\fB${roff(prefix + c.name)}\\fR${c.args ? ` \\fI${roff(c.args)}\\fR` : ""}`,
     `${roff(c.summary)}.`,
     ...(c.about ? [roff(c.about)] : []),
     ...(own.length ? [".RS", ...own.flatMap(roffFlag), ".RE"] : []),
+    ...(c.exits ? [".RS", "Exit status:", ...roffExits(c.exits), ".RE"] : []),
   ];
 }
 
@@ -67,7 +80,7 @@ function manHead(version: string): string[] {
 function manCommands(): string[] {
   return [
     ".SH COMMANDS",
-    ...COMMANDS.flatMap(roffCommand),
+    ...COMMANDS.flatMap((c) => roffCommand(c)),
     ...manMesh(),
     ".SH GLOBAL FLAGS",
     "Every command takes these.",
@@ -75,47 +88,22 @@ function manCommands(): string[] {
   ];
 }
 
-/** `mesh COMMAND`: the usage `mesh-host mesh --help` prints, then each operator's command's own flags. */
+/** `mesh COMMAND`: the usage `mesh-host mesh --help` prints; each command's flags are in mesh-host-mesh(1). */
 function manMesh(): string[] {
-  const own = (c: CommandSpec) => flagsOf(c).filter((f) => (c.flags as readonly string[]).includes(f.name));
   return [
     ".TP",
     "\\fBmesh\\fR \\fICOMMAND\\fR",
-    roff("The operator's half (mesh-host mesh --help):"),
+    roff("The operator's half, with flags of its own: see mesh-host-mesh(1) (mesh-host mesh --help):"),
     ".RS",
     ".nf",
     roff(MESH_USAGE),
     ".fi",
-    ...MESH_COMMANDS.filter((c) => c.flags.length).flatMap((c) => [
-      ".TP",
-      `\\fBmesh ${roff(c.name)}\\fR`,
-      ".RS",
-      ...own(c).flatMap(roffFlag),
-      ".RE",
-    ]),
     ".RE",
   ];
 }
 
 function manExitStatus(): string[] {
-  return [
-    ".SH EXIT STATUS",
-    ".TP",
-    ".B 0",
-    roff("Done, or nothing to do; for status: all is well."),
-    ".TP",
-    ".B 1",
-    roff(
-      "An apply ran and failed (or was interrupted), or the link could not be held; for status: the last apply " +
-        "failed, or an enrolled node's link is down.",
-    ),
-    ".TP",
-    ".B 2",
-    roff(
-      "Refused: bad input, bad flags, a declaration that fails the schema or the rules, a refusal of the mode. " +
-        "One line on standard error says what and why.",
-    ),
-  ];
+  return [".SH EXIT STATUS", roff("Unless a command above says otherwise:"), ...roffExits(HOST_EXITS)];
 }
 
 /** ENVIRONMENT, FILES and SEE ALSO. */
@@ -142,9 +130,52 @@ function manEnvironment(): string[] {
         "of its link), the lock.",
     ),
     ".SH SEE ALSO",
+    ".BR mesh\\-host\\-mesh (1),",
     ".BR systemctl (1),",
     ".BR journalctl (1)",
   ];
+}
+
+/** mesh-host-mesh(1): the operator's commands, each with its flags, their defaults and its exit statuses. */
+export function meshManPage(version: string): string {
+  return [
+    `.TH MESH\\-HOST\\-MESH 1 "" "mesh\\-host ${roff(version)}" "User Commands"`,
+    ".SH NAME",
+    "mesh\\-host\\-mesh \\- the operator's half of mesh\\-host: make a mesh, run its bus, add nodes, push",
+    ".SH SYNOPSIS",
+    ".B mesh\\-host mesh",
+    ".I command",
+    "[\\fB\\-\\-mesh\\fR \\fIDIR\\fR] [\\fIflags\\fR]",
+    ".SH DESCRIPTION",
+    roff(
+      "The smallest controller that speaks the mesh's protocol: it makes the mesh directory (signing key, TLS " +
+        "certificate, nats-server configuration), runs the servers, adds and revokes nodes, signs and pushes " +
+        "declarations and shows what the nodes report. Every wrong or stale input is one line on standard " +
+        "error, exit status 2, nothing changed.",
+    ),
+    ".SH COMMANDS",
+    ...MESH_COMMANDS.flatMap((c) => roffCommand(c, "mesh ")),
+    ".SH FLAGS OF EVERY MESH COMMAND",
+    ...MESH_GLOBAL_FLAGS.map((n) => FLAGS[n]).flatMap(roffFlag),
+    ".SH EXIT STATUS",
+    roff("Unless a command above says otherwise:"),
+    ...roffExits(MESH_EXITS),
+    ".SH ENVIRONMENT",
+    ".TP",
+    ".B MESH_DIR",
+    roff("The mesh directory, when --mesh is not given."),
+    ".SH FILES",
+    ".TP",
+    `.I ${roff(FLAGS.mesh.default.replace(/^.*else /, ""))}`,
+    roff(
+      "The mesh directory (0700): mesh.json, signing.key and secrets.json (0600), tls/, servers/<i>/, " +
+        "nodes/<name>.json (0600), fleet.json. Back it up whole: without signing.key no node takes a declaration.",
+    ),
+    ".SH SEE ALSO",
+    ".BR mesh\\-host (1),",
+    ".BR nats\\-server (8)",
+    "",
+  ].join("\n");
 }
 
 const commandNames = () => [...COMMANDS.map((c) => c.name), "mesh"].join(" ");

@@ -13,6 +13,15 @@ import {
   PUSH_WAIT_S,
   REDIAL_SPREAD_S,
 } from "../defaults.ts";
+import {
+  ENROL_EXITS,
+  type Exit,
+  HOST_EXITS,
+  MESH_EXITS,
+  MOVE_EXITS,
+  PUSH_EXITS,
+  STATUS_EXITS,
+} from "./exits.ts";
 
 export interface Flag {
   /** The long name, without `--`. */
@@ -213,6 +222,8 @@ export interface CommandSpec {
   flags: readonly FlagName[];
   /** What one of its flags means here when it is not what FLAGS says (`mesh init --server HOST:PORT`). */
   means?: Partial<Record<FlagName, Partial<Pick<Flag, "value" | "default" | "help">>>>;
+  /** Its exit statuses, when they are not the group's (HOST_EXITS, MESH_EXITS: exits.ts). */
+  exits?: readonly Exit[];
 }
 
 const command = <const N extends string>(c: CommandSpec & { name: N }): CommandSpec & { name: N } => c;
@@ -252,6 +263,7 @@ export const COMMANDS = [
       "user can read it in /proc and take the answer with it, and mesh-host says so. Prints the node's name " +
       "and the bus. The parts of the code may be given one by one instead (the token then on standard input).",
     flags: ["code-file", "node", "server", "fingerprint", "token"],
+    exits: ENROL_EXITS,
   }),
   command({
     name: "run",
@@ -275,6 +287,7 @@ export const COMMANDS = [
       "Exits 1 when the last apply failed or an enrolled node's link is down, 0 when all is well: a " +
       "monitoring check can run it.",
     flags: [],
+    exits: STATUS_EXITS,
   }),
   command({
     name: "overlay",
@@ -344,7 +357,12 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
     name: "push",
     args: "NAME... FILE",
     summary: "sign and push a declaration, wait for the reports",
+    about:
+      "FILE is checked with the host's own vocabulary after node, serial, issued_at and each secret are filled " +
+      "in per node; then it is signed, published, and each node's report is printed as apply prints it. " +
+      "While it waits, a terminal shows how many nodes have reported.",
     flags: ["all", "secret", "wait-s", "json"],
+    exits: PUSH_EXITS,
     means: { secret: { value: "KEY=FILE", help: "a secret sealed to each node, read from FILE" } },
   }),
   command({ name: "nodes", summary: "the fleet at a glance, silent nodes first", flags: ["json"] }),
@@ -354,10 +372,16 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
     args: "NAME",
     summary: "move a node to another mesh made by init",
     flags: ["to", "wait-s", "json"],
+    exits: MOVE_EXITS,
   }),
 ];
 
 const isMeshCommand = (spec: CommandSpec): boolean => MESH_COMMANDS.includes(spec);
+
+/** The exit statuses of `spec`: its own, else its group's. */
+export function exitsOf(spec: CommandSpec): readonly Exit[] {
+  return spec.exits ?? (isMeshCommand(spec) ? MESH_EXITS : HOST_EXITS);
+}
 
 export function meshCommandSpec(name: string): CommandSpec | undefined {
   return MESH_COMMANDS.find((c) => c.name === name);

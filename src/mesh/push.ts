@@ -150,11 +150,15 @@ export async function preparePush(
 }
 
 /** Listen for the targets' reports, then publish each signed envelope; the stream sequence of each. */
+/** Told when the wait for reports begins (`node` null) and as each node's report arrives. */
+export type ReportHeard = (reported: number, of: number, node: string | null, outcome?: string) => void;
+
 export async function publishAndWait(
   mesh: MeshDir,
   bus: Bus,
   composed: Composed[],
   waitMs: number,
+  heard: ReportHeard = () => {},
 ): Promise<Pushed[]> {
   const byDigest = new Map<string, Report>();
   const wanted = new Set(composed.map((c) => c.digest));
@@ -167,7 +171,9 @@ export async function publishAndWait(
         const json = parseJsonBytes(m.data);
         const r = json.ok ? ReportSchema.safeParse(json.value) : null;
         if (!r?.success || !wanted.has(r.data.declaration.digest) || r.data.node !== c.node) return;
+        const first = !byDigest.has(r.data.declaration.digest);
         byDigest.set(r.data.declaration.digest, r.data);
+        if (first) heard(byDigest.size, wanted.size, c.node, r.data.outcome);
         if (byDigest.size === wanted.size) done();
       },
     }),
@@ -189,6 +195,7 @@ export async function publishAndWait(
     }
     await recordSeqs(mesh, composed, seqs);
     if (waitMs > 0) {
+      if (byDigest.size < wanted.size) heard(byDigest.size, wanted.size, null);
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([all, new Promise<void>((r) => (timer = setTimeout(r, waitMs)))]);
       clearTimeout(timer);

@@ -46,7 +46,7 @@ export const Serial = z.number().int().min(1);
 /** When the mesh signed it: RFC 3339 in UTC (`Z`). Recorded, never a reason to refuse: there is no expiry. */
 export const IssuedAt = z.iso.datetime({ message: "must be an RFC 3339 UTC time (2026-01-05T10:00:00Z)" });
 
-const DeclarationHead = z.strictObject({
+export const DeclarationHead = z.strictObject({
   v: z.literal(1),
   node: NodeName,
   serial: Serial.optional(),

@@ -1,10 +1,11 @@
 // The command line a new operator meets, through the built executable: help for every command from the one
 // table the parser reads, --version, and every mistake a person can make answered in one line of our words.
+
 import { spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { COMMANDS, FLAGS, flagsOf, GLOBAL_FLAGS } from "../../src/cli/table.ts";
+import { COMMANDS, exitsOf, FLAGS, flagsOf, GLOBAL_FLAGS, MESH_COMMANDS } from "../../src/cli/table.ts";
 import { runCli } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -45,6 +46,41 @@ describe("help from the one table", () => {
         expect(line).toContain(`(default: ${f.default})`);
       }
     }
+  });
+
+  it("`mesh CMD --help` is that command's own usage, flags, defaults and exit statuses, at every level", async () => {
+    const group = (await runCli(["mesh", "--help"])).stdout;
+    for (const spec of MESH_COMMANDS) {
+      const words = spec.name.split(" ");
+      const r = await runCli(["mesh", ...words, "--help"]);
+      expect(r.code, spec.name).toBe(0);
+      expect(r.stdout).not.toBe(group);
+      expect(r.stdout).toContain(`usage: mesh-host mesh ${spec.name}`);
+      expect((await runCli(["mesh", "help", ...words])).stdout).toBe(r.stdout);
+      expect((await runCli(["help", "mesh", ...words])).stdout).toBe(r.stdout);
+      for (const f of flagsOf(spec)) {
+        const line = r.stdout.split("\n").find((l) => l.includes(`--${f.name}`));
+        expect(line, `${spec.name} --${f.name}`).toContain(`(default: ${f.default})`);
+      }
+      for (const [code, meaning] of exitsOf(spec)) expect(r.stdout).toContain(`  ${code}  ${meaning}`);
+    }
+    const push = (await runCli(["mesh", "push", "--help"])).stdout;
+    expect(push).toContain("--wait-s S         seconds to wait for the reports (default: 60)");
+    expect(push).toContain("3  a node said nothing within --wait-s");
+    const node = await runCli(["mesh", "node", "--help"]);
+    expect(node.code).toBe(0);
+    expect(node.stdout).toMatch(/^usage: mesh-host mesh node add\|rm NAME/);
+    expect((await runCli(["help", "mesh"])).stdout).toBe(group);
+    const none = await runCli(["mesh", "help", "frobnicate"]);
+    expect(none.code).toBe(2);
+    ourWords(none.stderr);
+  });
+
+  it("`help CMD` ends with the command's exit statuses", async () => {
+    const status = (await runCli(["status", "--help"])).stdout;
+    expect(status).toContain("exit status:\n  0  all is well\n  1  the last apply failed");
+    const enrol = (await runCli(["enrol", "--help"])).stdout;
+    expect(enrol).toMatch(/ 1 {2}the bus could not be reached or did not answer \(a spent code/);
   });
 
   it("`help` lists every command and the global flags; no command is the same as help", async () => {

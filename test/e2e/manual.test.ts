@@ -4,7 +4,7 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { bashCompletion, manPage, zshCompletion } from "../../src/cli/manual.ts";
+import { bashCompletion, manPage, meshManPage, zshCompletion } from "../../src/cli/manual.ts";
 import { COMMANDS, FLAGS, flagsOf, MESH_COMMANDS } from "../../src/cli/table.ts";
 import { runCli } from "../support/cli.ts";
 import { ensureSea, PACKAGE, REPO } from "../support/sea.ts";
@@ -15,15 +15,11 @@ beforeAll(() => {
   process.env.MESH_HOST_BIN ??= ensureSea();
 }, 600_000);
 
-/** The man page as man(1) shows it, one line per line, no hyphenation or adjustment to get in the way. */
-function rendered(): string {
-  const r = spawnSync(
-    "groff",
-    ["-man", "-Tutf8", "-ww", "-rLL=300n", "-dAD=l", "-rHY=0", join(DIST, "mesh-host.1")],
-    {
-      encoding: "utf8",
-    },
-  );
+/** A man page as man(1) shows it, one line per line, no hyphenation or adjustment to get in the way. */
+function rendered(page = "mesh-host.1"): string {
+  const r = spawnSync("groff", ["-man", "-Tutf8", "-ww", "-rLL=300n", "-dAD=l", "-rHY=0", join(DIST, page)], {
+    encoding: "utf8",
+  });
   expect(r.stderr).toBe("");
   return r.stdout.replace(/.\x08/g, "").replace(/[\u2010\u2212]/g, "-");
 }
@@ -34,7 +30,7 @@ describe("mesh-host.1", () => {
     rendered();
   });
 
-  it("carries the operator's commands as `mesh-host mesh --help` says them, and `help mesh` is that", async () => {
+  it("lists the operator's commands as `mesh-host mesh --help` says them, and `help mesh` is that", async () => {
     const usage = (await runCli(["mesh", "--help"])).stdout.trim();
     expect((await runCli(["help", "mesh"])).stdout.trim()).toBe(usage);
     const man = rendered();
@@ -51,6 +47,27 @@ describe("mesh-host.1", () => {
         const helpDefault = /\(default: (.*)\)$/.exec(said)![1]!;
         expect(man, `${spec.name} --${f.name}`).toContain(`--${f.name}`);
         expect(man.replace(/\s+/g, " ")).toContain(`(default: ${helpDefault})`);
+      }
+    }
+  });
+});
+
+describe("mesh-host-mesh.1", () => {
+  it("is what the table makes now, and groff reads it without a warning", () => {
+    expect(readFileSync(join(DIST, "mesh-host-mesh.1"), "utf8")).toBe(meshManPage(PACKAGE.version));
+    rendered("mesh-host-mesh.1");
+  });
+
+  it("names every operator's command, each flag with the default and each exit status its --help prints", async () => {
+    const man = rendered("mesh-host-mesh.1").replace(/\s+/g, " ");
+    for (const spec of MESH_COMMANDS) {
+      expect(man, spec.name).toContain(`mesh ${spec.name}`);
+      const help = (await runCli(["mesh", ...spec.name.split(" "), "--help"])).stdout;
+      for (const line of help.split("\n")) {
+        const flag = /^ {2}(--\S+|-h, --help)\b.*\(default: (.*)\)$/.exec(line);
+        if (flag) expect(man, `${spec.name} ${flag[1]}`).toContain(`(default: ${flag[2]})`);
+        const exit = /^ {2}(\d) {2}(.*)$/.exec(line);
+        if (exit) expect(man, `${spec.name} exit ${exit[1]}`).toContain(`${exit[1]} ${exit[2]}`);
       }
     }
   });

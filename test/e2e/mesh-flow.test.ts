@@ -117,6 +117,9 @@ describe("one server: the operator's path", () => {
     expect(first.stdout).toMatch(/^web-1: serial 1, stream seq \d+\n/);
     expect(first.stdout).toMatch(/created\s+file\s+conf\s+\/etc\/app.conf created/);
     expect(first.stdout).toContain("applied: 1 created");
+    // off a terminal, the wait is said as plain lines on stderr, one as each report arrives
+    expect(first.stderr).toContain("mesh push: web-1 reported applied; 1 of 1 reported\n");
+    expect(first.stderr).not.toContain("\r");
     expect(readFileSync(join(node.root, "etc/app.conf"), "utf8")).toBe("one\n");
     const second = await mesh(dir, [
       "push",

@@ -140,6 +140,7 @@ describe("the Arch package", () => {
       "usr/lib/mesh-host/launch": "-rwxr-xr-x",
       "usr/share/licenses/mesh-host/LICENSE": "-rw-r--r--",
       "usr/share/man/man1/mesh-host.1": "-rw-r--r--",
+      "usr/share/man/man1/mesh-host-mesh.1": "-rw-r--r--",
       "usr/share/bash-completion/completions/mesh-host": "-rw-r--r--",
       "usr/share/zsh/site-functions/_mesh-host": "-rw-r--r--",
       "var/lib/mesh-host": "drwx------",
@@ -151,6 +152,7 @@ describe("the Arch package", () => {
       "usr/lib/systemd/system/mesh-host.service",
       "usr/share/bash-completion/completions/mesh-host",
       "usr/share/licenses/mesh-host/LICENSE",
+      "usr/share/man/man1/mesh-host-mesh.1",
       "usr/share/man/man1/mesh-host.1",
       "usr/share/zsh/site-functions/_mesh-host",
     ]);
@@ -165,6 +167,7 @@ describe("the Arch package", () => {
     // the man page and completions are the ones the build made from the command table (test/e2e/manual.test.ts)
     for (const [inPkg, built] of [
       ["usr/share/man/man1/mesh-host.1", "dist/mesh-host.1"],
+      ["usr/share/man/man1/mesh-host-mesh.1", "dist/mesh-host-mesh.1"],
       ["usr/share/bash-completion/completions/mesh-host", "dist/completions/mesh-host.bash"],
       ["usr/share/zsh/site-functions/_mesh-host", "dist/completions/_mesh-host"],
     ]) {

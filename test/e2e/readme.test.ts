@@ -1,11 +1,12 @@
-// The README says what the executable prints: its command table is `mesh-host help`'s, its `help run` sample is
-// the executable's, and the quick start's output blocks are what its commands, as written, print from an empty
-// root.
-import { spawnSync } from "node:child_process";
+// The README's commands are run as it writes them: the offline quick start prints what its output blocks say
+// from an empty root, and the first mesh's six commands make a mesh, enrol a node and push to it for real (a
+// real nats-server). Only /tmp paths and the port are moved aside, so runs in parallel cannot meet.
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "../support/cli.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tryNext } from "../../scripts/demo.ts";
+import { freePortPairs } from "../mesh/operator.ts";
 import { ensureSea, REPO } from "../support/sea.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -28,32 +29,25 @@ function blocks(text: string): { info: string; body: string }[] {
   return [...text.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((m) => ({ info: m[1]!, body: m[2]! }));
 }
 
+const running: ChildProcess[] = [];
+afterAll(() => {
+  for (const p of running)
+    try {
+      process.kill(-p.pid!, "SIGTERM");
+    } catch {}
+});
+
 describe("README.md", () => {
-  it("its command table is the one `mesh-host help` prints", async () => {
-    const help = (await runCli(["help"])).stdout;
-    const listed = help
-      .split("commands:\n")[1]!
-      .split("\n\n")[0]!
-      .split("\n")
-      .map((l) => /^ {2}(\S+(?: \S+)?) {2,}(.*)$/.exec(l)!)
-      .map((m) => [`mesh-host ${m[1]}`, m[2]]);
-    const rows = section("## Commands")
-      .split("\n")
-      .filter((l) => l.startsWith("| `mesh-host"))
-      .map((l) => /^\| `(.*)` \| (.*) \|$/.exec(l)!)
-      .map((m) => [m[1]!.replace(/\\\|/g, "|"), m[2]!.replace(/\\\|/g, "|")]);
-    expect(rows).toEqual(listed);
+  it("the demo ends with what to try next: the README's own commands, line for line", () => {
+    const said = tryNext();
+    for (const heading of ["## A first apply offline", "## A first mesh in six commands"])
+      for (const line of blocks(section(heading))[0]!.body.trim().split("\n"))
+        expect(said, line).toContain(`  ${line}\n`.trimEnd());
+    expect(said).toMatch(/^\nwhat to try next \(from README\.md\):/);
   });
 
-  it("its `mesh-host help run` is what the executable prints", async () => {
-    const text = section("## Commands");
-    const at = text.indexOf("`mesh-host help run` prints:");
-    const sample = blocks(text.slice(at))[0]!.body;
-    expect(sample).toBe((await runCli(["help", "run"])).stdout);
-  });
-
-  it("its quick start prints what it says, run as written from an empty root", () => {
-    const text = section("## Try it without a mesh");
+  it("its first apply prints what it says, run as written from an empty root", () => {
+    const text = section("## A first apply offline");
     const [script, ...samples] = blocks(text);
     expect(script!.info).toBe("sh");
     const base = tempDir();
@@ -73,4 +67,60 @@ describe("README.md", () => {
     // the first run, the second (nothing to do), the plan after the edit
     expect(samples.map((b) => b.body)).toEqual([printed[0], printed[1], printed[2]]);
   });
+
+  it("its first mesh in six commands runs as written: the push is applied and reported", async () => {
+    const [script] = blocks(section("## A first mesh in six commands"));
+    expect(script!.info).toBe("sh");
+    const base = tempDir();
+    const [port] = await freePortPairs(1);
+    const lines = script!.body
+      .trim()
+      .split("\n")
+      .map((l) =>
+        l
+          .replace(/ {2,}#.*$/, "")
+          .replace(/\/tmp\/demo/g, join(base, "demo"))
+          .replace("127.0.0.1:4222", `127.0.0.1:${port}`)
+          .trim(),
+      );
+    const [exports, ...commands] = lines;
+    expect(exports).toMatch(/; export /);
+    expect(commands.filter((l) => l.startsWith("mesh-host "))).toHaveLength(6);
+    let pushed = "";
+    for (const line of commands) {
+      if (line.endsWith("&")) {
+        const p = spawn("sh", ["-c", `${exports}\nexec ${line.slice(0, -1)}`], { cwd: REPO, detached: true });
+        running.push(p);
+        if (line.includes("mesh up")) await said(p, /mesh up: /);
+        continue;
+      }
+      const r = spawnSync("sh", ["-c", `${exports}\n${line}`], {
+        cwd: REPO,
+        encoding: "utf8",
+        timeout: 120_000,
+      });
+      expect(r.status, `${line}\n${r.stdout}${r.stderr}`).toBe(0);
+      pushed = r.stdout;
+    }
+    expect(pushed).toMatch(/^demo: serial 1, stream seq \d+\n/);
+    expect(pushed).toContain("created  file       index     /srv/site/index.html created");
+    expect(readFileSync(join(base, "demo-root/srv/site/index.html"), "utf8")).toBe(
+      "<h1>hello from the mesh</h1>\n",
+    );
+  }, 300_000);
 });
+
+/** Resolves once `p` has printed a line matching `pattern` on stdout; fails with what it said if it exits first. */
+function said(p: ChildProcess, pattern: RegExp): Promise<void> {
+  let out = "";
+  return new Promise((resolve, reject) => {
+    p.stdout!.on("data", (d) => {
+      out += d;
+      if (pattern.test(out)) resolve();
+    });
+    p.stderr!.on("data", (d) => {
+      out += d;
+    });
+    p.on("exit", (code) => reject(new Error(`exited ${code} before ${pattern}:\n${out}`)));
+  });
+}

@@ -29,6 +29,14 @@ export const MESH_USAGE = [
   "usage: mesh-host mesh <command> [--mesh DIR] [flags]",
   ...MESH_COMMANDS.map(usageOf),
   `--mesh DIR defaults to ${FLAGS.mesh.default}`,
+  "`mesh-host mesh COMMAND --help` gives a command's own flags, defaults and exit statuses.",
+].join("\n");
+
+/** `mesh-host mesh node --help`: the two commands under `node`. */
+export const MESH_NODE_USAGE = [
+  "usage: mesh-host mesh node add|rm NAME [flags]",
+  ...MESH_COMMANDS.filter((c) => c.name.startsWith("node ")).map(usageOf),
+  "`mesh-host mesh node add --help` (or rm) gives its own flags, defaults and exit statuses.",
 ].join("\n");
 
 export interface MeshArgs {
@@ -61,8 +69,9 @@ export function parseMesh(argv: string[]): MeshArgs {
   const v: Record<string, string | string[] | true> = {};
   for (const [f, value] of given)
     v[f.name] = f.multiple ? [...((v[f.name] as string[] | undefined) ?? []), value as string] : value;
-  const [command, positionals] = commandOf(words);
-  if (command !== "help") checkFlags(command, given);
+  const help = v.help === true;
+  const [command, positionals] = commandOf(words, help);
+  if (command !== "help" && command !== "node") checkFlags(command, given);
   const one = (name: string) => v[name] as string | undefined;
   return {
     command,
@@ -79,14 +88,15 @@ export function parseMesh(argv: string[]): MeshArgs {
     secret: (v.secret as string[] | undefined) ?? [],
     waitS: count("wait-s", one("wait-s"), 0) ?? PUSH_WAIT_S,
     to: one("to") ?? null,
-    help: v.help === true || command === "help",
+    help: help || command === "help",
   };
 }
 
-/** The subcommand (`node add` is two words) and the words after it; none is `help`. */
-function commandOf(words: string[]): [string, string[]] {
+/** The subcommand (`node add` is two words) and the words after it; none is `help` (`node` alone, for help). */
+function commandOf(words: string[], help: boolean): [string, string[]] {
   let [command = "help", ...positionals] = words;
   if (command === "node") {
+    if (help && positionals.length === 0) return ["node", []];
     const sub = positionals.shift();
     if (sub !== "add" && sub !== "rm")
       throw new UsageError(`mesh node takes add or rm, not ${sub ? `"${printable(sub)}"` : "nothing"}`);

@@ -19,10 +19,12 @@ import {
   writeAtomic,
   writeUnits,
 } from "../../mesh/index.ts";
-import { UsageError } from "../args.ts";
+import { printable, UsageError } from "../args.ts";
 import { runningBinary } from "../commands/confirm.ts";
+import { meshCommandHelp } from "../help.ts";
 import { summary, writeJson, writeOut } from "../output.ts";
-import { MESH_USAGE, type MeshArgs, parseMesh } from "./args.ts";
+import { meshCommandSpec } from "../table.ts";
+import { MESH_NODE_USAGE, MESH_USAGE, type MeshArgs, parseMesh } from "./args.ts";
 import { moveCommand, pushCommand } from "./push.ts";
 
 type Handler = (mesh: MeshDir, args: MeshArgs) => Promise<number>;
@@ -41,7 +43,7 @@ const HANDLERS: Record<string, Handler> = {
 export async function meshMain(argv: string[]): Promise<number> {
   const args = parseMesh(argv);
   if (args.help) {
-    writeOut(MESH_USAGE);
+    writeOut(helpText(args));
     return 0;
   }
   try {
@@ -50,6 +52,16 @@ export async function meshMain(argv: string[]): Promise<number> {
     if (e instanceof MeshRefused || e instanceof LockBusy) throw new UsageError(e.message);
     throw e;
   }
+}
+
+/** The help asked for: a command's own (`mesh push --help`, `mesh help push`), `node`'s two, or the group's. */
+function helpText(args: MeshArgs): string {
+  const name = args.command === "help" ? args.positionals.join(" ") : args.command;
+  if (name === "node") return MESH_NODE_USAGE;
+  const spec = meshCommandSpec(name);
+  if (spec) return meshCommandHelp(spec);
+  if (name) throw new UsageError(`no help for "mesh ${printable(name)}" (see \`mesh-host mesh --help\`)`);
+  return MESH_USAGE;
 }
 
 function noPositionals(args: MeshArgs): void {

@@ -14,6 +14,7 @@ import {
 import { parseJsonBytes } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { summary, table, writeJson, writeOut } from "../output.ts";
+import { progress } from "../progress.ts";
 import { readGivenSecrets } from "../unseal.ts";
 import type { MeshArgs } from "./args.ts";
 
@@ -47,7 +48,9 @@ export async function pushCommand(mesh: MeshDir, args: MeshArgs): Promise<number
   const input = { file: readFile(file), secrets: readGivenSecrets(args.secret) };
   const { bus, composed } = await preparePush(mesh, targets, input);
   try {
-    const pushed = await publishAndWait(mesh, bus, composed, args.waitS * 1000);
+    const wait = waiting("mesh push", composed);
+    const pushed = await publishAndWait(mesh, bus, composed, args.waitS * 1000, wait.heard);
+    wait.line.clear();
     say(pushed, args);
     return args.waitS === 0 ? 0 : exitOf(pushed);
   } finally {
@@ -63,7 +66,9 @@ export async function moveCommand(mesh: MeshDir, args: MeshArgs): Promise<number
   mesh.known(name);
   const { bus, composed, to } = await prepareMove(mesh, name, args.to);
   try {
-    const pushed = await publishAndWait(mesh, bus, composed, args.waitS * 1000);
+    const wait = waiting("mesh move", composed);
+    const pushed = await publishAndWait(mesh, bus, composed, args.waitS * 1000, wait.heard);
+    wait.line.clear();
     const code = exitOf(pushed);
     if (code === 0) await markMoved(mesh, name, to);
     say(pushed, args);
@@ -75,6 +80,22 @@ export async function moveCommand(mesh: MeshDir, args: MeshArgs): Promise<number
   } finally {
     await bus.close();
   }
+}
+
+/**
+ * The wait for reports, said on stderr: on a terminal one line of how many nodes have reported and who is left,
+ * off one a line as each report arrives; cleared before the reports print.
+ */
+function waiting(prefix: string, composed: { node: string }[]) {
+  const line = progress(prefix);
+  const left = new Set(composed.map((c) => c.node));
+  const heard = (reported: number, of: number, node: string | null, outcome?: string) => {
+    if (node) left.delete(node);
+    const rest = [...left].slice(0, 3).join(", ") + (left.size > 3 ? `, +${left.size - 3}` : "");
+    const said = node ? `${node} reported ${outcome}; ` : "";
+    line.step(`${said}${reported} of ${of} reported${left.size ? `, waiting on ${rest}` : ""}`);
+  };
+  return { line, heard };
 }
 
 function say(pushed: Pushed[], args: MeshArgs): void {

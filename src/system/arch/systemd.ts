@@ -1,5 +1,5 @@
 // systemd, reached only through the command port: what a unit is now, unit files the mesh writes, and the
-// few verbs the service and process appliers use. Nothing here pretends another init exists (ADR 0061).
+// few verbs the service and process appliers use. Nothing here pretends another init exists (docs/architecture.md, "What the init is asked for").
 import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, SYSTEMCTL_TIMEOUT_MS } from "../../defaults.ts";
 import { oneLine } from "../../vocabulary/index.ts";
 import { sha256 } from "../digest.ts";

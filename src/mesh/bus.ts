@@ -26,7 +26,13 @@ import {
   STREAM_SUBJECTS,
   type StreamName,
 } from "../vocabulary/index.ts";
-import { type MeshDir, MeshRefused } from "./layout.ts";
+import type { MeshDir } from "./layout.ts";
+
+/**
+ * No server of the mesh answered: the state lives on the bus, so nothing can be read or done (exit 1, one line);
+ * never a stale copy read instead.
+ */
+export class BusDown extends Error {}
 
 export interface Bus {
   nc: NatsConnection;
@@ -57,7 +63,7 @@ export async function connectBus(
       reconnectTimeWait: 250,
     });
   } catch (e) {
-    throw new MeshRefused(
+    throw new BusDown(
       `the mesh's bus does not answer at ${mesh.urls().join(", ")} (is \`mesh-host mesh up\` running?): ${firstLine(e)}`,
     );
   }
@@ -120,12 +126,15 @@ export async function awaitStreams(
   replicas: number,
   stopped: () => boolean,
   warn: (line: string) => void,
+  /** More the mesh makes once JetStream answers (the buckets of the controller's state). */
+  also: () => Promise<void> = async () => {},
 ): Promise<boolean> {
   const slow = Date.now() + JETSTREAM_READY_MS;
   let said = false;
   while (!stopped()) {
     try {
       await ensureStreams(bus, replicas);
+      await also();
       return true;
     } catch (e) {
       if (!said && Date.now() > slow) {

@@ -185,9 +185,8 @@ export const PUSHES_KEPT = 20;
 export const KV_REPLICAS_MAX = 3;
 /** A compare-and-set lost to another writer is read again and tried again, this many times in all. */
 export const KV_CAS_TRIES = 50;
-/** Listing a bucket: how many keys one fetch asks for, and how long it waits for them. */
-export const KV_LIST_BATCH = 1_000;
-export const KV_LIST_EXPIRES_MS = 5_000;
+/** Listing a bucket: how many keys are read at once. */
+export const KV_LIST_BATCH = 200;
 /** `mesh up` looks at the node and code buckets this often, besides being told of each change as it happens. */
 export const KV_RESYNC_MS = 5_000;
 /** A change to the buckets is acted on after this quiet, so a burst of node adds costs one user-list reload. */

@@ -72,12 +72,15 @@ export async function connectBus(
   return { nc, js: jetstream(nc), jsm, close: () => nc.close().catch(() => undefined) };
 }
 
-/** While a server reloads its user list, the account's JetStream API goes unanswered for a moment. */
+/**
+ * While a server reloads its user list, the account's JetStream API goes unanswered for a moment; while a cluster
+ * that lost a server elects new leaders, its requests time out or say JetStream is unavailable for a moment.
+ */
 function reloading(e: unknown): boolean {
-  return /no responders|not enabled|503/i.test(firstLine(e));
+  return /no responders|not enabled|503|timeout|temporarily unavailable/i.test(firstLine(e));
 }
 
-/** A JetStream call, tried again while the servers are reloading (up to JS_RELOAD_MS); any other failure at once. */
+/** A JetStream call, tried again while the servers reload or elect (up to JS_RELOAD_MS); any other failure at once. */
 export async function jsCall<T>(call: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + JS_RELOAD_MS;
   for (;;) {

@@ -102,7 +102,11 @@ export function takeHeartbeats(
     callback: (err, m) => {
       if (err) return;
       const node = m.subject.slice("mesh.heartbeat.".length);
-      if (!known(node) || !budget.take(node)) return;
+      if (!known(node)) return;
+      if (!budget.take(node)) {
+        writer.heard(node, { dropped: 1 });
+        return;
+      }
       const json = parseJsonBytes(m.data);
       const h = json.ok ? Heartbeat.safeParse(json.value) : null;
       if (!h?.success || h.data.node !== node) return;

@@ -2,18 +2,11 @@
 // a delete is a purge marker rolling the key up), so `nats kv` reads them too. The client's KV package is not
 // a dependency of ours: these few calls are all the controller needs. Every value is checked by its zod schema
 // when read; a value that does not parse is refused in one line naming the bucket and key, never guessed at.
-import {
-  AckPolicy,
-  DeliverPolicy,
-  DiscardPolicy,
-  JetStreamApiCodes,
-  JetStreamApiError,
-  StorageType,
-} from "@nats-io/jetstream";
-import { headers, type MsgHdrs, nanos } from "@nats-io/transport-node";
+import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, StorageType } from "@nats-io/jetstream";
+import { headers, type MsgHdrs } from "@nats-io/transport-node";
 import type * as z from "zod";
-import { KV_LIST_BATCH, KV_LIST_EXPIRES_MS } from "../defaults.ts";
-import type { Bus } from "./bus.ts";
+import { KV_LIST_BATCH } from "../defaults.ts";
+import { type Bus, jsCall } from "./bus.ts";
 import { MeshRefused } from "./layout.ts";
 
 export interface Entry<T> {
@@ -80,23 +73,28 @@ export class Bucket<T> {
 
   /** The key's value and revision; null when it was never written or was removed. */
   async get(key: string): Promise<Entry<T> | null> {
-    const sm = await this.bus.jsm.streams.getMessage(this.stream, { last_by_subj: this.subject(key) });
+    const sm = await jsCall(() =>
+      this.bus.jsm.streams.getMessage(this.stream, { last_by_subj: this.subject(key) }),
+    );
     if (!sm || markerOf(sm.header)) return null;
     return { key, value: this.parse(key, sm.data), revision: sm.seq };
   }
 
   /** Write whatever was there. */
   async put(key: string, value: T): Promise<number> {
-    const ack = await this.bus.js.publish(this.subject(key), this.encode(value));
+    const ack = await jsCall(() => this.bus.js.publish(this.subject(key), this.encode(value)));
     return ack.seq;
   }
 
   /** Write only if the key is still at `revision`; a Conflict otherwise. */
   async update(key: string, value: T, revision: number): Promise<number> {
     try {
-      const ack = await this.bus.js.publish(this.subject(key), this.encode(value), {
-        expect: { lastSubjectSequence: revision },
-      });
+      // tried again after a timeout: a write that did land makes the next try a Conflict, never a double write
+      const ack = await jsCall(() =>
+        this.bus.js.publish(this.subject(key), this.encode(value), {
+          expect: { lastSubjectSequence: revision },
+        }),
+      );
       return ack.seq;
     } catch (e) {
       if (lostRace(e)) throw new Conflict(`${this.name}/${key} was changed by another writer`);
@@ -111,7 +109,9 @@ export class Bucket<T> {
     } catch (e) {
       if (!(e instanceof Conflict)) throw e;
     }
-    const sm = await this.bus.jsm.streams.getMessage(this.stream, { last_by_subj: this.subject(key) });
+    const sm = await jsCall(() =>
+      this.bus.jsm.streams.getMessage(this.stream, { last_by_subj: this.subject(key) }),
+    );
     if (sm && markerOf(sm.header)) return await this.update(key, value, sm.seq);
     throw new Conflict(`${this.name}/${key} exists`);
   }
@@ -122,53 +122,41 @@ export class Bucket<T> {
     h.set(OPERATION, "PURGE");
     h.set(ROLLUP, "sub");
     try {
-      await this.bus.js.publish(this.subject(key), new Uint8Array(), {
-        headers: h,
-        ...(revision === undefined ? {} : { expect: { lastSubjectSequence: revision } }),
-      });
+      await jsCall(() =>
+        this.bus.js.publish(this.subject(key), new Uint8Array(), {
+          headers: h,
+          ...(revision === undefined ? {} : { expect: { lastSubjectSequence: revision } }),
+        }),
+      );
     } catch (e) {
       if (lostRace(e)) throw new Conflict(`${this.name}/${key} was changed by another writer`);
       throw e;
     }
   }
 
-  /** Every live key's value, read once through a short-lived consumer of the last message of each key. */
+  /**
+   * Every live key's value: the keys from the stream's own subject list, then each key's last message, KV_LIST_BATCH
+   * at a time. No consumer is made for it: a cluster that lost a server may place a new consumer on the lost one,
+   * and its creation then never answers.
+   */
   async entries(): Promise<Entry<T>[]> {
-    const info = await this.bus.jsm.consumers.add(this.stream, {
-      deliver_policy: DeliverPolicy.LastPerSubject,
-      filter_subject: `$KV.${this.name}.>`,
-      ack_policy: AckPolicy.None,
-      mem_storage: true,
-      inactive_threshold: nanos(KV_LIST_EXPIRES_MS * 4),
-    });
-    try {
-      const out: Entry<T>[] = [];
-      let left = info.num_pending;
-      const consumer = await this.bus.js.consumers.get(this.stream, info.name);
-      while (left > 0) {
-        const batch = await consumer.fetch({
-          max_messages: Math.min(left, KV_LIST_BATCH),
-          expires: KV_LIST_EXPIRES_MS,
-        });
-        let got = 0;
-        for await (const m of batch) {
-          got++;
-          left = m.info.pending;
-          const key = m.subject.slice(this.name.length + 5);
-          if (!markerOf(m.headers)) out.push({ key, value: this.parse(key, m.data), revision: m.seq });
-          if (left === 0) break;
-        }
-        if (!got) throw new Error(`listing ${this.name}: the server sent nothing within the wait`);
-      }
-      return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    } finally {
-      await this.bus.jsm.consumers.delete(this.stream, info.name).catch(() => false);
+    const info = await jsCall(() =>
+      this.bus.jsm.streams.info(this.stream, { subjects_filter: `$KV.${this.name}.>` }),
+    );
+    const keys = Object.keys(info.state.subjects ?? {})
+      .map((subject) => subject.slice(this.name.length + 5))
+      .sort();
+    const out: Entry<T>[] = [];
+    for (let i = 0; i < keys.length; i += KV_LIST_BATCH) {
+      const got = await Promise.all(keys.slice(i, i + KV_LIST_BATCH).map((key) => this.get(key)));
+      for (const entry of got) if (entry) out.push(entry);
     }
+    return out;
   }
 
   /** The bucket's last sequence: changed means some key changed (a cheap check before a whole listing). */
   async lastSeq(): Promise<number> {
-    return (await this.bus.jsm.streams.info(this.stream)).state.last_seq;
+    return (await jsCall(() => this.bus.jsm.streams.info(this.stream))).state.last_seq;
   }
 
   private encode(value: T): string {

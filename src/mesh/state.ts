@@ -8,7 +8,7 @@
 import * as z from "zod";
 import { KV_CAS_TRIES, KV_REPLICAS_MAX, MESH_FORMAT } from "../defaults.ts";
 import { NodeName } from "../vocabulary/index.ts";
-import { type Bus, connectBus } from "./bus.ts";
+import { type Bus, connectBus, jsCall } from "./bus.ts";
 import { Bucket, type Entry, modify } from "./kv.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 
@@ -114,17 +114,29 @@ export async function ensureBuckets(state: State, replicas: number): Promise<voi
 export async function openState(mesh: MeshDir, opts: { reconnect?: boolean; name?: string } = {}) {
   const bus = await connectBus(mesh, opts);
   const state = stateOf(bus);
-  const there = await bus.jsm.streams.info(state.nodes.stream).then(
-    () => true,
-    () => false,
-  );
-  if (!there) {
+  // a failure past the bus's own retries closes the connection: a short command must not hang on it
+  try {
+    await checkBuckets(state);
+  } catch (e) {
     await bus.close();
+    throw e;
+  }
+  return state;
+}
+
+async function checkBuckets(state: State): Promise<void> {
+  const bus = state.bus;
+  const there = await jsCall(() => bus.jsm.streams.info(state.nodes.stream)).then(
+    () => true,
+    (e: Error) => {
+      if (/stream not found/i.test(e.message)) return false;
+      throw e;
+    },
+  );
+  if (!there)
     throw new MeshRefused(
       `the mesh's bus has no ${BUCKETS.nodes} bucket yet: \`mesh-host mesh up\` makes it (wait for "mesh up:")`,
     );
-  }
-  return state;
 }
 
 export async function withState<T>(mesh: MeshDir, use: (state: State) => Promise<T>): Promise<T> {

@@ -201,9 +201,7 @@ class Controller {
 
   /** Once a minute at most: which nodes sent more heartbeats than their budget, and how many were dropped. */
   private sayFloods(): void {
-    for (const [node, dropped] of this.budget.drained()) {
+    for (const [node, dropped] of this.budget.drained())
       this.warn(`node ${node} sent heartbeats past its budget: ${dropped} dropped unread`);
-      this.writer.heard(node, { dropped });
-    }
   }
 }

@@ -205,3 +205,15 @@ export const PULL_FAILURES_MAX = 5;
 export const SERVER_ACK_TIMEOUT_MS = 5_000;
 /** The longest INFO line a preflight reads before deciding it is not talking to a NATS server. */
 export const MAX_INFO_BYTES = 64 * 1024;
+// Releases (protocol.md "Releases"): the mesh's object store of host releases, and a node fetching from it.
+
+/** A release object's chunk: the NATS object stores' own default, well under any server's max_payload. */
+export const RELEASE_CHUNK_BYTES = 128 * 1024;
+/** How many chunks `mesh release add` has in flight at once. */
+export const RELEASE_PUBLISH_WINDOW = 8;
+/** One direct get of a release's meta or chunk: waits this long for the server. */
+export const RELEASE_GET_TIMEOUT_MS = 10_000;
+/** A fetch records where it stands every this many chunks (1 MiB), so a cut one resumes near where it stood. */
+export const RELEASE_PROGRESS_CHUNKS = 8;
+/** Room a release must leave on the disk beyond its own bytes, so installing it never fills the disk. */
+export const RELEASE_SPACE_MARGIN_BYTES = 32 * 1024 * 1024;

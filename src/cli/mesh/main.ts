@@ -24,8 +24,9 @@ import { runningBinary } from "../commands/confirm.ts";
 import { meshCommandHelp } from "../help.ts";
 import { summary, writeJson, writeOut } from "../output.ts";
 import { meshCommandSpec } from "../table.ts";
-import { MESH_NODE_USAGE, MESH_USAGE, type MeshArgs, parseMesh } from "./args.ts";
+import { MESH_NODE_USAGE, MESH_RELEASE_USAGE, MESH_USAGE, type MeshArgs, parseMesh } from "./args.ts";
 import { moveCommand, pushCommand } from "./push.ts";
+import { releaseAddCommand, releaseLsCommand, releaseRmCommand } from "./release.ts";
 
 type Handler = (mesh: MeshDir, args: MeshArgs) => Promise<number>;
 
@@ -38,6 +39,9 @@ const HANDLERS: Record<string, Handler> = {
   nodes: nodesCommand,
   watch: watchCommand,
   move: moveCommand,
+  "release add": releaseAddCommand,
+  "release ls": releaseLsCommand,
+  "release rm": releaseRmCommand,
 };
 
 export async function meshMain(argv: string[]): Promise<number> {
@@ -58,6 +62,7 @@ export async function meshMain(argv: string[]): Promise<number> {
 function helpText(args: MeshArgs): string {
   const name = args.command === "help" ? args.positionals.join(" ") : args.command;
   if (name === "node") return MESH_NODE_USAGE;
+  if (name === "release") return MESH_RELEASE_USAGE;
   const spec = meshCommandSpec(name);
   if (spec) return meshCommandHelp(spec);
   if (name) throw new UsageError(`no help for "mesh ${printable(name)}" (see \`mesh-host mesh --help\`)`);

@@ -19,6 +19,11 @@ export function serialOf(record: NodeRecord | null, digest: string): number | nu
   return record?.pushes.find((p) => p.digest === digest)?.serial ?? null;
 }
 
+/** The serial of the declaration delivered at stream sequence `seq` (a heartbeat's last names only that). */
+export function serialOfSeq(record: NodeRecord | null, seq: number): number | null {
+  return record?.pushes.find((p) => p.seq === seq)?.serial ?? null;
+}
+
 export function reportOf(
   report: Report,
   record: NodeRecord | null,
@@ -37,10 +42,23 @@ export function reportOf(
 const later = <T extends { at: string }>(a: T | null, b: T | undefined): T | null =>
   !b ? a : !a || Date.parse(b.at) >= Date.parse(a.at) ? b : a;
 
-/** The entry with what was heard folded in: the newer heartbeat and report win, dropped heartbeats add up. */
+/**
+ * A report on an older serial than the one shown says nothing of what the node holds now: a replay of an old
+ * declaration, refused by the node, made a healthy node's row read `refused serial 1` (`mesh up` says it).
+ */
+export function olderThanShown(entry: FleetEntry | null, serial: number | null): boolean {
+  const shown = entry?.report?.serial ?? null;
+  return shown !== null && serial !== null && serial < shown;
+}
+
+/**
+ * The entry with what was heard folded in: the newer heartbeat and report win (a report on an older serial than
+ * the one shown is not kept), dropped heartbeats add up.
+ */
 export function merged(current: FleetEntry | null, heard: Heard): FleetEntry {
   const base = current ?? { heartbeat: null, report: null, dropped_heartbeats: 0 };
-  let report = later(base.report, heard.report);
+  const fresh = heard.report && !olderThanShown(base, heard.report.serial) ? heard.report : undefined;
+  let report = later(base.report, fresh);
   // a refused declaration's report names no mode: the node's mode is still what it last said
   if (report && report.mode === null && base.report?.mode) report = { ...report, mode: base.report.mode };
   return {
@@ -109,7 +127,8 @@ export function fleetTable(rows: FleetRow[]): string {
     r.version ?? "-",
     age(r.heartbeat_age_s),
     r.report ? `${r.report.outcome} serial ${r.report.serial ?? "?"} ${age(r.report.age_s)}` : "-",
-    r.confirmed === null ? "-" : r.confirmed ? "yes" : "no",
+    // false until the node's first reconcile after a start has finished: not yet, rather than a failure
+    r.confirmed === null ? "-" : r.confirmed ? "yes" : "not yet",
   ]);
   const head = ["NODE", "MODE", "VERSION", "HEARTBEAT", "LAST REPORT", "CONFIRMED"];
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));

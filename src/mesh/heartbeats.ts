@@ -96,20 +96,21 @@ export function takeHeartbeats(
   writer: FleetWriter,
   /** Told of each heartbeat taken: the node was heard as itself. */
   spoke: (node: string) => void,
+  /** Told why a heartbeat was not taken (not of each one dropped: the budget counts those). */
+  told: { refused(subject: string, why: string): void; forged(subject: string, claims: string): void },
 ): Subscription {
   return nc.subscribe("mesh.heartbeat.>", {
     queue: CONTROLLERS_QUEUE,
     callback: (err, m) => {
       if (err) return;
       const node = m.subject.slice("mesh.heartbeat.".length);
-      if (!known(node)) return;
-      if (!budget.take(node)) {
-        writer.heard(node, { dropped: 1 });
-        return;
-      }
+      if (!known(node)) return told.refused(m.subject, "from no node of this mesh (removed?)");
+      if (!budget.take(node)) return writer.heard(node, { dropped: 1 });
       const json = parseJsonBytes(m.data);
-      const h = json.ok ? Heartbeat.safeParse(json.value) : null;
-      if (!h?.success || h.data.node !== node) return;
+      if (!json.ok) return told.refused(m.subject, `not JSON (${json.reason})`);
+      const h = Heartbeat.safeParse(json.value);
+      if (!h.success) return told.refused(m.subject, "not a heartbeat this mesh reads");
+      if (h.data.node !== node) return told.forged(m.subject, h.data.node);
       writer.heard(node, { heartbeat: heartbeatOf(h.data) });
       spoke(node);
     },

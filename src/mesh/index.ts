@@ -24,6 +24,7 @@ export {
   publishAndWait,
   targetsOf,
 } from "./push.ts";
+export { addRelease, listReleases, type ReleaseInput, type ReleaseRow, removeRelease } from "./release.ts";
 export { natsServerPath, reloadUsers, runningServers } from "./servers.ts";
 export {
   allNodes,

@@ -117,17 +117,18 @@ export class Bucket<T> {
   }
 
   /** The key and its history go (a purge marker rolls it up); `revision` makes it a compare-and-set. */
-  async remove(key: string, revision?: number): Promise<void> {
+  async remove(key: string, revision?: number): Promise<number> {
     const h = headers();
     h.set(OPERATION, "PURGE");
     h.set(ROLLUP, "sub");
     try {
-      await jsCall(() =>
+      const ack = await jsCall(() =>
         this.bus.js.publish(this.subject(key), new Uint8Array(), {
           headers: h,
           ...(revision === undefined ? {} : { expect: { lastSubjectSequence: revision } }),
         }),
       );
+      return ack.seq;
     } catch (e) {
       if (lostRace(e)) throw new Conflict(`${this.name}/${key} was changed by another writer`);
       throw e;

@@ -8,7 +8,7 @@
 // directory on another machine is an equal operator console. A directory of format 1 kept them in nodes/*.json
 // and fleet.json; `mesh migrate` moves them (migrate.ts), and nothing else reads them.
 import { createPrivateKey, type KeyObject } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import * as z from "zod";
 import { MESH_FORMAT, MESH_FORMAT_FILES } from "../defaults.ts";
@@ -37,6 +37,23 @@ const FormatOnly = z.looseObject({ format: z.unknown() });
 export const MeshSecrets = z.strictObject({ controller: z.string().min(16), route: z.string().min(16) });
 export type MeshSecrets = z.infer<typeof MeshSecrets>;
 
+const denied = (code: string | undefined) => code === "EACCES" || code === "EPERM";
+
+/** A mesh directory is 0700, its files 0600: read by anyone else, it is a question of who runs the command. */
+function deniedLine(path: string): string {
+  return `cannot read ${path}: permission denied (a mesh directory is its owner's alone: run this as that user)`;
+}
+
+/** Why mesh.json is not there: no mesh at all, or one this user may not look into (stat says which). */
+function absentWhy(dir: string, file: string): string {
+  try {
+    statSync(file);
+  } catch (e) {
+    if (denied((e as NodeJS.ErrnoException).code)) return deniedLine(dir);
+  }
+  return `${dir} is not a mesh (no mesh.json): run \`mesh-host mesh init\``;
+}
+
 export class MeshDir {
   constructor(readonly dir: string) {}
 
@@ -51,8 +68,7 @@ export class MeshDir {
   /** The mesh as `init` made it; refused in one line when the directory is not a mesh. */
   config(): MeshConfig {
     const file = this.path("mesh.json");
-    if (!existsSync(file))
-      throw new MeshRefused(`${this.dir} is not a mesh (no mesh.json): run \`mesh-host mesh init\``);
+    if (!existsSync(file)) throw new MeshRefused(absentWhy(this.dir, file));
     if (this.parsed(file, FormatOnly).format === MESH_FORMAT_FILES)
       throw new MeshRefused(
         `${this.dir} keeps its nodes in files (format ${MESH_FORMAT_FILES}): run \`mesh-host mesh migrate\` once to move them onto the bus`,
@@ -63,8 +79,7 @@ export class MeshDir {
   /** mesh.json of either format: only `mesh migrate` reads a format-1 directory. */
   anyConfig(): MeshConfig | MeshConfigFiles {
     const file = this.path("mesh.json");
-    if (!existsSync(file))
-      throw new MeshRefused(`${this.dir} is not a mesh (no mesh.json): run \`mesh-host mesh init\``);
+    if (!existsSync(file)) throw new MeshRefused(absentWhy(this.dir, file));
     return this.parsed(file, z.union([MeshConfig, MeshConfigFiles]));
   }
 
@@ -95,7 +110,7 @@ export class MeshDir {
       json = JSON.parse(readFileSync(file, "utf8"));
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      throw new MeshRefused(`cannot read ${file}: ${code ?? "not JSON"}`);
+      throw new MeshRefused(denied(code) ? deniedLine(file) : `cannot read ${file}: ${code ?? "not JSON"}`);
     }
     const parsed = schema.safeParse(json);
     if (!parsed.success) {

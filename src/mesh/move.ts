@@ -4,7 +4,7 @@
 // node applies it, reports here, and restarts dialling the other bus; this mesh keeps its record (the node comes
 // back if the other bus will not hold it) until `node rm`.
 import { resolve } from "node:path";
-import { nodeUser, seal } from "../vocabulary/index.ts";
+import { seal } from "../vocabulary/index.ts";
 import { ensureNodeConsumer } from "./bus.ts";
 import { membershipOf } from "./controller.ts";
 import { Conflict } from "./kv.ts";
@@ -12,7 +12,7 @@ import { MeshDir, MeshRefused } from "./layout.ts";
 import { newRecord } from "./nodes.ts";
 import { type Composed, compose, preparePush } from "./push.ts";
 import { changeNode, knownNode, type State, withState } from "./state.ts";
-import { awaitUser } from "./users.ts";
+import { awaitRendered } from "./users.ts";
 
 export async function prepareMove(
   mesh: MeshDir,
@@ -55,13 +55,13 @@ export async function prepareMove(
     () => ({ membership: sealed }),
     () =>
       withState(to, async (other) => {
-        await other.nodes.create(name, placed).catch((e) => {
+        const nodes = await other.nodes.create(name, placed).catch((e) => {
           if (e instanceof Conflict)
             throw new MeshRefused(`node ${name} is already in the mesh at ${to.dir}`);
           throw e;
         });
         await ensureNodeConsumer(other.bus, name);
-        await awaitUser(to, nodeUser(name), placed.password, "taken");
+        await awaitRendered(to, other.bus.nc, { nodes, codes: 0 });
       }),
   );
   return { composed, to };

@@ -3,13 +3,13 @@
 // node's users (users.ts says how this command knows they have).
 
 import { CODE_EXPIRES_S, MESH_FORMAT } from "../defaults.ts";
-import { encodeCode, enrolUser, NodeName, nodeUser, printable } from "../vocabulary/index.ts";
+import { encodeCode, NodeName, printable } from "../vocabulary/index.ts";
 import { dropNode, ensureNodeConsumer } from "./bus.ts";
 import { secret } from "./init.ts";
 import { Conflict } from "./kv.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 import { type CodeRecord, knownNode, type NodeRecord, withState } from "./state.ts";
-import { awaitUser } from "./users.ts";
+import { awaitRendered } from "./users.ts";
 
 export function checkNodeName(name: string | undefined): string {
   if (!name) throw new MeshRefused("a NAME is needed");
@@ -71,22 +71,20 @@ export async function addNode(
   checkNodeName(name);
   mesh.config();
   return await withState(mesh, async (state) => {
-    const record = newRecord(name);
-    try {
-      await state.nodes.create(name, record);
-    } catch (e) {
+    const nodes = await state.nodes.create(name, newRecord(name)).catch((e) => {
       if (e instanceof Conflict) throw new MeshRefused(`node ${name} is already in this mesh`);
       throw e;
-    }
+    });
     const code = newCode(name, expiresS);
+    let codes: number;
     try {
-      await state.codes.put(name, code);
+      codes = await state.codes.put(name, code);
       await ensureNodeConsumer(state.bus, name);
     } catch (e) {
       await state.nodes.remove(name).catch(() => undefined);
       throw e;
     }
-    const late = await awaitUser(mesh, enrolUser(name), code.token, "taken");
+    const late = await awaitRendered(mesh, state.bus.nc, { nodes, codes });
     return { code: codeOf(mesh, code), late };
   });
 }
@@ -99,15 +97,15 @@ export async function removeNode(mesh: MeshDir, name: string): Promise<string[]>
   checkNodeName(name);
   mesh.config();
   return await withState(mesh, async (state) => {
-    const { value, revision } = await knownNode(state, name);
-    await state.nodes.remove(name, revision).catch((e) => {
+    const { revision } = await knownNode(state, name);
+    const nodes = await state.nodes.remove(name, revision).catch((e) => {
       if (e instanceof Conflict)
         throw new MeshRefused(`node ${name} changed while it was removed: try again`);
       throw e;
     });
-    await state.codes.remove(name);
+    const codes = await state.codes.remove(name);
     await state.fleet.remove(name);
     await dropNode(state.bus, name);
-    return await awaitUser(mesh, nodeUser(name), value.password, "gone");
+    return await awaitRendered(mesh, state.bus.nc, { nodes, codes });
   });
 }

@@ -1,8 +1,9 @@
 // `mesh up`: the mesh's servers in the foreground, and the controller's long-running half — answering
 // enrolments, keeping the fleet view from reports and heartbeats. Run once on each server's machine (`--only I`),
 // every controller shares the work: one durable consumer each for ENROL and REPORTS, one queue group for
-// heartbeats, the state in the mesh's buckets (state.ts) — losing a machine loses nothing but its server. When one of its servers dies it stops the
-// rest and exits 1 (the unit restarts it); stopped by a signal, it stops them and exits 0.
+// heartbeats, the state in the mesh's buckets (state.ts) — losing a machine loses nothing but its server. When
+// one of its servers dies it stops the rest and exits 1 (the unit restarts it); stopped by a signal, it stops
+// them and exits 0.
 import type { JsMsg } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
 import { FLOOD_LOG_MS } from "../defaults.ts";
@@ -10,18 +11,20 @@ import {
   ENROL_CONSUMER,
   EnrolQuestion,
   parseJsonBytes,
+  printable,
   REPORTS_CONSUMER,
   Report,
 } from "../vocabulary/index.ts";
 import { awaitStreams, type Bus, connectBus, ensureNodeConsumer, sweepConsumers } from "./bus.ts";
 import { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 import { admit } from "./enrolments.ts";
-import { reportOf } from "./fleet.ts";
+import { reportOf, serialOf } from "./fleet.ts";
 import { Budget, FleetWriter, takeHeartbeats } from "./heartbeats.ts";
 import { Keeper } from "./keeper.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
+import { recordLine, Said, subjectNode } from "./said.ts";
 import { type RunningServer, runningServers, startServer, stopServer } from "./servers.ts";
-import { ensureBuckets, knownNode, replicasOf, type State, stateOf } from "./state.ts";
+import { ensureBuckets, knownNode, type NodeRecord, replicasOf, type State, stateOf } from "./state.ts";
 
 export interface UpOptions {
   /** Only server I (from 1, in init's order); all of them when null. */
@@ -61,7 +64,14 @@ export async function up(mesh: MeshDir, opts: UpOptions): Promise<number> {
     const died = Promise.race(servers.map((s) => s.exited.then((how) => ({ index: s.index, how }))));
     bus = await connectBus(mesh, { reconnect: true, name: "mesh-host mesh up" });
     hbBus = await connectBus(mesh, { reconnect: true, name: "mesh-host mesh up (heartbeats)" });
-    const running = new Controller(mesh, bus, hbBus, opts.warn, () => stopped);
+    const running = new Controller(
+      mesh,
+      bus,
+      hbBus,
+      indices,
+      { say: opts.say, warn: opts.warn },
+      () => stopped,
+    );
     controller = running;
     void running
       .start(config.servers.length)
@@ -93,18 +103,30 @@ class Controller {
   private loops: Promise<void>[] = [];
   private floodTimer: NodeJS.Timeout | null = null;
   private readonly withdrawing = new Set<string>();
+  private readonly warn: (line: string) => void;
+  /** What it heard and did, for the operator: a line each, the same one not repeated within a minute. */
+  private readonly said: Said;
+  /** What went wrong with a node's message: on stderr, the same one not repeated within a minute. */
+  private readonly refused: Said;
 
   constructor(
     private readonly mesh: MeshDir,
     private readonly bus: Bus,
     /** The heartbeats' own connection: a flood that makes the server cut it leaves `bus` alone. */
     private readonly hbBus: Bus,
-    private readonly warn: (line: string) => void,
+    /** This machine's servers: the user list it keeps, and answers for. */
+    private readonly indices: number[],
+    lines: { say(line: string): void; warn(line: string): void },
     private readonly stopped: () => boolean,
   ) {
+    this.warn = lines.warn;
+    this.said = new Said(lines.say);
+    this.refused = new Said(lines.warn);
     this.state = stateOf(bus);
-    this.keeper = new Keeper(mesh, this.state, warn);
-    this.writer = new FleetWriter(this.state, warn);
+    this.keeper = new Keeper(mesh, this.state, this.warn, (node, change) =>
+      this.said.say(`${change}:${node}`, recordLine(node, change)),
+    );
+    this.writer = new FleetWriter(this.state, this.warn);
   }
 
   /** False when stopped before JetStream answered. */
@@ -113,7 +135,7 @@ class Controller {
       ensureBuckets(this.state, replicasOf(servers)),
     );
     if (!made) return false;
-    await this.keeper.start();
+    await this.keeper.start(this.indices);
     for (const node of this.keeper.nodes.keys()) await ensureNodeConsumer(this.bus, node);
     await sweepConsumers(this.bus, new Set(this.keeper.nodes.keys()));
     this.heartbeats = takeHeartbeats(
@@ -122,6 +144,10 @@ class Controller {
       this.budget,
       this.writer,
       (node) => this.withdraw(node),
+      {
+        refused: (subject, why) => this.refusedMessage(subject, "heartbeat", why),
+        forged: (subject, claims) => this.forged(subject, "heartbeat", claims),
+      },
     );
     this.loops.push(
       consumeLoop(this.bus, "ENROL", ENROL_CONSUMER, (m) => this.answer(m), this.stopped, this.warn),
@@ -145,14 +171,16 @@ class Controller {
     const json = parseJsonBytes(m.data);
     const parsed = json.ok ? EnrolQuestion.safeParse(json.value) : null;
     if (!parsed?.success) {
-      this.warn(`a malformed enrolment question on ${m.subject}: ignored`);
+      this.refused.say(`malformed:${m.subject}`, `a malformed enrolment question on ${m.subject}: ignored`);
       m.ack();
       return;
     }
     const q = parsed.data;
     const refusal = await admit(this.state, q, m.subject);
-    if (refusal) await reply(this.bus.nc, q.reply, refusedAnswer(refusal));
-    else {
+    if (refusal) {
+      this.refused.say(`enrol:${q.node}`, `refused an enrolment as node ${q.node}: ${refusal}`);
+      await reply(this.bus.nc, q.reply, refusedAnswer(refusal));
+    } else {
       await ensureNodeConsumer(this.bus, q.node);
       const record = (await knownNode(this.state, q.node)).value;
       const config = this.mesh.config();
@@ -163,23 +191,59 @@ class Controller {
         password: record.password,
       });
       await reply(this.bus.nc, q.reply, sealedAnswer(q, membership));
+      this.said.say(
+        `enrolled:${q.node}:${q.keys.identity}`,
+        `enrolled node ${q.node} (${printable(q.facts.hostname ?? "?", 64)})`,
+      );
     }
     m.ack();
   }
 
   /** A report, read once across every controller (REPORTS' one durable): the fleet entry written at once. */
   private async report(m: JsMsg): Promise<void> {
-    const node = m.subject.slice("mesh.report.".length);
-    const record = (await this.state.nodes.get(node))?.value ?? null;
-    const json = parseJsonBytes(m.data);
-    const r = json.ok ? Report.safeParse(json.value) : null;
-    // a node removed is no longer read
-    if (record && r?.success && r.data.node === node) {
-      // a report is what an operator looks for right after a push: written now, not with the next batch
-      this.writer.heard(node, { report: reportOf(r.data, record) }, true);
-      this.withdraw(node);
-    }
+    const record = (await this.state.nodes.get(m.subject.slice("mesh.report.".length)))?.value ?? null;
+    const why = this.reportRefusal(m, record);
+    if (why) this.refusedMessage(m.subject, "report", why);
     m.ack();
+  }
+
+  /** Why a report is not kept (said), or null once it is. */
+  private reportRefusal(m: JsMsg, record: NodeRecord | null): string | null {
+    // a node removed is no longer read
+    if (!record) return "from no node of this mesh (removed?)";
+    const json = parseJsonBytes(m.data);
+    if (!json.ok) return `not JSON (${json.reason})`;
+    const r = Report.safeParse(json.value);
+    if (!r.success) return "not a report this mesh reads";
+    if (r.data.node !== record.node) return this.forged(m.subject, "report", r.data.node);
+    // a report is what an operator looks for right after a push: written now, not with the next batch
+    this.writer.heard(record.node, { report: reportOf(r.data, record) }, true);
+    if (r.data.outcome === "refused") this.nodeRefused(r.data, record);
+    this.withdraw(record.node);
+    return null;
+  }
+
+  private refusedMessage(subject: string, kind: string, why: string): void {
+    this.refused.say(`${kind}:${subject}`, `refused a ${kind} on ${subjectNode(subject)}'s subject: ${why}`);
+  }
+
+  /** A message on one node's subject that says it is another's: someone is writing where they should not. */
+  private forged(subject: string, kind: string, claims: string): null {
+    this.refused.say(
+      `forged:${subject}`,
+      `refused a ${kind} on ${subjectNode(subject)}'s subject that says it is from ${printable(claims, 64)}: forged or misaddressed`,
+    );
+    return null;
+  }
+
+  /** A node refused a declaration (a replay of an older one, a path unsafe on the node): said, with its serial. */
+  private nodeRefused(report: Report, record: NodeRecord): void {
+    const serial = serialOf(record, report.declaration.digest);
+    const why = report.refusals.map((r) => r.reason).join("; ") || report.outcome;
+    this.refused.say(
+      `node-refused:${report.node}:${report.declaration.digest}`,
+      `node ${report.node} ${report.outcome} ${serial === null ? "a declaration this mesh has no serial for" : `serial ${serial}`}: ${printable(why, 200)}`,
+    );
   }
 
   /**

@@ -3,14 +3,21 @@
 // nodes it knows are read once from the bus and then followed by their bucket's own messages: nothing is read
 // per message, and a node flooding its heartbeats is held to the same budget as in `mesh up`.
 import { Heartbeat, parseJsonBytes, Report } from "../vocabulary/index.ts";
-import { serialOf } from "./fleet.ts";
+import { serialOf, serialOfSeq } from "./fleet.ts";
 import { Budget } from "./heartbeats.ts";
 import type { MeshDir } from "./layout.ts";
 import { allNodes, NodeRecord, openState } from "./state.ts";
 
 export type Heard =
   | { kind: "report"; node: string; at: string; serial: number | null; report: Report }
-  | { kind: "heartbeat"; node: string; at: string; heartbeat: Heartbeat };
+  | {
+      kind: "heartbeat";
+      node: string;
+      at: string;
+      /** The serial of the heartbeat's `last` (which names its stream sequence), when this mesh pushed it. */
+      serial: number | null;
+      heartbeat: Heartbeat;
+    };
 
 /** A message on `$KV.mesh-nodes.<n>`: the record as it now is, or null when the node was removed. */
 function recordIn(data: Uint8Array): NodeRecord | null {
@@ -60,7 +67,10 @@ export async function watch(
         });
     } else {
       const h = Heartbeat.safeParse(json.value);
-      if (h.success && h.data.node === node) heard({ kind: "heartbeat", node, at, heartbeat: h.data });
+      if (h.success && h.data.node === node) {
+        const serial = h.data.last ? serialOfSeq(record, h.data.last.seq) : null;
+        heard({ kind: "heartbeat", node, at, serial, heartbeat: h.data });
+      }
     }
   };
   for (const subject of ["mesh.report.>", "mesh.heartbeat.>"])

@@ -2,7 +2,16 @@
 // stale file), and `node add`/`rm` with it, through the built executable: what init makes and refuses, the code
 // and its file, and every wrong or stale input: one line, exit 2, nothing changed.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,6 +22,7 @@ import { freePortPairs, initMesh, mesh, meshUp, serverDir } from "../mesh/operat
 import { codeRecord, hasNode, nodeRecord } from "../mesh/state.ts";
 import type { Running } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
+import { runMarkerEnv } from "../support/strays.ts";
 import { snapshot, tempDir } from "../support/tmp.ts";
 
 beforeAll(() => {
@@ -106,6 +116,51 @@ describe("mesh init", () => {
     await refused(fresh, ["init", "--only", "1"], /mesh init does not take --only/);
     await refused(fresh, ["nodes"], /is not a mesh \(no mesh.json\)/);
   });
+});
+
+describe("the operator's errors in our words (issue 27, items 14 and 15)", () => {
+  it("init without openssl says so, in one line, and makes nothing", async () => {
+    const base = tempDir();
+    const dir = join(base, "m");
+    const noTools = join(base, "bin");
+    mkdirSync(noTools);
+    const r = await mesh(dir, ["init", "--server", "127.0.0.1:4993"], { env: { PATH: noTools } });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toBe(
+      "mesh-host: openssl is not installed, and mesh init makes the bus's certificate with it (Debian: apt install openssl)\n",
+    );
+    expect(r.stderr).not.toMatch(/ENOENT|spawnSync/);
+    expect(readdirSync(base)).toEqual(["bin"]);
+  });
+
+  it.runIf(process.getuid?.() === 0)(
+    "a mesh another user may not read is permission denied, not 'not a mesh'",
+    async () => {
+      const base = tempDir();
+      chmodSync(base, 0o755);
+      const dir = join(base, "m");
+      await initMesh(dir, [4992]);
+      const r = spawnSync(
+        "setpriv",
+        [
+          "--reuid=65534",
+          "--regid=65534",
+          "--clear-groups",
+          "--",
+          process.env.MESH_HOST_BIN!,
+          "mesh",
+          "--mesh",
+          dir,
+          "nodes",
+        ],
+        { encoding: "utf8", env: { PATH: "/usr/bin:/bin", ...runMarkerEnv() } },
+      );
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr).toBe(
+        `mesh-host: cannot read ${dir}: permission denied (a mesh directory is its owner's alone: run this as that user)\n`,
+      );
+    },
+  );
 });
 
 describe("without the bus: the commands that need the mesh's state say so", () => {
@@ -216,6 +271,7 @@ describe("mesh node add and rm, with the bus", () => {
     await refused(dir, ["node", "move", "web-4"], /mesh node takes add or rm/);
     await refused(dir, ["frobnicate"], /unknown mesh command "frobnicate"/);
     await refused(dir, ["nodes", "--bogus"], /unknown flag --bogus/);
+    await refused(dir, ["push", "web-4"], /mesh push web-4 needs FILE after it, the declaration to push/);
     await refused(dir, ["push", "nobody", "/nonexistent.json"], /node nobody is not in this mesh/);
     await refused(dir, ["push", "web-4", "/nonexistent.json"], /node web-4 has not enrolled yet/);
     await refused(dir, ["move", "web-4", "--to", dir], /node web-4 has not enrolled yet/);

@@ -99,7 +99,7 @@ describe("three controllers with their own copies of the mesh directory, and a s
 
     const first = await mesh(operator, ["push", "web-1", file("one.json", "one\n"), ...WAIT]);
     expect(first.code, first.stderr).toBe(0);
-    expect(first.stdout).toMatch(/^web-1: serial 1,/);
+    expect(first.stdout).toMatch(/^web-1: serial 1\n/);
     expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("one\n");
 
     // the machine the node is linked to goes: its server and its controller, at once

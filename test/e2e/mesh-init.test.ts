@@ -20,7 +20,7 @@ import { decodeCode } from "../../src/vocabulary/index.ts";
 import { NATS_SERVER } from "../mesh/index.ts";
 import { freePortPairs, initMesh, mesh, meshUp, serverDir } from "../mesh/operator.ts";
 import { codeRecord, hasNode, nodeRecord } from "../mesh/state.ts";
-import type { Running } from "../support/cli.ts";
+import { type Running, runCli } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 import { runMarkerEnv } from "../support/strays.ts";
 import { snapshot, tempDir } from "../support/tmp.ts";
@@ -278,6 +278,24 @@ describe("mesh node add and rm, with the bus", () => {
     await refused(dir, ["up", "--only", "2"], /--only must be a server from 1 to 1/);
     await refused(dir, ["watch", "extra"], /takes no argument/);
     await refused(dir, ["up", "--unit", "--unit-dir", join(dir, "nowhere")], /--unit-dir .* does not exist/);
+  });
+
+  it("refuses an enrolment with a code past its --expires, in the mesh's words", async () => {
+    const added = await mesh(dir, ["node", "add", "late", "--expires", "1s"]);
+    expect(added.code, added.stderr).toBe(0);
+    const expires = Date.parse((await codeRecord(dir, "late"))!.expires_at);
+    while (Date.now() <= expires) await new Promise((r) => setTimeout(r, 100));
+    const base = dirname(dir);
+    mkdirSync(join(base, "late-root"));
+    const enrol = await runCli(
+      ["enrol", "--state", join(base, "late-state"), "--root", join(base, "late-root")],
+      {
+        input: added.stdout,
+      },
+    );
+    expect(enrol.code, enrol.stderr).toBe(2);
+    expect(enrol.stderr).toMatch(/node late's code expired at /);
+    expect((await nodeRecord(dir, "late")).keys).toBeNull();
   });
 
   it("node rm takes the node's users, record and code away", async () => {

@@ -30,8 +30,7 @@ export function tooBig(size: number, max: number): string {
  */
 export function parseJsonBytes(bytes: Uint8Array | string, maxBytes = MAX_BODY_BYTES): JsonResult {
   const size = typeof bytes === "string" ? Buffer.byteLength(bytes) : bytes.byteLength;
-  if (size > maxBytes)
-    return { ok: false, reason: `is ${tooBig(size, maxBytes)}` };
+  if (size > maxBytes) return { ok: false, reason: `is ${tooBig(size, maxBytes)}` };
   let text: string;
   if (typeof bytes === "string") text = bytes;
   else {

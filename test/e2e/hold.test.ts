@@ -1,4 +1,5 @@
 // The node held in its mesh, against a real nats-server with the node's exact permissions.
+import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,7 +8,11 @@ import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
 import { type Running, runCli, startRun } from "../support/cli.ts";
 import { untilFileArgv } from "../support/events.ts";
 import { confDecl as decl } from "../support/offline.ts";
+import { useBuiltExecutable } from "../support/sea.ts";
 import { tempDir } from "../support/tmp.ts";
+
+// the built executable: only it confirms itself (from a checkout the running binary is Node, and none is)
+useBuiltExecutable();
 
 let mesh: MeshDouble;
 beforeAll(async () => {
@@ -48,12 +53,16 @@ describe("mesh-host enrol and run against a real bus", () => {
     const host = run(state, root);
     try {
       const hb = await mesh.awaitHeartbeat(1);
-      expect(hb.value).toMatchObject({
-        v: 1,
-        node,
-        version: expect.any(String),
-        confirmed: expect.any(Boolean),
-      });
+      expect(hb.value).toMatchObject({ v: 1, node, version: expect.any(String) });
+      // once the first reconcile completed, the binary is confirmed: the heartbeat says so, and the state
+      // holds the digest of the executable that ran (a value, not merely a boolean of either kind)
+      await waitFor(
+        () => mesh.heartbeats.some((h) => h.value?.confirmed === true),
+        EVENT_WAIT_MS,
+        "confirmed",
+      );
+      const digest = createHash("sha256").update(readFileSync(process.env.MESH_HOST_BIN!)).digest("hex");
+      expect(readFileSync(join(state, "confirmed"), "utf8")).toBe(`${digest}\n`);
       const seq = await mesh.declare(node, decl(node, "one\n"));
       const report = await mesh.awaitReport(1, { node });
       expect(report.value).toMatchObject({ node, outcome: "applied", declaration: { seq } });

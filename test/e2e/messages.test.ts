@@ -2,7 +2,8 @@
 // a real nats-server: a missing program, a bus nobody listens on (at enrol and in the node's log), a spent
 // code (a refusal: exit 2, never "(Authorization Violation)"), zod's "must be at least 1 items", and no
 // warning of Node's on stderr.
-import { writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { State } from "../../src/store/index.ts";
@@ -16,6 +17,8 @@ let mesh: MeshDouble;
 meshForFile((m) => {
   mesh = m;
 });
+
+const sha256Of = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
 
 /** What no user should read: errno codes, nats' own words, zod's, Node's warnings. */
 const RAW = /ENOENT|ECONNREFUSED|Authorization Violation|at least 1 items|Warning|\(node:\d+\)/;
@@ -97,7 +100,7 @@ describe("enrolment's words", () => {
 });
 
 describe("the node's log", () => {
-  it("a bus that went away is said as unreachable in the node's log, never ECONNREFUSED", async () => {
+  it("a bus that went away is said as unreachable in the node's log, never ECONNREFUSED; the binary is confirmed all the same (item 18: the laptop on a train)", async () => {
     const { root, state } = tempMachine();
     const membership = await mesh.admit("logs");
     const port = await freePort();
@@ -106,6 +109,10 @@ describe("the node's log", () => {
     const run = startCli(["run", "--state", state, "--root", root]);
     try {
       await waitFor(() => /nothing listens there/.test(run.output().stderr), EVENT_WAIT_MS, "the log line");
+      // one reconcile completed with the bus away: the launcher's confirmation is written, the binary's digest
+      const confirmed = join(state, "confirmed");
+      await waitFor(() => existsSync(confirmed), EVENT_WAIT_MS, "the confirmation");
+      expect(readFileSync(confirmed, "utf8")).toBe(`${sha256Of(process.env.MESH_HOST_BIN!)}\n`);
     } finally {
       await run.stop();
     }

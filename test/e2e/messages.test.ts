@@ -3,13 +3,13 @@
 // code (a refusal: exit 2, never "(Authorization Violation)"), zod's "must be at least 1 items", and no
 // warning of Node's on stderr.
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { State } from "../../src/store/index.ts";
 import { encodeCode } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS, freePort, type MeshDouble, waitFor } from "../mesh/index.ts";
-import { runCli, startCli } from "../support/cli.ts";
+import { runCli, startCli, startRun } from "../support/cli.ts";
 import { meshForFile } from "../support/mesh-file.ts";
 import { tempMachine } from "../support/tmp.ts";
 
@@ -117,5 +117,52 @@ describe("the node's log", () => {
       await run.stop();
     }
     expect(run.output().stderr).not.toMatch(RAW);
+  });
+});
+
+describe("the host listens on no port (item 18)", () => {
+  /** The inodes of the sockets process `pid` holds open. */
+  const socketsOf = (pid: number) =>
+    readdirSync(`/proc/${pid}/fd`).flatMap((fd) => {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        return m ? [m[1]!] : [];
+      } catch {
+        return []; // closed between the listing and the look
+      }
+    });
+  /** Every row of /proc/<pid>/net/<table>: its local address, state and inode. */
+  const rows = (pid: number, table: string) =>
+    readFileSync(`/proc/${pid}/net/${table}`, "utf8")
+      .split("\n")
+      .slice(1)
+      .filter(Boolean)
+      .map((l) => l.trim().split(/\s+/))
+      .map((f) => ({ local: f[1]!, state: f[3]!, inode: f[9]! }));
+
+  it("while run holds its link: its sockets are outbound TCP only, none listening, no UDP", async () => {
+    const { code } = await mesh.enrolmentCode("ports");
+    const { root, state } = tempMachine();
+    const enrolled = await runCli(["enrol", "--state", state, "--root", root], { input: code });
+    expect(enrolled.code, enrolled.stderr).toBe(0);
+    const run = startRun(state, root);
+    try {
+      await waitFor(
+        () => mesh.heartbeats.some((h) => h.subject === "mesh.heartbeat.ports"),
+        EVENT_WAIT_MS,
+        "a heartbeat from the node",
+      );
+      const pid = run.child.pid!;
+      const mine = new Set(socketsOf(pid));
+      expect(mine.size).toBeGreaterThan(0);
+      const tcp = [...rows(pid, "tcp"), ...rows(pid, "tcp6")].filter((r) => mine.has(r.inode));
+      // the link: at least one established connection (state 01), and not one socket in LISTEN (0A)
+      expect(tcp.some((r) => r.state === "01")).toBe(true);
+      expect(tcp.filter((r) => r.state === "0A")).toEqual([]);
+      const udp = [...rows(pid, "udp"), ...rows(pid, "udp6")].filter((r) => mine.has(r.inode));
+      expect(udp).toEqual([]);
+    } finally {
+      await run.stop();
+    }
   });
 });

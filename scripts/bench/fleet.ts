@@ -12,8 +12,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connectBus, jsCall, MeshDir } from "../../src/mesh/index.ts";
-import { Heartbeat, parseJsonBytes, Report } from "../../src/vocabulary/index.ts";
+import { connectBus, heardFrom, jsCall, MeshDir } from "../../src/mesh/index.ts";
 import { awaitOutput, freePortPairs, mesh } from "../../test/mesh/operator.ts";
 import { type Running, runCli, startCli } from "../../test/support/cli.ts";
 import { ensureSea } from "../../test/support/sea.ts";
@@ -112,21 +111,21 @@ async function enrolAll(base: string, dir: string, n: number): Promise<Running[]
 
 /** The bench's own eyes on the bus: the time each node was last heard, and each node's last report. */
 async function listen(fleet: Fleet): Promise<() => Promise<void>> {
-  const bus = await connectBus(new MeshDir(fleet.dir), { reconnect: true, name: "bench:fleet" });
+  const dir = new MeshDir(fleet.dir);
+  const bus = await connectBus(dir, { reconnect: true, name: "bench:fleet" });
+  // read as the mesh reads them: only what the node signed is the node's
   bus.nc.subscribe("mesh.heartbeat.>", {
     callback: (_e, m) => {
-      const j = parseJsonBytes(m.data);
-      const h = j.ok ? Heartbeat.safeParse(j.value) : null;
-      if (!h?.success) return;
-      fleet.heard.set(h.data.node, Date.now());
-      if (!fleet.firstAfter.has(h.data.node)) fleet.firstAfter.set(h.data.node, Date.now());
+      const h = heardFrom(dir, m.subject, m.data, "heartbeat");
+      if (!h.ok) return;
+      fleet.heard.set(h.node, Date.now());
+      if (!fleet.firstAfter.has(h.node)) fleet.firstAfter.set(h.node, Date.now());
     },
   });
   bus.nc.subscribe("mesh.report.>", {
     callback: (_e, m) => {
-      const j = parseJsonBytes(m.data);
-      const r = j.ok ? Report.safeParse(j.value) : null;
-      if (r?.success) fleet.reports.set(r.data.node, { at: Date.now(), digest: r.data.declaration.digest });
+      const r = heardFrom(dir, m.subject, m.data, "report");
+      if (r.ok) fleet.reports.set(r.node, { at: Date.now(), digest: r.value.declaration.digest });
     },
   });
   await bus.nc.flush();

@@ -1,5 +1,6 @@
 // The fleet view: what `up` heard last from each node (fleet.json), and the rows `mesh nodes` shows from it.
-import type { Heartbeat, Report } from "../vocabulary/index.ts";
+import { FLEET_CELL_CHARS } from "../defaults.ts";
+import { type Heartbeat, printable, type Report } from "../vocabulary/index.ts";
 import type { Fleet, FleetEntry, NodeRecord } from "./layout.ts";
 
 function entryOf(fleet: Fleet, node: string): FleetEntry {
@@ -14,6 +15,12 @@ export function heardHeartbeat(fleet: Fleet, hb: Heartbeat, at = new Date()): vo
     uptime_s: hb.uptime_s,
     confirmed: hb.confirmed,
   };
+}
+
+/** A message on the node's subjects that was not its own (heard.ts): counted, nothing else of it kept. */
+export function heardDropped(fleet: Fleet, node: string): void {
+  const entry = entryOf(fleet, node);
+  entry.dropped = (entry.dropped ?? 0) + 1;
 }
 
 /** The serial a report answers, from the pushes the node's record remembers (a report names only its digest). */
@@ -44,6 +51,8 @@ export interface FleetRow {
   report: { outcome: string; serial: number | null; seq: number; age_s: number } | null;
   confirmed: boolean | null;
   moved_to: string | null;
+  /** Messages on its subjects dropped as not signed by its identity key. */
+  dropped: number;
 }
 
 const ageOf = (iso: string, now: number) => Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
@@ -65,6 +74,7 @@ export function fleetRows(records: NodeRecord[], fleet: Fleet, now = Date.now())
         : null,
       confirmed: hb?.confirmed ?? null,
       moved_to: r.moved_to,
+      dropped: e?.dropped ?? 0,
     };
   });
   const silence = (row: FleetRow) =>
@@ -81,16 +91,22 @@ export function age(s: number | null): string {
 
 export function fleetTable(rows: FleetRow[]): string {
   if (!rows.length) return "no nodes: `mesh-host mesh node add NAME` adds one\n";
-  const cells = rows.map((r) => [
-    r.node,
-    r.enrolled ? (r.mode ?? "-") : "not enrolled",
-    r.version ?? "-",
-    age(r.heartbeat_age_s),
-    r.report ? `${r.report.outcome} serial ${r.report.serial ?? "?"} ${age(r.report.age_s)}` : "-",
-    r.confirmed === null ? "-" : r.confirmed ? "yes" : "no",
-  ]);
+  // what a node said (its version, its report's outcome and mode) is shown escaped: it must not drive the terminal
+  const cells = rows.map((r) =>
+    [
+      r.node,
+      r.enrolled ? (r.mode ?? "-") : "not enrolled",
+      r.version ?? "-",
+      age(r.heartbeat_age_s),
+      r.report ? `${r.report.outcome} serial ${r.report.serial ?? "?"} ${age(r.report.age_s)}` : "-",
+      r.confirmed === null ? "-" : r.confirmed ? "yes" : "no",
+    ].map((c) => printable(c, FLEET_CELL_CHARS)),
+  );
   const head = ["NODE", "MODE", "VERSION", "HEARTBEAT", "LAST REPORT", "CONFIRMED"];
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  const dropped = rows
+    .filter((r) => r.dropped)
+    .map((r) => `${r.node}: ${r.dropped} message(s) dropped, not signed by its identity key\n`);
   return [head, ...cells]
     .map(
       (c) =>
@@ -99,5 +115,6 @@ export function fleetTable(rows: FleetRow[]): string {
           .join("  ")
           .trimEnd()}\n`,
     )
-    .join("");
+    .join("")
+    .concat(...dropped);
 }

@@ -8,6 +8,7 @@ export { meshUsers, type ServerUser, serverConf, usersConf } from "./conf.ts";
 export { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 export { LockBusy, writeAtomic } from "./files.ts";
 export { age, type FleetRow, fleetRows, fleetTable } from "./fleet.ts";
+export { Drops, type HeardFrom, heardFrom } from "./heard.ts";
 export { type InitOptions, initMesh } from "./init.ts";
 export { type MeshConfig, MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
 export { markMoved, prepareMove } from "./move.ts";

@@ -80,6 +80,8 @@ export const FleetEntry = z.strictObject({
       mode: z.string().nullable(),
     })
     .nullable(),
+  /** Messages on this node's subjects that did not verify against its identity key, since it was added. */
+  dropped: z.number().int().min(0).optional(),
 });
 export type FleetEntry = z.infer<typeof FleetEntry>;
 export const Fleet = z.strictObject({

@@ -9,9 +9,7 @@ import {
   declareSubject,
   digestOf,
   parseDeclarationBody,
-  parseJsonBytes,
   type Report,
-  Report as ReportSchema,
   refusalLine,
   reportSubject,
   seal,
@@ -19,6 +17,7 @@ import {
 } from "../vocabulary/index.ts";
 import { type Bus, connectBus, firstLine, jsCall } from "./bus.ts";
 import { lockMesh } from "./files.ts";
+import { heardFrom } from "./heard.ts";
 import { type MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
 
 export interface PushInput {
@@ -75,7 +74,7 @@ export function compose(
     throw new MeshRefused(
       `the declaration names node ${JSON.stringify(named).slice(0, 70)}, not ${node}: push it to that node, or leave "node" out`,
     );
-  const { serial: _s, issued_at: _i, ...rest } = input.file;
+  const { serial: _s, issued_at: _i, to: _t, ...rest } = input.file;
   const secrets = { ...((rest.secrets as Record<string, unknown> | undefined) ?? {}) };
   for (const [name, value] of input.secrets) secrets[name] = seal(value, record.keys.sealing);
   const kept: Record<string, unknown> = {
@@ -88,6 +87,9 @@ export function compose(
   const body = JSON.stringify({
     ...kept,
     ...extra,
+    // addressed to the key the node enrolled with: after `node rm` and `node add`, nothing signed for the
+    // name's earlier life (whose serials this one repeats) applies to the node enrolled now
+    to: record.keys.identity,
     serial,
     issued_at: now.toISOString().replace(/\.\d{3}Z$/, "Z"),
   });
@@ -168,12 +170,12 @@ export async function publishAndWait(
     bus.nc.subscribe(reportSubject(c.node), {
       callback: (err, m) => {
         if (err) return;
-        const json = parseJsonBytes(m.data);
-        const r = json.ok ? ReportSchema.safeParse(json.value) : null;
-        if (!r?.success || !wanted.has(r.data.declaration.digest) || r.data.node !== c.node) return;
-        const first = !byDigest.has(r.data.declaration.digest);
-        byDigest.set(r.data.declaration.digest, r.data);
-        if (first) heard(byDigest.size, wanted.size, c.node, r.data.outcome);
+        // only the node's own signed word answers a push: a forged report is no answer
+        const r = heardFrom(mesh, m.subject, m.data, "report");
+        if (!r.ok || r.node !== c.node || !wanted.has(r.value.declaration.digest)) return;
+        const first = !byDigest.has(r.value.declaration.digest);
+        byDigest.set(r.value.declaration.digest, r.value);
+        if (first) heard(byDigest.size, wanted.size, c.node, r.value.outcome);
         if (byDigest.size === wanted.size) done();
       },
     }),

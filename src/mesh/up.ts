@@ -3,19 +3,13 @@
 // rest and exits 1 (the unit restarts it); stopped by a signal, it stops them and exits 0.
 import type { JsMsg } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
-import { FLEET_WRITE_MS } from "../defaults.ts";
-import {
-  ENROL_CONSUMER,
-  EnrolQuestion,
-  Heartbeat,
-  parseJsonBytes,
-  REPORTS_CONSUMER,
-  Report,
-} from "../vocabulary/index.ts";
+import { DROPS_SAID_MS, FLEET_WRITE_MS } from "../defaults.ts";
+import { ENROL_CONSUMER, EnrolQuestion, parseJsonBytes, REPORTS_CONSUMER } from "../vocabulary/index.ts";
 import { awaitStreams, type Bus, connectBus, ensureNodeConsumer, sweepConsumers } from "./bus.ts";
 import { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 import { lockMesh } from "./files.ts";
-import { heardHeartbeat, heardReport } from "./fleet.ts";
+import { heardDropped, heardHeartbeat, heardReport } from "./fleet.ts";
+import { Drops, heardFrom } from "./heard.ts";
 import { type Fleet, type MeshDir, MeshRefused } from "./layout.ts";
 import { type RunningServer, reloadUsers, runningServers, startServer, stopServer } from "./servers.ts";
 
@@ -84,6 +78,8 @@ class Controller {
   private fleetTimer: NodeJS.Timeout | null = null;
   private readonly spent = new Set<string>();
   private spendTimer: NodeJS.Timeout | null = null;
+  private readonly drops = new Drops();
+  private dropsTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly mesh: MeshDir,
@@ -122,6 +118,11 @@ class Controller {
       ),
     );
     await this.bus.nc.flush();
+    // said once a minute, and only when something was dropped: a flood of forgeries is one line, not a flood
+    this.dropsTimer = setInterval(() => {
+      const line = this.drops.said(DROPS_SAID_MS / 1000);
+      if (line) this.warn(line);
+    }, DROPS_SAID_MS);
     return true;
   }
 
@@ -129,6 +130,7 @@ class Controller {
     this.heartbeats?.unsubscribe();
     if (this.fleetTimer) clearTimeout(this.fleetTimer);
     if (this.spendTimer) clearTimeout(this.spendTimer);
+    if (this.dropsTimer) clearInterval(this.dropsTimer);
     this.flushFleet();
   }
 
@@ -178,25 +180,36 @@ class Controller {
   }
 
   private async heard(subject: string, data: Uint8Array, kind: "report" | "heartbeat"): Promise<void> {
-    const node = subject.split(".")[2] ?? "";
-    const record = this.mesh.node(node);
-    // a node removed is no longer read
-    if (!record) return;
-    const json = parseJsonBytes(data);
-    if (!json.ok) return;
-    if (kind === "report") {
-      const r = Report.safeParse(json.value);
-      if (!r.success || r.data.node !== node) return;
-      heardReport(this.fleet, r.data, record);
-      // a report is what an operator looks for right after a push: written now, not with the next batch
-      this.flushFleet();
-    } else {
-      const h = Heartbeat.safeParse(json.value);
-      if (!h.success || h.data.node !== node) return;
-      heardHeartbeat(this.fleet, h.data);
-    }
+    const heard = kind === "report" ? this.report(subject, data) : this.heartbeat(subject, data);
+    if (!heard) return;
     this.scheduleFleet();
+    const { node, record } = heard;
     if (record.token && record.enrolled_at) this.spendToken(node);
+  }
+
+  /** A report the node signed goes into the fleet view at once; what it did not sign is counted, nothing more. */
+  private report(subject: string, data: Uint8Array) {
+    const heard = heardFrom(this.mesh, subject, data, "report");
+    if (!heard.ok) return this.dropped(heard, "report");
+    heardReport(this.fleet, heard.value, heard.record);
+    // a report is what an operator looks for right after a push: written now, not with the next batch
+    this.flushFleet();
+    return heard;
+  }
+
+  private heartbeat(subject: string, data: Uint8Array) {
+    const heard = heardFrom(this.mesh, subject, data, "heartbeat");
+    if (!heard.ok) return this.dropped(heard, "heartbeat");
+    heardHeartbeat(this.fleet, heard.value);
+    return heard;
+  }
+
+  private dropped(heard: { node: string | null; reason: string }, kind: "report" | "heartbeat"): null {
+    if (this.drops.count(heard, kind) && heard.node) {
+      heardDropped(this.fleet, heard.node);
+      this.scheduleFleet();
+    }
+    return null;
   }
 
   /**

@@ -1,8 +1,10 @@
 // `mesh watch`: reports and heartbeats as they arrive, from nodes this mesh knows. A plain subscription, so it
-// takes nothing from `up`'s durable reader, and sees only what arrives while it watches.
-import { Heartbeat, parseJsonBytes, Report } from "../vocabulary/index.ts";
+// takes nothing from `up`'s durable reader, and sees only what arrives while it watches. Only what the node
+// signed is shown as the node's (heard.ts); `up` counts the rest, so it is not counted twice here.
+import type { Heartbeat, Report } from "../vocabulary/index.ts";
 import { connectBus } from "./bus.ts";
 import { serialOf } from "./fleet.ts";
+import { heardFrom } from "./heard.ts";
 import type { MeshDir } from "./layout.ts";
 
 export type Heard =
@@ -17,24 +19,20 @@ export async function watch(
 ): Promise<void> {
   const bus = await connectBus(mesh, { reconnect: true, name: "mesh-host mesh watch" });
   const take = (subject: string, data: Uint8Array) => {
-    const node = subject.split(".")[2] ?? "";
-    const record = mesh.node(node);
-    const json = parseJsonBytes(data);
-    if (!record || !json.ok) return;
     const at = new Date().toISOString();
     if (subject.startsWith("mesh.report.")) {
-      const r = Report.safeParse(json.value);
-      if (r.success && r.data.node === node)
+      const r = heardFrom(mesh, subject, data, "report");
+      if (r.ok)
         heard({
           kind: "report",
-          node,
+          node: r.node,
           at,
-          serial: serialOf(record, r.data.declaration.digest),
-          report: r.data,
+          serial: serialOf(r.record, r.value.declaration.digest),
+          report: r.value,
         });
     } else {
-      const h = Heartbeat.safeParse(json.value);
-      if (h.success && h.data.node === node) heard({ kind: "heartbeat", node, at, heartbeat: h.data });
+      const h = heardFrom(mesh, subject, data, "heartbeat");
+      if (h.ok) heard({ kind: "heartbeat", node: h.node, at, heartbeat: h.value });
     }
   };
   for (const subject of ["mesh.report.>", "mesh.heartbeat.>"])

@@ -2,7 +2,8 @@
 // MESH_COMMANDS): each subcommand takes its own, anything else is refused in our words. The usage `mesh --help`
 // prints, the man page and the completions are made from the same table.
 import { DEFAULT_MESH_DIR, PUSH_WAIT_S } from "../../defaults.ts";
-import { type Given, printable, tokens, UsageError } from "../args.ts";
+import { type Given, tokens, UsageError } from "../args.ts";
+import { printable } from "../output.ts";
 import {
   type CommandSpec,
   FLAGS,
@@ -60,7 +61,7 @@ export interface MeshArgs {
 function count(flag: string, value: string | undefined, min: number): number | null {
   if (value === undefined) return null;
   if (!/^\d{1,6}$/.test(value) || Number(value) < min || Number(value) > 86_400)
-    throw new UsageError(`--${flag} must be a whole number from ${min}, not "${printable(value)}"`);
+    throw new UsageError(`--${flag} must be a whole number from ${min}, not "${printable(value, 60)}"`);
   return Number(value);
 }
 
@@ -99,12 +100,12 @@ function commandOf(words: string[], help: boolean): [string, string[]] {
     if (help && positionals.length === 0) return ["node", []];
     const sub = positionals.shift();
     if (sub !== "add" && sub !== "rm")
-      throw new UsageError(`mesh node takes add or rm, not ${sub ? `"${printable(sub)}"` : "nothing"}`);
+      throw new UsageError(`mesh node takes add or rm, not ${sub ? `"${printable(sub, 60)}"` : "nothing"}`);
     command = `node ${sub}`;
   }
   if (command !== "help" && !meshCommandSpec(command))
     throw new UsageError(
-      `unknown mesh command "${printable(command)}" (${MESH_COMMANDS.map((c) => c.name).join(", ")})`,
+      `unknown mesh command "${printable(command, 60)}" (${MESH_COMMANDS.map((c) => c.name).join(", ")})`,
     );
   return [command, positionals];
 }

@@ -13,7 +13,7 @@ import {
 } from "../../mesh/index.ts";
 import { parseJsonBytes } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
-import { summary, table, writeJson, writeOut } from "../output.ts";
+import { printable, summary, table, writeJson, writeOut } from "../output.ts";
 import { progress } from "../progress.ts";
 import { readGivenSecrets } from "../unseal.ts";
 import type { MeshArgs } from "./args.ts";
@@ -120,5 +120,7 @@ function say(pushed: Pushed[], args: MeshArgs): void {
 
 function refusals(p: Pushed): string {
   const r = p.report?.refusals ?? [];
-  return r.map((x) => `\n  refused: ${x.id}${x.field ? `.${x.field}` : ""}: ${x.reason}`).join("");
+  return r
+    .map((x) => `\n  refused: ${printable(`${x.id}${x.field ? `.${x.field}` : ""}: ${x.reason}`)}`)
+    .join("");
 }

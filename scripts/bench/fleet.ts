@@ -12,7 +12,8 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connectBus, heardFrom, jsCall, MeshDir } from "../../src/mesh/index.ts";
+import { connectBus, jsCall, MeshDir } from "../../src/mesh/index.ts";
+import { Heartbeat, parseJsonBytes, Report, SignedMessage } from "../../src/vocabulary/index.ts";
 import { awaitOutput, freePortPairs, mesh } from "../../test/mesh/operator.ts";
 import { type Running, runCli, startCli } from "../../test/support/cli.ts";
 import { ensureSea } from "../../test/support/sea.ts";
@@ -109,23 +110,29 @@ async function enrolAll(base: string, dir: string, n: number): Promise<Running[]
   return runs;
 }
 
+/** A node's signed message's body, unverified: the bench times what arrives, `mesh up` judges it. */
+function bodyOf(data: Uint8Array): unknown {
+  const j = parseJsonBytes(data);
+  const signed = j.ok ? SignedMessage.safeParse(j.value) : null;
+  const body = signed?.success ? parseJsonBytes(signed.data.body) : null;
+  return body?.ok ? body.value : null;
+}
+
 /** The bench's own eyes on the bus: the time each node was last heard, and each node's last report. */
 async function listen(fleet: Fleet): Promise<() => Promise<void>> {
-  const dir = new MeshDir(fleet.dir);
-  const bus = await connectBus(dir, { reconnect: true, name: "bench:fleet" });
-  // read as the mesh reads them: only what the node signed is the node's
+  const bus = await connectBus(new MeshDir(fleet.dir), { reconnect: true, name: "bench:fleet" });
   bus.nc.subscribe("mesh.heartbeat.>", {
     callback: (_e, m) => {
-      const h = heardFrom(dir, m.subject, m.data, "heartbeat");
-      if (!h.ok) return;
-      fleet.heard.set(h.node, Date.now());
-      if (!fleet.firstAfter.has(h.node)) fleet.firstAfter.set(h.node, Date.now());
+      const h = Heartbeat.safeParse(bodyOf(m.data));
+      if (!h.success) return;
+      fleet.heard.set(h.data.node, Date.now());
+      if (!fleet.firstAfter.has(h.data.node)) fleet.firstAfter.set(h.data.node, Date.now());
     },
   });
   bus.nc.subscribe("mesh.report.>", {
     callback: (_e, m) => {
-      const r = heardFrom(dir, m.subject, m.data, "report");
-      if (r.ok) fleet.reports.set(r.node, { at: Date.now(), digest: r.value.declaration.digest });
+      const r = Report.safeParse(bodyOf(m.data));
+      if (r.success) fleet.reports.set(r.data.node, { at: Date.now(), digest: r.data.declaration.digest });
     },
   });
   await bus.nc.flush();

@@ -35,6 +35,7 @@ import {
   messageOf,
   missingConsumer,
 } from "./failures.ts";
+import { type ReleaseSource, releaseSource } from "./fetch-release.ts";
 
 export interface LinkOptions {
   dialTimeoutMs?: number;
@@ -86,6 +87,8 @@ export interface Link {
   report(report: Report): Promise<Reported>;
   /** Signed by the identity key, core publish to `mesh.heartbeat.<n>`: may be lost, costs nothing. */
   heartbeat(heartbeat: Heartbeat): Sent;
+  /** Releases, read by direct get on the mesh's release stream (fetch-release.ts). */
+  releases(): ReleaseSource;
   /** Resolves, with why, when the link closes for any reason. */
   closed(): Promise<string>;
   close(reason?: string): Promise<void>;
@@ -175,6 +178,10 @@ class NatsLink implements Link {
 
   closed(): Promise<string> {
     return this.whenClosed;
+  }
+
+  releases(): ReleaseSource {
+    return releaseSource(this.nc);
   }
 
   async close(reason = "closed by the host"): Promise<void> {

@@ -8,6 +8,7 @@ import { overlayCrossChecks } from "./overlay.ts";
 import { printable } from "./printable.ts";
 import type { Parsed, Refusal } from "./refusal.ts";
 import { refusalsFromIssues } from "./refusal.ts";
+import { ReleaseVersion } from "./release.ts";
 import {
   isResourceType,
   Name,
@@ -67,6 +68,8 @@ export const DeclarationHead = z.strictObject({
   resources: z.array(z.unknown()),
   secrets: z.record(Name, SecretValue).optional(),
   membership: Sealed.optional(),
+  /** What the host itself runs: the release of mesh-host the mesh names (protocol.md "Releases"). */
+  host: z.strictObject({ release: ReleaseVersion }).optional(),
 });
 
 export type Declaration = Omit<z.infer<typeof DeclarationHead>, "resources"> & { resources: Resource[] };

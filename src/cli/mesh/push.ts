@@ -1,16 +1,18 @@
 // `mesh push` and `mesh move`: what was sent to whom, and each node's report printed the way `apply` prints it.
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { MAX_BODY_BYTES } from "../../defaults.ts";
 import {
   exitOf,
   type MeshDir,
   markMoved,
+  openState,
   type Pushed,
   prepareMove,
   preparePush,
   publishAndWait,
   targetsOf,
 } from "../../mesh/index.ts";
+import { faultLine } from "../../store/index.ts";
 import { parseJsonBytes } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { printable, summary, table, writeJson, writeOut } from "../output.ts";
@@ -28,7 +30,7 @@ function readFile(path: string): Record<string, unknown> {
     bytes = readFileSync(path);
   } catch (e) {
     if (e instanceof UsageError) throw e;
-    throw new UsageError(`cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? "error"}`);
+    throw new UsageError(faultLine(e, "read") ?? `cannot read ${path}`);
   }
   const json = parseJsonBytes(bytes);
   if (!json.ok) throw new UsageError(`${path}: the declaration ${json.reason}`);
@@ -37,24 +39,32 @@ function readFile(path: string): Record<string, unknown> {
   return json.value as Record<string, unknown>;
 }
 
+/** `mesh push WORD`: a FILE with no node before it, or (far likelier when it is no file) a node with no FILE. */
+function oneWordWhy(word: string): string {
+  return existsSync(word)
+    ? "mesh push needs a node NAME before FILE, or --all"
+    : `mesh push ${printable(word)} needs FILE after it, the declaration to push (mesh push NAME... FILE)`;
+}
+
 export async function pushCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   const file = args.positionals.at(-1);
   const names = args.positionals.slice(0, -1);
   if (!file) throw new UsageError("mesh push needs NAME... FILE, or --all FILE");
   if (args.all && names.length) throw new UsageError("mesh push takes NAME... or --all, not both");
-  if (!args.all && !names.length) throw new UsageError("mesh push needs a node NAME before FILE, or --all");
+  if (!args.all && !names.length) throw new UsageError(oneWordWhy(file));
   mesh.config();
-  const targets = targetsOf(mesh, names, args.all);
-  const input = { file: readFile(file), secrets: readGivenSecrets(args.secret) };
-  const { bus, composed } = await preparePush(mesh, targets, input);
+  const state = await openState(mesh);
   try {
+    const targets = await targetsOf(state, names, args.all);
+    const input = { file: readFile(file), secrets: readGivenSecrets(args.secret) };
+    const composed = await preparePush(state, targets, input);
     const wait = waiting("mesh push", composed);
-    const pushed = await publishAndWait(mesh, bus, composed, args.waitS * 1000, wait.heard);
+    const pushed = await publishAndWait(mesh, state, composed, args.waitS * 1000, wait.heard);
     wait.line.clear();
     say(pushed, args);
     return args.waitS === 0 ? 0 : exitOf(pushed);
   } finally {
-    await bus.close();
+    await state.bus.close();
   }
 }
 
@@ -63,14 +73,15 @@ export async function moveCommand(mesh: MeshDir, args: MeshArgs): Promise<number
   if (!name || extra.length) throw new UsageError("mesh move takes one NAME");
   if (!args.to)
     throw new UsageError("mesh move needs --to DIR2: the other mesh, made by `mesh-host mesh init`");
-  mesh.known(name);
-  const { bus, composed, to } = await prepareMove(mesh, name, args.to);
+  mesh.config();
+  const state = await openState(mesh);
   try {
+    const { composed, to } = await prepareMove(mesh, state, name, args.to);
     const wait = waiting("mesh move", composed);
-    const pushed = await publishAndWait(mesh, bus, composed, args.waitS * 1000, wait.heard);
+    const pushed = await publishAndWait(mesh, state, composed, args.waitS * 1000, wait.heard);
     wait.line.clear();
     const code = exitOf(pushed);
-    if (code === 0) await markMoved(mesh, name, to);
+    if (code === 0) await markMoved(state, name, to);
     say(pushed, args);
     if (!args.json && code === 0)
       writeOut(
@@ -78,7 +89,7 @@ export async function moveCommand(mesh: MeshDir, args: MeshArgs): Promise<number
       );
     return code;
   } finally {
-    await bus.close();
+    await state.bus.close();
   }
 }
 
@@ -112,7 +123,8 @@ function say(pushed: Pushed[], args: MeshArgs): void {
     return;
   }
   for (const p of pushed) {
-    const head = `${p.node}: serial ${p.serial}, stream seq ${p.seq}`;
+    // the serial is what a person reads; the stream's sequence is in --json alone
+    const head = `${p.node}: serial ${p.serial}`;
     if (!p.report) writeOut(`${head}: ${args.waitS ? `no report within ${args.waitS} s` : "sent"}`);
     else writeOut(`${head}\n${table(p.report.steps)}${summary(p.report)}${refusals(p)}`);
   }
@@ -120,6 +132,7 @@ function say(pushed: Pushed[], args: MeshArgs): void {
 
 function refusals(p: Pushed): string {
   const r = p.report?.refusals ?? [];
+  // the node's words: shown escaped, never obeyed by the terminal
   return r
     .map((x) => `\n  refused: ${printable(`${x.id}${x.field ? `.${x.field}` : ""}: ${x.reason}`)}`)
     .join("");

@@ -109,8 +109,12 @@ export function takeHeartbeats(
       const record = recordOf(node);
       if (!record) return told.refused(m.subject, "from no node of this mesh (removed?)");
       if (!budget.take(node)) return writer.heard(node, { dropped: 1 });
+      // a node whose enrolment this controller has not read yet (its keys are a moment behind the answer): its
+      // first heartbeats are dropped unsaid and uncounted, there being no key to hold them to, nor to forge
+      const identity = identityOf(record);
+      if (!identity) return;
       // the node's only when signed by the key it enrolled with: anything else is dropped and counted
-      const h = heardFrom(node, identityOf(record), m.data, "heartbeat");
+      const h = heardFrom(node, identity, m.data, "heartbeat");
       if (!h.ok) {
         writer.heard(node, { unverified: 1 });
         return told.unverified(node, h.reason);

@@ -212,6 +212,7 @@ class Controller {
   private reportRefusal(m: JsMsg, record: NodeRecord | null): string | null {
     // a node removed is no longer read
     if (!record) return "from no node of this mesh (removed?)";
+    if (!record.keys) return "from a node that has not enrolled";
     // the node's only when signed by the key it enrolled with (heard.ts): anything else is dropped and counted
     const r = heardFrom(record.node, identityOf(record), m.data, "report");
     if (!r.ok) {

@@ -177,6 +177,8 @@ export const PUSH_WAIT_S = 60;
 export const PROGRESS_REDRAW_MS = 1_000;
 /** The fleet view is written at most this often, however many heartbeats a second arrive. */
 export const FLEET_WRITE_MS = 1_000;
+/** `mesh up` says the same line (a node repeating a wrong message) at most once this often, counting the rest. */
+export const UP_SAID_REPEAT_MS = 60_000;
 /** How many pushes a node's record remembers (serial, stream seq, digest), to name a report's serial. */
 export const PUSHES_KEPT = 20;
 /** REPORTS keeps a month: the fleet view needs the newest, an operator's inquiry a little more. */
@@ -185,6 +187,8 @@ export const REPORTS_MAX_AGE_S = 30 * 24 * 3600;
 
 /** One server: TCP, the server's INFO, the TLS handshake and CONNECT, each dial. */
 export const DIAL_TIMEOUT_MS = 5_000;
+/** The pin's preflight, its certificate read, closes politely; past this it is cut off regardless. */
+export const PREFLIGHT_CLOSE_MS = 2_000;
 /** The client's own pings find a server that went away without closing; the hold then dials again. */
 export const PING_INTERVAL_MS = 20_000;
 export const MAX_PINGS_OUT = 2;

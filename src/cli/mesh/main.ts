@@ -156,10 +156,11 @@ async function nodesCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
 function heardLine(e: Heard): string {
   if (e.kind === "heartbeat") {
     const hb = e.heartbeat;
-    return `${e.at} heartbeat ${e.node} version ${hb.version} up ${hb.uptime_s}s${hb.confirmed ? " confirmed" : ""}${hb.last ? ` last ${hb.last.outcome} seq ${hb.last.seq}` : ""}`;
+    return `${e.at} heartbeat ${e.node} version ${hb.version} up ${hb.uptime_s}s${hb.confirmed ? " confirmed" : ""}${hb.last ? ` last ${hb.last.outcome} serial ${e.serial ?? "?"}` : ""}`;
   }
+  // the serial is what a person reads; the stream's sequence is in --json alone
   const r = e.report;
-  return `${e.at} report ${e.node} serial ${e.serial ?? "?"} seq ${r.declaration.seq} ${summary(r)}`;
+  return `${e.at} report ${e.node} serial ${e.serial ?? "?"} ${summary(r)}`;
 }
 
 async function watchCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {

@@ -1,5 +1,5 @@
 // `mesh push` and `mesh move`: what was sent to whom, and each node's report printed the way `apply` prints it.
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { MAX_BODY_BYTES } from "../../defaults.ts";
 import {
   exitOf,
@@ -11,8 +11,9 @@ import {
   publishAndWait,
   targetsOf,
 } from "../../mesh/index.ts";
+import { faultLine } from "../../store/index.ts";
 import { parseJsonBytes } from "../../vocabulary/index.ts";
-import { UsageError } from "../args.ts";
+import { printable, UsageError } from "../args.ts";
 import { summary, table, writeJson, writeOut } from "../output.ts";
 import { progress } from "../progress.ts";
 import { readGivenSecrets } from "../unseal.ts";
@@ -28,7 +29,7 @@ function readFile(path: string): Record<string, unknown> {
     bytes = readFileSync(path);
   } catch (e) {
     if (e instanceof UsageError) throw e;
-    throw new UsageError(`cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? "error"}`);
+    throw new UsageError(faultLine(e, "read") ?? `cannot read ${path}`);
   }
   const json = parseJsonBytes(bytes);
   if (!json.ok) throw new UsageError(`${path}: the declaration ${json.reason}`);
@@ -37,12 +38,19 @@ function readFile(path: string): Record<string, unknown> {
   return json.value as Record<string, unknown>;
 }
 
+/** `mesh push WORD`: a FILE with no node before it, or (far likelier when it is no file) a node with no FILE. */
+function oneWordWhy(word: string): string {
+  return existsSync(word)
+    ? "mesh push needs a node NAME before FILE, or --all"
+    : `mesh push ${printable(word)} needs FILE after it, the declaration to push (mesh push NAME... FILE)`;
+}
+
 export async function pushCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   const file = args.positionals.at(-1);
   const names = args.positionals.slice(0, -1);
   if (!file) throw new UsageError("mesh push needs NAME... FILE, or --all FILE");
   if (args.all && names.length) throw new UsageError("mesh push takes NAME... or --all, not both");
-  if (!args.all && !names.length) throw new UsageError("mesh push needs a node NAME before FILE, or --all");
+  if (!args.all && !names.length) throw new UsageError(oneWordWhy(file));
   mesh.config();
   const targets = targetsOf(mesh, names, args.all);
   const input = { file: readFile(file), secrets: readGivenSecrets(args.secret) };
@@ -112,7 +120,8 @@ function say(pushed: Pushed[], args: MeshArgs): void {
     return;
   }
   for (const p of pushed) {
-    const head = `${p.node}: serial ${p.serial}, stream seq ${p.seq}`;
+    // the serial is what a person reads; the stream's sequence is in --json alone
+    const head = `${p.node}: serial ${p.serial}`;
     if (!p.report) writeOut(`${head}: ${args.waitS ? `no report within ${args.waitS} s` : "sent"}`);
     else writeOut(`${head}\n${table(p.report.steps)}${summary(p.report)}${refusals(p)}`);
   }

@@ -38,7 +38,7 @@ import {
   verifyManifest,
 } from "../vocabulary/index.ts";
 import { type BinaryAtStart, digestOfFile } from "./binary.ts";
-import { fetchStored } from "./fetch.ts";
+import { fetchStored, sweepOthers } from "./fetch.ts";
 
 export interface UpgradeDeps {
   state: State;
@@ -103,9 +103,12 @@ export async function upgradeTo(version: string, source: ReleaseSource, d: Upgra
       `release ${name} refused: its signed manifest is for ${releaseObjectName(m.version, m.kind, m.arch)}`,
       meta.nuid,
     );
-  if (await isInstalled(m, d))
-    return { step: step("unchanged", `release ${version} is installed`), restart: false };
   const dir = releaseDir(d.state);
+  if (await isInstalled(m, d)) {
+    // what a kill between the swap and its tidying left: the fetch of a release now installed
+    if (existsSync(dir)) sweepOthers(dir, "");
+    return { step: step("unchanged", `release ${version} is installed`), restart: false };
+  }
   const room = roomProblem(m, dir, dirname(target));
   if (room) return failed(`release ${version} not fetched: ${room}`);
   const stored = await fetchStored(meta, m, source, dir);
@@ -179,7 +182,7 @@ async function install(
   );
   if (unpacked !== null) {
     rmSync(temp, { force: true });
-    rmSync(stored, { force: true });
+    sweepOthers(dirname(stored), "");
     return failed(`release ${m.version} refused: ${unpacked}`);
   }
   if (m.kind !== "arch") {
@@ -194,7 +197,7 @@ async function install(
     const binary = await digestOfFile(target);
     d.state.writeText(INSTALLED_RECORD, JSON.stringify({ manifest: m.sha256, binary: binary ?? "" }));
   }
-  rmSync(stored, { force: true });
+  sweepOthers(dirname(stored), "");
   d.log.info({ release: m.version, sha256: m.sha256 }, "release installed: exiting to be restarted onto it");
   return { step: step("updated", `release ${m.version} installed: restarting onto it`), restart: true };
 }

@@ -297,6 +297,61 @@ describe("a fetch cut by a server restart", () => {
   });
 });
 
+describe("SIGKILL at each step of an upgrade", () => {
+  /** Where the upgrade stands, read from the files it leaves: the first that holds names the step. */
+  function stepOf(n: Node, oldIno: number, starts: number): string | null {
+    const releaseDir = join(n.state, "release");
+    const beside = readdirSync(dirname(n.bin)).filter((f) => f !== "mesh-host");
+    if (statSync(n.bin).ino !== oldIno) return n.loop.starts > starts ? "first start" : "exiting";
+    if (beside.length) return "unpacking";
+    const fetched = existsSync(releaseDir) ? readdirSync(releaseDir) : [];
+    return fetched.some((f) => f.endsWith(".part")) ? "fetching" : null;
+  }
+
+  it.each(["fetching", "unpacking", "exiting", "first start"])(
+    "killed while %s: the old release or the new one is installed, never neither, and it ends on the new, confirmed",
+    async (step) => {
+      const name = `kill-${step.replace(" ", "-")}`;
+      const n = await launchedNode(name);
+      const old = sha(n.bin);
+      const version = `0.7.${["fetching", "unpacking", "exiting", "first start"].indexOf(step)}`;
+      const next = seaVariant(join(base, `mesh-host-${version}-linux-x64`), version);
+      expect((await mesh(dir, ["release", "add", next])).code).toBe(0);
+      const oldIno = statSync(n.bin).ino;
+      const starts = n.loop.starts;
+      const sent = await mesh(dir, [
+        "push",
+        name,
+        declaration(base, name, version, `${step}\n`),
+        "--wait-s",
+        "0",
+      ]);
+      expect(sent.code, sent.stderr).toBe(0);
+      // polled, not slept on: the kill lands at the first sight of the step (or of a later one on a fast machine)
+      let seen: string | null = null;
+      const deadline = Date.now() + EVENT_WAIT_MS;
+      const order = ["fetching", "unpacking", "exiting", "first start"];
+      while (Date.now() < deadline) {
+        seen = stepOf(n, oldIno, starts);
+        if (seen && order.indexOf(seen) >= order.indexOf(step)) break;
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      expect(seen, "the upgrade under way").not.toBeNull();
+      expect(n.loop.kill(), `a host to kill ${step}`).toBe(true);
+      expect([old, sha(next)], `the binary installed when killed ${seen}`).toContain(sha(n.bin));
+      await confirmedAs(n.state, sha(next), `on ${version} after a kill while ${seen}`);
+      expect(n.loop.exits).toContain("SIGKILL");
+      expect(besideBinary(n)).toEqual(["mesh-host"]);
+      // a kill after the swap leaves the fetch behind: the release, now installed, clears it on its first link
+      await waitFor(
+        () => readdirSync(join(n.state, "release")).length === 0,
+        EVENT_WAIT_MS,
+        "the fetch cleared",
+      );
+    },
+  );
+});
+
 /**
  * `name`'s first chunk flipped (deleted, and put back altered at the end: same size, other bytes in order), and a
  * copy of its meta as `forged`, its manifest signed by a key that is not the mesh's.

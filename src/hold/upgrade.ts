@@ -25,7 +25,7 @@ import { fsPromises, fsyncDirSync, isTempName, tempPathFor } from "../atomic.ts"
 import { EXECUTABLE_MODE, RELEASE_SPACE_MARGIN_BYTES, STATE_DIR_MODE } from "../defaults.ts";
 import type { ReleaseSource } from "../link/index.ts";
 import type { State } from "../store/index.ts";
-import { PACMAN_CHANGE_TIMEOUT_MS, pacman, pacmanError } from "../system/arch/index.ts";
+import { installPackageFile } from "../system/arch/index.ts";
 import type { Exec } from "../system/index.ts";
 import {
   ReleaseArch,
@@ -190,9 +190,9 @@ async function install(
     d.state.writeText(INSTALLED_RECORD, JSON.stringify({ manifest: m.sha256, binary: m.sha256 }));
   } else {
     await swapIn(temp, dest);
-    const r = await pacman(d.exec, ["-U", "--noconfirm", "--", dest], PACMAN_CHANGE_TIMEOUT_MS);
+    const refused = await installPackageFile(d.exec, dest);
     rmSync(dest, { force: true });
-    if (r.code !== 0) return failed(`release ${m.version}: pacman -U refused it: ${pacmanError(r)}`);
+    if (refused) return failed(`release ${m.version}: pacman -U refused it: ${refused}`);
     // what pacman put at the installed path now, not what this process started as
     const binary = await digestOfFile(target);
     d.state.writeText(INSTALLED_RECORD, JSON.stringify({ manifest: m.sha256, binary: binary ?? "" }));

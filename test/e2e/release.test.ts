@@ -4,7 +4,7 @@
 // verified, swapped in, confirmed; a release that cannot start rolled back; a corrupted object and a wrong
 // signature refused with nothing replaced; a fetch cut by a server restart resumed.
 import { spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
+import { createHash, type KeyObject } from "node:crypto";
 import {
   chmodSync,
   copyFileSync,
@@ -236,12 +236,12 @@ describe("a node upgraded by a declaration naming its release, under the launche
     expect(n.loop.exits.filter((e) => e === 1)).toHaveLength(3);
   });
 
-  it("a corrupted object and a wrong signature are refused, the step failed, nothing replaced", async () => {
+  it("a corrupted object, a wrong signature and no room on the disk are refused, the step failed, nothing replaced", async () => {
     const n = nodes[1]!;
     const before = sha(n.bin);
     const v4 = seaVariant(join(base, "mesh-host-0.4.0-linux-x64"), "0.4.0");
     expect((await mesh(dir, ["release", "add", v4])).code).toBe(0);
-    await tamper("0.4.0/linux/x64", "0.5.0/linux/x64");
+    await tamper("0.4.0/linux/x64", "0.5.0/linux/x64", "0.5.1/linux/x64");
     const corrupt = await mesh(dir, ["push", n.name, declaration(base, "corrupt", "0.4.0", "v4\n"), ...WAIT]);
     expect(corrupt.code).toBe(1);
     expect(corrupt.stdout).toMatch(
@@ -251,6 +251,11 @@ describe("a node upgraded by a declaration naming its release, under the launche
     expect(forged.code).toBe(1);
     expect(forged.stdout).toMatch(
       /release 0\.5\.0\/linux\/x64 refused: the release's manifest is not signed by the mesh key/,
+    );
+    const huge = await mesh(dir, ["push", n.name, declaration(base, "huge", "0.5.1", "v5.1\n"), ...WAIT]);
+    expect(huge.code).toBe(1);
+    expect(huge.stdout).toMatch(
+      /release 0\.5\.1 not fetched: no room on the disk of .*: \d+\.\d MiB needed, [\d.]+ MiB free/,
     );
     expect(sha(n.bin)).toBe(before);
     expect(confirmed(n.state)).toBe(before);
@@ -354,9 +359,10 @@ describe("SIGKILL at each step of an upgrade", () => {
 
 /**
  * `name`'s first chunk flipped (deleted, and put back altered at the end: same size, other bytes in order), and a
- * copy of its meta as `forged`, its manifest signed by a key that is not the mesh's.
+ * copy of its meta as `forged`, its manifest signed by a key that is not the mesh's, and one as `huge`, signed by
+ * the mesh, whose file is 1 PiB.
  */
-async function tamper(name: string, forged: string): Promise<void> {
+async function tamper(name: string, forged: string, huge: string): Promise<void> {
   const bus = await connectBus(new MeshDir(dir));
   try {
     const m = await bus.jsm.streams.getMessage(RELEASE_STREAM, { last_by_subj: releaseMetaSubject(name) });
@@ -371,10 +377,18 @@ async function tamper(name: string, forged: string): Promise<void> {
     await bus.js.publish(releaseChunkSubject(meta.nuid), flipped);
     const read = verifyManifest(meta.description, new MeshDir(dir).config().mesh_key);
     if (!read.ok) throw new Error(read.reason);
-    const manifest = { ...read.manifest, version: forged.split("/")[0]! };
-    const other = makeMeshKey();
-    const copy = { ...meta, name: forged, description: signManifest(manifest, other.privateKey) };
-    await bus.js.publish(releaseMetaSubject(forged), JSON.stringify(copy));
+    const copy = (as: string, manifest: object, key: KeyObject) =>
+      bus.js.publish(
+        releaseMetaSubject(as),
+        JSON.stringify({ ...meta, name: as, description: signManifest(manifest as never, key) }),
+      );
+    await copy(forged, { ...read.manifest, version: forged.split("/")[0]! }, makeMeshKey().privateKey);
+    // signed by the mesh, and larger than any disk here: refused before a byte is fetched
+    await copy(
+      huge,
+      { ...read.manifest, version: huge.split("/")[0]!, size: 2 ** 50 },
+      new MeshDir(dir).signingKey(),
+    );
   } finally {
     await bus.close();
   }

@@ -182,6 +182,7 @@ export const FLAGS = {
     complete: "dir",
   }),
   all: flag({ name: "all", default: "off", help: "every enrolled node, no NAME given" }),
+  expires: flag({ name: "expires", value: "DURATION", default: "24h", help: "the code's life, at most 30d" }),
   "wait-s": flag({
     name: "wait-s",
     value: "S",
@@ -343,15 +344,10 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
     name: "node add",
     args: "NAME",
     summary: "add a node; prints its enrolment code (or writes it to F, 0600)",
-    flags: ["code-file"],
+    flags: ["code-file", "expires"],
     means: { "code-file": { default: "standard output", help: "write the enrolment code to the file F" } },
   }),
-  command({
-    name: "node rm",
-    args: "NAME",
-    summary: "revoke a node: its users, consumer and record",
-    flags: [],
-  }),
+  command({ name: "node rm", args: "NAME", summary: "revoke a node: users, consumer, record", flags: [] }),
   command({
     name: "push",
     args: "NAME... FILE",
@@ -367,6 +363,7 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
   ...RELEASE_COMMANDS,
   command({ name: "nodes", summary: "the fleet at a glance, silent nodes first", flags: ["json"] }),
   command({ name: "watch", summary: "reports and heartbeats as they arrive", flags: ["json"] }),
+  command({ name: "migrate", summary: "move a format-1 directory's nodes onto the bus", flags: ["json"] }),
   command({
     name: "move",
     args: "NAME",

@@ -1,7 +1,7 @@
 // `mesh-host mesh …` flags, read by the host's own parser against the one table (src/cli/table.ts: FLAGS and
 // MESH_COMMANDS): each subcommand takes its own, anything else is refused in our words. The usage `mesh --help`
 // prints, the man page and the completions are made from the same table.
-import { DEFAULT_MESH_DIR, PUSH_WAIT_S } from "../../defaults.ts";
+import { CODE_EXPIRES_MAX_S, CODE_EXPIRES_S, DEFAULT_MESH_DIR, PUSH_WAIT_S } from "../../defaults.ts";
 import { type Given, printable, tokens, UsageError } from "../args.ts";
 import {
   type CommandSpec,
@@ -61,6 +61,7 @@ export interface MeshArgs {
   secret: string[];
   waitS: number;
   to: string | null;
+  expiresS: number;
   /** `release add --version V` and `--host KIND`. */
   version: string | null;
   host: string | null;
@@ -75,6 +76,20 @@ const MESH_FLAGS: Record<string, Flag> = {
 
 /** The words of a two-word command (`node add`, `release ls`), and the second words each takes. */
 const GROUPS: Record<string, readonly string[]> = { node: ["add", "rm"], release: ["add", "ls", "rm"] };
+
+const SECONDS_IN: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+/** `--expires 30m`: seconds, from 1 s to CODE_EXPIRES_MAX_S. */
+function duration(value: string | undefined): number {
+  if (value === undefined) return CODE_EXPIRES_S;
+  const m = /^(\d{1,7})([smhd])$/.exec(value);
+  const s = m ? Number(m[1]) * SECONDS_IN[m[2]!]! : 0;
+  if (!m || s < 1 || s > CODE_EXPIRES_MAX_S)
+    throw new UsageError(
+      `--expires must be a number and s, m, h or d, from 1s to ${CODE_EXPIRES_MAX_S / 86_400}d, not "${printable(value)}"`,
+    );
+  return s;
+}
 
 function count(flag: string, value: string | undefined, min: number): number | null {
   if (value === undefined) return null;
@@ -107,6 +122,7 @@ export function parseMesh(argv: string[]): MeshArgs {
     secret: (v.secret as string[] | undefined) ?? [],
     waitS: count("wait-s", one("wait-s"), 0) ?? PUSH_WAIT_S,
     to: one("to") ?? null,
+    expiresS: duration(one("expires")),
     version: one("version") ?? null,
     host: one("host") ?? null,
     help: help || command === "help",

@@ -5,7 +5,9 @@ import { resolve } from "node:path";
 import { SECRET_FILE_MODE } from "../../defaults.ts";
 import {
   addNode,
+  allNodes,
   checkNodeName,
+  fleetOf,
   fleetRows,
   fleetTable,
   type Heard,
@@ -13,9 +15,11 @@ import {
   LockBusy,
   MeshDir,
   MeshRefused,
+  migrate,
   removeNode,
   up,
   watch,
+  withState,
   writeAtomic,
   writeUnits,
 } from "../../mesh/index.ts";
@@ -39,6 +43,7 @@ const HANDLERS: Record<string, Handler> = {
   nodes: nodesCommand,
   watch: watchCommand,
   move: moveCommand,
+  migrate: migrateCommand,
   "release add": releaseAddCommand,
   "release ls": releaseLsCommand,
   "release rm": releaseRmCommand,
@@ -126,7 +131,8 @@ async function nodeAddCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   mesh.config();
   if (args.codeFile && existsSync(args.codeFile))
     throw new UsageError(`--code-file ${args.codeFile} exists: not overwritten`);
-  const code = await addNode(mesh, name!);
+  const { code, late } = await addNode(mesh, name!, args.expiresS);
+  sayLate(late, `node ${name}'s enrolling user`);
   if (args.codeFile) {
     writeAtomic(resolve(args.codeFile), `${code}\n`, SECRET_FILE_MODE);
     writeOut(`added ${name}: its enrolment code is in ${args.codeFile}`);
@@ -139,15 +145,34 @@ async function nodeRmCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   if (extra.length) throw new UsageError("mesh node rm takes one NAME");
   checkNodeName(name);
   mesh.config();
-  await removeNode(mesh, name!);
+  sayLate(await removeNode(mesh, name!), `node ${name}'s removal`);
   writeOut(`removed ${name}: its users, consumer and record are gone`);
+  return 0;
+}
+
+/** A server that answers but has not taken a user-list change: its `mesh up` is not running (or is behind). */
+function sayLate(late: string[], what: string): void {
+  if (late.length)
+    process.stderr.write(
+      `mesh-host mesh: ${late.join(", ")} had not taken ${what} yet (is \`mesh-host mesh up\` running beside it?)\n`,
+    );
+}
+
+async function migrateCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
+  noPositionals(args);
+  const done = await migrate(mesh, (line) => process.stderr.write(`mesh-host mesh migrate: ${line}\n`));
+  if (args.json) writeJson(done);
+  else
+    writeOut(
+      `migrated ${mesh.dir} to format 2: ${done.nodes} node(s), ${done.codes} code(s), ${done.fleet} fleet entr(ies) on the bus; the old files are in ${done.kept}`,
+    );
   return 0;
 }
 
 async function nodesCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   noPositionals(args);
   mesh.config();
-  const rows = fleetRows(mesh.nodes(), mesh.fleet());
+  const rows = await withState(mesh, async (state) => fleetRows(await allNodes(state), await fleetOf(state)));
   if (args.json) writeJson({ nodes: rows });
   else writeOut(fleetTable(rows));
   return 0;

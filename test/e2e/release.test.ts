@@ -264,44 +264,6 @@ describe("a node upgraded by a declaration naming its release, under the launche
   });
 });
 
-describe("a fetch cut by a server restart", () => {
-  it("resumes from where it stood once the link is back, and the release is installed and confirmed", async () => {
-    const n = await launchedNode("cut-1");
-    const v6 = seaVariant(join(base, "mesh-host-0.6.0-linux-x64"), "0.6.0");
-    expect((await mesh(dir, ["release", "add", v6])).code).toBe(0);
-    const sent = await mesh(dir, [
-      "push",
-      n.name,
-      declaration(base, "cut", "0.6.0", "v6\n"),
-      "--wait-s",
-      "0",
-    ]);
-    expect(sent.code, sent.stderr).toBe(0);
-    const releaseDir = join(n.state, "release");
-    const partSize = () => {
-      const part = readdirSync(releaseDir, { withFileTypes: true }).find((e) => e.name.endsWith(".part"));
-      return part ? statSync(join(releaseDir, part.name)).size : 0;
-    };
-    await waitFor(() => existsSync(releaseDir) && partSize() > 0, EVENT_WAIT_MS, "the fetch under way");
-    // the server stops answering mid-fetch, then is gone: the fetch is cut where it stood
-    const server = Number(
-      spawnSync("pgrep", ["-P", String(up.child.pid), "-x", "nats-server"], {
-        encoding: "utf8",
-      }).stdout.trim(),
-    );
-    expect(server).toBeGreaterThan(0);
-    process.kill(server, "SIGSTOP");
-    process.kill(server, "SIGKILL");
-    await up.stop();
-    await waitFor(() => /fetch cut at [1-9]\d* of \d+ bytes/.test(n.loop.log), EVENT_WAIT_MS, "the cut said");
-    expect(sha(n.bin)).not.toBe(sha(v6));
-    up = await meshUp(dir);
-    await confirmedAs(n.state, sha(v6), "0.6.0 installed after the restart, confirmed");
-    expect(n.loop.log).toMatch(/the fetch of a release resumed where it was cut/);
-    expect(readdirSync(releaseDir)).toEqual([]);
-  });
-});
-
 describe("SIGKILL at each step of an upgrade", () => {
   /** Where the upgrade stands, read from the files it leaves: the first that holds names the step. */
   function stepOf(n: Node, oldIno: number, starts: number): string | null {
@@ -355,6 +317,45 @@ describe("SIGKILL at each step of an upgrade", () => {
       );
     },
   );
+});
+
+// last: `mesh up` restarted here, which nothing after it should have to wait out
+describe("a fetch cut by a server restart", () => {
+  it("resumes from where it stood once the link is back, and the release is installed and confirmed", async () => {
+    const n = await launchedNode("cut-1");
+    const v6 = seaVariant(join(base, "mesh-host-0.6.0-linux-x64"), "0.6.0");
+    expect((await mesh(dir, ["release", "add", v6])).code).toBe(0);
+    const sent = await mesh(dir, [
+      "push",
+      n.name,
+      declaration(base, "cut", "0.6.0", "v6\n"),
+      "--wait-s",
+      "0",
+    ]);
+    expect(sent.code, sent.stderr).toBe(0);
+    const releaseDir = join(n.state, "release");
+    const partSize = () => {
+      const part = readdirSync(releaseDir, { withFileTypes: true }).find((e) => e.name.endsWith(".part"));
+      return part ? statSync(join(releaseDir, part.name)).size : 0;
+    };
+    await waitFor(() => existsSync(releaseDir) && partSize() > 0, EVENT_WAIT_MS, "the fetch under way");
+    // the server stops answering mid-fetch, then is gone: the fetch is cut where it stood
+    const server = Number(
+      spawnSync("pgrep", ["-P", String(up.child.pid), "-x", "nats-server"], {
+        encoding: "utf8",
+      }).stdout.trim(),
+    );
+    expect(server).toBeGreaterThan(0);
+    process.kill(server, "SIGSTOP");
+    process.kill(server, "SIGKILL");
+    await up.stop();
+    await waitFor(() => /fetch cut at [1-9]\d* of \d+ bytes/.test(n.loop.log), EVENT_WAIT_MS, "the cut said");
+    expect(sha(n.bin)).not.toBe(sha(v6));
+    up = await meshUp(dir);
+    await confirmedAs(n.state, sha(v6), "0.6.0 installed after the restart, confirmed");
+    expect(n.loop.log).toMatch(/the fetch of a release resumed where it was cut/);
+    expect(readdirSync(releaseDir)).toEqual([]);
+  });
 });
 
 /**

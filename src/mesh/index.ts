@@ -25,7 +25,14 @@ export {
   publishAndWait,
   targetsOf,
 } from "./push.ts";
-export { addRelease, listReleases, type ReleaseInput, type ReleaseRow, removeRelease } from "./release.ts";
+export {
+  addRelease,
+  listReleases,
+  type ReleaseInput,
+  type ReleaseRow,
+  removeRelease,
+  storeRelease,
+} from "./release.ts";
 export { natsServerPath, reloadUsers, runningServers } from "./servers.ts";
 export {
   allNodes,

@@ -138,7 +138,10 @@ class Controller {
     if (!made) return false;
     await this.keeper.start(this.indices);
     for (const node of this.keeper.nodes.keys()) await ensureNodeConsumer(this.bus, node);
-    await sweepConsumers(this.bus, new Set(this.keeper.nodes.keys()));
+    await sweepConsumers(
+      this.bus,
+      async (node) => this.keeper.nodes.has(node) || (await this.state.nodes.get(node)) !== null,
+    );
     this.heartbeats = takeHeartbeats(
       this.hbBus.nc,
       (node) => this.keeper.nodes.get(node),

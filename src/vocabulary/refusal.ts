@@ -51,9 +51,13 @@ export function issueWords(issue: z.core.$ZodIssue): string {
     case "invalid_value":
       return `must be ${issue.values.map((v) => JSON.stringify(v)).join(" or ")}`;
     case "too_small":
-      return `must be at least ${issue.minimum}${sizeUnit(issue.origin)}`;
+      // a bound of ours says its own words ("must name a program"); zod's said "must be at least 1 items"
+      if (!issue.message.startsWith("Too small")) return issue.message;
+      if (Number(issue.minimum) === 1 && sizeUnit(issue.origin)) return "must not be empty";
+      return bound("at least", issue.minimum, issue.origin);
     case "too_big":
-      return `must be at most ${issue.maximum}${sizeUnit(issue.origin)}`;
+      if (!issue.message.startsWith("Too big")) return issue.message;
+      return bound("at most", issue.maximum, issue.origin);
     case "invalid_union":
       return "is none of the forms this field takes";
     case "invalid_format":
@@ -69,8 +73,14 @@ export function issueWords(issue: z.core.$ZodIssue): string {
 
 function sizeUnit(origin: string): string {
   if (origin === "string") return " characters long";
-  if (origin === "array" || origin === "set") return " items";
+  if (origin === "array" || origin === "set") return " entries";
   return "";
+}
+
+/** "must be at most 63 characters long", "must have at least 2 entries", "must be at least 1". */
+function bound(which: string, n: number | bigint, origin: string): string {
+  const list = origin === "array" || origin === "set";
+  return `must ${list ? "have" : "be"} ${which} ${n}${sizeUnit(origin)}`;
 }
 
 export function oneLine(s: string): string {

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { printable } from "./printable.ts";
 
 /** Why something was refused: the resource (or "declaration"), the field, a one-line reason. */
 export interface Refusal {
@@ -11,7 +12,11 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; refusals: Refusal[
 
 /** One line a person can act on: `resource "web", field "mode": must be an octal string`. */
 export function refusalLine(given: Refusal): string {
-  const r = { id: printable(given.id), field: printable(given.field), reason: printable(given.reason, 300) };
+  const r = {
+    id: printable(given.id, 80),
+    field: printable(given.field, 80),
+    reason: printable(given.reason, 300),
+  };
   if (r.id === "declaration")
     return r.field ? `declaration field "${r.field}": ${r.reason}` : `declaration: ${r.reason}`;
   return r.field ? `resource "${r.id}", field "${r.field}": ${r.reason}` : `resource "${r.id}": ${r.reason}`;
@@ -33,12 +38,12 @@ export function refusalsFromIssues(
     if (issue.code === "unrecognized_keys")
       return issue.keys.map((key) => ({
         id,
-        field: printable([...path, key].join(".")),
+        field: printable([...path, key].join("."), 80),
         reason: `unknown field${meant(key, path.length === prefix.length ? fieldsOf(schema) : [])}`,
       }));
     if (issue.code === "invalid_type" && issue.message.includes("received undefined"))
-      return [{ id, field: printable(path.join(".")), reason: "is required" }];
-    return [{ id, field: printable(path.join(".")), reason: oneLine(printable(issueWords(issue), 300)) }];
+      return [{ id, field: printable(path.join("."), 80), reason: "is required" }];
+    return [{ id, field: printable(path.join("."), 80), reason: oneLine(printable(issueWords(issue), 300)) }];
   });
   const unknown = (r: Refusal) => r.reason.startsWith("unknown field");
   return [...refusals.filter(unknown), ...refusals.filter((r) => !unknown(r))];
@@ -122,18 +127,6 @@ function sizeUnit(origin: string): string {
 function bound(which: string, n: number | bigint, origin: string): string {
   const list = origin === "array" || origin === "set";
   return `must ${list ? "have" : "be"} ${which} ${n}${sizeUnit(origin)}`;
-}
-
-/**
- * A value from the input, fit for the one line a person reads: control and line-separator characters escaped
- * (a newline or a terminal escape in a hostile key must neither start a line nor drive the terminal), cut at `max`.
- */
-export function printable(s: string, max = 80): string {
-  const safe = s.replace(
-    /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
-  return safe.length > max ? `${safe.slice(0, max)}…` : safe;
 }
 
 export function oneLine(s: string): string {

@@ -81,6 +81,43 @@ describe("mesh-host enrol and run against a real bus", () => {
     expect(existsSync(join(state, "lock"))).toBe(false);
   });
 
+  it("the recorded mode flips only on the mesh's signed word: an offline apply and a forged envelope leave it (issue 27, item 17)", async () => {
+    const node = "hold-flip";
+    const { state, root } = await enrolled(node);
+    const modeOf = () => JSON.parse(readFileSync(join(state, "node.json"), "utf8")).mode;
+    const file = (mode: string) => {
+      const f = join(tempDir(), `${mode}.json`);
+      writeFileSync(f, JSON.stringify(decl(node, `${mode}\n`, { mode })));
+      return f;
+    };
+    const adopted = await runCli(["apply", file("adopted"), "--state", state, "--root", root]);
+    expect(adopted.code, adopted.stderr).toBe(0);
+    expect(modeOf()).toBe("adopted");
+    const offline = await runCli(["apply", file("converged"), "--state", state, "--root", root]);
+    expect(offline.code).toBe(2);
+    expect(modeOf()).toBe("adopted");
+    const host = run(state, root);
+    try {
+      // converged, signed by a key that is not the mesh's: refused, the mode kept
+      await mesh.publishEnvelope(
+        node,
+        signEnvelope(JSON.stringify(decl(node, "forged\n", { mode: "converged" })), makeMeshKey().privateKey),
+      );
+      expect((await mesh.awaitReport(1, { node })).value).toMatchObject({ outcome: "refused" });
+      expect(modeOf()).toBe("adopted");
+      // the mesh's own signed declaration: applied, and the recorded mode is converged
+      await mesh.declare(node, decl(node, "mesh\n", { mode: "converged" }));
+      expect((await mesh.awaitReport(2, { node })).value).toMatchObject({
+        outcome: "applied",
+        mode: "converged",
+      });
+      expect(modeOf()).toBe("converged");
+      expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("mesh\n");
+    } finally {
+      await host.stop();
+    }
+  });
+
   it("refuses, reports and terminates a forged declaration, a declaration for another node, and a body that fails the schema", async () => {
     const node = "hold-b";
     const { state, root } = await enrolled(node);

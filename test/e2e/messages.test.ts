@@ -102,13 +102,21 @@ describe("enrolment's words", () => {
 describe("the node's log", () => {
   it("a bus that went away is said as unreachable in the node's log, never ECONNREFUSED; the binary is confirmed all the same (item 18: the laptop on a train)", async () => {
     const { root, state } = tempMachine();
-    const membership = await mesh.admit("logs");
+    // enrolled for real (its keys made), then its bus gone: the membership names a port nobody listens on
+    const { code } = await mesh.enrolmentCode("logs");
+    const enrolled = await runCli(["enrol", "--state", state, "--root", root], { input: code });
+    expect(enrolled.code, enrolled.stderr).toBe(0);
     const port = await freePort();
-    new State(state).writeMembership({ ...membership, servers: [`tls://127.0.0.1:${port}`] });
-    new State(state).writeNode({ node: "logs", mode: null });
+    const saved = new State(state);
+    saved.writeMembership({ ...saved.readMembership()!, servers: [`tls://127.0.0.1:${port}`] });
     const run = startCli(["run", "--state", state, "--root", root]);
     try {
-      await waitFor(() => /nothing listens there/.test(run.output().stderr), EVENT_WAIT_MS, "the log line");
+      await waitFor(
+        () => /nothing listens there/.test(run.output().stderr) || run.child.exitCode !== null,
+        EVENT_WAIT_MS,
+        "the log line",
+      );
+      expect(run.output().stderr).toMatch(/nothing listens there/);
       // one reconcile completed with the bus away: the launcher's confirmation is written, the binary's digest
       const confirmed = join(state, "confirmed");
       await waitFor(() => existsSync(confirmed), EVENT_WAIT_MS, "the confirmation");

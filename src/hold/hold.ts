@@ -26,7 +26,7 @@ export interface Link {
 }
 
 /** A dial answered: the link, or why there is none (refused, unreachable, its consumer missing). */
-export type LinkOpened = { ok: true; link: Link } | { ok: false; reason: string };
+export type LinkOpened = { ok: true; link: Link } | { ok: false; reason: string; kind?: string };
 export type Dial = () => Promise<LinkOpened>;
 
 export interface HoldOptions {
@@ -84,6 +84,8 @@ export class Hold {
   private notes: string[];
   /** A bus to move to once this step's report is out. */
   private pendingMove: Membership | null = null;
+  /** The last dial's credentials were refused, and that was said. */
+  private refusedSaid = false;
 
   constructor(private readonly o: HoldOptions) {
     this.notes = [...(o.notes?.notes ?? [])];
@@ -141,11 +143,12 @@ export class Hold {
       this.o.log.debug({ attempt, servers: this.o.deps.membership.servers }, "dialling the bus");
       const dialled = await this.o.dial();
       if (!dialled.ok) {
-        this.lost(dialled.reason);
+        this.lost(dialled.reason, dialled.kind === "auth");
         return false;
       }
       this.link = dialled.link;
       up = true;
+      this.refusedSaid = false;
       this.o.log.info({ attempt: 0 }, "link up");
       this.o.onLink?.({ up: true });
       const lost = await this.hear(dialled.link);
@@ -160,9 +163,21 @@ export class Hold {
     return up;
   }
 
-  /** A link refused or lost (and why): said, shown to `status`, and asked whether to go on dialling. */
-  private lost(reason: string): void {
-    this.o.log.warn({ err: reason }, "link lost or refused");
+  /**
+   * A link refused or lost (and why): said, shown to `status`, and asked whether to go on dialling. Credentials
+   * the bus refused stay refused until the node enrols again: said once, then the redials (backing off to their
+   * longest wait) go on quietly, as the launcher waits for an enrolment, rather than a warning a minute for ever.
+   */
+  private lost(reason: string, credentialsRefused = false): void {
+    if (credentialsRefused && this.refusedSaid) this.o.log.debug({ err: reason }, "still refused by the bus");
+    else
+      this.o.log.warn(
+        { err: reason },
+        credentialsRefused
+          ? "removed from its mesh: waiting, dialling again now and then"
+          : "link lost or refused",
+      );
+    this.refusedSaid = credentialsRefused;
     this.o.onLink?.({ up: false, error: reason });
     if (this.o.onDialFailed?.(reason) === "stop") this.stop("moved");
   }

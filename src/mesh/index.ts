@@ -11,7 +11,7 @@ export { age, type FleetRow, fleetRows, fleetTable } from "./fleet.ts";
 export { type InitOptions, initMesh } from "./init.ts";
 export { type MeshConfig, MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
 export { markMoved, prepareMove } from "./move.ts";
-export { addNode, checkNodeName, codeOf, removeNode } from "./nodes.ts";
+export { addNode, checkNodeName, codeOf, reissueNode, removeNode } from "./nodes.ts";
 export { enrolPermissions, nodePermissions, type Permissions } from "./permissions.ts";
 export {
   type Composed,

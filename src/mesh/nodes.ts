@@ -89,6 +89,39 @@ export async function removeNode(mesh: MeshDir, name: string): Promise<void> {
   if (runningServers(mesh).length) await withBus(mesh, (bus) => dropNode(bus, name)).catch(() => undefined);
 }
 
+/**
+ * A new one-time token, so a new code: for a code lost or never used, or a machine that enrols again (its state
+ * lost, or `node rm` undone). An enrolled node's password is replaced too, so whoever holds the old machine's
+ * state can no longer dial; its keys stay until the next enrolment replaces them, and its serial goes on.
+ */
+export async function reissueNode(mesh: MeshDir, name: string): Promise<string> {
+  checkNodeName(name);
+  const lock = await lockMesh(mesh.dir);
+  let record: NodeRecord;
+  try {
+    const before = mesh.known(name);
+    if (before.moved_to)
+      throw new MeshRefused(`node ${name} has moved to the mesh at ${before.moved_to}: reissue it there`);
+    record = {
+      ...before,
+      token: secret(),
+      password: before.keys ? secret() : before.password,
+      enrolled_at: null,
+    };
+    mesh.writeNode(record);
+    try {
+      await reloadUsers(mesh);
+    } catch (e) {
+      mesh.writeNode(before);
+      await reloadUsers(mesh).catch(() => undefined);
+      throw e;
+    }
+  } finally {
+    lock.release();
+  }
+  return codeOf(mesh, record);
+}
+
 export async function withBus<T>(
   mesh: MeshDir,
   use: (bus: Awaited<ReturnType<typeof connectBus>>) => Promise<T>,

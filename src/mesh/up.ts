@@ -133,9 +133,14 @@ class Controller {
       ),
     );
     await this.bus.nc.flush();
-    this.unfollow = followRecords(this.mesh, (node, change) =>
-      this.said.say(`${change}:${node}`, recordLine(node, change)),
-    );
+    this.unfollow = followRecords(this.mesh, (node, change) => {
+      this.said.say(`${change}:${node}`, recordLine(node, change));
+      // what was heard from a removed node is no part of the fleet, nor of a node later added by its name
+      if (change === "removed" && this.fleet.nodes[node]) {
+        delete this.fleet.nodes[node];
+        this.scheduleFleet();
+      }
+    });
     return true;
   }
 

@@ -111,8 +111,9 @@ describe("enrolment", () => {
     expect(answered.ok).toBe(false);
     if (answered.ok) return;
     expect(answered.kind).toBe("auth");
-    expect(answered.reason).toContain("authentication error");
-    expect(answered.reason).toContain("enrol.badtoken");
+    expect(answered.reason).toContain("authentication refused");
+    expect(answered.reason).toContain("enrolment code for node badtoken");
+    expect(answered.reason).not.toMatch(/Authorization Violation/i);
     expect(answered.reason).not.toContain("wrong-token-secret-42");
     expect(answered.reason).not.toContain(asked.token);
   });

@@ -205,7 +205,7 @@ describe("mesh node add and rm, without the bus", () => {
     await refused(dir, ["node", "add"], /a NAME is needed/);
     await refused(dir, ["node", "add", "a", "b"], /takes one NAME/);
     await refused(dir, ["node", "rm", "nobody"], /node nobody is not in this mesh/);
-    await refused(dir, ["node", "move", "web-1"], /mesh node takes add or rm/);
+    await refused(dir, ["node", "move", "web-1"], /mesh node takes add, rm or reissue/);
     await refused(dir, ["frobnicate"], /unknown mesh command "frobnicate"/);
     await refused(dir, ["nodes", "--bogus"], /unknown flag --bogus/);
     await refused(dir, ["push", "web-1"], /mesh push web-1 needs FILE after it, the declaration to push/);

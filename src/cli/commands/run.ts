@@ -69,6 +69,17 @@ export async function runCommand(ctx: Context): Promise<number> {
   return 0;
 }
 
+/**
+ * `enrol --replace` ran while this process held the old membership (refused, most likely: the node was removed
+ * or reissued): it exits 0, as after a move, for its service manager to start it on the new one.
+ */
+function reEnrolled(ctx: Context, membership: Membership): boolean {
+  const now = ctx.state.readMembership();
+  if (!now || JSON.stringify(now) === JSON.stringify(membership)) return false;
+  ctx.log.info({ servers: now.servers }, "enrolled again: exiting to be started on the new membership");
+  return true;
+}
+
 /** A move to another bus as the hold lives it: saved when declared, finished when heard there, undone when refused. */
 function moveSteps(
   ctx: Context,
@@ -84,7 +95,8 @@ function moveSteps(
     },
     onDialFailed: (reason) => {
       const move = moveInProgress(ctx.state);
-      if (!move || Date.now() - Date.parse(move.started_at) < ctx.args.moveGraceS * 1000) return "retry";
+      if (!move) return reEnrolled(ctx, membership) ? "stop" : "retry";
+      if (Date.now() - Date.parse(move.started_at) < ctx.args.moveGraceS * 1000) return "retry";
       returnFromMove(ctx.state, reason);
       ctx.log.warn({ reason }, "the new bus would not hold this node: returning to the previous one");
       return "stop";

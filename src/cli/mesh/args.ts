@@ -34,9 +34,9 @@ export const MESH_USAGE = [
 
 /** `mesh-host mesh node --help`: the two commands under `node`. */
 export const MESH_NODE_USAGE = [
-  "usage: mesh-host mesh node add|rm NAME [flags]",
+  "usage: mesh-host mesh node add|rm|reissue NAME [flags]",
   ...MESH_COMMANDS.filter((c) => c.name.startsWith("node ")).map(usageOf),
-  "`mesh-host mesh node add --help` (or rm) gives its own flags, defaults and exit statuses.",
+  "`mesh-host mesh node add --help` (or rm, reissue) gives its own flags, defaults and exit statuses.",
 ].join("\n");
 
 export interface MeshArgs {
@@ -98,8 +98,10 @@ function commandOf(words: string[], help: boolean): [string, string[]] {
   if (command === "node") {
     if (help && positionals.length === 0) return ["node", []];
     const sub = positionals.shift();
-    if (sub !== "add" && sub !== "rm")
-      throw new UsageError(`mesh node takes add or rm, not ${sub ? `"${printable(sub)}"` : "nothing"}`);
+    if (sub !== "add" && sub !== "rm" && sub !== "reissue")
+      throw new UsageError(
+        `mesh node takes add, rm or reissue, not ${sub ? `"${printable(sub)}"` : "nothing"}`,
+      );
     command = `node ${sub}`;
   }
   if (command !== "help" && !meshCommandSpec(command))

@@ -141,7 +141,9 @@ export const GETPROP_TIMEOUT_MS = 1_000;
 export const DEFAULT_MESH_DIR = "/var/lib/mesh-host-mesh";
 export const MESH_DIR_MODE = 0o700;
 export const MESH_FILE_MODE = 0o600;
-export const MESH_FORMAT = 1;
+/** 2: the nodes, codes and fleet view live on the bus (KV); 1: they were files, which `mesh migrate` moves. */
+export const MESH_FORMAT = 2;
+export const MESH_FORMAT_FILES = 1;
 /** `mesh init` with no `--server`: one server on this machine, the next ones on the ports after it. */
 export const DEFAULT_MESH_HOST = "127.0.0.1";
 export const DEFAULT_MESH_PORT = 4222;
@@ -181,6 +183,34 @@ export const FLEET_WRITE_MS = 1_000;
 export const UP_SAID_REPEAT_MS = 60_000;
 /** How many pushes a node's record remembers (serial, stream seq, digest), to name a report's serial. */
 export const PUSHES_KEPT = 20;
+/** The controller's KV buckets: one copy a server up to this many (a majority of 3 outlives one machine). */
+export const KV_REPLICAS_MAX = 3;
+/** A compare-and-set lost to another writer is read again and tried again, this many times in all. */
+export const KV_CAS_TRIES = 50;
+/** Listing a bucket: how many keys are read at once. */
+export const KV_LIST_BATCH = 200;
+/** `mesh up` looks at the node and code buckets this often, besides being told of each change as it happens. */
+export const KV_RESYNC_MS = 5_000;
+/** A change to the buckets is acted on after this quiet, so a burst of node adds costs one user-list reload. */
+export const KV_SETTLE_MS = 100;
+/** `mesh node add --expires`: how long an enrolment code is good for, unless the operator says. */
+export const CODE_EXPIRES_S = 24 * 3600;
+/** The longest `--expires` taken: a code is a key to the mesh, and a year-old one is a forgotten one. */
+export const CODE_EXPIRES_MAX_S = 30 * 24 * 3600;
+/**
+ * `node add`/`rm` wait this long for every running `mesh up` to render the change into its servers' user list
+ * (while servers authenticate by a list), asking each this often (a tenth of a second: a reload takes about that).
+ */
+export const USERS_LIVE_MS = 30_000;
+export const USERS_LIVE_POLL_MS = 100;
+/**
+ * Heartbeats a node may have handled per window (a node sends one every HEARTBEAT_S): past it, its heartbeats
+ * are dropped unread and counted, so a flood costs that node's entries, never another's or the controller's link.
+ */
+export const HEARTBEAT_BUDGET = 20;
+export const HEARTBEAT_WINDOW_MS = 10_000;
+/** How often `mesh up` says which nodes' heartbeats it dropped (and adds them to their fleet entries). */
+export const FLOOD_LOG_MS = 60_000;
 /** REPORTS keeps a month: the fleet view needs the newest, an operator's inquiry a little more. */
 export const REPORTS_MAX_AGE_S = 30 * 24 * 3600;
 // The link: its timeouts (the names protocol.md composes are src/vocabulary/subjects.ts).
@@ -205,3 +235,15 @@ export const PULL_FAILURES_MAX = 5;
 export const SERVER_ACK_TIMEOUT_MS = 5_000;
 /** The longest INFO line a preflight reads before deciding it is not talking to a NATS server. */
 export const MAX_INFO_BYTES = 64 * 1024;
+// Releases (protocol.md "Releases"): the mesh's object store of host releases, and a node fetching from it.
+
+/** A release object's chunk: the NATS object stores' own default, well under any server's max_payload. */
+export const RELEASE_CHUNK_BYTES = 128 * 1024;
+/** How many chunks `mesh release add` has in flight at once. */
+export const RELEASE_PUBLISH_WINDOW = 8;
+/** One direct get of a release's meta or chunk: waits this long for the server. */
+export const RELEASE_GET_TIMEOUT_MS = 10_000;
+/** A fetch records where it stands every this many chunks (1 MiB), so a cut one resumes near where it stood. */
+export const RELEASE_PROGRESS_CHUNKS = 8;
+/** Room a release must leave on the disk beyond its own bytes, so installing it never fills the disk. */
+export const RELEASE_SPACE_MARGIN_BYTES = 32 * 1024 * 1024;

@@ -17,7 +17,10 @@ export const HOST_EXITS: readonly Exit[] = [
 /** What an operator's command's exit status says, unless the command says otherwise. */
 export const MESH_EXITS: readonly Exit[] = [
   [0, "done"],
-  [1, "it could not be done (the bus, a server that died, a file it could not write)"],
+  [
+    1,
+    "it could not be done: no server of the bus answered (nothing read or changed), a server died, a file could not be written",
+  ],
   [2, "refused: bad or stale input, one line on stderr; nothing changed"],
 ];
 
@@ -38,7 +41,7 @@ export const STATUS_EXITS: readonly Exit[] = [
 
 export const PUSH_EXITS: readonly Exit[] = [
   [0, "every node applied it (or --wait-s 0: it was sent)"],
-  [1, "a node's apply failed, or was superseded by a newer declaration"],
+  [1, "a node's apply failed, or was superseded by a newer declaration; or no server of the bus answered"],
   [2, "refused here (nothing sent, no serial used), or a node refused the declaration"],
   [3, "a node said nothing within --wait-s"],
 ];

@@ -22,6 +22,7 @@ import {
   PUSH_EXITS,
   STATUS_EXITS,
 } from "./exits.ts";
+import { RELEASE_COMMANDS, RELEASE_FLAGS } from "./table-release.ts";
 
 export interface Flag {
   /** The long name, without `--`. */
@@ -42,7 +43,6 @@ export interface Flag {
 
 export const LOG_FORMATS = ["json", "text"] as const;
 export const HOST_KIND_NAMES = ["arch", "android", "linux"] as const;
-
 const flag = (f: Flag): Flag => f;
 const seconds = (name: string, v: number, help: string): Flag => ({
   name,
@@ -179,6 +179,7 @@ export const FLAGS = {
     complete: "dir",
   }),
   all: flag({ name: "all", default: "off", help: "every enrolled node, no NAME given" }),
+  expires: flag({ name: "expires", value: "DURATION", default: "24h", help: "the code's life, at most 30d" }),
   "wait-s": seconds("wait-s", PUSH_WAIT_S, "seconds to wait for the reports"),
   to: flag({
     name: "to",
@@ -187,10 +188,10 @@ export const FLAGS = {
     help: "the other mesh's directory",
     complete: "dir",
   }),
+  ...RELEASE_FLAGS,
 } as const satisfies Record<string, Flag>;
 
 export type FlagName = keyof typeof FLAGS;
-
 /** Taken by every command. */
 export const GLOBAL_FLAGS: readonly FlagName[] = [
   "state",
@@ -338,15 +339,10 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
     name: "node add",
     args: "NAME",
     summary: "add a node; prints its enrolment code (or writes it to F, 0600)",
-    flags: ["code-file"],
+    flags: ["code-file", "expires"],
     means: CODE_OUT,
   }),
-  command({
-    name: "node rm",
-    args: "NAME",
-    summary: "revoke a node: its users, consumer and record",
-    flags: [],
-  }),
+  command({ name: "node rm", args: "NAME", summary: "revoke a node: users, consumer, record", flags: [] }),
   command({
     name: "node reissue",
     args: "NAME",
@@ -366,8 +362,10 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
     exits: PUSH_EXITS,
     means: { secret: { value: "KEY=FILE", help: "a secret sealed to each node, read from FILE" } },
   }),
+  ...RELEASE_COMMANDS,
   command({ name: "nodes", summary: "the fleet at a glance, silent nodes first", flags: ["json"] }),
   command({ name: "watch", summary: "reports and heartbeats as they arrive", flags: ["json"] }),
+  command({ name: "migrate", summary: "move a format-1 directory's nodes onto the bus", flags: ["json"] }),
   command({
     name: "move",
     args: "NAME",

@@ -34,6 +34,7 @@ import {
   messageOf,
   missingConsumer,
 } from "./failures.ts";
+import { type ReleaseSource, releaseSource } from "./fetch-release.ts";
 
 export interface LinkOptions {
   dialTimeoutMs?: number;
@@ -85,6 +86,8 @@ export interface Link {
   report(report: Report | Uint8Array): Promise<Reported>;
   /** Core publish to `mesh.heartbeat.<n>`: may be lost, costs nothing. */
   heartbeat(heartbeat: Heartbeat): Sent;
+  /** Releases, read by direct get on the mesh's release stream (fetch-release.ts). */
+  releases(): ReleaseSource;
   /** Resolves, with why, when the link closes for any reason. */
   closed(): Promise<string>;
   close(reason?: string): Promise<void>;
@@ -169,6 +172,10 @@ class NatsLink implements Link {
 
   closed(): Promise<string> {
     return this.whenClosed;
+  }
+
+  releases(): ReleaseSource {
+    return releaseSource(this.nc);
   }
 
   async close(reason = "closed by the host"): Promise<void> {

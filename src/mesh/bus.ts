@@ -26,7 +26,13 @@ import {
   STREAM_SUBJECTS,
   type StreamName,
 } from "../vocabulary/index.ts";
-import { type MeshDir, MeshRefused } from "./layout.ts";
+import type { MeshDir } from "./layout.ts";
+
+/**
+ * No server of the mesh answered: the state lives on the bus, so nothing can be read or done (exit 1, one line);
+ * never a stale copy read instead.
+ */
+export class BusDown extends Error {}
 
 export interface Bus {
   nc: NatsConnection;
@@ -57,7 +63,7 @@ export async function connectBus(
       reconnectTimeWait: 250,
     });
   } catch (e) {
-    throw new MeshRefused(
+    throw new BusDown(
       `the mesh's bus does not answer at ${mesh.urls().join(", ")} (is \`mesh-host mesh up\` running?): ${firstLine(e)}`,
     );
   }
@@ -66,12 +72,15 @@ export async function connectBus(
   return { nc, js: jetstream(nc), jsm, close: () => nc.close().catch(() => undefined) };
 }
 
-/** While a server reloads its user list, the account's JetStream API goes unanswered for a moment. */
+/**
+ * While a server reloads its user list, the account's JetStream API goes unanswered for a moment; while a cluster
+ * that lost a server elects new leaders, its requests time out or say JetStream is unavailable for a moment.
+ */
 function reloading(e: unknown): boolean {
-  return /no responders|not enabled|503/i.test(firstLine(e));
+  return /no responders|not enabled|503|timeout|temporarily unavailable/i.test(firstLine(e));
 }
 
-/** A JetStream call, tried again while the servers are reloading (up to JS_RELOAD_MS); any other failure at once. */
+/** A JetStream call, tried again while the servers reload or elect (up to JS_RELOAD_MS); any other failure at once. */
 export async function jsCall<T>(call: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + JS_RELOAD_MS;
   for (;;) {
@@ -120,12 +129,15 @@ export async function awaitStreams(
   replicas: number,
   stopped: () => boolean,
   warn: (line: string) => void,
+  /** More the mesh makes once JetStream answers (the buckets of the controller's state). */
+  also: () => Promise<void> = async () => {},
 ): Promise<boolean> {
   const slow = Date.now() + JETSTREAM_READY_MS;
   let said = false;
   while (!stopped()) {
     try {
       await ensureStreams(bus, replicas);
+      await also();
       return true;
     } catch (e) {
       if (!said && Date.now() > slow) {

@@ -1,19 +1,17 @@
-// The fleet view: what `up` heard last from each node (fleet.json), and the rows `mesh nodes` shows from it.
+// The fleet view: what the controllers heard last from each node (the mesh-fleet bucket), merged so that two
+// controllers writing one node's entry keep the newer of each half, and the rows `mesh nodes` shows from it.
 import type { Heartbeat, Report } from "../vocabulary/index.ts";
-import type { Fleet, FleetEntry, NodeRecord } from "./layout.ts";
+import type { FleetEntry, NodeRecord } from "./state.ts";
 
-function entryOf(fleet: Fleet, node: string): FleetEntry {
-  fleet.nodes[node] ??= { heartbeat: null, report: null };
-  return fleet.nodes[node];
+/** What one controller heard of a node since it last wrote the node's entry. */
+export interface Heard {
+  heartbeat?: NonNullable<FleetEntry["heartbeat"]>;
+  report?: NonNullable<FleetEntry["report"]>;
+  dropped?: number;
 }
 
-export function heardHeartbeat(fleet: Fleet, hb: Heartbeat, at = new Date()): void {
-  entryOf(fleet, hb.node).heartbeat = {
-    at: at.toISOString(),
-    version: hb.version,
-    uptime_s: hb.uptime_s,
-    confirmed: hb.confirmed,
-  };
+export function heartbeatOf(hb: Heartbeat, at = new Date()): NonNullable<FleetEntry["heartbeat"]> {
+  return { at: at.toISOString(), version: hb.version, uptime_s: hb.uptime_s, confirmed: hb.confirmed };
 }
 
 /** The serial a report answers, from the pushes the node's record remembers (a report names only its digest). */
@@ -26,36 +24,48 @@ export function serialOfSeq(record: NodeRecord | null, seq: number): number | nu
   return record?.pushes.find((p) => p.seq === seq)?.serial ?? null;
 }
 
-/**
- * A report on an older serial than the one shown says nothing of what the node holds now: a replay of an old
- * declaration, refused by the node, made a healthy node's row read `refused serial 1` (`mesh up` says it).
- */
-function olderThanShown(entry: FleetEntry, serial: number | null): boolean {
-  const shown = entry.report?.serial ?? null;
-  return shown !== null && serial !== null && serial < shown;
-}
-
-/** Kept in the fleet view unless it is about an older declaration than the one shown; whether it was. */
-export function heardReport(
-  fleet: Fleet,
+export function reportOf(
   report: Report,
   record: NodeRecord | null,
   at = new Date(),
-): boolean {
-  const entry = entryOf(fleet, report.node);
-  const serial = serialOf(record, report.declaration.digest);
-  if (olderThanShown(entry, serial)) return false;
-  // a refused declaration's report names no mode: the node's mode is still what it last said
-  const mode = report.mode ?? entry.report?.mode ?? null;
-  entry.report = {
+): NonNullable<FleetEntry["report"]> {
+  return {
     at: at.toISOString(),
     outcome: report.outcome,
     seq: report.declaration.seq,
     digest: report.declaration.digest,
-    serial,
-    mode,
+    serial: serialOf(record, report.declaration.digest),
+    mode: report.mode ?? null,
   };
-  return true;
+}
+
+const later = <T extends { at: string }>(a: T | null, b: T | undefined): T | null =>
+  !b ? a : !a || Date.parse(b.at) >= Date.parse(a.at) ? b : a;
+
+/**
+ * A report on an older serial than the one shown says nothing of what the node holds now: a replay of an old
+ * declaration, refused by the node, made a healthy node's row read `refused serial 1` (`mesh up` says it).
+ */
+export function olderThanShown(entry: FleetEntry | null, serial: number | null): boolean {
+  const shown = entry?.report?.serial ?? null;
+  return shown !== null && serial !== null && serial < shown;
+}
+
+/**
+ * The entry with what was heard folded in: the newer heartbeat and report win (a report on an older serial than
+ * the one shown is not kept), dropped heartbeats add up.
+ */
+export function merged(current: FleetEntry | null, heard: Heard): FleetEntry {
+  const base = current ?? { heartbeat: null, report: null, dropped_heartbeats: 0 };
+  const fresh = heard.report && !olderThanShown(base, heard.report.serial) ? heard.report : undefined;
+  let report = later(base.report, fresh);
+  // a refused declaration's report names no mode: the node's mode is still what it last said
+  if (report && report.mode === null && base.report?.mode) report = { ...report, mode: base.report.mode };
+  return {
+    heartbeat: later(base.heartbeat, heard.heartbeat),
+    report,
+    dropped_heartbeats: base.dropped_heartbeats + (heard.dropped ?? 0),
+  };
 }
 
 export interface FleetRow {
@@ -67,6 +77,8 @@ export interface FleetRow {
   report: { outcome: string; serial: number | null; seq: number; age_s: number } | null;
   confirmed: boolean | null;
   moved_to: string | null;
+  /** Heartbeats dropped unread: past the node's budget (a flood). */
+  heartbeats_dropped: number;
 }
 
 const ageOf = (iso: string, now: number) => Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
@@ -80,9 +92,13 @@ function thisLife<T extends { at: string }>(heard: T | null, record: NodeRecord)
 }
 
 /** One row a node, the silent first (never heard, then the longest silence), then by name. */
-export function fleetRows(records: NodeRecord[], fleet: Fleet, now = Date.now()): FleetRow[] {
+export function fleetRows(
+  records: NodeRecord[],
+  fleet: ReadonlyMap<string, FleetEntry>,
+  now = Date.now(),
+): FleetRow[] {
   const rows = records.map((r): FleetRow => {
-    const e = fleet.nodes[r.node];
+    const e = fleet.get(r.node);
     const hb = thisLife(e?.heartbeat ?? null, r);
     const rep = thisLife(e?.report ?? null, r);
     return {
@@ -96,6 +112,7 @@ export function fleetRows(records: NodeRecord[], fleet: Fleet, now = Date.now())
         : null,
       confirmed: hb?.confirmed ?? null,
       moved_to: r.moved_to,
+      heartbeats_dropped: e?.dropped_heartbeats ?? 0,
     };
   });
   const silence = (row: FleetRow) =>

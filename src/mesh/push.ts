@@ -18,9 +18,9 @@ import {
   seal,
   signEnvelope,
 } from "../vocabulary/index.ts";
-import { type Bus, connectBus, firstLine, jsCall } from "./bus.ts";
-import { lockMesh } from "./files.ts";
-import { type MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
+import { firstLine, jsCall } from "./bus.ts";
+import { type MeshDir, MeshRefused } from "./layout.ts";
+import { allNodes, changeNode, knownNode, type NodeRecord, type State } from "./state.ts";
 
 export interface PushInput {
   /** FILE's JSON: a declaration without (or with this node's) `node`; push sets `serial` and `issued_at`. */
@@ -44,18 +44,15 @@ export interface Pushed extends Composed {
 }
 
 /** Every target named and enrolled, or a refusal naming the first that is not. */
-export function targetsOf(mesh: MeshDir, names: string[], all: boolean): string[] {
+export async function targetsOf(state: State, names: string[], all: boolean): Promise<string[]> {
   if (all) {
-    const enrolled = mesh
-      .nodes()
-      .filter((r) => r.keys && !r.moved_to)
-      .map((r) => r.node);
+    const enrolled = (await allNodes(state)).filter((r) => r.keys && !r.moved_to).map((r) => r.node);
     if (!enrolled.length) throw new MeshRefused("--all: no node of this mesh has enrolled yet");
     return enrolled;
   }
   if (new Set(names).size !== names.length) throw new MeshRefused("a node is named twice");
   for (const n of names) {
-    const r = mesh.known(n);
+    const r = (await knownNode(state, n)).value;
     if (!r.keys) throw new MeshRefused(`node ${n} has not enrolled yet: there is no key to seal to`);
     if (r.moved_to) throw new MeshRefused(`node ${n} has moved to the mesh at ${r.moved_to}`);
   }
@@ -122,45 +119,35 @@ function checkNoInstallerSecret(declaration: Declaration, node: string): void {
 }
 
 /**
- * Compose for every target (refused: nothing happened), then, under the lock and with the bus reached, take the
- * serials, keep them durably, and publish. The serial is written before the publish: a push that dies between
- * the two leaves a gap in the order, never one serial on two bodies.
+ * Compose for every target (refused: nothing happened), then take each node's next serial by compare-and-set on
+ * its record (another operator pushing at the same moment takes the one after: never one serial on two bodies),
+ * keeping the push in the record before anything is published: a push that dies between the two leaves a gap in
+ * the order, never a serial used twice.
  */
 export async function preparePush(
-  mesh: MeshDir,
+  state: State,
   targets: string[],
   input: PushInput,
   extra: (record: NodeRecord) => Record<string, unknown> = () => ({}),
-  /** Runs once every check has passed and the bus answers, before any serial is taken (a move's other mesh). */
+  /** Runs once every check has passed, before any serial is taken (a move's other mesh). */
   beforeCommit: () => Promise<void> = async () => {},
-): Promise<{ bus: Bus; composed: Composed[] }> {
-  for (const n of targets) compose(mesh.known(n), input, extra(mesh.known(n)));
-  const bus = await connectBus(mesh);
-  let lock: Awaited<ReturnType<typeof lockMesh>> | null = null;
-  let composed: Composed[];
-  try {
-    await beforeCommit();
-    lock = await lockMesh(mesh.dir);
-    composed = targets.map((n) => compose(mesh.known(n), input, extra(mesh.known(n))));
-    for (const c of composed) {
-      const record = mesh.known(c.node);
-      mesh.writeNode({
-        ...record,
-        serial: c.serial,
-        last_body: c.kept,
-        pushes: [
-          ...record.pushes,
-          { serial: c.serial, digest: c.digest, seq: null, at: new Date().toISOString() },
-        ].slice(-PUSHES_KEPT),
-      });
-    }
-  } catch (e) {
-    await bus.close();
-    throw e;
-  } finally {
-    lock?.release();
+): Promise<Composed[]> {
+  for (const n of targets) {
+    const record = (await knownNode(state, n)).value;
+    compose(record, input, extra(record));
   }
-  return { bus, composed };
+  await beforeCommit();
+  const composed: Composed[] = [];
+  for (const n of targets)
+    composed.push(
+      await changeNode(state, n, (record) => {
+        const c = compose(record, input, extra(record));
+        const push = { serial: c.serial, digest: c.digest, seq: null, at: new Date().toISOString() };
+        const pushes = [...record.pushes, push].slice(-PUSHES_KEPT);
+        return { value: { ...record, serial: c.serial, last_body: c.kept, pushes }, result: c };
+      }),
+    );
+  return composed;
 }
 
 /** Listen for the targets' reports, then publish each signed envelope; the stream sequence of each. */
@@ -169,11 +156,12 @@ export type ReportHeard = (reported: number, of: number, node: string | null, ou
 
 export async function publishAndWait(
   mesh: MeshDir,
-  bus: Bus,
+  state: State,
   composed: Composed[],
   waitMs: number,
   heard: ReportHeard = () => {},
 ): Promise<Pushed[]> {
+  const bus = state.bus;
   const byDigest = new Map<string, Report>();
   const wanted = new Set(composed.map((c) => c.digest));
   let done: () => void = () => {};
@@ -207,7 +195,7 @@ export async function publishAndWait(
         throw new Error(`publishing to node ${c.node} failed: ${firstLine(e)}`);
       }
     }
-    await recordSeqs(mesh, composed, seqs);
+    await recordSeqs(state, composed, seqs);
     if (waitMs > 0) {
       if (byDigest.size < wanted.size) heard(byDigest.size, wanted.size, null);
       let timer: NodeJS.Timeout | undefined;
@@ -220,22 +208,20 @@ export async function publishAndWait(
   }
 }
 
-async function recordSeqs(mesh: MeshDir, composed: Composed[], seqs: Map<string, number>): Promise<void> {
-  const lock = await lockMesh(mesh.dir);
-  try {
-    for (const c of composed) {
-      const record = mesh.node(c.node);
-      if (!record) continue;
-      mesh.writeNode({
+/** Each push's stream sequence into its record (a node removed meanwhile has none to keep it). */
+async function recordSeqs(state: State, composed: Composed[], seqs: Map<string, number>): Promise<void> {
+  for (const c of composed)
+    await changeNode(state, c.node, (record) => ({
+      value: {
         ...record,
         pushes: record.pushes.map((p) =>
           p.digest === c.digest ? { ...p, seq: seqs.get(c.node) ?? null } : p,
         ),
-      });
-    }
-  } finally {
-    lock.release();
-  }
+      },
+      result: undefined,
+    })).catch((e) => {
+      if (!(e instanceof MeshRefused)) throw e;
+    });
 }
 
 /** 0 every node applied; 2 one refused; 1 one failed or was set aside; 3 one said nothing in time. */

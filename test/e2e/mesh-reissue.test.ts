@@ -6,8 +6,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MeshDir } from "../../src/mesh/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp, serverDir } from "../mesh/operator.ts";
+import { codeRecord, nodeRecord } from "../mesh/state.ts";
 import { type Running, runCli, startRun } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 
@@ -131,7 +131,7 @@ describe("a node removed, reissued and enrolled again", () => {
     expect(pushed.stdout).toMatch(/^web-1: serial 2\n/);
     expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("two\n");
     // the code is spent once the node is heard as itself: then refused in our words, exit 2
-    await until(() => new MeshDir(dir).known("web-1").token === null, "the token spent");
+    await until(async () => (await codeRecord(dir, "web-1")) === null, "the code withdrawn once spent");
     await until(
       () => !readFileSync(join(serverDir(dir, 1), "users.conf"), "utf8").includes("enrol.web-1"),
       "the enrol user gone",
@@ -176,6 +176,6 @@ describe("a node removed, reissued and enrolled again", () => {
       }),
     ]);
     expect((await mesh(dir, ["nodes"])).stdout).toMatch(/web-1\s+not enrolled\s+\S+\s+never\s+-\s+-\n/);
-    expect(new MeshDir(dir).known("web-1").serial).toBe(0);
+    expect((await nodeRecord(dir, "web-1")).serial).toBe(0);
   });
 });

@@ -1,7 +1,7 @@
 // `mesh-host mesh …` flags, read by the host's own parser against the one table (src/cli/table.ts: FLAGS and
 // MESH_COMMANDS): each subcommand takes its own, anything else is refused in our words. The usage `mesh --help`
 // prints, the man page and the completions are made from the same table.
-import { DEFAULT_MESH_DIR, PUSH_WAIT_S } from "../../defaults.ts";
+import { CODE_EXPIRES_MAX_S, CODE_EXPIRES_S, DEFAULT_MESH_DIR, PUSH_WAIT_S } from "../../defaults.ts";
 import { type Given, printable, tokens, UsageError } from "../args.ts";
 import {
   type CommandSpec,
@@ -32,6 +32,13 @@ export const MESH_USAGE = [
   "`mesh-host mesh COMMAND --help` gives a command's own flags, defaults and exit statuses.",
 ].join("\n");
 
+/** `mesh-host mesh release --help`: the three commands under `release`. */
+export const MESH_RELEASE_USAGE = [
+  "usage: mesh-host mesh release add|ls|rm [flags]",
+  ...MESH_COMMANDS.filter((c) => c.name.startsWith("release ")).map(usageOf),
+  "`mesh-host mesh release add --help` (or ls, rm) gives its own flags, defaults and exit statuses.",
+].join("\n");
+
 /** `mesh-host mesh node --help`: the two commands under `node`. */
 export const MESH_NODE_USAGE = [
   "usage: mesh-host mesh node add|rm|reissue NAME [flags]",
@@ -54,7 +61,34 @@ export interface MeshArgs {
   secret: string[];
   waitS: number;
   to: string | null;
+  expiresS: number;
+  /** `release add --version V` and `--host KIND`. */
+  version: string | null;
+  host: string | null;
   help: boolean;
+}
+
+/** The mesh's flags by name: `--version` takes a value here (a release's), the host's is a switch. */
+const MESH_FLAGS: Record<string, Flag> = { ...FLAGS, version: FLAGS["release-version"] };
+
+/** The words of a two-word command (`node add`, `release ls`), and the second words each takes. */
+const GROUPS: Record<string, readonly string[]> = {
+  node: ["add", "rm", "reissue"],
+  release: ["add", "ls", "rm"],
+};
+
+const SECONDS_IN: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+/** `--expires 30m`: seconds, from 1 s to CODE_EXPIRES_MAX_S. */
+function duration(value: string | undefined): number {
+  if (value === undefined) return CODE_EXPIRES_S;
+  const m = /^(\d{1,7})([smhd])$/.exec(value);
+  const s = m ? Number(m[1]) * SECONDS_IN[m[2]!]! : 0;
+  if (!m || s < 1 || s > CODE_EXPIRES_MAX_S)
+    throw new UsageError(
+      `--expires must be a number and s, m, h or d, from 1s to ${CODE_EXPIRES_MAX_S / 86_400}d, not "${printable(value)}"`,
+    );
+  return s;
 }
 
 function count(flag: string, value: string | undefined, min: number): number | null {
@@ -65,13 +99,13 @@ function count(flag: string, value: string | undefined, min: number): number | n
 }
 
 export function parseMesh(argv: string[]): MeshArgs {
-  const { given, positionals: words } = tokens(argv, () => SEE);
+  const { given, positionals: words } = tokens(argv, () => SEE, MESH_FLAGS);
   const v: Record<string, string | string[] | true> = {};
   for (const [f, value] of given)
     v[f.name] = f.multiple ? [...((v[f.name] as string[] | undefined) ?? []), value as string] : value;
   const help = v.help === true;
   const [command, positionals] = commandOf(words, help);
-  if (command !== "help" && command !== "node") checkFlags(command, given);
+  if (command !== "help" && !(command in GROUPS)) checkFlags(command, given);
   const one = (name: string) => v[name] as string | undefined;
   return {
     command,
@@ -88,6 +122,9 @@ export function parseMesh(argv: string[]): MeshArgs {
     secret: (v.secret as string[] | undefined) ?? [],
     waitS: count("wait-s", one("wait-s"), 0) ?? PUSH_WAIT_S,
     to: one("to") ?? null,
+    expiresS: duration(one("expires")),
+    version: one("version") ?? null,
+    host: one("host") ?? null,
     help: help || command === "help",
   };
 }
@@ -95,14 +132,15 @@ export function parseMesh(argv: string[]): MeshArgs {
 /** The subcommand (`node add` is two words) and the words after it; none is `help` (`node` alone, for help). */
 function commandOf(words: string[], help: boolean): [string, string[]] {
   let [command = "help", ...positionals] = words;
-  if (command === "node") {
-    if (help && positionals.length === 0) return ["node", []];
+  const subs = GROUPS[command];
+  if (subs) {
+    if (help && positionals.length === 0) return [command, []];
     const sub = positionals.shift();
-    if (sub !== "add" && sub !== "rm" && sub !== "reissue")
+    if (!sub || !subs.includes(sub))
       throw new UsageError(
-        `mesh node takes add, rm or reissue, not ${sub ? `"${printable(sub)}"` : "nothing"}`,
+        `mesh ${command} takes ${subs.join(" or ")}, not ${sub ? `"${printable(sub)}"` : "nothing"}`,
       );
-    command = `node ${sub}`;
+    command = `${command} ${sub}`;
   }
   if (command !== "help" && !meshCommandSpec(command))
     throw new UsageError(

@@ -5,7 +5,9 @@ import { resolve } from "node:path";
 import { SECRET_FILE_MODE } from "../../defaults.ts";
 import {
   addNode,
+  allNodes,
   checkNodeName,
+  fleetOf,
   fleetRows,
   fleetTable,
   type Heard,
@@ -13,10 +15,12 @@ import {
   LockBusy,
   MeshDir,
   MeshRefused,
+  migrate,
   reissueNode,
   removeNode,
   up,
   watch,
+  withState,
   writeAtomic,
   writeUnits,
 } from "../../mesh/index.ts";
@@ -25,8 +29,9 @@ import { runningBinary } from "../commands/confirm.ts";
 import { meshCommandHelp } from "../help.ts";
 import { summary, writeJson, writeOut } from "../output.ts";
 import { meshCommandSpec } from "../table.ts";
-import { MESH_NODE_USAGE, MESH_USAGE, type MeshArgs, parseMesh } from "./args.ts";
+import { MESH_NODE_USAGE, MESH_RELEASE_USAGE, MESH_USAGE, type MeshArgs, parseMesh } from "./args.ts";
 import { moveCommand, pushCommand } from "./push.ts";
+import { releaseAddCommand, releaseLsCommand, releaseRmCommand } from "./release.ts";
 
 type Handler = (mesh: MeshDir, args: MeshArgs) => Promise<number>;
 
@@ -40,6 +45,10 @@ const HANDLERS: Record<string, Handler> = {
   nodes: nodesCommand,
   watch: watchCommand,
   move: moveCommand,
+  migrate: migrateCommand,
+  "release add": releaseAddCommand,
+  "release ls": releaseLsCommand,
+  "release rm": releaseRmCommand,
 };
 
 export async function meshMain(argv: string[]): Promise<number> {
@@ -60,6 +69,7 @@ export async function meshMain(argv: string[]): Promise<number> {
 function helpText(args: MeshArgs): string {
   const name = args.command === "help" ? args.positionals.join(" ") : args.command;
   if (name === "node") return MESH_NODE_USAGE;
+  if (name === "release") return MESH_RELEASE_USAGE;
   const spec = meshCommandSpec(name);
   if (spec) return meshCommandHelp(spec);
   if (name) throw new UsageError(`no help for "mesh ${printable(name)}" (see \`mesh-host mesh --help\`)`);
@@ -123,7 +133,8 @@ async function nodeAddCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   mesh.config();
   if (args.codeFile && existsSync(args.codeFile))
     throw new UsageError(`--code-file ${args.codeFile} exists: not overwritten`);
-  const code = await addNode(mesh, name!);
+  const { code, late } = await addNode(mesh, name!, args.expiresS);
+  sayLate(late, `node ${name}'s enrolling user`);
   if (args.codeFile) {
     writeAtomic(resolve(args.codeFile), `${code}\n`, SECRET_FILE_MODE);
     writeOut(`added ${name}: its enrolment code is in ${args.codeFile}`);
@@ -138,9 +149,9 @@ async function nodeReissueCommand(mesh: MeshDir, args: MeshArgs): Promise<number
   mesh.config();
   if (args.codeFile && existsSync(args.codeFile))
     throw new UsageError(`--code-file ${args.codeFile} exists: not overwritten`);
-  const enrolled = mesh.known(name!).keys !== null;
-  const code = await reissueNode(mesh, name!);
-  const then = enrolled ? `; on its machine: mesh-host enrol --replace` : "";
+  const { code, late, enrolled } = await reissueNode(mesh, name!, args.expiresS);
+  sayLate(late, `node ${name}'s new credentials`);
+  const then = enrolled ? "; on its machine: mesh-host enrol --replace" : "";
   if (args.codeFile) {
     writeAtomic(resolve(args.codeFile), `${code}\n`, SECRET_FILE_MODE);
     writeOut(`reissued ${name}: its new enrolment code is in ${args.codeFile}${then}`);
@@ -153,15 +164,34 @@ async function nodeRmCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   if (extra.length) throw new UsageError("mesh node rm takes one NAME");
   checkNodeName(name);
   mesh.config();
-  await removeNode(mesh, name!);
+  sayLate(await removeNode(mesh, name!), `node ${name}'s removal`);
   writeOut(`removed ${name}: its users, consumer and record are gone`);
+  return 0;
+}
+
+/** A server that answers but has not taken a user-list change: its `mesh up` is not running (or is behind). */
+function sayLate(late: string[], what: string): void {
+  if (late.length)
+    process.stderr.write(
+      `mesh-host mesh: ${late.join(", ")} had not taken ${what} yet (is \`mesh-host mesh up\` running beside it?)\n`,
+    );
+}
+
+async function migrateCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
+  noPositionals(args);
+  const done = await migrate(mesh, (line) => process.stderr.write(`mesh-host mesh migrate: ${line}\n`));
+  if (args.json) writeJson(done);
+  else
+    writeOut(
+      `migrated ${mesh.dir} to format 2: ${done.nodes} node(s), ${done.codes} code(s), ${done.fleet} fleet entr(ies) on the bus; the old files are in ${done.kept}`,
+    );
   return 0;
 }
 
 async function nodesCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   noPositionals(args);
   mesh.config();
-  const rows = fleetRows(mesh.nodes(), mesh.fleet());
+  const rows = await withState(mesh, async (state) => fleetRows(await allNodes(state), await fleetOf(state)));
   if (args.json) writeJson({ nodes: rows });
   else writeOut(fleetTable(rows));
   return 0;

@@ -5,6 +5,7 @@ import {
   exitOf,
   type MeshDir,
   markMoved,
+  openState,
   type Pushed,
   prepareMove,
   preparePush,
@@ -52,17 +53,18 @@ export async function pushCommand(mesh: MeshDir, args: MeshArgs): Promise<number
   if (args.all && names.length) throw new UsageError("mesh push takes NAME... or --all, not both");
   if (!args.all && !names.length) throw new UsageError(oneWordWhy(file));
   mesh.config();
-  const targets = targetsOf(mesh, names, args.all);
-  const input = { file: readFile(file), secrets: readGivenSecrets(args.secret) };
-  const { bus, composed } = await preparePush(mesh, targets, input);
+  const state = await openState(mesh);
   try {
+    const targets = await targetsOf(state, names, args.all);
+    const input = { file: readFile(file), secrets: readGivenSecrets(args.secret) };
+    const composed = await preparePush(state, targets, input);
     const wait = waiting("mesh push", composed);
-    const pushed = await publishAndWait(mesh, bus, composed, args.waitS * 1000, wait.heard);
+    const pushed = await publishAndWait(mesh, state, composed, args.waitS * 1000, wait.heard);
     wait.line.clear();
     say(pushed, args);
     return args.waitS === 0 ? 0 : exitOf(pushed);
   } finally {
-    await bus.close();
+    await state.bus.close();
   }
 }
 
@@ -71,14 +73,15 @@ export async function moveCommand(mesh: MeshDir, args: MeshArgs): Promise<number
   if (!name || extra.length) throw new UsageError("mesh move takes one NAME");
   if (!args.to)
     throw new UsageError("mesh move needs --to DIR2: the other mesh, made by `mesh-host mesh init`");
-  mesh.known(name);
-  const { bus, composed, to } = await prepareMove(mesh, name, args.to);
+  mesh.config();
+  const state = await openState(mesh);
   try {
+    const { composed, to } = await prepareMove(mesh, state, name, args.to);
     const wait = waiting("mesh move", composed);
-    const pushed = await publishAndWait(mesh, bus, composed, args.waitS * 1000, wait.heard);
+    const pushed = await publishAndWait(mesh, state, composed, args.waitS * 1000, wait.heard);
     wait.line.clear();
     const code = exitOf(pushed);
-    if (code === 0) await markMoved(mesh, name, to);
+    if (code === 0) await markMoved(state, name, to);
     say(pushed, args);
     if (!args.json && code === 0)
       writeOut(
@@ -86,7 +89,7 @@ export async function moveCommand(mesh: MeshDir, args: MeshArgs): Promise<number
       );
     return code;
   } finally {
-    await bus.close();
+    await state.bus.close();
   }
 }
 

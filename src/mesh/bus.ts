@@ -10,6 +10,7 @@ import {
 } from "@nats-io/jetstream";
 import { connect, type NatsConnection, nanos } from "@nats-io/transport-node";
 import {
+  CONSUMER_LEADER_MS,
   JETSTREAM_READY_MS,
   JETSTREAM_READY_POLL_MS,
   JS_RELOAD_MS,
@@ -152,7 +153,10 @@ export async function awaitStreams(
   return false;
 }
 
-/** The node's durable pull consumer on DECLARE, filtered on its subject, ack explicit (protocol.md). */
+/**
+ * The node's durable pull consumer on DECLARE, filtered on its subject, ack explicit (protocol.md), returned
+ * once it can deliver (consumerLed).
+ */
 export async function ensureNodeConsumer(bus: Bus, node: string): Promise<void> {
   await jsCall(() =>
     bus.jsm.consumers.add("DECLARE", {
@@ -161,6 +165,23 @@ export async function ensureNodeConsumer(bus: Bus, node: string): Promise<void> 
       ack_policy: AckPolicy.Explicit,
     }),
   );
+  await consumerLed(bus, "DECLARE", nodeConsumer(node));
+}
+
+/**
+ * Until a consumer of a replicated stream has its leader (up to CONSUMER_LEADER_MS). Its info is answered before
+ * it has one, so a node told of it binds at once; but the pull it then sends has no leader to take it, and the
+ * node learns so only from missed heartbeats a minute and more later: a node moved onto a cluster with a server
+ * down was up there, and the first push to it said "no report within 60 s" (issue 27, item 9). One server: no
+ * cluster, nothing to wait for.
+ */
+async function consumerLed(bus: Bus, stream: string, name: string): Promise<void> {
+  const deadline = Date.now() + CONSUMER_LEADER_MS;
+  while (Date.now() < deadline) {
+    const info = await bus.jsm.consumers.info(stream, name).catch(() => null);
+    if (info && (!info.cluster || info.cluster.leader)) return;
+    await new Promise((r) => setTimeout(r, JS_RETRY_MS));
+  }
 }
 
 /** A revoked node: its consumer and its declarations (which hold secrets sealed to it) go. */

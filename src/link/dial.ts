@@ -22,7 +22,7 @@ import {
   PING_INTERVAL_MS,
   PREFLIGHT_CLOSE_MS,
 } from "../defaults.ts";
-import { credentialRefusal, isCredentialRefused } from "./failures.ts";
+import { credentialRefusal, isCredentialRefused, reachWords } from "./failures.ts";
 
 export interface DialOptions {
   /** `nats://host:port`, tried in order; the first that passes the pin and takes the password wins. */
@@ -164,7 +164,7 @@ export function peerCertificate(host: string, port: number, timeoutMs: number): 
     );
     socket.setNoDelay(true);
     socket.on("error", (e: NodeJS.ErrnoException) =>
-      finish({ ok: false, kind: "unreachable", reason: `cannot reach ${server}: ${e.code ?? e.message}` }),
+      finish({ ok: false, kind: "unreachable", reason: `cannot reach ${server}: ${reachWords(e)}` }),
     );
     socket.on("close", () =>
       finish({
@@ -226,7 +226,7 @@ function handshake(socket: Socket, host: string, server: string, finish: (r: Fet
     servername: isIP(host) ? undefined : host,
   });
   upgraded.on("error", (e: NodeJS.ErrnoException) =>
-    finish({ ok: false, kind: "tls", reason: `TLS with ${server} failed: ${e.code ?? e.message}` }),
+    finish({ ok: false, kind: "tls", reason: `TLS with ${server} failed: ${reachWords(e)}` }),
   );
   upgraded.once("secureConnect", () => {
     const cert = upgraded.getPeerCertificate(true);
@@ -262,7 +262,11 @@ function failureOf(e: unknown, server: string, user: string): Dialled {
     };
   if (err instanceof errors.TimeoutError)
     return { ok: false, kind: "unreachable", reason: `${server} did not answer in time` };
-  return { ok: false, kind: "unreachable", reason: `${server}: ${message}` };
+  return {
+    ok: false,
+    kind: "unreachable",
+    reason: `${server}: ${code ? reachWords(err.code ? err : err.cause) : message}`,
+  };
 }
 
 export function hostPort(server: string): { host: string; port: number } | null {

@@ -95,7 +95,7 @@ describe("a node removed, reissued and enrolled again", () => {
       .stderr.split("\n")
       .filter((l) => l.includes("removed from its mesh"));
     expect(said).toHaveLength(1);
-    expect(said[0]).toMatch(/no longer takes node\.web-1's credentials/);
+    expect(said[0]).toMatch(/refused node\.web-1's credentials: this node was removed from its mesh/);
     expect(run.output().stderr).not.toMatch(/Authorization Violation/i);
     expect(run.child.exitCode).toBeNull();
   });
@@ -147,7 +147,9 @@ describe("a node removed, reissued and enrolled again", () => {
       "--replace",
     ]);
     expect(again.code).toBe(2);
-    expect(again.stderr).toMatch(/does not take this enrolment code for node web-1 \(spent already/);
+    expect(again.stderr).toMatch(
+      /refused enrol\.web-1's credentials: the enrolment code is wrong, already used, or withdrawn/,
+    );
     expect(again.stderr).not.toMatch(/Authorization Violation/i);
   });
 

@@ -9,6 +9,7 @@ import {
   ensureKeys,
   forgetOrder,
   makeKeyPair,
+  type NodeKeys,
   overlayKeyFromB64,
   publicKeys,
   saveKey,
@@ -42,18 +43,17 @@ export async function enrolCommand(ctx: Context): Promise<number> {
       },
     );
     if (!answer.ok) {
-      ctx.log.warn({ node: code.node, kind: answer.kind }, "enrolment refused");
-      // a spent or wrong code is refused as the mesh refuses a question: bad input, exit 2
-      if (answer.kind === "refused" || answer.kind === "auth") throw new UsageError(answer.reason);
+      // the mesh's refusal and a code the bus refuses are refusals (exit 2); a bus not reached is a failure
+      const refused = answer.kind === "refused" || answer.kind === "auth";
+      ctx.log.warn(
+        { node: code.node, kind: answer.kind },
+        refused ? "enrolment refused" : "enrolment failed",
+      );
+      if (refused) throw new UsageError(answer.reason);
       process.stderr.write(`mesh-host: enrolment failed: ${answer.reason}\n`);
       return 1;
     }
-    if (replacing) {
-      // the mesh now seals to these keys and knows the node by them: saved only once it has answered
-      saveKey(ctx.state.dir, "identity", keys.keys.identity);
-      saveKey(ctx.state.dir, "sealing", keys.keys.sealing);
-      forgetOrder(ctx.state, answer.membership.mesh_key);
-    }
+    if (replacing) keepRenewed(ctx, keys.keys, answer.membership.mesh_key);
     ctx.state.writeMembership(answer.membership);
     ctx.state.writeNode({ node: code.node, mode: known?.mode ?? null });
     ctx.log.info({ node: code.node, servers: answer.membership.servers }, "enrolled");
@@ -76,6 +76,13 @@ export async function enrolCommand(ctx: Context): Promise<number> {
   } finally {
     lock.release();
   }
+}
+
+/** The mesh now seals to these keys and knows the node by them: saved only once it has answered. */
+function keepRenewed(ctx: Context, keys: NodeKeys, meshKey: string): void {
+  saveKey(ctx.state.dir, "identity", keys.identity);
+  saveKey(ctx.state.dir, "sealing", keys.sealing);
+  forgetOrder(ctx.state, meshKey);
 }
 
 /** Whether this node is enrolled and --replace says to enrol it again; refused when it is and nothing says so. */

@@ -111,6 +111,26 @@ describe("overlay under systemd (wg-quick@)", () => {
     expect(await unitState(hub, "wg-quick@wg0")).toEqual({ active: "inactive", enabled: "disabled" });
   });
 
+  it("a found unit started again by hand beside the mesh's is said, never stopped (issue 27, item 18)", async () => {
+    await found();
+    const node = overlayNode(hub, tempDir("mesh-wg-state-"), hubKey);
+    const taken = await node.apply(takes());
+    expect(taken.exit, detail(taken)).toBe(0);
+    // someone starts the found tunnel again, on a port of its own (on the mesh's it could not listen)
+    const conf = join(hub.root, "etc/wireguard/wg0.conf");
+    writeFileSync(conf, readFileSync(conf, "utf8").replace(/ListenPort\s*=\s*51820/, "ListenPort = 51829"));
+    await hub.must("systemctl", "start", "wg-quick@wg0");
+    expect(await unitState(hub, "wg-quick@wg0")).toMatchObject({ active: "active" });
+    const again = await node.apply(takes());
+    expect(again.exit, detail(again)).toBe(0);
+    expect(detail(again)).toContain(
+      "wg-quick@wg0 was started again by hand beside mesh0: it is left running, not stopped",
+    );
+    expect(await unitState(hub, "wg-quick@wg0")).toMatchObject({ active: "active" });
+    expect(await isUp(hub, "wg0")).toBe(true);
+    expect(await unitState(hub, "wg-quick@mesh0")).toEqual({ active: "active", enabled: "enabled" });
+  });
+
   it("a mesh unit that fails to start puts wg-quick@wg0 back, enabled and active, and the spoke still pings", async () => {
     await found();
     const before = readFileSync(join(hub.root, "etc/wireguard/wg0.conf"));

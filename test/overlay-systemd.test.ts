@@ -1,7 +1,7 @@
 // The overlay where systemd runs it: a container with systemd as PID 1 on a private network, its found tunnel
 // run by wg-quick@wg0, a spoke in a network namespace dialling it. The unit-level parts of a takeover: the
 // found unit stopped and disabled, the mesh's enabled and started, and put back when the mesh's will not start.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { tempDir } from "./support/tmp.ts";
@@ -129,6 +129,40 @@ describe("overlay under systemd (wg-quick@)", () => {
     expect(await unitState(hub, "wg-quick@wg0")).toMatchObject({ active: "active" });
     expect(await isUp(hub, "wg0")).toBe(true);
     expect(await unitState(hub, "wg-quick@mesh0")).toEqual({ active: "active", enabled: "enabled" });
+  });
+
+  it("retirement's guards: a configuration turned into a link, or a path the mesh writes, is kept and said (issue 27, item 18)", async () => {
+    await found();
+    const node = overlayNode(hub, tempDir("mesh-wg-state-"), hubKey);
+    expect((await node.apply(takes())).exit).toBe(0);
+    const conf = join(hub.root, "etc/wireguard/wg0.conf");
+    // a link where the found configuration was: never followed, never removed, nor what it points at
+    const elsewhere = join(hub.root, "root/wg0.conf");
+    mkdirSync(join(hub.root, "root"), { recursive: true });
+    writeFileSync(elsewhere, readFileSync(conf));
+    rmSync(conf);
+    symlinkSync("/root/wg0.conf", conf);
+    const linked = await node.apply(takes());
+    expect(detail(linked)).toContain("wg0's configuration kept:");
+    expect(detail(linked)).toContain("symbolic link");
+    expect(lstatSync(conf).isSymbolicLink()).toBe(true);
+    expect(existsSync(elsewhere)).toBe(true);
+    // put back, but now a path the mesh itself writes: kept, and said
+    rmSync(conf);
+    writeFileSync(conf, readFileSync(elsewhere), { mode: 0o600 });
+    const declared = takes();
+    declared.resources.push({
+      id: "wg0-conf",
+      type: "file",
+      path: "/etc/wireguard/wg0.conf",
+      content: readFileSync(elsewhere, "utf8"),
+      mode: "0600",
+    } as never);
+    const written = await node.apply(declared);
+    expect(detail(written)).toContain(
+      "wg0's configuration kept: /etc/wireguard/wg0.conf is a path the mesh writes",
+    );
+    expect(existsSync(conf)).toBe(true);
   });
 
   it("a mesh unit that fails to start puts wg-quick@wg0 back, enabled and active, and the spoke still pings", async () => {

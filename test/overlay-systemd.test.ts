@@ -165,6 +165,30 @@ describe("overlay under systemd (wg-quick@)", () => {
     expect(existsSync(conf)).toBe(true);
   });
 
+  it("wg not answering keeps the found configuration and says why, in the plan and the report (issue 27, item 18)", async () => {
+    await found();
+    const node = overlayNode(hub, tempDir("mesh-wg-state-"), hubKey);
+    expect((await node.apply(takes())).exit).toBe(0);
+    const conf = join(hub.root, "etc/wireguard/wg0.conf");
+    const wg = join(hub.root, "usr/bin/wg");
+    const real = readFileSync(wg);
+    // a wg that cannot say anything: no handshake can be proven, so nothing may be retired
+    writeFileSync(wg, "#!/bin/sh\necho 'Unable to access interface: Protocol error' >&2\nexit 1\n", {
+      mode: 0o755,
+    });
+    try {
+      const kept =
+        /wg0's configuration kept: wg does not answer \(wg show mesh0 did not answer: Unable to access interface: Protocol error\)/;
+      const plan = await node.apply(takes(), { dryRun: true });
+      expect(plan.plan[0]?.detail).toMatch(kept);
+      const r = await node.apply(takes());
+      expect(detail(r)).toMatch(kept);
+      expect(existsSync(conf)).toBe(true);
+    } finally {
+      writeFileSync(wg, real, { mode: 0o755 });
+    }
+  });
+
   it("a mesh unit that fails to start puts wg-quick@wg0 back, enabled and active, and the spoke still pings", async () => {
     await found();
     const before = readFileSync(join(hub.root, "etc/wireguard/wg0.conf"));

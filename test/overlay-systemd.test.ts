@@ -189,6 +189,26 @@ describe("overlay under systemd (wg-quick@)", () => {
     }
   });
 
+  it("retirement removes only <wireguard dir>/<if>.conf: a takeover record naming another path (a tampered state) removes nothing (issue 27, item 18)", async () => {
+    await found();
+    const stateDir = tempDir("mesh-wg-state-");
+    const node = overlayNode(hub, stateDir, hubKey);
+    expect((await node.apply(takes())).exit).toBe(0);
+    // whoever holds the state directory points the takeover at a file the machine needs
+    const precious = join(hub.root, "etc/precious");
+    writeFileSync(precious, "keep me\n");
+    const recordsFile = join(stateDir, "records.json");
+    const records = JSON.parse(readFileSync(recordsFile, "utf8"));
+    records.records.overlay.takeover.path = "/etc/precious";
+    writeFileSync(recordsFile, JSON.stringify(records));
+    const r = await node.apply(takes());
+    expect(detail(r)).toContain(
+      "wg0's configuration kept: /etc/precious is not /etc/wireguard/<interface>.conf",
+    );
+    expect(readFileSync(precious, "utf8")).toBe("keep me\n");
+    expect(existsSync(join(hub.root, "etc/wireguard/wg0.conf"))).toBe(true);
+  });
+
   it("a mesh unit that fails to start puts wg-quick@wg0 back, enabled and active, and the spoke still pings", async () => {
     await found();
     const before = readFileSync(join(hub.root, "etc/wireguard/wg0.conf"));

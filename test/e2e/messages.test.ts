@@ -176,3 +176,22 @@ describe("the host listens on no port (item 18)", () => {
     }
   });
 });
+
+describe("NODE_EXTRA_CA_CERTS naming a file that cannot be read", () => {
+  it("run says nothing of Node's, and SIGTERM to the process a service manager started still stops it, exit 0", async () => {
+    const { code } = await mesh.enrolmentCode("extra");
+    const { base, root, state } = tempMachine();
+    const env = { NODE_EXTRA_CA_CERTS: join(base, "no-such-bundle.pem") };
+    const enrolled = await runCli(["enrol", "--state", state, "--root", root], { input: code, env });
+    expect(enrolled.code, enrolled.stderr).toBe(0);
+    const run = startRun(state, root, [], { env });
+    await waitFor(
+      () => mesh.heartbeats.some((h) => h.subject === "mesh.heartbeat.extra"),
+      EVENT_WAIT_MS,
+      "a heartbeat from the node",
+    );
+    // to the leader alone, as systemd's stop sends it: passed on, and the node's own exit status comes back
+    expect(await run.stop("SIGTERM")).toBe(0);
+    expect(`${enrolled.stderr}${run.output().stderr}`).not.toMatch(RAW);
+  });
+});

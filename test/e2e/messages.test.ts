@@ -5,7 +5,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { State } from "../../src/store/index.ts";
+import { ensureKeys, State } from "../../src/store/index.ts";
 import { encodeCode } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS, freePort, type MeshDouble, waitFor } from "../mesh/index.ts";
 import { runCli, startCli } from "../support/cli.ts";
@@ -103,6 +103,8 @@ describe("the node's log", () => {
     const port = await freePort();
     new State(state).writeMembership({ ...membership, servers: [`tls://127.0.0.1:${port}`] });
     new State(state).writeNode({ node: "logs", mode: null });
+    // its keys, as enrolment leaves them: a node that cannot sign what it says does not start
+    if (!ensureKeys(state).ok) throw new Error(`cannot make keys in ${state}`);
     const run = startCli(["run", "--state", state, "--root", root]);
     try {
       await waitFor(() => /nothing listens there/.test(run.output().stderr), EVENT_WAIT_MS, "the log line");

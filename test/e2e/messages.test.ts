@@ -103,8 +103,8 @@ describe("the node's log", () => {
     const port = await freePort();
     new State(state).writeMembership({ ...membership, servers: [`tls://127.0.0.1:${port}`] });
     new State(state).writeNode({ node: "logs", mode: null });
-    // its keys, as enrolment leaves them: a node that cannot sign what it says does not start
-    if (!ensureKeys(state).ok) throw new Error(`cannot make keys in ${state}`);
+    // a node signs what it says with its identity key: an enrolled node has one
+    if (!ensureKeys(state).ok) throw new Error(`cannot make the node's keys in ${state}`);
     const run = startCli(["run", "--state", state, "--root", root]);
     try {
       await waitFor(() => /nothing listens there/.test(run.output().stderr), EVENT_WAIT_MS, "the log line");

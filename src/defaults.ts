@@ -179,6 +179,13 @@ export const PROGRESS_REDRAW_MS = 1_000;
 export const FLEET_WRITE_MS = 1_000;
 /** How many pushes a node's record remembers (serial, stream seq, digest), to name a report's serial. */
 export const PUSHES_KEPT = 20;
+/** `mesh plan --wait-s`: how long a node connected to the bus has to answer; an offline node is said at once. */
+export const PLAN_WAIT_S = 20;
+/**
+ * A node's plan answer fits one core message (the server's max_payload is 1 MB): past this, the diffs and then
+ * the unchanged lines are left out, and the answer says so.
+ */
+export const MAX_PLAN_ANSWER_BYTES = 768 * 1024;
 /** REPORTS keeps a month: the fleet view needs the newest, an operator's inquiry a little more. */
 export const REPORTS_MAX_AGE_S = 30 * 24 * 3600;
 // The link: its timeouts (the names protocol.md composes are src/vocabulary/subjects.ts).

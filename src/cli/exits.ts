@@ -43,6 +43,12 @@ export const PUSH_EXITS: readonly Exit[] = [
   [3, "a node said nothing within --wait-s"],
 ];
 
+export const PLAN_EXITS: readonly Exit[] = [
+  [0, "every node answered with its plan"],
+  [2, "refused here (nothing sent), or a node would refuse the declaration"],
+  [3, "a node is not on the bus, or did not answer within --wait-s"],
+];
+
 export const MOVE_EXITS: readonly Exit[] = [
   [0, "the node applied its move and now dials the other mesh"],
   [1, "its apply failed, or was superseded"],

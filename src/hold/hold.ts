@@ -1,12 +1,12 @@
 // The run loop: dial, hear, apply one step at a time, report, heartbeat, look for drift; exit cleanly to be restarted.
 
 import type { Logger } from "../appliers/index.ts";
-import { applyDelivered, applyKept, CHANGING, type NodeParts } from "../apply/index.ts";
+import { applyDelivered, applyKept, CHANGING, type NodeParts, planAsked } from "../apply/index.ts";
 import { BUILD } from "../build-info.ts";
 import { UPGRADE_CHECK_MS, UPGRADE_SETTLE_MS, WORKING_ACK_INTERVAL_MS } from "../defaults.ts";
 import type { Delivered, Sent, Settled } from "../link/index.ts";
 import type { Outbox, PendingNotes } from "../store/index.ts";
-import type { Heartbeat, Membership, Report } from "../vocabulary/index.ts";
+import type { Heartbeat, Membership, PlanAnswer, Report } from "../vocabulary/index.ts";
 import { backoffMs } from "./backoff.ts";
 import { type BinaryAtStart, digestOfFile, fileStamp } from "./binary.ts";
 
@@ -22,6 +22,8 @@ export interface Link {
   report(r: Report): Promise<Sent>;
   /** May be lost, costs nothing: what it says is not waited on. */
   heartbeat(h: Heartbeat): void;
+  /** The mesh's plan requests, answered while the link is up (a link that takes none leaves this out). */
+  plans?(answer: (request: Uint8Array) => Promise<PlanAnswer>): void;
   close(): Promise<void>;
 }
 
@@ -173,6 +175,8 @@ export class Hold {
    */
   private async hear(link: Link): Promise<string | null> {
     await this.flush(link);
+    // one step at a time, as an apply is: a plan never reads a machine an apply is halfway through
+    link.plans?.((request) => this.serial(() => planAsked(this.o.deps, request)));
     const beat = () => {
       const h = this.heartbeat();
       link.heartbeat(h);

@@ -21,6 +21,7 @@ import {
   type Membership,
   nodeInboxPrefix,
   nodeUser,
+  type PlanAnswer,
   Report,
   reportSubject,
 } from "../vocabulary/index.ts";
@@ -34,6 +35,7 @@ import {
   messageOf,
   missingConsumer,
 } from "./failures.ts";
+import { answerPlans } from "./plans.ts";
 
 export interface LinkOptions {
   dialTimeoutMs?: number;
@@ -85,6 +87,8 @@ export interface Link {
   report(report: Report | Uint8Array): Promise<Reported>;
   /** Core publish to `mesh.heartbeat.<n>`: may be lost, costs nothing. */
   heartbeat(heartbeat: Heartbeat): Sent;
+  /** Answer the mesh's plan requests on `mesh.plan.<n>` while the link is up (plans.ts). */
+  plans(answer: (request: Uint8Array) => Promise<PlanAnswer>): void;
   /** Resolves, with why, when the link closes for any reason. */
   closed(): Promise<string>;
   close(reason?: string): Promise<void>;
@@ -344,6 +348,10 @@ class NatsLink implements Link {
         };
       return { ok: false, reason: `the report was not acknowledged: ${messageOf(e)}` };
     }
+  }
+
+  plans(answer: (request: Uint8Array) => Promise<PlanAnswer>): void {
+    answerPlans(this.nc, this.node, answer);
   }
 
   heartbeat(heartbeat: Heartbeat): Sent {

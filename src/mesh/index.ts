@@ -13,6 +13,7 @@ export { type MeshConfig, MeshDir, MeshRefused, type NodeRecord } from "./layout
 export { markMoved, prepareMove } from "./move.ts";
 export { addNode, checkNodeName, codeOf, removeNode } from "./nodes.ts";
 export { enrolPermissions, nodePermissions, type Permissions } from "./permissions.ts";
+export { askPlans, composePlans, type PlanAsked, type PlanHeard } from "./plan.ts";
 export {
   type Composed,
   exitOf,

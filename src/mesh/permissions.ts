@@ -4,6 +4,8 @@
 export interface Permissions {
   publish: { allow: string[] };
   subscribe: { allow: string[] };
+  /** May answer a request it received, once, on the request's reply address (a plan's answer). */
+  allow_responses?: boolean;
 }
 
 export function nodePermissions(node: string): Permissions {
@@ -18,7 +20,9 @@ export function nodePermissions(node: string): Permissions {
         `$JS.ACK.DECLARE.node-${node}.>`,
       ],
     },
-    subscribe: { allow: [`_INBOX.node.${node}.>`] },
+    // the mesh's plan requests, answered on their reply address and nowhere else
+    subscribe: { allow: [`_INBOX.node.${node}.>`, `mesh.plan.${node}`] },
+    allow_responses: true,
   };
 }
 

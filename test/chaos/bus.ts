@@ -21,7 +21,8 @@ export function protocolPermissions(n: string) {
         `$JS.ACK.DECLARE.node-${n}.>`,
       ],
     },
-    subscribe: { allow: [`_INBOX.node.${n}.>`] },
+    subscribe: { allow: [`_INBOX.node.${n}.>`, `mesh.plan.${n}`] },
+    allow_responses: true,
   };
 }
 

@@ -1,7 +1,7 @@
 // `mesh-host mesh …` flags, read by the host's own parser against the one table (src/cli/table.ts: FLAGS and
 // MESH_COMMANDS): each subcommand takes its own, anything else is refused in our words. The usage `mesh --help`
 // prints, the man page and the completions are made from the same table.
-import { DEFAULT_MESH_DIR, PUSH_WAIT_S } from "../../defaults.ts";
+import { DEFAULT_MESH_DIR, PLAN_WAIT_S, PUSH_WAIT_S } from "../../defaults.ts";
 import { type Given, printable, tokens, UsageError } from "../args.ts";
 import {
   type CommandSpec,
@@ -51,6 +51,8 @@ export interface MeshArgs {
   unitDir: string;
   codeFile: string | null;
   all: boolean;
+  diff: boolean;
+  verbose: boolean;
   secret: string[];
   waitS: number;
   to: string | null;
@@ -85,8 +87,10 @@ export function parseMesh(argv: string[]): MeshArgs {
     unitDir: one("unit-dir") ?? FLAGS["unit-dir"].default,
     codeFile: one("code-file") ?? null,
     all: v.all === true,
+    diff: v.diff === true,
+    verbose: v.verbose === true,
     secret: (v.secret as string[] | undefined) ?? [],
-    waitS: count("wait-s", one("wait-s"), 0) ?? PUSH_WAIT_S,
+    waitS: count("wait-s", one("wait-s"), 0) ?? (command === "plan" ? PLAN_WAIT_S : PUSH_WAIT_S),
     to: one("to") ?? null,
     help: help || command === "help",
   };

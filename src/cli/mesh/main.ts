@@ -25,6 +25,7 @@ import { meshCommandHelp } from "../help.ts";
 import { summary, writeJson, writeOut } from "../output.ts";
 import { meshCommandSpec } from "../table.ts";
 import { MESH_NODE_USAGE, MESH_USAGE, type MeshArgs, parseMesh } from "./args.ts";
+import { planCommand } from "./plan.ts";
 import { moveCommand, pushCommand } from "./push.ts";
 
 type Handler = (mesh: MeshDir, args: MeshArgs) => Promise<number>;
@@ -35,6 +36,7 @@ const HANDLERS: Record<string, Handler> = {
   "node add": nodeAddCommand,
   "node rm": nodeRmCommand,
   push: pushCommand,
+  plan: planCommand,
   nodes: nodesCommand,
   watch: watchCommand,
   move: moveCommand,

@@ -19,7 +19,7 @@ import { readGivenSecrets } from "../unseal.ts";
 import type { MeshArgs } from "./args.ts";
 
 /** FILE as a JSON object, its size checked before it is read. */
-function readFile(path: string): Record<string, unknown> {
+export function readDeclaration(path: string): Record<string, unknown> {
   let bytes: Buffer;
   try {
     const size = statSync(path).size;
@@ -37,15 +37,25 @@ function readFile(path: string): Record<string, unknown> {
   return json.value as Record<string, unknown>;
 }
 
-export async function pushCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
+/** TARGETS FILE: the nodes named (or --all) and the file after them, each checked. */
+export function targetsGiven(
+  mesh: MeshDir,
+  args: MeshArgs,
+  verb: string,
+): { targets: string[]; file: string } {
   const file = args.positionals.at(-1);
   const names = args.positionals.slice(0, -1);
-  if (!file) throw new UsageError("mesh push needs NAME... FILE, or --all FILE");
-  if (args.all && names.length) throw new UsageError("mesh push takes NAME... or --all, not both");
-  if (!args.all && !names.length) throw new UsageError("mesh push needs a node NAME before FILE, or --all");
+  if (!file) throw new UsageError(`mesh ${verb} needs NAME... FILE, or --all FILE`);
+  if (args.all && names.length) throw new UsageError(`mesh ${verb} takes NAME... or --all, not both`);
+  if (!args.all && !names.length)
+    throw new UsageError(`mesh ${verb} needs a node NAME before FILE, or --all`);
   mesh.config();
-  const targets = targetsOf(mesh, names, args.all);
-  const input = { file: readFile(file), secrets: readGivenSecrets(args.secret) };
+  return { targets: targetsOf(mesh, names, args.all), file };
+}
+
+export async function pushCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
+  const { targets, file } = targetsGiven(mesh, args, "push");
+  const input = { file: readDeclaration(file), secrets: readGivenSecrets(args.secret) };
   const { bus, composed } = await preparePush(mesh, targets, input);
   try {
     const wait = waiting("mesh push", composed);

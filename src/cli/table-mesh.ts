@@ -1,0 +1,87 @@
+// The operator's half of the one command table (table.ts): the commands `mesh-host mesh …` takes and the flags
+// only they take, read by the same parser, help, man page and completions. It imports no value from table.ts
+// (table.ts reads this file while the table is built), only its types.
+import { PLAN_WAIT_S, PUSH_WAIT_S } from "../defaults.ts";
+import { MOVE_EXITS, PLAN_EXITS, PUSH_EXITS } from "./exits.ts";
+import type { CommandSpec, Flag } from "./table.ts";
+
+const command = (c: CommandSpec): CommandSpec => c;
+const flag = (f: Flag): Flag => f;
+
+/** The flags only the operator's commands take, by name (table.ts spreads them into FLAGS). */
+export const MESH_FLAGS = {
+  "wait-s": flag({
+    name: "wait-s",
+    value: "S",
+    default: String(PUSH_WAIT_S),
+    help: "seconds to wait for the reports",
+  }),
+} as const satisfies Record<string, Flag>;
+
+/** The operator's commands, `mesh-host mesh NAME …` (src/cli/mesh/): two words for `node add` and `node rm`. */
+export const MESH_COMMANDS: readonly CommandSpec[] = [
+  command({
+    name: "init",
+    summary: "a new mesh: signing key, TLS certificate, nats-server configuration",
+    flags: ["server", "servers", "json"],
+    means: {
+      server: { value: "HOST:PORT", default: `127.0.0.1:4222`, help: "a server of the mesh, in order" },
+    },
+  }),
+  command({
+    name: "up",
+    summary: "run the servers and the controller until stopped (or write units)",
+    flags: ["only", "unit", "unit-dir"],
+  }),
+  command({
+    name: "node add",
+    args: "NAME",
+    summary: "add a node; prints its enrolment code (or writes it to F, 0600)",
+    flags: ["code-file"],
+    means: { "code-file": { default: "standard output", help: "write the enrolment code to the file F" } },
+  }),
+  command({
+    name: "node rm",
+    args: "NAME",
+    summary: "revoke a node: its users, consumer and record",
+    flags: [],
+  }),
+  command({
+    name: "push",
+    args: "NAME... FILE",
+    summary: "sign and push a declaration, wait for the reports",
+    about:
+      "FILE is checked with the host's own vocabulary after node, serial, issued_at and each secret are filled " +
+      "in per node; then it is signed, published, and each node's report is printed as apply prints it. " +
+      "While it waits, a terminal shows how many nodes have reported.",
+    flags: ["all", "secret", "wait-s", "json"],
+    exits: PUSH_EXITS,
+    means: { secret: { value: "KEY=FILE", help: "a secret sealed to each node, read from FILE" } },
+  }),
+  command({
+    name: "plan",
+    args: "NAME... FILE",
+    summary: "what FILE would do on each node, asked of the node; nothing changes",
+    about:
+      "FILE is composed and checked as push composes it, signed as a plan request (never a declaration: no " +
+      "serial is used and nothing pending is displaced) and sent to each node, which decides as its apply would " +
+      "and changes nothing. Each node's plan is printed the way plan prints it, then one line a node: how many " +
+      "steps would change, or that it would refuse, or that it did not answer. A node not on the bus is said " +
+      "at once; one on it is waited for as long as the wait-s flag says.",
+    flags: ["all", "diff", "verbose", "secret", "wait-s", "json"],
+    exits: PLAN_EXITS,
+    means: {
+      secret: { value: "KEY=FILE", help: "a secret sealed to each node, read from FILE" },
+      "wait-s": { default: String(PLAN_WAIT_S), help: "seconds a node on the bus has to answer" },
+    },
+  }),
+  command({ name: "nodes", summary: "the fleet at a glance, silent nodes first", flags: ["json"] }),
+  command({ name: "watch", summary: "reports and heartbeats as they arrive", flags: ["json"] }),
+  command({
+    name: "move",
+    args: "NAME",
+    summary: "move a node to another mesh made by init",
+    flags: ["to", "wait-s", "json"],
+    exits: MOVE_EXITS,
+  }),
+];

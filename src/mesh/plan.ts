@@ -1,0 +1,111 @@
+// `mesh plan`: what a declaration would do on each target, asked of the node itself. The body is composed and
+// checked exactly as a push composes it (secrets sealed to the node, the host's own vocabulary), then signed as a
+// plan request (vocabulary/plan.ts: it can never verify as a declaration) and sent as a core request on
+// `mesh.plan.<n>`, never through DECLARE: nothing pending for the node is displaced, no serial is taken or kept,
+// and nothing here or on the node changes. A node not on the bus is said at once (no responders); one on it has
+// the deadline to answer.
+import {
+  digestOf,
+  type PlanAnswer,
+  PlanAnswer as PlanAnswerSchema,
+  type PlanBody,
+  parseJsonBytes,
+  planSubject,
+  printable,
+  signPlan,
+} from "../vocabulary/index.ts";
+import { connectBus, firstLine } from "./bus.ts";
+import type { MeshDir } from "./layout.ts";
+import { compose, type PushInput } from "./push.ts";
+
+export interface PlanAsked {
+  node: string;
+  body: PlanBody;
+}
+
+/** One node's word: its plan (or its refusal), or why there is none. */
+export type PlanHeard =
+  | { node: string; answer: PlanAnswer }
+  | { node: string; answer: null; silent: "offline" | "no answer" | "malformed"; why: string };
+
+/** Every target's request, composed and checked as its push would be; a refusal names the node and the field. */
+export function composePlans(
+  mesh: MeshDir,
+  targets: string[],
+  input: PushInput,
+  diff: boolean,
+  now = new Date(),
+): PlanAsked[] {
+  return targets.map((n) => {
+    const record = mesh.known(n);
+    const { kept } = compose(record, input, {}, now);
+    const body: PlanBody = {
+      node: n,
+      to: record.keys!.identity,
+      issued_at: now.toISOString(),
+      diff,
+      declaration: kept,
+    };
+    return { node: n, body };
+  });
+}
+
+/** Ask every node at once; each answer checked (its node, the request it answers) and its words made printable. */
+export async function askPlans(mesh: MeshDir, asked: PlanAsked[], waitMs: number): Promise<PlanHeard[]> {
+  const bus = await connectBus(mesh);
+  try {
+    const key = mesh.signingKey();
+    return await Promise.all(
+      asked.map(async (a): Promise<PlanHeard> => {
+        const message = signPlan(a.body, key);
+        try {
+          const reply = await bus.nc.request(planSubject(a.node), JSON.stringify(message), {
+            timeout: waitMs,
+          });
+          return heard(a.node, message.plan, reply.data);
+        } catch (e) {
+          return unanswered(a.node, e, waitMs);
+        }
+      }),
+    );
+  } finally {
+    await bus.close();
+  }
+}
+
+function unanswered(node: string, e: unknown, waitMs: number): PlanHeard {
+  const why = firstLine(e);
+  if (/no responders|503/i.test(why))
+    return { node, answer: null, silent: "offline", why: "not connected to the bus" };
+  if (/timeout/i.test(why))
+    return { node, answer: null, silent: "no answer", why: `no answer within ${waitMs / 1000} s` };
+  return { node, answer: null, silent: "no answer", why: `the request failed: ${why}` };
+}
+
+function heard(node: string, body: string, data: Uint8Array): PlanHeard {
+  const json = parseJsonBytes(data);
+  const parsed = json.ok ? PlanAnswerSchema.safeParse(json.value) : null;
+  const malformed = (why: string): PlanHeard => ({ node, answer: null, silent: "malformed", why });
+  if (!parsed?.success) return malformed("its answer is not a plan");
+  const a = parsed.data;
+  if (a.node !== node) return malformed(`its answer names node ${printable(a.node)}`);
+  if (a.request !== digestOf(body)) return malformed("its answer is to another request");
+  return { node, answer: cleaned(a) };
+}
+
+/** What a node says is the least trusted text there is: no control character of it reaches a terminal. */
+function cleaned(a: PlanAnswer): PlanAnswer {
+  const p = (s: string) => printable(s, 4096);
+  return {
+    ...a,
+    plan: a.plan.map((l) => ({
+      ...l,
+      id: p(l.id),
+      type: p(l.type),
+      detail: p(l.detail),
+      ...(l.diff ? { diff: l.diff.map(p) } : {}),
+    })),
+    refusals: a.refusals.map((r) => ({ id: p(r.id), field: p(r.field), reason: p(r.reason) })),
+    ...(a.notes ? { notes: a.notes.map(p) } : {}),
+  };
+}

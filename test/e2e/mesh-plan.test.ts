@@ -1,0 +1,253 @@
+// `mesh plan` through the built executable against a real nats-server and real `mesh-host run` nodes: each node
+// answers with the plan its apply would make (and the diff, never a secret's), and nothing changes anywhere —
+// not a file under a node's root, not its state directory (byte for byte, mtimes too), not the mesh's serial,
+// not the DECLARE stream, and a declaration pending for an offline node is still the one it gets.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MeshDir } from "../../src/mesh/index.ts";
+import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
+import { type Running, runCli, startRun } from "../support/cli.ts";
+import { ensureSea } from "../support/sea.ts";
+import { snapshot } from "../support/tmp.ts";
+
+const WAIT = ["--wait-s", "120"];
+// no drift check while the test looks: one would write the state's record of the last apply
+const RUN_FLAGS = ["--drift-s", "86400"];
+const running: Running[] = [];
+
+beforeAll(() => {
+  process.env.MESH_HOST_BIN ??= ensureSea();
+}, 600_000);
+
+function keep(r: Running): Running {
+  running.push(r);
+  return r;
+}
+
+interface Node {
+  name: string;
+  state: string;
+  root: string;
+  run: Running | null;
+}
+
+async function runLinkUp(state: string, root: string): Promise<Running> {
+  const run = keep(startRun(state, root, RUN_FLAGS));
+  await awaitOutput(run, (o) => o.stderr.includes('"link up"'), "the node's link up");
+  return run;
+}
+
+async function enrolled(dir: string, base: string, name: string): Promise<Node> {
+  const added = await mesh(dir, ["node", "add", name]);
+  expect(added.code, added.stderr).toBe(0);
+  const state = join(base, name, "state");
+  const root = join(base, name, "root");
+  mkdirSync(root, { recursive: true });
+  const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: added.stdout });
+  expect(enrol.code, enrol.stderr).toBe(0);
+  return { name, state, root, run: await runLinkUp(state, root) };
+}
+
+function file(base: string, name: string, value: object): string {
+  const path = join(base, name);
+  writeFileSync(path, JSON.stringify(value));
+  return path;
+}
+
+const site = (motd: string, extra: object[] = []) => ({
+  v: 1,
+  mode: "converged",
+  resources: [
+    { id: "motd", type: "file", path: "/etc/motd", content: motd },
+    { id: "conf", type: "file", path: "/etc/app.conf", content: "port=80\n" },
+    ...extra,
+  ],
+});
+
+/** Everything of a node the plan must not touch: its root and its state, but the run record heartbeats rewrite. */
+function machine(n: Node): Record<string, string> {
+  const state = Object.fromEntries(
+    Object.entries(snapshot(n.state)).filter(([k]) => !k.startsWith("/run.json")),
+  );
+  return {
+    ...state,
+    ...Object.fromEntries(Object.entries(snapshot(n.root)).map(([k, v]) => [`root${k}`, v])),
+  };
+}
+
+async function declareCount(dir: string): Promise<number> {
+  const m = new MeshDir(dir);
+  const nc = await connect({
+    servers: m.urls(),
+    user: "mesh",
+    pass: m.secrets().controller,
+    tls: { ca: m.certPem() },
+    reconnect: false,
+  });
+  try {
+    return (await (await jetstreamManager(nc)).streams.info("DECLARE")).state.messages;
+  } finally {
+    await nc.close();
+  }
+}
+
+describe("mesh plan", () => {
+  let base: string;
+  let dir: string;
+  const nodes: Node[] = [];
+  beforeAll(async () => {
+    base = mkdtempSync(join(tmpdir(), "mesh-plan-"));
+    dir = join(base, "mesh");
+    await initMesh(dir, await freePortPairs(1));
+    keep(await meshUp(dir));
+    for (const name of ["web-1", "web-2", "web-3"]) nodes.push(await enrolled(dir, base, name));
+    const pushed = await mesh(dir, ["push", "--all", file(base, "v1.json", site("hello\n")), ...WAIT]);
+    expect(pushed.code, pushed.stderr).toBe(0);
+  }, 600_000);
+  afterAll(async () => {
+    while (running.length) await running.pop()!.stop();
+    rmSync(base, { recursive: true, force: true });
+  });
+
+  it("asks three nodes: each answers its plan and diff, and no machine, state, serial or stream changes", async () => {
+    const [web1, web2, web3] = nodes as [Node, Node, Node];
+    // web-2's machine drifted: its plan is its own, not the others'
+    writeFileSync(join(web2.root, "etc/app.conf"), "port=8080\n");
+    const secretFile = join(base, "token");
+    writeFileSync(secretFile, "s3cret-Plan-77\n");
+    const next = file(
+      base,
+      "v2.json",
+      site("hello, world\n", [
+        { id: "token", type: "file", path: "/etc/token", secret: "tok", mode: "0600" },
+      ]),
+    );
+    const before = nodes.map(machine);
+    const serials = nodes.map((n) => new MeshDir(dir).known(n.name).serial);
+    const records = snapshot(join(dir, "nodes"));
+    const declared = await declareCount(dir);
+    const r = await mesh(dir, ["plan", "--all", next, "--diff", "--secret", `tok=${secretFile}`]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^web-1: plan \(nothing changed\):\n\s+updated\s+file\s+motd/m);
+    expect(r.stdout).toMatch(/created\s+file\s+token/);
+    expect(r.stdout).toContain("-hello\n+hello, world");
+    // web-2 alone puts its drifted file back
+    const web2Text = r.stdout.slice(r.stdout.indexOf("web-2: plan"), r.stdout.indexOf("web-3: plan"));
+    expect(web2Text).toMatch(/repaired\s+file\s+conf/);
+    expect(r.stdout).toMatch(/^NODE\s+CHANGES\s+PLAN\n/m);
+    expect(r.stdout).toMatch(/^web-2\s+3\s+/m);
+    expect(r.stdout).toMatch(/^web-1\s+2\s+1 updated, 1 unchanged, 1 created/m);
+    expect(r.stdout).toContain("3 of 3 node(s) would change");
+    expect(r.stdout + r.stderr).not.toContain("s3cret-Plan-77");
+    expect(nodes.map(machine)).toEqual(before);
+    expect(nodes.map((n) => new MeshDir(dir).known(n.name).serial)).toEqual(serials);
+    expect(snapshot(join(dir, "nodes"))).toEqual(records);
+    expect(await declareCount(dir)).toBe(declared);
+    expect(readFileSync(join(web1.root, "etc/motd"), "utf8")).toBe("hello\n");
+    expect(web3.run).not.toBeNull();
+  });
+
+  it("--json is one document with each node's plan and the fleet's summary", async () => {
+    const r = await mesh(dir, ["plan", "web-1", "web-3", file(base, "same.json", site("hello\n")), "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.nodes.map((n: { node: string; outcome: string }) => [n.node, n.outcome])).toEqual([
+      ["web-1", "planned"],
+      ["web-3", "planned"],
+    ]);
+    expect(doc.summary).toEqual({ would_change: [], unchanged: ["web-1", "web-3"], refused: [], silent: [] });
+  });
+
+  it("says an offline node at once, and the declaration pending for it is still the one it gets", async () => {
+    const web3 = nodes[2]!;
+    await web3.run!.stop();
+    web3.run = null;
+    const pending = await mesh(dir, [
+      "push",
+      "web-3",
+      file(base, "pending.json", site("pending\n")),
+      "--wait-s",
+      "0",
+    ]);
+    expect(pending.code, pending.stderr).toBe(0);
+    const started = Date.now();
+    const r = await mesh(dir, [
+      "plan",
+      "web-1",
+      "web-3",
+      file(base, "other.json", site("other\n")),
+      "--wait-s",
+      "300",
+    ]);
+    expect(r.code, r.stderr).toBe(3);
+    // no responders is the bus's word at once: the 300 s given are never waited
+    expect(Date.now() - started).toBeLessThan(120_000);
+    expect(r.stdout).toMatch(/^web-3: not connected to the bus$/m);
+    expect(r.stdout).toMatch(/^web-3\s+-\s+offline: not connected to the bus$/m);
+    expect(r.stdout).toContain("1 did not answer (web-3)");
+    web3.run = await runLinkUp(web3.state, web3.root);
+    const deadline = Date.now() + 120_000;
+    const motd = () => readFileSync(join(web3.root, "etc/motd"), "utf8");
+    while (motd() !== "pending\n" && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
+    expect(motd()).toBe("pending\n");
+  });
+
+  it("a node that would refuse says why, exit 2; a bad FILE is refused here in one line", async () => {
+    // a service: this test's nodes run the portable floor (no service applier), which the mesh cannot know
+    const svc = file(base, "svc.json", {
+      v: 1,
+      mode: "converged",
+      resources: [{ id: "web", type: "service", unit: "web.service", state: "running" }],
+    });
+    const refused = await mesh(dir, ["plan", "web-1", svc]);
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stdout).toMatch(/^web-1: would refuse it\n\s+refused: web\.type: /m);
+    expect(refused.stdout).toMatch(/^web-1\s+-\s+refused: 1 refusal/m);
+    const bad = file(base, "nested.json", {
+      v: 1,
+      mode: "converged",
+      resources: [
+        { id: "a", type: "file", path: "/etc/x", content: "1" },
+        { id: "b", type: "file", path: "/etc/x/y", content: "2" },
+      ],
+    });
+    for (const [args, says] of [
+      [["web-1", bad], /refused for node web-1/],
+      [["web-1", join(base, "nothing.json")], /cannot read .*nothing.json: ENOENT/],
+      [["nobody", file(base, "ok.json", site("x"))], /node nobody is not in this mesh/],
+      [["web-1"], /mesh plan needs a node NAME before FILE, or --all/],
+    ] as [string[], RegExp][]) {
+      const r = await mesh(dir, ["plan", ...args]);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
+      expect(r.stderr).toMatch(says);
+    }
+  });
+
+  it("a node's user may answer its own plan requests only: not another node's, nor ask one", async () => {
+    const record = new MeshDir(dir).known("web-1");
+    const m = new MeshDir(dir);
+    const errors: string[] = [];
+    const nc = await connect({
+      servers: m.urls(),
+      user: "node.web-1",
+      pass: record.password,
+      tls: { ca: m.certPem() },
+      reconnect: false,
+    });
+    (async () => {
+      for await (const s of nc.status()) if (s.type === "error") errors.push(String(s.error));
+    })();
+    nc.subscribe("mesh.plan.web-2");
+    nc.publish("mesh.plan.web-2", "{}");
+    await nc.flush().catch(() => undefined);
+    await new Promise((res) => setTimeout(res, 500));
+    await nc.close().catch(() => undefined);
+    expect(errors.join("\n")).toMatch(/Permissions Violation for Subscription to "mesh.plan.web-2"/);
+    expect(errors.join("\n")).toMatch(/Permissions Violation for Publish to "mesh.plan.web-2"/);
+  });
+});

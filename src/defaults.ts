@@ -177,6 +177,8 @@ export const PUSH_WAIT_S = 60;
 export const PROGRESS_REDRAW_MS = 1_000;
 /** The fleet view is written at most this often, however many heartbeats a second arrive. */
 export const FLEET_WRITE_MS = 1_000;
+/** `mesh up` says the same line (a node repeating a wrong message) at most once this often, counting the rest. */
+export const UP_SAID_REPEAT_MS = 60_000;
 /** How many pushes a node's record remembers (serial, stream seq, digest), to name a report's serial. */
 export const PUSHES_KEPT = 20;
 /** `mesh plan --wait-s`: how long a node connected to the bus has to answer; an offline node is said at once. */
@@ -192,6 +194,8 @@ export const REPORTS_MAX_AGE_S = 30 * 24 * 3600;
 
 /** One server: TCP, the server's INFO, the TLS handshake and CONNECT, each dial. */
 export const DIAL_TIMEOUT_MS = 5_000;
+/** The pin's preflight, its certificate read, closes politely; past this it is cut off regardless. */
+export const PREFLIGHT_CLOSE_MS = 2_000;
 /** The client's own pings find a server that went away without closing; the hold then dials again. */
 export const PING_INTERVAL_MS = 20_000;
 export const MAX_PINGS_OUT = 2;
@@ -208,3 +212,15 @@ export const PULL_FAILURES_MAX = 5;
 export const SERVER_ACK_TIMEOUT_MS = 5_000;
 /** The longest INFO line a preflight reads before deciding it is not talking to a NATS server. */
 export const MAX_INFO_BYTES = 64 * 1024;
+// Releases (protocol.md "Releases"): the mesh's object store of host releases, and a node fetching from it.
+
+/** A release object's chunk: the NATS object stores' own default, well under any server's max_payload. */
+export const RELEASE_CHUNK_BYTES = 128 * 1024;
+/** How many chunks `mesh release add` has in flight at once. */
+export const RELEASE_PUBLISH_WINDOW = 8;
+/** One direct get of a release's meta or chunk: waits this long for the server. */
+export const RELEASE_GET_TIMEOUT_MS = 10_000;
+/** A fetch records where it stands every this many chunks (1 MiB), so a cut one resumes near where it stood. */
+export const RELEASE_PROGRESS_CHUNKS = 8;
+/** Room a release must leave on the disk beyond its own bytes, so installing it never fills the disk. */
+export const RELEASE_SPACE_MARGIN_BYTES = 32 * 1024 * 1024;

@@ -51,6 +51,8 @@ export interface ApplyRequest {
 export interface ApplyResult {
   plan: PlanLine[];
   report: Report;
+  /** The release of mesh-host a signed declaration names for the host; taken by the hold after the report. */
+  release?: string;
   /** The bus this declaration moves the node to, unsealed and checked; taken by the hold after the report. */
   moveTo?: Membership;
   /** 0 applied (or nothing to do), 1 failed, 2 refused. */

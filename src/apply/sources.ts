@@ -107,14 +107,15 @@ async function underLock<T>(state: State, dryRun: boolean | undefined, fn: () =>
   }
 }
 
-function applySigned(
+/** A signed declaration applied; the release it names for the host itself is the hold's to fetch (hold/upgrade.ts). */
+async function applySigned(
   node: NodeParts,
   declaration: Declaration,
   seq: number,
   digest: string,
   opts: ApplyOptions,
 ): Promise<ApplyResult> {
-  return applyDeclaration({
+  const result = await applyDeclaration({
     ...machineOf(node),
     ...optionsOf(opts),
     declaration,
@@ -122,6 +123,7 @@ function applySigned(
     digest,
     source: "link",
   });
+  return declaration.host ? { ...result, release: declaration.host.release } : result;
 }
 
 function refused(

@@ -64,6 +64,8 @@ export type Given = [Flag, string | true, string];
 export function tokens(
   argv: string[],
   hint: (first: string | undefined) => string = helpHint,
+  /** The flags by name, when a group spells one otherwise (`mesh release add --version V`). */
+  byName: Record<string, Flag> = FLAGS,
 ): { given: Given[]; positionals: string[] } {
   const given: Given[] = [];
   const positionals: string[] = [];
@@ -80,7 +82,7 @@ export function tokens(
     const eq = a.startsWith("--") ? a.indexOf("=") : -1;
     const spelt = eq > 0 ? a.slice(0, eq) : a;
     const f = a.startsWith("--")
-      ? (FLAGS as Record<string, Flag>)[spelt.slice(2)]
+      ? byName[spelt.slice(2)]
       : spelt.length === 2
         ? byShort.get(spelt.slice(1))
         : undefined;

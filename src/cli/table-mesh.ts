@@ -4,6 +4,7 @@
 import { PLAN_WAIT_S, PUSH_WAIT_S } from "../defaults.ts";
 import { MOVE_EXITS, PLAN_EXITS, PUSH_EXITS } from "./exits.ts";
 import type { CommandSpec, Flag } from "./table.ts";
+import { RELEASE_COMMANDS } from "./table-release.ts";
 
 const command = (c: CommandSpec): CommandSpec => c;
 const flag = (f: Flag): Flag => f;
@@ -58,6 +59,7 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
     exits: PUSH_EXITS,
     means: { secret: { value: "KEY=FILE", help: "a secret sealed to each node, read from FILE" } },
   }),
+  ...RELEASE_COMMANDS,
   command({
     name: "plan",
     args: "NAME... FILE",

@@ -14,6 +14,7 @@ import {
 } from "../defaults.ts";
 import { ENROL_EXITS, type Exit, HOST_EXITS, MESH_EXITS, STATUS_EXITS } from "./exits.ts";
 import { MESH_COMMANDS, MESH_FLAGS } from "./table-mesh.ts";
+import { RELEASE_FLAGS } from "./table-release.ts";
 
 export interface Flag {
   /** The long name, without `--`. */
@@ -34,7 +35,6 @@ export interface Flag {
 
 export const LOG_FORMATS = ["json", "text"] as const;
 export const HOST_KIND_NAMES = ["arch", "android", "linux"] as const;
-
 const flag = (f: Flag): Flag => f;
 /** The default of a flag a command cannot go without: usage shows it unbracketed. */
 export const REQUIRED = "none: required";
@@ -182,10 +182,10 @@ export const FLAGS = {
     complete: "dir",
   }),
   ...MESH_FLAGS,
+  ...RELEASE_FLAGS,
 } as const satisfies Record<string, Flag>;
 
 export type FlagName = keyof typeof FLAGS;
-
 /** Taken by every command. */
 export const GLOBAL_FLAGS: readonly FlagName[] = [
   "state",

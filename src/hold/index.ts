@@ -13,3 +13,4 @@ export {
   type LinkOpened,
   type NodeDeps,
 } from "./hold.ts";
+export { releaseDir, type UpgradeDeps, type Upgraded, upgradeTo } from "./upgrade.ts";

@@ -15,7 +15,13 @@ import { createHash, X509Certificate } from "node:crypto";
 import { isIP, connect as netConnect, type Socket } from "node:net";
 import { type PeerCertificate, type TLSSocket, connect as tlsConnect } from "node:tls";
 import { connect, errors, type NatsConnection } from "@nats-io/transport-node";
-import { DIAL_TIMEOUT_MS, MAX_INFO_BYTES, MAX_PINGS_OUT, PING_INTERVAL_MS } from "../defaults.ts";
+import {
+  DIAL_TIMEOUT_MS,
+  MAX_INFO_BYTES,
+  MAX_PINGS_OUT,
+  PING_INTERVAL_MS,
+  PREFLIGHT_CLOSE_MS,
+} from "../defaults.ts";
 
 export interface DialOptions {
   /** `nats://host:port`, tried in order; the first that passes the pin and takes the password wins. */
@@ -139,8 +145,11 @@ export function peerCertificate(host: string, port: number, timeoutMs: number): 
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      tlsSocket?.destroy();
-      socket.destroy();
+      if (result.ok && tlsSocket) hangUp(tlsSocket);
+      else {
+        tlsSocket?.destroy();
+        socket.destroy();
+      }
       resolve(result);
     };
     const timer = setTimeout(
@@ -167,6 +176,17 @@ export function peerCertificate(host: string, port: number, timeoutMs: number): 
       tlsSocket = handshake(socket, host, server, finish);
     });
   });
+}
+
+/**
+ * A completed handshake is closed as TLS closes (close_notify, after the client's last handshake flight is
+ * flushed): destroyed at once, the server saw the handshake cut short and logged `TLS handshake error: EOF` at
+ * every dial, an error to the operator reading it. Destroyed anyway if the server does not close in time.
+ */
+function hangUp(tlsSocket: TLSSocket): void {
+  tlsSocket.on("error", () => undefined);
+  tlsSocket.end();
+  setTimeout(() => tlsSocket.destroy(), PREFLIGHT_CLOSE_MS).unref();
 }
 
 /** The server's INFO line, read before any TLS: a server that is no NATS server, or not one requiring TLS, is refused. */

@@ -3,6 +3,7 @@
 // vocabulary it speaks and the nats client, nothing of the host. Other layers import only this.
 export { type Answered, type Approach, type Asking, type AskOptions, ask } from "./asking.ts";
 export { type DialFailure, type Dialled, type DialOptions, dial, fingerprintOf } from "./dial.ts";
+export { type Chunk, type ReleaseSource, releaseSource } from "./fetch-release.ts";
 export {
   type Bound,
   type Delivered,

@@ -35,6 +35,7 @@ import {
   messageOf,
   missingConsumer,
 } from "./failures.ts";
+import { type ReleaseSource, releaseSource } from "./fetch-release.ts";
 import { answerPlans } from "./plans.ts";
 
 export interface LinkOptions {
@@ -89,6 +90,8 @@ export interface Link {
   heartbeat(heartbeat: Heartbeat): Sent;
   /** Answer the mesh's plan requests on `mesh.plan.<n>` while the link is up (plans.ts). */
   plans(answer: (request: Uint8Array) => Promise<PlanAnswer>): void;
+  /** Releases, read by direct get on the mesh's release stream (fetch-release.ts). */
+  releases(): ReleaseSource;
   /** Resolves, with why, when the link closes for any reason. */
   closed(): Promise<string>;
   close(reason?: string): Promise<void>;
@@ -173,6 +176,10 @@ class NatsLink implements Link {
 
   closed(): Promise<string> {
     return this.whenClosed;
+  }
+
+  releases(): ReleaseSource {
+    return releaseSource(this.nc);
   }
 
   async close(reason = "closed by the host"): Promise<void> {

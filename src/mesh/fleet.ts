@@ -21,8 +21,30 @@ export function serialOf(record: NodeRecord | null, digest: string): number | nu
   return record?.pushes.find((p) => p.digest === digest)?.serial ?? null;
 }
 
-export function heardReport(fleet: Fleet, report: Report, record: NodeRecord | null, at = new Date()): void {
+/** The serial of the declaration delivered at stream sequence `seq` (a heartbeat's last names only that). */
+export function serialOfSeq(record: NodeRecord | null, seq: number): number | null {
+  return record?.pushes.find((p) => p.seq === seq)?.serial ?? null;
+}
+
+/**
+ * A report on an older serial than the one shown says nothing of what the node holds now: a replay of an old
+ * declaration, refused by the node, made a healthy node's row read `refused serial 1` (`mesh up` says it).
+ */
+function olderThanShown(entry: FleetEntry, serial: number | null): boolean {
+  const shown = entry.report?.serial ?? null;
+  return shown !== null && serial !== null && serial < shown;
+}
+
+/** Kept in the fleet view unless it is about an older declaration than the one shown; whether it was. */
+export function heardReport(
+  fleet: Fleet,
+  report: Report,
+  record: NodeRecord | null,
+  at = new Date(),
+): boolean {
   const entry = entryOf(fleet, report.node);
+  const serial = serialOf(record, report.declaration.digest);
+  if (olderThanShown(entry, serial)) return false;
   // a refused declaration's report names no mode: the node's mode is still what it last said
   const mode = report.mode ?? entry.report?.mode ?? null;
   entry.report = {
@@ -30,9 +52,10 @@ export function heardReport(fleet: Fleet, report: Report, record: NodeRecord | n
     outcome: report.outcome,
     seq: report.declaration.seq,
     digest: report.declaration.digest,
-    serial: serialOf(record, report.declaration.digest),
+    serial,
     mode,
   };
+  return true;
 }
 
 export interface FleetRow {
@@ -87,7 +110,8 @@ export function fleetTable(rows: FleetRow[]): string {
     r.version ?? "-",
     age(r.heartbeat_age_s),
     r.report ? `${r.report.outcome} serial ${r.report.serial ?? "?"} ${age(r.report.age_s)}` : "-",
-    r.confirmed === null ? "-" : r.confirmed ? "yes" : "no",
+    // false until the node's first reconcile after a start has finished: not yet, rather than a failure
+    r.confirmed === null ? "-" : r.confirmed ? "yes" : "not yet",
   ]);
   const head = ["NODE", "MODE", "VERSION", "HEARTBEAT", "LAST REPORT", "CONFIRMED"];
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));

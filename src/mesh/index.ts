@@ -23,6 +23,7 @@ export {
   publishAndWait,
   targetsOf,
 } from "./push.ts";
+export { addRelease, listReleases, type ReleaseInput, type ReleaseRow, removeRelease } from "./release.ts";
 export { natsServerPath, reloadUsers, runningServers } from "./servers.ts";
 export { writeUnits } from "./units.ts";
 export { type UpOptions, up } from "./up.ts";

@@ -161,6 +161,10 @@ function makeCert(mesh: MeshDir, servers: ServerEntry[]): string {
       { stdio: ["ignore", "ignore", "pipe"] },
     );
   } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT")
+      throw new MeshRefused(
+        "openssl is not installed, and mesh init makes the bus's certificate with it (Debian: apt install openssl)",
+      );
     const said = String((e as { stderr?: Buffer }).stderr ?? "")
       .trim()
       .split("\n")[0];

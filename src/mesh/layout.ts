@@ -7,7 +7,7 @@
 //   nodes/<n>.json 0600  each node: its password, its pending token, its public keys, its serial
 //   fleet.json           what `up` heard last from each node
 import { createPrivateKey, type KeyObject } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, unlinkSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import * as z from "zod";
 import { MESH_FORMAT } from "../defaults.ts";
@@ -88,6 +88,23 @@ export const Fleet = z.strictObject({
 });
 export type Fleet = z.infer<typeof Fleet>;
 
+const denied = (code: string | undefined) => code === "EACCES" || code === "EPERM";
+
+/** A mesh directory is 0700, its files 0600: read by anyone else, it is a question of who runs the command. */
+function deniedLine(path: string): string {
+  return `cannot read ${path}: permission denied (a mesh directory is its owner's alone: run this as that user)`;
+}
+
+/** Why mesh.json is not there: no mesh at all, or one this user may not look into (stat says which). */
+function absentWhy(dir: string, file: string): string {
+  try {
+    statSync(file);
+  } catch (e) {
+    if (denied((e as NodeJS.ErrnoException).code)) return deniedLine(dir);
+  }
+  return `${dir} is not a mesh (no mesh.json): run \`mesh-host mesh init\``;
+}
+
 export class MeshDir {
   constructor(readonly dir: string) {}
 
@@ -102,8 +119,7 @@ export class MeshDir {
   /** The mesh as `init` made it; refused in one line when the directory is not a mesh. */
   config(): MeshConfig {
     const file = this.path("mesh.json");
-    if (!existsSync(file))
-      throw new MeshRefused(`${this.dir} is not a mesh (no mesh.json): run \`mesh-host mesh init\``);
+    if (!existsSync(file)) throw new MeshRefused(absentWhy(this.dir, file));
     return this.parsed(file, MeshConfig);
   }
 
@@ -172,7 +188,7 @@ export class MeshDir {
       json = JSON.parse(readFileSync(file, "utf8"));
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      throw new MeshRefused(`cannot read ${file}: ${code ?? "not JSON"}`);
+      throw new MeshRefused(denied(code) ? deniedLine(file) : `cannot read ${file}: ${code ?? "not JSON"}`);
     }
     const parsed = schema.safeParse(json);
     if (!parsed.success) {

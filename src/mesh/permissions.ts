@@ -1,6 +1,8 @@
 // What the mesh grants a node's user and its enrolling user (protocol.md "The node's permissions"), and no
 // more. test/fixtures/node-permissions.json states the same sets; a test holds this file to it.
 
+import { RELEASE_DIRECT_GET } from "../vocabulary/index.ts";
+
 export interface Permissions {
   publish: { allow: string[] };
   subscribe: { allow: string[] };
@@ -18,6 +20,8 @@ export function nodePermissions(node: string): Permissions {
         `$JS.API.CONSUMER.INFO.DECLARE.node-${node}`,
         `$JS.API.CONSUMER.MSG.NEXT.DECLARE.node-${node}`,
         `$JS.ACK.DECLARE.node-${node}.>`,
+        // releases: direct gets on the release stream, the one JetStream read that creates nothing
+        RELEASE_DIRECT_GET,
       ],
     },
     // the mesh's plan requests, answered on their reply address and nowhere else

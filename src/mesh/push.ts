@@ -8,6 +8,7 @@ import {
   type Declaration,
   declareSubject,
   digestOf,
+  INSTALLER_SECRET,
   parseDeclarationBody,
   parseJsonBytes,
   type Report,
@@ -97,6 +98,7 @@ export function compose(
     throw new MeshRefused(`refused for node ${node}: ${refusalLine(parsed.refusals[0]!)}${more}`);
   }
   checkSecretsUsed(parsed.value, input.secrets);
+  checkNoInstallerSecret(parsed.value, node);
   return { node, serial, body, digest: digestOf(body), kept };
 }
 
@@ -105,6 +107,18 @@ function checkSecretsUsed(declaration: Declaration, given: ReadonlyMap<string, U
   for (const name of given.keys())
     if (!declaration.resources.some((r) => r.type === "file" && r.secret === name))
       throw new MeshRefused(`--secret ${name}: no file resource of the declaration names secret "${name}"`);
+}
+
+/**
+ * `"installer"` stands for a secret handed to genesis on the machine: a node never opens one that arrives over
+ * the link, so sending it would only use a serial for a refusal. `--secret NAME=FILE` seals the value instead.
+ */
+function checkNoInstallerSecret(declaration: Declaration, node: string): void {
+  const name = Object.entries(declaration.secrets ?? {}).find(([, v]) => v === INSTALLER_SECRET)?.[0];
+  if (name !== undefined)
+    throw new MeshRefused(
+      `refused for node ${node}: secret "${name}" is "${INSTALLER_SECRET}", which only genesis on the machine is given; seal it with --secret ${name}=FILE`,
+    );
 }
 
 /**

@@ -9,14 +9,16 @@ import {
   EnrolQuestion,
   Heartbeat,
   parseJsonBytes,
+  printable,
   REPORTS_CONSUMER,
   Report,
 } from "../vocabulary/index.ts";
 import { awaitStreams, type Bus, connectBus, ensureNodeConsumer, sweepConsumers } from "./bus.ts";
 import { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 import { lockMesh } from "./files.ts";
-import { heardHeartbeat, heardReport } from "./fleet.ts";
-import { type Fleet, type MeshDir, MeshRefused } from "./layout.ts";
+import { heardHeartbeat, heardReport, serialOf } from "./fleet.ts";
+import { type Fleet, type MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
+import { followRecords, recordLine, Said, subjectNode } from "./said.ts";
 import { type RunningServer, reloadUsers, runningServers, startServer, stopServer } from "./servers.ts";
 
 export interface UpOptions {
@@ -55,7 +57,7 @@ export async function up(mesh: MeshDir, opts: UpOptions): Promise<number> {
     }
     const died = Promise.race(servers.map((s) => s.exited.then((how) => ({ index: s.index, how }))));
     bus = await connectBus(mesh, { reconnect: true, name: "mesh-host mesh up" });
-    const running = new Controller(mesh, bus, opts.warn, () => stopped);
+    const running = new Controller(mesh, bus, { say: opts.say, warn: opts.warn }, () => stopped);
     controller = running;
     void running
       .start(config.servers.length)
@@ -84,14 +86,23 @@ class Controller {
   private fleetTimer: NodeJS.Timeout | null = null;
   private readonly spent = new Set<string>();
   private spendTimer: NodeJS.Timeout | null = null;
+  private readonly warn: (line: string) => void;
+  /** What it heard and did, for the operator: a line each, the same one not repeated within a minute. */
+  private readonly said: Said;
+  /** What went wrong with a node's message: on stderr, the same one not repeated within a minute. */
+  private readonly refused: Said;
+  private unfollow: () => void = () => {};
 
   constructor(
     private readonly mesh: MeshDir,
     private readonly bus: Bus,
-    private readonly warn: (line: string) => void,
+    lines: { say(line: string): void; warn(line: string): void },
     private readonly stopped: () => boolean,
   ) {
     this.fleet = mesh.fleet();
+    this.warn = lines.warn;
+    this.said = new Said(lines.say);
+    this.refused = new Said(lines.warn);
   }
 
   /** False when stopped before JetStream answered. */
@@ -122,10 +133,14 @@ class Controller {
       ),
     );
     await this.bus.nc.flush();
+    this.unfollow = followRecords(this.mesh, (node, change) =>
+      this.said.say(`${change}:${node}`, recordLine(node, change)),
+    );
     return true;
   }
 
   async stop(): Promise<void> {
+    this.unfollow();
     this.heartbeats?.unsubscribe();
     if (this.fleetTimer) clearTimeout(this.fleetTimer);
     if (this.spendTimer) clearTimeout(this.spendTimer);
@@ -137,14 +152,16 @@ class Controller {
     const json = parseJsonBytes(m.data);
     const parsed = json.ok ? EnrolQuestion.safeParse(json.value) : null;
     if (!parsed?.success) {
-      this.warn(`a malformed enrolment question on ${m.subject}: ignored`);
+      this.refused.say(`malformed:${m.subject}`, `a malformed enrolment question on ${m.subject}: ignored`);
       m.ack();
       return;
     }
     const q = parsed.data;
     const refusal = await this.admit(q, m.subject);
-    if (refusal) await reply(this.bus.nc, q.reply, refusedAnswer(refusal));
-    else {
+    if (refusal) {
+      this.refused.say(`enrol:${q.node}`, `refused an enrolment as node ${q.node}: ${refusal}`);
+      await reply(this.bus.nc, q.reply, refusedAnswer(refusal));
+    } else {
       const record = this.mesh.known(q.node);
       const config = this.mesh.config();
       const membership = membershipOf(q.node, {
@@ -154,6 +171,10 @@ class Controller {
         password: record.password,
       });
       await reply(this.bus.nc, q.reply, sealedAnswer(q, membership));
+      this.said.say(
+        `enrolled:${q.node}:${q.keys.identity}`,
+        `enrolled node ${q.node} (${printable(q.facts.hostname ?? "?", 64)})`,
+      );
     }
     m.ack();
   }
@@ -181,22 +202,47 @@ class Controller {
     const node = subject.split(".")[2] ?? "";
     const record = this.mesh.node(node);
     // a node removed is no longer read
-    if (!record) return;
+    if (!record) return this.refusedMessage(subject, kind, "from no node of this mesh (removed?)");
     const json = parseJsonBytes(data);
-    if (!json.ok) return;
+    if (!json.ok) return this.refusedMessage(subject, kind, `not JSON (${json.reason})`);
     if (kind === "report") {
       const r = Report.safeParse(json.value);
-      if (!r.success || r.data.node !== node) return;
+      if (!r.success) return this.refusedMessage(subject, kind, "not a report this mesh reads");
+      if (r.data.node !== node) return this.forged(subject, kind, r.data.node);
       heardReport(this.fleet, r.data, record);
+      if (r.data.outcome === "refused") this.nodeRefused(r.data, record);
       // a report is what an operator looks for right after a push: written now, not with the next batch
       this.flushFleet();
     } else {
       const h = Heartbeat.safeParse(json.value);
-      if (!h.success || h.data.node !== node) return;
+      if (!h.success) return this.refusedMessage(subject, kind, "not a heartbeat this mesh reads");
+      if (h.data.node !== node) return this.forged(subject, kind, h.data.node);
       heardHeartbeat(this.fleet, h.data);
     }
     this.scheduleFleet();
     if (record.token && record.enrolled_at) this.spendToken(node);
+  }
+
+  private refusedMessage(subject: string, kind: string, why: string): void {
+    this.refused.say(`${kind}:${subject}`, `refused a ${kind} on ${subjectNode(subject)}'s subject: ${why}`);
+  }
+
+  /** A message on one node's subject that says it is another's: someone is writing where they should not. */
+  private forged(subject: string, kind: string, claims: string): void {
+    this.refused.say(
+      `forged:${subject}`,
+      `refused a ${kind} on ${subjectNode(subject)}'s subject that says it is from ${printable(claims, 64)}: forged or misaddressed`,
+    );
+  }
+
+  /** A node refused a declaration (a replay of an older one, a path unsafe on the node): said, with its serial. */
+  private nodeRefused(report: Report, record: NodeRecord): void {
+    const serial = serialOf(record, report.declaration.digest);
+    const why = report.refusals.map((r) => r.reason).join("; ") || report.outcome;
+    this.refused.say(
+      `node-refused:${report.node}:${report.declaration.digest}`,
+      `node ${report.node} ${report.outcome} ${serial === null ? "a declaration this mesh has no serial for" : `serial ${serial}`}: ${printable(why, 200)}`,
+    );
   }
 
   /**

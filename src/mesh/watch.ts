@@ -2,12 +2,19 @@
 // takes nothing from `up`'s durable reader, and sees only what arrives while it watches.
 import { Heartbeat, parseJsonBytes, Report } from "../vocabulary/index.ts";
 import { connectBus } from "./bus.ts";
-import { serialOf } from "./fleet.ts";
+import { serialOf, serialOfSeq } from "./fleet.ts";
 import type { MeshDir } from "./layout.ts";
 
 export type Heard =
   | { kind: "report"; node: string; at: string; serial: number | null; report: Report }
-  | { kind: "heartbeat"; node: string; at: string; heartbeat: Heartbeat };
+  | {
+      kind: "heartbeat";
+      node: string;
+      at: string;
+      /** The serial of the heartbeat's `last` (which names its stream sequence), when this mesh pushed it. */
+      serial: number | null;
+      heartbeat: Heartbeat;
+    };
 
 export async function watch(
   mesh: MeshDir,
@@ -34,7 +41,10 @@ export async function watch(
         });
     } else {
       const h = Heartbeat.safeParse(json.value);
-      if (h.success && h.data.node === node) heard({ kind: "heartbeat", node, at, heartbeat: h.data });
+      if (h.success && h.data.node === node) {
+        const serial = h.data.last ? serialOfSeq(record, h.data.last.seq) : null;
+        heard({ kind: "heartbeat", node, at, serial, heartbeat: h.data });
+      }
     }
   };
   for (const subject of ["mesh.report.>", "mesh.heartbeat.>"])

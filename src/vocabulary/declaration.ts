@@ -7,6 +7,7 @@ import { nameProblem } from "./names.ts";
 import { overlayCrossChecks } from "./overlay.ts";
 import type { Parsed, Refusal } from "./refusal.ts";
 import { printable, refusalsFromIssues } from "./refusal.ts";
+import { ReleaseVersion } from "./release.ts";
 import {
   isResourceType,
   Name,
@@ -56,6 +57,8 @@ export const DeclarationHead = z.strictObject({
   resources: z.array(z.unknown()),
   secrets: z.record(Name, SecretValue).optional(),
   membership: Sealed.optional(),
+  /** What the host itself runs: the release of mesh-host the mesh names (protocol.md "Releases"). */
+  host: z.strictObject({ release: ReleaseVersion }).optional(),
 });
 
 export type Declaration = Omit<z.infer<typeof DeclarationHead>, "resources"> & { resources: Resource[] };

@@ -9,6 +9,7 @@ export * from "./names.ts";
 export * from "./plan.ts";
 export * from "./raw-keys.ts";
 export * from "./refusal.ts";
+export * from "./release.ts";
 export * from "./resources.ts";
 export * from "./seal.ts";
 export * from "./subjects.ts";

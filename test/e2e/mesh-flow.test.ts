@@ -114,7 +114,7 @@ describe("one server: the operator's path", () => {
     const decl = file(base, "one.json", declaration("one\n"));
     const first = await mesh(dir, ["push", "web-1", decl, ...WAIT]);
     expect(first.code, first.stderr).toBe(0);
-    expect(first.stdout).toMatch(/^web-1: serial 1, stream seq \d+\n/);
+    expect(first.stdout).toMatch(/^web-1: serial 1\n/);
     expect(first.stdout).toMatch(/created\s+file\s+conf\s+\/etc\/app.conf created/);
     expect(first.stdout).toContain("applied: 1 created");
     // off a terminal, the wait is said as plain lines on stderr, one as each report arrives
@@ -173,7 +173,20 @@ describe("one server: the operator's path", () => {
         ["web-1", file(base, "unused.json", declaration("x")), "--secret", `nothing=${join(base, "dbpw")}`],
         /--secret nothing: no file resource/,
       ],
-      [["web-1", join(base, "missing.json")], /cannot read .*missing.json: ENOENT/],
+      [
+        [
+          "web-1",
+          file(base, "installer.json", {
+            v: 1,
+            mode: "converged",
+            secrets: { dbpw: "installer" },
+            resources: [{ id: "pw", type: "file", path: "/etc/db.pw", secret: "dbpw" }],
+          }),
+        ],
+        /refused for node web-1: secret "dbpw" is "installer", .*--secret dbpw=FILE/,
+      ],
+      [["web-1", join(base, "missing.json")], /cannot read .*missing.json: it does not exist/],
+      [["web-1"], /mesh push web-1 needs FILE after it, the declaration to push/],
       [["nobody", file(base, "ok.json", declaration("x"))], /node nobody is not in this mesh/],
       [
         ["web-1", file(base, "ok.json", declaration("x")), "--wait-s", "soon"],
@@ -257,7 +270,7 @@ describe("one server: the operator's path", () => {
     node.run = await runLinkUp(node.state, node.root);
     const there = await mesh(other, ["push", "web-1", file(base, "b.json", declaration("on b\n")), ...WAIT]);
     expect(there.code, there.stderr).toBe(0);
-    expect(there.stdout).toMatch(/^web-1: serial 1,/);
+    expect(there.stdout).toMatch(/^web-1: serial 1\n/);
     expect(readFileSync(join(node.root, "etc/app.conf"), "utf8")).toBe("on b\n");
     const again = await mesh(dir, ["push", "web-1", file(base, "a.json", declaration("x"))]);
     expect(again.code).toBe(2);

@@ -1,7 +1,7 @@
 // `mesh init` and the mesh commands that need no bus, through the built executable: what init makes and
 // refuses, `node add`'s code and its file, and every wrong or stale input: one line, exit 2, nothing changed.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { enrolPermissions, MeshDir, nodePermissions } from "../../src/mesh/index.ts";
@@ -9,6 +9,7 @@ import { decodeCode } from "../../src/vocabulary/index.ts";
 import { NATS_SERVER } from "../mesh/index.ts";
 import { initMesh, mesh, serverDir } from "../mesh/operator.ts";
 import { ensureSea } from "../support/sea.ts";
+import { runMarkerEnv } from "../support/strays.ts";
 import { snapshot, tempDir } from "../support/tmp.ts";
 
 beforeAll(() => {
@@ -103,6 +104,51 @@ describe("mesh init", () => {
   });
 });
 
+describe("the operator's errors in our words (issue 27, items 14 and 15)", () => {
+  it("init without openssl says so, in one line, and makes nothing", async () => {
+    const base = tempDir();
+    const dir = join(base, "m");
+    const noTools = join(base, "bin");
+    mkdirSync(noTools);
+    const r = await mesh(dir, ["init", "--server", "127.0.0.1:4993"], { env: { PATH: noTools } });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toBe(
+      "mesh-host: openssl is not installed, and mesh init makes the bus's certificate with it (Debian: apt install openssl)\n",
+    );
+    expect(r.stderr).not.toMatch(/ENOENT|spawnSync/);
+    expect(readdirSync(base)).toEqual(["bin"]);
+  });
+
+  it.runIf(process.getuid?.() === 0)(
+    "a mesh another user may not read is permission denied, not 'not a mesh'",
+    async () => {
+      const base = tempDir();
+      chmodSync(base, 0o755);
+      const dir = join(base, "m");
+      await initMesh(dir, [4992]);
+      const r = spawnSync(
+        "setpriv",
+        [
+          "--reuid=65534",
+          "--regid=65534",
+          "--clear-groups",
+          "--",
+          process.env.MESH_HOST_BIN!,
+          "mesh",
+          "--mesh",
+          dir,
+          "nodes",
+        ],
+        { encoding: "utf8", env: { PATH: "/usr/bin:/bin", ...runMarkerEnv() } },
+      );
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr).toBe(
+        `mesh-host: cannot read ${dir}: permission denied (a mesh directory is its owner's alone: run this as that user)\n`,
+      );
+    },
+  );
+});
+
 describe("mesh node add and rm, without the bus", () => {
   it("prints the enrolment code and nothing else; the code pins the mesh's certificate", async () => {
     const dir = join(tempDir(), "m");
@@ -162,6 +208,7 @@ describe("mesh node add and rm, without the bus", () => {
     await refused(dir, ["node", "move", "web-1"], /mesh node takes add or rm/);
     await refused(dir, ["frobnicate"], /unknown mesh command "frobnicate"/);
     await refused(dir, ["nodes", "--bogus"], /unknown flag --bogus/);
+    await refused(dir, ["push", "web-1"], /mesh push web-1 needs FILE after it, the declaration to push/);
     await refused(dir, ["push", "nobody", "/nonexistent.json"], /node nobody is not in this mesh/);
     await refused(dir, ["push", "web-1", "/nonexistent.json"], /node web-1 has not enrolled yet/);
     await refused(dir, ["push", "--all", "/nonexistent.json"], /no node of this mesh has enrolled yet/);

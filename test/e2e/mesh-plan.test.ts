@@ -217,9 +217,9 @@ describe("mesh plan", () => {
     });
     for (const [args, says] of [
       [["web-1", bad], /refused for node web-1/],
-      [["web-1", join(base, "nothing.json")], /cannot read .*nothing.json: ENOENT/],
+      [["web-1", join(base, "nothing.json")], /cannot read .*nothing.json: it does not exist/],
       [["nobody", file(base, "ok.json", site("x"))], /node nobody is not in this mesh/],
-      [["web-1"], /mesh plan needs a node NAME before FILE, or --all/],
+      [["web-1"], /mesh plan web-1 needs FILE after it/],
     ] as [string[], RegExp][]) {
       const r = await mesh(dir, ["plan", ...args]);
       expect(r.code, r.stderr).toBe(2);

@@ -1,5 +1,5 @@
 // `run`: hold the node in its mesh until stopped; exits 0 to be restarted onto a new binary or a new bus.
-import { Hold, type HoldOptions } from "../../hold/index.ts";
+import { type BinaryAtStart, Hold, type HoldOptions, type UpgradeDeps, upgradeTo } from "../../hold/index.ts";
 import { openBound } from "../../link/index.ts";
 import {
   beginMove,
@@ -45,6 +45,8 @@ export async function runCommand(ctx: Context): Promise<number> {
     driftS: ctx.args.driftS,
     redialSpreadS: ctx.args.redialSpreadS,
     binary: binaries.installed ?? undefined,
+    upgrade: (version, source) =>
+      upgradeTo(version, source, upgradeDeps(ctx, membership, binaries.installed)),
     onConfirmed: () => {
       confirmed = confirmBinary(ctx.state, binaries.running).catch((e: Error) =>
         ctx.log.warn({ err: e.message }, "the confirmation could not be written"),
@@ -67,6 +69,18 @@ export async function runCommand(ctx: Context): Promise<number> {
   record.stopped();
   ctx.log.info({ why }, "exiting cleanly");
   return 0;
+}
+
+/** What fetching and installing a release needs: the installed binary is what it replaces. */
+function upgradeDeps(ctx: Context, membership: Membership, installed: BinaryAtStart | null): UpgradeDeps {
+  return {
+    state: ctx.state,
+    kind: ctx.host.kind,
+    meshKey: membership.mesh_key,
+    exec: portsOf(ctx).exec,
+    installed,
+    log: ctx.log,
+  };
 }
 
 /** A move to another bus as the hold lives it: saved when declared, finished when heard there, undone when refused. */

@@ -32,6 +32,13 @@ export const MESH_USAGE = [
   "`mesh-host mesh COMMAND --help` gives a command's own flags, defaults and exit statuses.",
 ].join("\n");
 
+/** `mesh-host mesh release --help`: the three commands under `release`. */
+export const MESH_RELEASE_USAGE = [
+  "usage: mesh-host mesh release add|ls|rm [flags]",
+  ...MESH_COMMANDS.filter((c) => c.name.startsWith("release ")).map(usageOf),
+  "`mesh-host mesh release add --help` (or ls, rm) gives its own flags, defaults and exit statuses.",
+].join("\n");
+
 /** `mesh-host mesh node --help`: the two commands under `node`. */
 export const MESH_NODE_USAGE = [
   "usage: mesh-host mesh node add|rm NAME [flags]",
@@ -56,8 +63,17 @@ export interface MeshArgs {
   secret: string[];
   waitS: number;
   to: string | null;
+  /** `release add --version V` and `--host KIND`. */
+  version: string | null;
+  host: string | null;
   help: boolean;
 }
+
+/** The mesh's flags by name: `--version` takes a value here (a release's), the host's is a switch. */
+const MESH_FLAGS: Record<string, Flag> = { ...FLAGS, version: FLAGS["release-version"] };
+
+/** The words of a two-word command (`node add`, `release ls`), and the second words each takes. */
+const GROUPS: Record<string, readonly string[]> = { node: ["add", "rm"], release: ["add", "ls", "rm"] };
 
 function count(flag: string, value: string | undefined, min: number): number | null {
   if (value === undefined) return null;
@@ -67,13 +83,13 @@ function count(flag: string, value: string | undefined, min: number): number | n
 }
 
 export function parseMesh(argv: string[]): MeshArgs {
-  const { given, positionals: words } = tokens(argv, () => SEE);
+  const { given, positionals: words } = tokens(argv, () => SEE, MESH_FLAGS);
   const v: Record<string, string | string[] | true> = {};
   for (const [f, value] of given)
     v[f.name] = f.multiple ? [...((v[f.name] as string[] | undefined) ?? []), value as string] : value;
   const help = v.help === true;
   const [command, positionals] = commandOf(words, help);
-  if (command !== "help" && command !== "node") checkFlags(command, given);
+  if (command !== "help" && !(command in GROUPS)) checkFlags(command, given);
   const one = (name: string) => v[name] as string | undefined;
   return {
     command,
@@ -92,6 +108,8 @@ export function parseMesh(argv: string[]): MeshArgs {
     secret: (v.secret as string[] | undefined) ?? [],
     waitS: count("wait-s", one("wait-s"), 0) ?? (command === "plan" ? PLAN_WAIT_S : PUSH_WAIT_S),
     to: one("to") ?? null,
+    version: one("version") ?? null,
+    host: one("host") ?? null,
     help: help || command === "help",
   };
 }
@@ -99,12 +117,15 @@ export function parseMesh(argv: string[]): MeshArgs {
 /** The subcommand (`node add` is two words) and the words after it; none is `help` (`node` alone, for help). */
 function commandOf(words: string[], help: boolean): [string, string[]] {
   let [command = "help", ...positionals] = words;
-  if (command === "node") {
-    if (help && positionals.length === 0) return ["node", []];
+  const subs = GROUPS[command];
+  if (subs) {
+    if (help && positionals.length === 0) return [command, []];
     const sub = positionals.shift();
-    if (sub !== "add" && sub !== "rm")
-      throw new UsageError(`mesh node takes add or rm, not ${sub ? `"${printable(sub)}"` : "nothing"}`);
-    command = `node ${sub}`;
+    if (!sub || !subs.includes(sub))
+      throw new UsageError(
+        `mesh ${command} takes ${subs.join(" or ")}, not ${sub ? `"${printable(sub)}"` : "nothing"}`,
+      );
+    command = `${command} ${sub}`;
   }
   if (command !== "help" && !meshCommandSpec(command))
     throw new UsageError(

@@ -24,9 +24,10 @@ import { runningBinary } from "../commands/confirm.ts";
 import { meshCommandHelp } from "../help.ts";
 import { summary, writeJson, writeOut } from "../output.ts";
 import { meshCommandSpec } from "../table.ts";
-import { MESH_NODE_USAGE, MESH_USAGE, type MeshArgs, parseMesh } from "./args.ts";
+import { MESH_NODE_USAGE, MESH_RELEASE_USAGE, MESH_USAGE, type MeshArgs, parseMesh } from "./args.ts";
 import { planCommand } from "./plan.ts";
 import { moveCommand, pushCommand } from "./push.ts";
+import { releaseAddCommand, releaseLsCommand, releaseRmCommand } from "./release.ts";
 
 type Handler = (mesh: MeshDir, args: MeshArgs) => Promise<number>;
 
@@ -40,6 +41,9 @@ const HANDLERS: Record<string, Handler> = {
   nodes: nodesCommand,
   watch: watchCommand,
   move: moveCommand,
+  "release add": releaseAddCommand,
+  "release ls": releaseLsCommand,
+  "release rm": releaseRmCommand,
 };
 
 export async function meshMain(argv: string[]): Promise<number> {
@@ -60,6 +64,7 @@ export async function meshMain(argv: string[]): Promise<number> {
 function helpText(args: MeshArgs): string {
   const name = args.command === "help" ? args.positionals.join(" ") : args.command;
   if (name === "node") return MESH_NODE_USAGE;
+  if (name === "release") return MESH_RELEASE_USAGE;
   const spec = meshCommandSpec(name);
   if (spec) return meshCommandHelp(spec);
   if (name) throw new UsageError(`no help for "mesh ${printable(name)}" (see \`mesh-host mesh --help\`)`);
@@ -153,10 +158,11 @@ async function nodesCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
 function heardLine(e: Heard): string {
   if (e.kind === "heartbeat") {
     const hb = e.heartbeat;
-    return `${e.at} heartbeat ${e.node} version ${hb.version} up ${hb.uptime_s}s${hb.confirmed ? " confirmed" : ""}${hb.last ? ` last ${hb.last.outcome} seq ${hb.last.seq}` : ""}`;
+    return `${e.at} heartbeat ${e.node} version ${hb.version} up ${hb.uptime_s}s${hb.confirmed ? " confirmed" : ""}${hb.last ? ` last ${hb.last.outcome} serial ${e.serial ?? "?"}` : ""}`;
   }
+  // the serial is what a person reads; the stream's sequence is in --json alone
   const r = e.report;
-  return `${e.at} report ${e.node} serial ${e.serial ?? "?"} seq ${r.declaration.seq} ${summary(r)}`;
+  return `${e.at} report ${e.node} serial ${e.serial ?? "?"} ${summary(r)}`;
 }
 
 async function watchCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {

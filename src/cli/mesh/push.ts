@@ -1,5 +1,5 @@
 // `mesh push` and `mesh move`: what was sent to whom, and each node's report printed the way `apply` prints it.
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { MAX_BODY_BYTES } from "../../defaults.ts";
 import {
   exitOf,
@@ -11,8 +11,9 @@ import {
   publishAndWait,
   targetsOf,
 } from "../../mesh/index.ts";
+import { faultLine } from "../../store/index.ts";
 import { parseJsonBytes } from "../../vocabulary/index.ts";
-import { UsageError } from "../args.ts";
+import { printable, UsageError } from "../args.ts";
 import { summary, table, writeJson, writeOut } from "../output.ts";
 import { progress } from "../progress.ts";
 import { readGivenSecrets } from "../unseal.ts";
@@ -28,13 +29,20 @@ export function readDeclaration(path: string): Record<string, unknown> {
     bytes = readFileSync(path);
   } catch (e) {
     if (e instanceof UsageError) throw e;
-    throw new UsageError(`cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? "error"}`);
+    throw new UsageError(faultLine(e, "read") ?? `cannot read ${path}`);
   }
   const json = parseJsonBytes(bytes);
   if (!json.ok) throw new UsageError(`${path}: the declaration ${json.reason}`);
   if (typeof json.value !== "object" || json.value === null || Array.isArray(json.value))
     throw new UsageError(`${path}: a declaration is a JSON object`);
   return json.value as Record<string, unknown>;
+}
+
+/** `mesh push WORD`: a FILE with no node before it, or (far likelier when it is no file) a node with no FILE. */
+function oneWordWhy(verb: string, word: string): string {
+  return existsSync(word)
+    ? `mesh ${verb} needs a node NAME before FILE, or --all`
+    : `mesh ${verb} ${printable(word)} needs FILE after it, the declaration to ${verb} (mesh ${verb} NAME... FILE)`;
 }
 
 /** TARGETS FILE: the nodes named (or --all) and the file after them, each checked. */
@@ -47,8 +55,7 @@ export function targetsGiven(
   const names = args.positionals.slice(0, -1);
   if (!file) throw new UsageError(`mesh ${verb} needs NAME... FILE, or --all FILE`);
   if (args.all && names.length) throw new UsageError(`mesh ${verb} takes NAME... or --all, not both`);
-  if (!args.all && !names.length)
-    throw new UsageError(`mesh ${verb} needs a node NAME before FILE, or --all`);
+  if (!args.all && !names.length) throw new UsageError(oneWordWhy(verb, file));
   mesh.config();
   return { targets: targetsOf(mesh, names, args.all), file };
 }
@@ -122,7 +129,8 @@ function say(pushed: Pushed[], args: MeshArgs): void {
     return;
   }
   for (const p of pushed) {
-    const head = `${p.node}: serial ${p.serial}, stream seq ${p.seq}`;
+    // the serial is what a person reads; the stream's sequence is in --json alone
+    const head = `${p.node}: serial ${p.serial}`;
     if (!p.report) writeOut(`${head}: ${args.waitS ? `no report within ${args.waitS} s` : "sent"}`);
     else writeOut(`${head}\n${table(p.report.steps)}${summary(p.report)}${refusals(p)}`);
   }

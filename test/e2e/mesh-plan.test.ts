@@ -68,10 +68,13 @@ const site = (motd: string, extra: object[] = []) => ({
   ],
 });
 
-/** Everything of a node the plan must not touch: its root and its state, but the run record heartbeats rewrite. */
+/**
+ * Everything of a node the plan must not touch: its root and its state, but the run record each heartbeat
+ * rewrites (and its temporary file, caught mid-write).
+ */
 function machine(n: Node): Record<string, string> {
   const state = Object.fromEntries(
-    Object.entries(snapshot(n.state)).filter(([k]) => !k.startsWith("/run.json")),
+    Object.entries(snapshot(n.state)).filter(([k]) => !/^\/\.?run\.json/.test(k)),
   );
   return {
     ...state,

@@ -181,6 +181,8 @@ export const FLEET_WRITE_MS = 1_000;
 export const UP_SAID_REPEAT_MS = 60_000;
 /** How many pushes a node's record remembers (serial, stream seq, digest), to name a report's serial. */
 export const PUSHES_KEPT = 20;
+/** A push refused for what it removes names this many resources a node, then how many more. */
+export const REMOVALS_NAMED = 5;
 /** `mesh plan --wait-s`: how long a node connected to the bus has to answer; an offline node is said at once. */
 export const PLAN_WAIT_S = 20;
 /**

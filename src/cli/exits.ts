@@ -39,7 +39,10 @@ export const STATUS_EXITS: readonly Exit[] = [
 export const PUSH_EXITS: readonly Exit[] = [
   [0, "every node applied it (or --wait-s 0: it was sent)"],
   [1, "a node's apply failed, or was superseded by a newer declaration"],
-  [2, "refused here (nothing sent, no serial used), or a node refused the declaration"],
+  [
+    2,
+    "refused here (nothing sent, no serial used; a node would lose resources without --allow-removals), or a node refused the declaration",
+  ],
   [3, "a node said nothing within --wait-s"],
 ];
 

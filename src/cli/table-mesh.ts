@@ -17,6 +17,11 @@ export const MESH_FLAGS = {
     default: String(PUSH_WAIT_S),
     help: "seconds to wait for the reports",
   }),
+  "allow-removals": flag({
+    name: "allow-removals",
+    default: "off",
+    help: "a node may lose resources it last had from this mesh (else the push is refused, naming them)",
+  }),
 } as const satisfies Record<string, Flag>;
 
 /** The operator's commands, `mesh-host mesh NAME …` (src/cli/mesh/): two words for `node add` and `node rm`. */
@@ -55,7 +60,7 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
       "FILE is checked with the host's own vocabulary after node, serial, issued_at and each secret are filled " +
       "in per node; then it is signed, published, and each node's report is printed as apply prints it. " +
       "While it waits, a terminal shows how many nodes have reported.",
-    flags: ["all", "secret", "wait-s", "json"],
+    flags: ["all", "secret", "allow-removals", "wait-s", "json"],
     exits: PUSH_EXITS,
     means: { secret: { value: "KEY=FILE", help: "a secret sealed to each node, read from FILE" } },
   }),

@@ -20,6 +20,7 @@ import {
 } from "../vocabulary/index.ts";
 import { type Bus, connectBus, firstLine, jsCall } from "./bus.ts";
 import { lockMesh } from "./files.ts";
+import { droppedBy, refuseRemovals } from "./removals.ts";
 import { type MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
 
 export interface PushInput {
@@ -27,6 +28,8 @@ export interface PushInput {
   file: Record<string, unknown>;
   /** `--secret KEY=FILE`: the value alone, sealed per node under `secrets.KEY`. */
   secrets: ReadonlyMap<string, Uint8Array>;
+  /** `--allow-removals`: a push may leave out resources the node last had (else it is refused: removals.ts). */
+  allowRemovals?: boolean;
 }
 
 export interface Composed {
@@ -134,7 +137,9 @@ export async function preparePush(
   /** Runs once every check has passed and the bus answers, before any serial is taken (a move's other mesh). */
   beforeCommit: () => Promise<void> = async () => {},
 ): Promise<{ bus: Bus; composed: Composed[] }> {
-  for (const n of targets) compose(mesh.known(n), input, extra(mesh.known(n)));
+  const checked = targets.map((n) => compose(mesh.known(n), input, extra(mesh.known(n))));
+  if (!input.allowRemovals)
+    refuseRemovals(checked.map((c) => ({ node: c.node, gone: droppedBy(mesh.known(c.node), c.kept) })));
   const bus = await connectBus(mesh);
   let lock: Awaited<ReturnType<typeof lockMesh>> | null = null;
   let composed: Composed[];
@@ -142,6 +147,9 @@ export async function preparePush(
     await beforeCommit();
     lock = await lockMesh(mesh.dir);
     composed = targets.map((n) => compose(mesh.known(n), input, extra(mesh.known(n))));
+    // again under the lock: another push may have changed what a node last had
+    if (!input.allowRemovals)
+      refuseRemovals(composed.map((c) => ({ node: c.node, gone: droppedBy(mesh.known(c.node), c.kept) })));
     for (const c of composed) {
       const record = mesh.known(c.node);
       mesh.writeNode({

@@ -2,7 +2,7 @@
 // answers with the plan its apply would make (and the diff, never a secret's), and nothing changes anywhere —
 // not a file under a node's root, not its state directory (byte for byte, mtimes too), not the mesh's serial,
 // not the DECLARE stream, and a declaration pending for an offline node is still the one it gets.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -229,6 +229,31 @@ describe("mesh plan", () => {
       expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
       expect(r.stderr).toMatch(says);
     }
+  });
+
+  it("a push that leaves out what a node last had is refused, nothing sent, until --allow-removals", async () => {
+    const web1 = nodes[0]!;
+    const onlyMotd = file(base, "only-motd.json", {
+      v: 1,
+      mode: "converged",
+      resources: [{ id: "motd", type: "file", path: "/etc/motd", content: "hello\n" }],
+    });
+    const serial = new MeshDir(dir).known("web-1").serial;
+    const declared = await declareCount(dir);
+    const refused = await mesh(dir, ["push", "web-1", onlyMotd, ...WAIT]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trimEnd().split("\n")).toHaveLength(1);
+    expect(refused.stderr).toMatch(/web-1 loses conf \(file\)\. Give --allow-removals/);
+    expect(new MeshDir(dir).known("web-1").serial).toBe(serial);
+    expect(await declareCount(dir)).toBe(declared);
+    expect(readFileSync(join(web1.root, "etc/app.conf"), "utf8")).toBe("port=80\n");
+    // the plan shows the removal the push would make
+    const plan = await mesh(dir, ["plan", "web-1", onlyMotd]);
+    expect(plan.stdout).toMatch(/removed\s+file\s+conf/);
+    const allowed = await mesh(dir, ["push", "web-1", onlyMotd, "--allow-removals", ...WAIT]);
+    expect(allowed.code, allowed.stderr).toBe(0);
+    expect(existsSync(join(web1.root, "etc/app.conf"))).toBe(false);
+    expect(new MeshDir(dir).known("web-1").serial).toBe(serial + 1);
   });
 
   it("a node's user may answer its own plan requests only: not another node's, nor ask one", async () => {

@@ -59,6 +59,7 @@ export interface MeshArgs {
   codeFile: string | null;
   all: boolean;
   diff: boolean;
+  allowRemovals: boolean;
   verbose: boolean;
   secret: string[];
   waitS: number;
@@ -104,6 +105,7 @@ export function parseMesh(argv: string[]): MeshArgs {
     codeFile: one("code-file") ?? null,
     all: v.all === true,
     diff: v.diff === true,
+    allowRemovals: v["allow-removals"] === true,
     verbose: v.verbose === true,
     secret: (v.secret as string[] | undefined) ?? [],
     waitS: count("wait-s", one("wait-s"), 0) ?? (command === "plan" ? PLAN_WAIT_S : PUSH_WAIT_S),

@@ -62,7 +62,11 @@ export function targetsGiven(
 
 export async function pushCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   const { targets, file } = targetsGiven(mesh, args, "push");
-  const input = { file: readDeclaration(file), secrets: readGivenSecrets(args.secret) };
+  const input = {
+    file: readDeclaration(file),
+    secrets: readGivenSecrets(args.secret),
+    allowRemovals: args.allowRemovals,
+  };
   const { bus, composed } = await preparePush(mesh, targets, input);
   try {
     const wait = waiting("mesh push", composed);

@@ -17,6 +17,19 @@ export const MESH_FLAGS = {
     default: String(PUSH_WAIT_S),
     help: "seconds to wait for the reports",
   }),
+  where: flag({
+    name: "where",
+    value: "SELECTOR",
+    default: "none",
+    help: "the nodes whose labels and facts match (role=web, os!=android, tier in (a,b), !canary; comma = and)",
+  }),
+  label: flag({
+    name: "label",
+    value: "KEY=VALUE",
+    multiple: true,
+    default: "none",
+    help: "a label of the node, what --where selects by",
+  }),
   "allow-removals": flag({
     name: "allow-removals",
     default: "off",
@@ -43,7 +56,7 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
     name: "node add",
     args: "NAME",
     summary: "add a node; prints its enrolment code (or writes it to F, 0600)",
-    flags: ["code-file"],
+    flags: ["code-file", "label"],
     means: { "code-file": { default: "standard output", help: "write the enrolment code to the file F" } },
   }),
   command({
@@ -53,6 +66,15 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
     flags: [],
   }),
   command({
+    name: "node label",
+    args: "NAME KEY=VALUE... KEY-...",
+    summary: "set (KEY=VALUE) or remove (KEY-) a node's labels",
+    about:
+      "Labels are the operator's word about a node; facts (os, kind, arch, kernel, hostname, version, cpus, " +
+      "memory_mb) are the node's own, said at enrolment, and no label takes a fact's name. --where selects over both.",
+    flags: ["json"],
+  }),
+  command({
     name: "push",
     args: "NAME... FILE",
     summary: "sign and push a declaration, wait for the reports",
@@ -60,7 +82,7 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
       "FILE is checked with the host's own vocabulary after node, serial, issued_at and each secret are filled " +
       "in per node; then it is signed, published, and each node's report is printed as apply prints it. " +
       "While it waits, a terminal shows how many nodes have reported.",
-    flags: ["all", "secret", "allow-removals", "wait-s", "json"],
+    flags: ["all", "where", "secret", "allow-removals", "wait-s", "json"],
     exits: PUSH_EXITS,
     means: { secret: { value: "KEY=FILE", help: "a secret sealed to each node, read from FILE" } },
   }),
@@ -75,15 +97,15 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
       "and changes nothing. Each node's plan is printed the way plan prints it, then one line a node: how many " +
       "steps would change, or that it would refuse, or that it did not answer. A node not on the bus is said " +
       "at once; one on it is waited for as long as the wait-s flag says.",
-    flags: ["all", "diff", "verbose", "secret", "wait-s", "json"],
+    flags: ["all", "where", "diff", "verbose", "secret", "wait-s", "json"],
     exits: PLAN_EXITS,
     means: {
       secret: { value: "KEY=FILE", help: "a secret sealed to each node, read from FILE" },
       "wait-s": { default: String(PLAN_WAIT_S), help: "seconds a node on the bus has to answer" },
     },
   }),
-  command({ name: "nodes", summary: "the fleet at a glance, silent nodes first", flags: ["json"] }),
-  command({ name: "watch", summary: "reports and heartbeats as they arrive", flags: ["json"] }),
+  command({ name: "nodes", summary: "the fleet at a glance, silent nodes first", flags: ["where", "json"] }),
+  command({ name: "watch", summary: "reports and heartbeats as they arrive", flags: ["where", "json"] }),
   command({
     name: "move",
     args: "NAME",

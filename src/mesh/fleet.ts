@@ -67,6 +67,8 @@ export interface FleetRow {
   report: { outcome: string; serial: number | null; seq: number; age_s: number } | null;
   confirmed: boolean | null;
   moved_to: string | null;
+  /** The operator's labels, what `--where` selects by (with the node's facts). */
+  labels: Record<string, string>;
 }
 
 const ageOf = (iso: string, now: number) => Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
@@ -88,6 +90,7 @@ export function fleetRows(records: NodeRecord[], fleet: Fleet, now = Date.now())
         : null,
       confirmed: hb?.confirmed ?? null,
       moved_to: r.moved_to,
+      labels: r.labels,
     };
   });
   const silence = (row: FleetRow) =>
@@ -112,8 +115,11 @@ export function fleetTable(rows: FleetRow[]): string {
     r.report ? `${r.report.outcome} serial ${r.report.serial ?? "?"} ${age(r.report.age_s)}` : "-",
     // false until the node's first reconcile after a start has finished: not yet, rather than a failure
     r.confirmed === null ? "-" : r.confirmed ? "yes" : "not yet",
+    Object.entries(r.labels)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(",") || "-",
   ]);
-  const head = ["NODE", "MODE", "VERSION", "HEARTBEAT", "LAST REPORT", "CONFIRMED"];
+  const head = ["NODE", "MODE", "VERSION", "HEARTBEAT", "LAST REPORT", "CONFIRMED", "LABELS"];
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   return [head, ...cells]
     .map(

@@ -9,6 +9,7 @@ export { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from ".
 export { LockBusy, writeAtomic } from "./files.ts";
 export { age, type FleetRow, fleetRows, fleetTable } from "./fleet.ts";
 export { type InitOptions, initMesh } from "./init.ts";
+export { FACT_KEYS, fieldsOf, labelNode, matchingNodes, parseLabels, selectedNodes } from "./labels.ts";
 export { type MeshConfig, MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
 export { markMoved, prepareMove } from "./move.ts";
 export { addNode, checkNodeName, codeOf, removeNode } from "./nodes.ts";

@@ -52,6 +52,8 @@ export const NodeRecord = z.strictObject({
   enrolled_at: z.string().nullable(),
   keys: z.strictObject({ identity: B64Key, sealing: B64Key, overlay: B64Key }).nullable(),
   facts: z.record(z.string(), z.string()).nullable(),
+  /** The operator's labels (`node add --label`, `node label`): what `--where` selects by, with the facts. */
+  labels: z.record(z.string(), z.string()).default({}),
   /** The highest serial this mesh has signed for the node: the next push takes one more. */
   serial: z.number().int().min(0),
   pushes: z.array(Push),

@@ -36,6 +36,7 @@ export async function prepareMove(
     token: null,
     keys: record.keys,
     facts: record.facts,
+    labels: record.labels,
     enrolled_at: new Date().toISOString(),
   };
   const membership = membershipOf(name, {

@@ -28,6 +28,7 @@ export function newRecord(node: string): NodeRecord {
     enrolled_at: null,
     keys: null,
     facts: null,
+    labels: {},
     serial: 0,
     pushes: [],
     last_body: null,
@@ -49,14 +50,18 @@ export function codeOf(mesh: MeshDir, record: NodeRecord): string {
 }
 
 /** Add the node; the code that enrols it. Nothing is left behind when the servers will not take the list. */
-export async function addNode(mesh: MeshDir, name: string): Promise<string> {
+export async function addNode(
+  mesh: MeshDir,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<string> {
   checkNodeName(name);
   mesh.config();
   const lock = await lockMesh(mesh.dir);
   let record: NodeRecord;
   try {
     if (mesh.node(name)) throw new MeshRefused(`node ${name} is already in this mesh`);
-    record = newRecord(name);
+    record = { ...newRecord(name), labels };
     mesh.writeNode(record);
     try {
       await reloadUsers(mesh);

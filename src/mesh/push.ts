@@ -20,8 +20,8 @@ import {
 } from "../vocabulary/index.ts";
 import { type Bus, connectBus, firstLine, jsCall } from "./bus.ts";
 import { lockMesh } from "./files.ts";
-import { droppedBy, refuseRemovals } from "./removals.ts";
 import { type MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
+import { droppedBy, refuseRemovals } from "./removals.ts";
 
 export interface PushInput {
   /** FILE's JSON: a declaration without (or with this node's) `node`; push sets `serial` and `issued_at`. */

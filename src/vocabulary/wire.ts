@@ -68,7 +68,17 @@ export const EnrolQuestion = z.lazy(() =>
     node: NodeName,
     reply: z.string(),
     keys: z.strictObject({ identity: B64Key, sealing: B64Key, overlay: B64Key }),
-    facts: z.strictObject({ os: z.string(), arch: z.string(), hostname: z.string(), version: z.string() }),
+    // what the node says of itself: what `--where` selects by beside the operator's labels (each a string)
+    facts: z.strictObject({
+      os: z.string().max(64),
+      arch: z.string().max(64),
+      hostname: z.string().max(253),
+      version: z.string().max(64),
+      kind: z.string().max(64).optional(),
+      kernel: z.string().max(128).optional(),
+      cpus: z.string().max(8).optional(),
+      memory_mb: z.string().max(16).optional(),
+    }),
     tunnel: Tunnel.optional(),
   }),
 );

@@ -248,7 +248,7 @@ describe("one server: the operator's path", () => {
       report: { outcome: "applied", serial },
     });
     const human = await mesh(dir, ["nodes"]);
-    expect(human.stdout).toMatch(/^NODE\s+MODE\s+VERSION\s+HEARTBEAT\s+LAST REPORT\s+CONFIRMED\n/);
+    expect(human.stdout).toMatch(/^NODE\s+MODE\s+VERSION\s+HEARTBEAT\s+LAST REPORT\s+CONFIRMED\s+LABELS\n/);
     expect(human.stdout).toMatch(
       new RegExp(`web-1\\s+converged\\s+\\S+\\s+\\d+s ago\\s+applied serial ${serial}`),
     );

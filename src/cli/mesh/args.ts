@@ -39,11 +39,11 @@ export const MESH_RELEASE_USAGE = [
   "`mesh-host mesh release add --help` (or ls, rm) gives its own flags, defaults and exit statuses.",
 ].join("\n");
 
-/** `mesh-host mesh node --help`: the two commands under `node`. */
+/** `mesh-host mesh node --help`: the commands under `node`. */
 export const MESH_NODE_USAGE = [
-  "usage: mesh-host mesh node add|rm NAME [flags]",
+  "usage: mesh-host mesh node add|rm|label NAME [flags]",
   ...MESH_COMMANDS.filter((c) => c.name.startsWith("node ")).map(usageOf),
-  "`mesh-host mesh node add --help` (or rm) gives its own flags, defaults and exit statuses.",
+  "`mesh-host mesh node add --help` (or rm, label) gives its own flags, defaults and exit statuses.",
 ].join("\n");
 
 export interface MeshArgs {
@@ -59,6 +59,8 @@ export interface MeshArgs {
   codeFile: string | null;
   all: boolean;
   diff: boolean;
+  where: string | null;
+  label: string[];
   allowRemovals: boolean;
   verbose: boolean;
   secret: string[];
@@ -74,7 +76,10 @@ export interface MeshArgs {
 const MESH_FLAGS: Record<string, Flag> = { ...FLAGS, version: FLAGS["release-version"] };
 
 /** The words of a two-word command (`node add`, `release ls`), and the second words each takes. */
-const GROUPS: Record<string, readonly string[]> = { node: ["add", "rm"], release: ["add", "ls", "rm"] };
+const GROUPS: Record<string, readonly string[]> = {
+  node: ["add", "rm", "label"],
+  release: ["add", "ls", "rm"],
+};
 
 function count(flag: string, value: string | undefined, min: number): number | null {
   if (value === undefined) return null;
@@ -105,6 +110,8 @@ export function parseMesh(argv: string[]): MeshArgs {
     codeFile: one("code-file") ?? null,
     all: v.all === true,
     diff: v.diff === true,
+    where: one("where") ?? null,
+    label: (v.label as string[] | undefined) ?? [],
     allowRemovals: v["allow-removals"] === true,
     verbose: v.verbose === true,
     secret: (v.secret as string[] | undefined) ?? [],

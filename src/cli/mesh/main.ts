@@ -13,6 +13,7 @@ import {
   LockBusy,
   MeshDir,
   MeshRefused,
+  matchingNodes,
   removeNode,
   up,
   watch,
@@ -25,6 +26,7 @@ import { meshCommandHelp } from "../help.ts";
 import { summary, writeJson, writeOut } from "../output.ts";
 import { meshCommandSpec } from "../table.ts";
 import { MESH_NODE_USAGE, MESH_RELEASE_USAGE, MESH_USAGE, type MeshArgs, parseMesh } from "./args.ts";
+import { labelsToAdd, nodeLabelCommand } from "./labels.ts";
 import { planCommand } from "./plan.ts";
 import { moveCommand, pushCommand } from "./push.ts";
 import { releaseAddCommand, releaseLsCommand, releaseRmCommand } from "./release.ts";
@@ -36,6 +38,7 @@ const HANDLERS: Record<string, Handler> = {
   up: upCommand,
   "node add": nodeAddCommand,
   "node rm": nodeRmCommand,
+  "node label": nodeLabelCommand,
   push: pushCommand,
   plan: planCommand,
   nodes: nodesCommand,
@@ -128,7 +131,7 @@ async function nodeAddCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   mesh.config();
   if (args.codeFile && existsSync(args.codeFile))
     throw new UsageError(`--code-file ${args.codeFile} exists: not overwritten`);
-  const code = await addNode(mesh, name!);
+  const code = await addNode(mesh, name!, labelsToAdd(args.label));
   if (args.codeFile) {
     writeAtomic(resolve(args.codeFile), `${code}\n`, SECRET_FILE_MODE);
     writeOut(`added ${name}: its enrolment code is in ${args.codeFile}`);
@@ -149,7 +152,11 @@ async function nodeRmCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
 async function nodesCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   noPositionals(args);
   mesh.config();
-  const rows = fleetRows(mesh.nodes(), mesh.fleet());
+  const picked = args.where === null ? null : matchingNodes(mesh, args.where);
+  const rows = fleetRows(
+    mesh.nodes().filter((r) => !picked || picked.has(r.node)),
+    mesh.fleet(),
+  );
   if (args.json) writeJson({ nodes: rows });
   else writeOut(fleetTable(rows));
   return 0;
@@ -162,15 +169,25 @@ function heardLine(e: Heard): string {
   }
   // the serial is what a person reads; the stream's sequence is in --json alone
   const r = e.report;
-  return `${e.at} report ${e.node} serial ${e.serial ?? "?"} ${summary(r)}`;
+  // which steps failed, by name: counts alone send the operator to the node to find out
+  const failed = r.steps.filter((s) => s.did === "failed").map((s) => `${s.id} (${s.detail})`);
+  const refused = r.refusals.map((x) => `${x.id}${x.field ? `.${x.field}` : ""} (${x.reason})`);
+  const why = [
+    ...(failed.length ? [`failed: ${failed.join(", ")}`] : []),
+    ...(refused.length ? [`refused: ${refused.join(", ")}`] : []),
+  ];
+  return `${e.at} report ${e.node} serial ${e.serial ?? "?"} ${summary(r)}${why.length ? `; ${why.join("; ")}` : ""}`;
 }
 
 async function watchCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   noPositionals(args);
   mesh.config();
+  const picked = args.where === null ? null : matchingNodes(mesh, args.where);
   await watch(
     mesh,
-    (e) => writeOut(args.json ? JSON.stringify(e) : heardLine(e)),
+    (e) => {
+      if (!picked || picked.has(e.node)) writeOut(args.json ? JSON.stringify(e) : heardLine(e));
+    },
     () =>
       process.stderr.write(
         `mesh-host mesh watch: following ${mesh.dir}'s reports and heartbeats; Ctrl-C stops\n`,

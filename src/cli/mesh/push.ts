@@ -9,6 +9,7 @@ import {
   prepareMove,
   preparePush,
   publishAndWait,
+  selectedNodes,
   targetsOf,
 } from "../../mesh/index.ts";
 import { faultLine } from "../../store/index.ts";
@@ -53,10 +54,12 @@ export function targetsGiven(
 ): { targets: string[]; file: string } {
   const file = args.positionals.at(-1);
   const names = args.positionals.slice(0, -1);
-  if (!file) throw new UsageError(`mesh ${verb} needs NAME... FILE, or --all FILE`);
-  if (args.all && names.length) throw new UsageError(`mesh ${verb} takes NAME... or --all, not both`);
-  if (!args.all && !names.length) throw new UsageError(oneWordWhy(verb, file));
+  if (!file) throw new UsageError(`mesh ${verb} needs NAME... FILE, --all FILE or --where SELECTOR FILE`);
+  const ways = [names.length > 0, args.all, args.where !== null].filter(Boolean).length;
+  if (ways > 1) throw new UsageError(`mesh ${verb} takes NAME..., --all or --where, one of them`);
+  if (!ways) throw new UsageError(oneWordWhy(verb, file));
   mesh.config();
+  if (args.where !== null) return { targets: selectedNodes(mesh, args.where), file };
   return { targets: targetsOf(mesh, names, args.all), file };
 }
 

@@ -1,7 +1,8 @@
-// `mesh plan` through the built executable against a real nats-server and real `mesh-host run` nodes: each node
-// answers with the plan its apply would make (and the diff, never a secret's), and nothing changes anywhere —
-// not a file under a node's root, not its state directory (byte for byte, mtimes too), not the mesh's serial,
-// not the DECLARE stream, and a declaration pending for an offline node is still the one it gets.
+// Changing a fleet safely, through the built executable against a real nats-server and real `mesh-host run`
+// nodes. `mesh plan`: each node answers with the plan its apply would make (and the diff, never a secret's),
+// and nothing changes anywhere — not a file under a node's root, not its state directory (byte for byte, mtimes
+// too), not the mesh's serial, not the DECLARE stream, and a declaration pending for an offline node is still the
+// one it gets. A push that drops resources is refused until allowed. Labels and facts, and `--where` over them.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -254,6 +255,64 @@ describe("mesh plan", () => {
     expect(allowed.code, allowed.stderr).toBe(0);
     expect(existsSync(join(web1.root, "etc/app.conf"))).toBe(false);
     expect(new MeshDir(dir).known("web-1").serial).toBe(serial + 1);
+  });
+
+  it("--where selects by labels and facts: =, !=, in, notin, KEY and !KEY; a bad selector is one line", async () => {
+    for (const [name, labels] of [
+      ["web-1", ["role=web", "tier=a", "canary="]],
+      ["web-2", ["role=web", "tier=b"]],
+      ["web-3", ["role=db", "tier=c"]],
+    ] as [string, string[]][]) {
+      const r = await mesh(dir, ["node", "label", name, ...labels]);
+      expect(r.code, r.stderr).toBe(0);
+    }
+    const added = await mesh(dir, ["node", "add", "db-9", "--label", "role=db"]);
+    expect(added.code, added.stderr).toBe(0);
+    const picked = async (where: string) => {
+      const r = await mesh(dir, ["nodes", "--where", where, "--json"]);
+      expect(r.code, r.stderr).toBe(0);
+      return (JSON.parse(r.stdout).nodes as { node: string }[]).map((n) => n.node).sort();
+    };
+    expect(await picked("role=web")).toEqual(["web-1", "web-2"]);
+    expect(await picked("role!=web")).toEqual(["db-9", "web-3"]);
+    expect(await picked("tier in (a,c)")).toEqual(["web-1", "web-3"]);
+    expect(await picked("tier notin (a,c)")).toEqual(["db-9", "web-2"]);
+    expect(await picked("canary")).toEqual(["web-1"]);
+    expect(await picked("!canary,role=web")).toEqual(["web-2"]);
+    // facts the node said at enrolment
+    expect(await picked("os!=android,kind=linux")).toEqual(["web-1", "web-2", "web-3"]);
+    expect(await picked(`arch=${process.arch}`)).toEqual(["web-1", "web-2", "web-3"]);
+    const table = await mesh(dir, ["nodes", "--where", "role=db"]);
+    expect(table.stdout).toMatch(/^web-3 .*role=db,tier=c$/m);
+    // removed with KEY-
+    expect((await mesh(dir, ["node", "label", "web-1", "canary-"])).code).toBe(0);
+    expect(await picked("canary")).toEqual([]);
+    // a plan to the web tier's b alone, chosen by selector
+    const plan = await mesh(dir, [
+      "plan",
+      "--where",
+      "role=web,tier notin (a)",
+      file(base, "w.json", site("hello\n")),
+      "--json",
+    ]);
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(JSON.parse(plan.stdout).nodes.map((n: { node: string }) => n.node)).toEqual(["web-2"]);
+    const cases: [string[], RegExp][] = [
+      [["nodes", "--where", "tier in (a"], /--where "tier in \(a": a "\(" is never closed/],
+      [["nodes", "--where", "role web"], /an operator is missing/],
+      [["push", "--where", "role=nothing", file(base, "n.json", site("x"))], /selects no enrolled node/],
+      [["plan", "web-1", "--all", file(base, "n.json", site("x"))], /one of them/],
+      [["node", "label", "web-1", "os=linux"], /is a fact the node reports/],
+      [["node", "label", "web-1", "bad key=x"], /is not a label key/],
+      [["node", "add", "db-8", "--label", "role"], /neither KEY=VALUE nor KEY-/],
+    ];
+    for (const [args, says] of cases) {
+      const r = await mesh(dir, args);
+      expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(2);
+      expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
+      expect(r.stderr).toMatch(says);
+    }
+    expect(new MeshDir(dir).node("db-8")).toBeNull();
   });
 
   it("a node's user may answer its own plan requests only: not another node's, nor ask one", async () => {

@@ -181,6 +181,14 @@ export const FLEET_WRITE_MS = 1_000;
 export const UP_SAID_REPEAT_MS = 60_000;
 /** How many pushes a node's record remembers (serial, stream seq, digest), to name a report's serial. */
 export const PUSHES_KEPT = 20;
+/** The controller's KV buckets: one copy a server up to this many (a majority of 3 outlives one machine). */
+export const KV_REPLICAS_MAX = 3;
+/** Listing a bucket: how many keys are read at once. */
+export const KV_LIST_BATCH = 200;
+/** `mesh report --serial`: the longest a read through the node's reports may take. */
+export const REPORT_READ_MS = 30_000;
+/** `mesh-jobs` keeps this many jobs (push, plan, rollout), the newest. */
+export const JOBS_KEPT = 200;
 /** A push refused for what it removes names this many resources a node, then how many more. */
 export const REMOVALS_NAMED = 5;
 /** `mesh plan --wait-s`: how long a node connected to the bus has to answer; an offline node is said at once. */

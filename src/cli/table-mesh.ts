@@ -1,7 +1,7 @@
 // The operator's half of the one command table (table.ts): the commands `mesh-host mesh …` takes and the flags
 // only they take, read by the same parser, help, man page and completions. It imports no value from table.ts
 // (table.ts reads this file while the table is built), only its types.
-import { PLAN_WAIT_S, PUSH_WAIT_S } from "../defaults.ts";
+import { JOBS_KEPT, PLAN_WAIT_S, PUSH_WAIT_S } from "../defaults.ts";
 import { MOVE_EXITS, PLAN_EXITS, PUSH_EXITS } from "./exits.ts";
 import type { CommandSpec, Flag } from "./table.ts";
 import { RELEASE_COMMANDS } from "./table-release.ts";
@@ -29,6 +29,12 @@ export const MESH_FLAGS = {
     multiple: true,
     default: "none",
     help: "a label of the node, what --where selects by",
+  }),
+  serial: flag({
+    name: "serial",
+    value: "N",
+    default: "the newest",
+    help: "the report of the push with serial N",
   }),
   "allow-removals": flag({
     name: "allow-removals",
@@ -103,6 +109,26 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
       secret: { value: "KEY=FILE", help: "a secret sealed to each node, read from FILE" },
       "wait-s": { default: String(PLAN_WAIT_S), help: "seconds a node on the bus has to answer" },
     },
+  }),
+  command({
+    name: "jobs",
+    summary: "every push, plan and rollout, newest first: its nodes and their outcomes",
+    about: `Kept in the bus's bucket mesh-jobs, the newest ${JOBS_KEPT}, so they outlive a restart of mesh up.`,
+    flags: ["json"],
+  }),
+  command({
+    name: "job",
+    args: "ID",
+    summary: "one job: each node's outcome, its serial, and each failed step and refusal",
+    flags: ["json"],
+  }),
+  command({
+    name: "report",
+    args: "NAME",
+    summary: "a node's full report: every step and detail, holds, refusals, notes",
+    about:
+      "Read from the REPORTS stream, which keeps a month: the newest, or the one for the push with --serial N.",
+    flags: ["serial", "json"],
   }),
   command({ name: "nodes", summary: "the fleet at a glance, silent nodes first", flags: ["where", "json"] }),
   command({ name: "watch", summary: "reports and heartbeats as they arrive", flags: ["where", "json"] }),

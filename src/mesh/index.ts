@@ -9,6 +9,15 @@ export { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from ".
 export { LockBusy, writeAtomic } from "./files.ts";
 export { age, type FleetRow, fleetRows, fleetTable } from "./fleet.ts";
 export { type InitOptions, initMesh } from "./init.ts";
+export {
+  type Job,
+  JobLog,
+  type JobNode,
+  jobsBucket,
+  listJobs,
+  newJob,
+  outcomeCounts,
+} from "./jobs.ts";
 export { FACT_KEYS, fieldsOf, labelNode, matchingNodes, parseLabels, selectedNodes } from "./labels.ts";
 export { type MeshConfig, MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
 export { markMoved, prepareMove } from "./move.ts";
@@ -25,6 +34,7 @@ export {
   targetsOf,
 } from "./push.ts";
 export { addRelease, listReleases, type ReleaseInput, type ReleaseRow, removeRelease } from "./release.ts";
+export { reportOf } from "./reports.ts";
 export { natsServerPath, reloadUsers, runningServers } from "./servers.ts";
 export { writeUnits } from "./units.ts";
 export { type UpOptions, up } from "./up.ts";

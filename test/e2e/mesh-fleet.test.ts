@@ -315,6 +315,55 @@ describe("mesh plan", () => {
     expect(new MeshDir(dir).node("db-8")).toBeNull();
   });
 
+  it("every push and plan is a job, kept on the bus through a restart of mesh up; report shows a node's all", async () => {
+    const broken = file(base, "broken.json", {
+      ...site("hello\n"),
+      resources: [
+        ...site("hello\n").resources,
+        { id: "check", type: "action", run: ["false"], creates: "/var/lib/app/never" },
+      ],
+    });
+    const pushed = await mesh(dir, ["push", "web-2", broken, ...WAIT]);
+    expect(pushed.code, pushed.stderr).toBe(1);
+    const id = /^job (\S+) /m.exec(pushed.stdout)?.[1];
+    expect(id).toMatch(/^\d{8}-\d{6}-[0-9a-f]{4}$/);
+    const serial = new MeshDir(dir).known("web-2").serial;
+    // mesh up restarted: the jobs are the bus's, not its memory's
+    await running[0]!.stop();
+    running[0] = await meshUp(dir);
+    const jobs = await mesh(dir, ["jobs", "--json"]);
+    expect(jobs.code, jobs.stderr).toBe(0);
+    const listed = JSON.parse(jobs.stdout).jobs as { id: string; kind: string }[];
+    expect(listed[0]).toMatchObject({ id, kind: "push" });
+    expect(listed.map((j) => j.kind)).toContain("plan");
+    const text = await mesh(dir, ["jobs"]);
+    expect(text.stdout).toMatch(new RegExp(`^${id}\\s+push\\s+\\S+\\s+1\\s+done\\s+failed 1$`, "m"));
+    const job = await mesh(dir, ["job", id!]);
+    expect(job.code, job.stderr).toBe(0);
+    expect(job.stdout).toMatch(new RegExp(`^web-2\\s+failed\\s+${serial}\\s+`, "m"));
+    expect(job.stdout).toMatch(/^web-2 failed:\n\s+failed\s+action\s+check\s+/m);
+    const report = await mesh(dir, ["report", "web-2"]);
+    expect(report.code, report.stderr).toBe(0);
+    expect(report.stdout).toMatch(new RegExp(`^web-2: serial ${serial}, failed, `));
+    expect(report.stdout).toMatch(/unchanged\s+file\s+motd/);
+    const earlier = await mesh(dir, ["report", "web-2", "--serial", "1", "--json"]);
+    expect(earlier.code, earlier.stderr).toBe(0);
+    expect(JSON.parse(earlier.stdout)).toMatchObject({
+      node: "web-2",
+      serial: 1,
+      report: { outcome: "applied" },
+    });
+    for (const [args, says] of [
+      [["job", "nope"], /is not a job id/],
+      [["job", "20000101-000000-0000"], /no job 20000101-000000-0000/],
+      [["report", "web-2", "--serial", "999"], /has no push with serial 999/],
+    ] as [string[], RegExp][]) {
+      const r = await mesh(dir, args);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(says);
+    }
+  });
+
   it("a node's user may answer its own plan requests only: not another node's, nor ask one", async () => {
     const record = new MeshDir(dir).known("web-1");
     const m = new MeshDir(dir);

@@ -60,6 +60,7 @@ export interface MeshArgs {
   all: boolean;
   diff: boolean;
   where: string | null;
+  serial: number | null;
   label: string[];
   allowRemovals: boolean;
   verbose: boolean;
@@ -111,6 +112,7 @@ export function parseMesh(argv: string[]): MeshArgs {
     all: v.all === true,
     diff: v.diff === true,
     where: one("where") ?? null,
+    serial: count("serial", one("serial"), 1),
     label: (v.label as string[] | undefined) ?? [],
     allowRemovals: v["allow-removals"] === true,
     verbose: v.verbose === true,

@@ -26,6 +26,7 @@ import { meshCommandHelp } from "../help.ts";
 import { summary, writeJson, writeOut } from "../output.ts";
 import { meshCommandSpec } from "../table.ts";
 import { MESH_NODE_USAGE, MESH_RELEASE_USAGE, MESH_USAGE, type MeshArgs, parseMesh } from "./args.ts";
+import { jobCommand, jobsCommand, reportCommand } from "./jobs.ts";
 import { labelsToAdd, nodeLabelCommand } from "./labels.ts";
 import { planCommand } from "./plan.ts";
 import { moveCommand, pushCommand } from "./push.ts";
@@ -41,6 +42,9 @@ const HANDLERS: Record<string, Handler> = {
   "node label": nodeLabelCommand,
   push: pushCommand,
   plan: planCommand,
+  jobs: jobsCommand,
+  job: jobCommand,
+  report: reportCommand,
   nodes: nodesCommand,
   watch: watchCommand,
   move: moveCommand,

@@ -1,11 +1,20 @@
 // `mesh plan TARGETS FILE`: each node's plan printed the way `plan` prints it, then the fleet at a glance: who
 // would change and by how much, who would refuse, who did not answer. Nothing is sent through DECLARE and no
 // serial is used, here or on a node.
-import { askPlans, composePlans, type MeshDir, type PlanHeard } from "../../mesh/index.ts";
+import {
+  askPlans,
+  composePlans,
+  connectBus,
+  JobLog,
+  type MeshDir,
+  newJob,
+  type PlanHeard,
+} from "../../mesh/index.ts";
 import type { PlanAnswer } from "../../vocabulary/index.ts";
 import { changesTable, writeJson, writeOut } from "../output.ts";
 import { readGivenSecrets } from "../unseal.ts";
 import type { MeshArgs } from "./args.ts";
+import { warnLine } from "./jobs.ts";
 import { readDeclaration, targetsGiven } from "./push.ts";
 
 const changing = (a: PlanAnswer) => a.plan.filter((l) => l.did !== "unchanged" && l.did !== "skipped");
@@ -15,14 +24,42 @@ export async function planCommand(mesh: MeshDir, args: MeshArgs): Promise<number
   const input = { file: readDeclaration(file), secrets: readGivenSecrets(args.secret) };
   const asked = composePlans(mesh, targets, input, args.diff);
   const heard = await askPlans(mesh, asked, args.waitS * 1000);
-  if (args.json) writeJson({ nodes: heard.map(jsonOf), summary: summaryOf(heard) });
+  const job = await recordPlan(mesh, input.file, heard);
+  if (args.json) writeJson({ job, nodes: heard.map(jsonOf), summary: summaryOf(heard) });
   else {
     for (const h of heard) writeOut(nodeText(h, args.verbose));
-    writeOut(fleetTable(heard));
+    writeOut(`${fleetTable(heard)}job ${job} (mesh-host mesh job ${job})`);
   }
   if (heard.some((h) => h.answer?.outcome === "refused")) return 2;
   if (heard.some((h) => !h.answer)) return 3;
   return 0;
+}
+
+/** The plan as a job: each node planned (its steps, without diffs), refused, or silent. */
+async function recordPlan(mesh: MeshDir, file: Record<string, unknown>, heard: PlanHeard[]): Promise<string> {
+  const job = newJob(
+    "plan",
+    file,
+    heard.map((h) => ({ node: h.node, serial: null })),
+  );
+  for (const h of heard)
+    job.nodes[h.node] = h.answer
+      ? {
+          outcome: h.answer.outcome,
+          serial: null,
+          at: new Date().toISOString(),
+          steps: h.answer.plan.map(({ diff: _d, ...step }) => step),
+          refusals: h.answer.refusals,
+        }
+      : { ...job.nodes[h.node]!, outcome: "silent", detail: h.why };
+  job.finished_at = new Date().toISOString();
+  const bus = await connectBus(mesh);
+  try {
+    await (await JobLog.open(mesh, bus, warnLine("mesh plan"))).start(job);
+  } finally {
+    await bus.close();
+  }
+  return job.id;
 }
 
 function jsonOf(h: PlanHeard) {

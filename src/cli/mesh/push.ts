@@ -3,8 +3,10 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { MAX_BODY_BYTES } from "../../defaults.ts";
 import {
   exitOf,
+  JobLog,
   type MeshDir,
   markMoved,
+  newJob,
   type Pushed,
   prepareMove,
   preparePush,
@@ -19,6 +21,7 @@ import { summary, table, writeJson, writeOut } from "../output.ts";
 import { progress } from "../progress.ts";
 import { readGivenSecrets } from "../unseal.ts";
 import type { MeshArgs } from "./args.ts";
+import { settledJob, warnLine } from "./jobs.ts";
 
 /** FILE as a JSON object, its size checked before it is read. */
 export function readDeclaration(path: string): Record<string, unknown> {
@@ -72,10 +75,14 @@ export async function pushCommand(mesh: MeshDir, args: MeshArgs): Promise<number
   };
   const { bus, composed } = await preparePush(mesh, targets, input);
   try {
+    const jobs = await JobLog.open(mesh, bus, warnLine("mesh push"));
+    const job = newJob("push", input.file, composed);
+    await jobs.start(job);
     const wait = waiting("mesh push", composed);
     const pushed = await publishAndWait(mesh, bus, composed, args.waitS * 1000, wait.heard);
     wait.line.clear();
-    say(pushed, args);
+    await jobs.save(settledJob(job, pushed, args.waitS));
+    say(pushed, args, job.id);
     return args.waitS === 0 ? 0 : exitOf(pushed);
   } finally {
     await bus.close();
@@ -122,9 +129,10 @@ function waiting(prefix: string, composed: { node: string }[]) {
   return { line, heard };
 }
 
-function say(pushed: Pushed[], args: MeshArgs): void {
+function say(pushed: Pushed[], args: MeshArgs, job?: string): void {
   if (args.json) {
     writeJson({
+      ...(job ? { job } : {}),
       nodes: pushed.map((p) => ({
         node: p.node,
         serial: p.serial,
@@ -141,6 +149,7 @@ function say(pushed: Pushed[], args: MeshArgs): void {
     if (!p.report) writeOut(`${head}: ${args.waitS ? `no report within ${args.waitS} s` : "sent"}`);
     else writeOut(`${head}\n${table(p.report.steps)}${summary(p.report)}${refusals(p)}`);
   }
+  if (job) writeOut(`job ${job} (mesh-host mesh job ${job})`);
 }
 
 function refusals(p: Pushed): string {

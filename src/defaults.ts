@@ -187,6 +187,11 @@ export const KV_REPLICAS_MAX = 3;
 export const KV_LIST_BATCH = 200;
 /** `mesh report --serial`: the longest a read through the node's reports may take. */
 export const REPORT_READ_MS = 30_000;
+/** `mesh rollout`: the health gate looks at the heartbeats heard this often. */
+export const ROLLOUT_POLL_MS = 200;
+/** `mesh rollout` defaults: the waves, the gate, how many nodes may fail before it halts. */
+export const ROLLOUT_WAVES = "10%,50%,100%";
+export const ROLLOUT_GATE_S = 120;
 /** `mesh-jobs` keeps this many jobs (push, plan, rollout), the newest. */
 export const JOBS_KEPT = 200;
 /** A push refused for what it removes names this many resources a node, then how many more. */

@@ -52,6 +52,13 @@ export const PLAN_EXITS: readonly Exit[] = [
   [3, "a node is not on the bus, or did not answer within --wait-s"],
 ];
 
+export const ROLLOUT_EXITS: readonly Exit[] = [
+  [0, "every node applied it and was healthy"],
+  [1, "it finished, but a node failed within --max-failed (or it was aborted)"],
+  [2, "refused here: bad input, or a node would lose resources without --allow-removals; nothing sent"],
+  [4, "halted: more nodes failed, refused or stayed silent than --max-failed allows"],
+];
+
 export const MOVE_EXITS: readonly Exit[] = [
   [0, "the node applied its move and now dials the other mesh"],
   [1, "its apply failed, or was superseded"],

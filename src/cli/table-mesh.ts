@@ -1,8 +1,8 @@
 // The operator's half of the one command table (table.ts): the commands `mesh-host mesh …` takes and the flags
 // only they take, read by the same parser, help, man page and completions. It imports no value from table.ts
 // (table.ts reads this file while the table is built), only its types.
-import { JOBS_KEPT, PLAN_WAIT_S, PUSH_WAIT_S } from "../defaults.ts";
-import { MOVE_EXITS, PLAN_EXITS, PUSH_EXITS } from "./exits.ts";
+import { JOBS_KEPT, PLAN_WAIT_S, PUSH_WAIT_S, ROLLOUT_GATE_S, ROLLOUT_WAVES } from "../defaults.ts";
+import { MOVE_EXITS, PLAN_EXITS, PUSH_EXITS, ROLLOUT_EXITS } from "./exits.ts";
 import type { CommandSpec, Flag } from "./table.ts";
 import { RELEASE_COMMANDS } from "./table-release.ts";
 
@@ -35,6 +35,37 @@ export const MESH_FLAGS = {
     value: "N",
     default: "the newest",
     help: "the report of the push with serial N",
+  }),
+  canary: flag({
+    name: "canary",
+    value: "N",
+    default: "0",
+    help: "the first N nodes alone, before the waves",
+  }),
+  waves: flag({
+    name: "waves",
+    value: "LIST",
+    default: ROLLOUT_WAVES,
+    help: "where each wave ends: a count of nodes or a percentage of them, the last 100%",
+  }),
+  "gate-s": flag({
+    name: "gate-s",
+    value: "S",
+    default: String(ROLLOUT_GATE_S),
+    help: "seconds a wave's nodes have to report applied and send a healthy heartbeat",
+  }),
+  "max-failed": flag({
+    name: "max-failed",
+    value: "N",
+    default: "0",
+    help: "nodes that may fail, refuse or stay silent over the whole rollout before it halts",
+  }),
+  "on-halt": flag({
+    name: "on-halt",
+    value: "WHAT",
+    default: "revert",
+    help: "on a halt, push each changed node its previous declaration again (revert), or leave them (stop)",
+    choices: ["revert", "stop"],
   }),
   "allow-removals": flag({
     name: "allow-removals",
@@ -130,6 +161,46 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
       "Read from the REPORTS stream, which keeps a month: the newest, or the one for the push with --serial N.",
     flags: ["serial", "json"],
   }),
+  command({
+    name: "rollout",
+    args: "NAME... FILE",
+    summary: "push FILE in waves that stop themselves: canary, health gate, halt and revert",
+    about:
+      "The canary first, then each wave; a wave starts only when every node before it has reported applied " +
+      "and then sent a heartbeat showing it healthy (its last apply this one's, its binary confirmed) within the " +
+      "gate. The first node that fails, refuses or stays silent past the gate, once max-failed is spent, halts " +
+      "it; revert pushes each changed node its previous declaration again under a new serial. The job record " +
+      "holds the progress after every step (rollout status, resume, abort).",
+    flags: [
+      "all",
+      "where",
+      "canary",
+      "waves",
+      "gate-s",
+      "max-failed",
+      "on-halt",
+      "secret",
+      "allow-removals",
+      "json",
+    ],
+    exits: ROLLOUT_EXITS,
+    means: { secret: { value: "KEY=FILE", help: "a secret sealed to each node, read from FILE" } },
+  }),
+  command({
+    name: "rollout status",
+    args: "ID",
+    summary: "a rollout's waves, where it stands, each node's outcome",
+    flags: ["json"],
+  }),
+  command({
+    name: "rollout resume",
+    args: "ID",
+    summary: "go on with an interrupted rollout where it stood, touching no node twice",
+    flags: ["secret", "json"],
+    exits: ROLLOUT_EXITS,
+    means: { secret: { value: "KEY=FILE", help: "the secrets the rollout was given, again" } },
+  }),
+  command({ name: "rollout abort", args: "ID", summary: "stop a rollout before its next wave", flags: [] }),
   command({ name: "nodes", summary: "the fleet at a glance, silent nodes first", flags: ["where", "json"] }),
   command({ name: "watch", summary: "reports and heartbeats as they arrive", flags: ["where", "json"] }),
   command({

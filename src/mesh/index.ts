@@ -16,7 +16,10 @@ export {
   jobsBucket,
   listJobs,
   newJob,
+  newJobId,
   outcomeCounts,
+  saveJob,
+  startJob,
 } from "./jobs.ts";
 export { FACT_KEYS, fieldsOf, labelNode, matchingNodes, parseLabels, selectedNodes } from "./labels.ts";
 export { type MeshConfig, MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
@@ -35,6 +38,7 @@ export {
 } from "./push.ts";
 export { addRelease, listReleases, type ReleaseInput, type ReleaseRow, removeRelease } from "./release.ts";
 export { reportOf } from "./reports.ts";
+export { checkRollout, progressOf, runRollout, wavesOf } from "./rollout.ts";
 export { natsServerPath, reloadUsers, runningServers } from "./servers.ts";
 export { writeUnits } from "./units.ts";
 export { type UpOptions, up } from "./up.ts";

@@ -94,17 +94,13 @@ export function parseSelector(selector: string): Requirement[] {
 
 /** Whether a node with these keys and values meets every requirement. */
 export function selects(requirements: Requirement[], fields: Record<string, string>): boolean {
-  return requirements.every((r) => {
-    const has = Object.hasOwn(fields, r.key);
-    switch (r.op) {
-      case "exists":
-        return has;
-      case "absent":
-        return !has;
-      case "in":
-        return has && r.values.includes(fields[r.key]!);
-      case "notin":
-        return !has || !r.values.includes(fields[r.key]!);
-    }
-  });
+  return requirements.every((r) => meets(r, Object.hasOwn(fields, r.key) ? fields[r.key]! : null));
+}
+
+/** One requirement against the key's value (null: the node has no such key). */
+function meets(r: Requirement, value: string | null): boolean {
+  if (r.op === "exists") return value !== null;
+  if (r.op === "absent") return value === null;
+  if (r.op === "in") return value !== null && r.values.includes(value);
+  return r.op === "notin" && (value === null || !r.values.includes(value));
 }

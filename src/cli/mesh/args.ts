@@ -1,7 +1,7 @@
 // `mesh-host mesh …` flags, read by the host's own parser against the one table (src/cli/table.ts: FLAGS and
 // MESH_COMMANDS): each subcommand takes its own, anything else is refused in our words. The usage `mesh --help`
 // prints, the man page and the completions are made from the same table.
-import { DEFAULT_MESH_DIR, PLAN_WAIT_S, PUSH_WAIT_S } from "../../defaults.ts";
+import { DEFAULT_MESH_DIR, PLAN_WAIT_S, PUSH_WAIT_S, ROLLOUT_GATE_S, ROLLOUT_WAVES } from "../../defaults.ts";
 import { type Given, printable, tokens, UsageError } from "../args.ts";
 import {
   type CommandSpec,
@@ -63,6 +63,11 @@ export interface MeshArgs {
   serial: number | null;
   label: string[];
   allowRemovals: boolean;
+  canary: number;
+  waves: string;
+  gateS: number;
+  maxFailed: number;
+  onHalt: "revert" | "stop";
   verbose: boolean;
   secret: string[];
   waitS: number;
@@ -81,6 +86,15 @@ const GROUPS: Record<string, readonly string[]> = {
   node: ["add", "rm", "label"],
   release: ["add", "ls", "rm"],
 };
+
+const ROLLOUT_SUBS = ["status", "resume", "abort"];
+
+function onHaltOf(value: string | undefined): "revert" | "stop" {
+  if (value === undefined) return "revert";
+  if (value !== "revert" && value !== "stop")
+    throw new UsageError(`--on-halt must be revert or stop, not "${printable(value)}"`);
+  return value;
+}
 
 function count(flag: string, value: string | undefined, min: number): number | null {
   if (value === undefined) return null;
@@ -115,6 +129,11 @@ export function parseMesh(argv: string[]): MeshArgs {
     serial: count("serial", one("serial"), 1),
     label: (v.label as string[] | undefined) ?? [],
     allowRemovals: v["allow-removals"] === true,
+    canary: count("canary", one("canary"), 0) ?? 0,
+    waves: one("waves") ?? ROLLOUT_WAVES,
+    gateS: count("gate-s", one("gate-s"), 1) ?? ROLLOUT_GATE_S,
+    maxFailed: count("max-failed", one("max-failed"), 0) ?? 0,
+    onHalt: onHaltOf(one("on-halt")),
     verbose: v.verbose === true,
     secret: (v.secret as string[] | undefined) ?? [],
     waitS: count("wait-s", one("wait-s"), 0) ?? (command === "plan" ? PLAN_WAIT_S : PUSH_WAIT_S),
@@ -128,6 +147,9 @@ export function parseMesh(argv: string[]): MeshArgs {
 /** The subcommand (`node add` is two words) and the words after it; none is `help` (`node` alone, for help). */
 function commandOf(words: string[], help: boolean): [string, string[]] {
   let [command = "help", ...positionals] = words;
+  // `rollout TARGETS FILE` is a command of its own; `rollout status|resume|abort ID` are its three
+  if (command === "rollout" && ROLLOUT_SUBS.includes(positionals[0] ?? ""))
+    return [`rollout ${positionals[0]}`, positionals.slice(1)];
   const subs = GROUPS[command];
   if (subs) {
     if (help && positionals.length === 0) return [command, []];

@@ -31,6 +31,12 @@ import { labelsToAdd, nodeLabelCommand } from "./labels.ts";
 import { planCommand } from "./plan.ts";
 import { moveCommand, pushCommand } from "./push.ts";
 import { releaseAddCommand, releaseLsCommand, releaseRmCommand } from "./release.ts";
+import {
+  rolloutAbortCommand,
+  rolloutCommand,
+  rolloutResumeCommand,
+  rolloutStatusCommand,
+} from "./rollout.ts";
 
 type Handler = (mesh: MeshDir, args: MeshArgs) => Promise<number>;
 
@@ -45,6 +51,10 @@ const HANDLERS: Record<string, Handler> = {
   jobs: jobsCommand,
   job: jobCommand,
   report: reportCommand,
+  rollout: rolloutCommand,
+  "rollout status": rolloutStatusCommand,
+  "rollout resume": rolloutResumeCommand,
+  "rollout abort": rolloutAbortCommand,
   nodes: nodesCommand,
   watch: watchCommand,
   move: moveCommand,

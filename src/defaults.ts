@@ -141,7 +141,9 @@ export const GETPROP_TIMEOUT_MS = 1_000;
 export const DEFAULT_MESH_DIR = "/var/lib/mesh-host-mesh";
 export const MESH_DIR_MODE = 0o700;
 export const MESH_FILE_MODE = 0o600;
-export const MESH_FORMAT = 1;
+/** 2: the nodes, codes and fleet view live on the bus (KV); 1: they were files, which `mesh migrate` moves. */
+export const MESH_FORMAT = 2;
+export const MESH_FORMAT_FILES = 1;
 /** `mesh init` with no `--server`: one server on this machine, the next ones on the ports after it. */
 export const DEFAULT_MESH_HOST = "127.0.0.1";
 export const DEFAULT_MESH_PORT = 4222;
@@ -177,14 +179,40 @@ export const PUSH_WAIT_S = 60;
 export const PROGRESS_REDRAW_MS = 1_000;
 /** The fleet view is written at most this often, however many heartbeats a second arrive. */
 export const FLEET_WRITE_MS = 1_000;
+/** A cell of `mesh nodes` shows at most this much of what a node said (its version): a table stays a table. */
+export const FLEET_CELL_CHARS = 64;
 /** `mesh up` says the same line (a node repeating a wrong message) at most once this often, counting the rest. */
 export const UP_SAID_REPEAT_MS = 60_000;
 /** How many pushes a node's record remembers (serial, stream seq, digest), to name a report's serial. */
 export const PUSHES_KEPT = 20;
 /** The controller's KV buckets: one copy a server up to this many (a majority of 3 outlives one machine). */
 export const KV_REPLICAS_MAX = 3;
+/** A compare-and-set lost to another writer is read again and tried again, this many times in all. */
+export const KV_CAS_TRIES = 50;
 /** Listing a bucket: how many keys are read at once. */
 export const KV_LIST_BATCH = 200;
+/** `mesh up` looks at the node and code buckets this often, besides being told of each change as it happens. */
+export const KV_RESYNC_MS = 5_000;
+/** A change to the buckets is acted on after this quiet, so a burst of node adds costs one user-list reload. */
+export const KV_SETTLE_MS = 100;
+/** `mesh node add --expires`: how long an enrolment code is good for, unless the operator says. */
+export const CODE_EXPIRES_S = 24 * 3600;
+/** The longest `--expires` taken: a code is a key to the mesh, and a year-old one is a forgotten one. */
+export const CODE_EXPIRES_MAX_S = 30 * 24 * 3600;
+/**
+ * `node add`/`rm` wait this long for every running `mesh up` to render the change into its servers' user list
+ * (while servers authenticate by a list), asking each this often (a tenth of a second: a reload takes about that).
+ */
+export const USERS_LIVE_MS = 30_000;
+export const USERS_LIVE_POLL_MS = 100;
+/**
+ * Heartbeats a node may have handled per window (a node sends one every HEARTBEAT_S): past it, its heartbeats
+ * are dropped unread and counted, so a flood costs that node's entries, never another's or the controller's link.
+ */
+export const HEARTBEAT_BUDGET = 20;
+export const HEARTBEAT_WINDOW_MS = 10_000;
+/** How often `mesh up` says which nodes' heartbeats it dropped (and adds them to their fleet entries). */
+export const FLOOD_LOG_MS = 60_000;
 /** `mesh report --serial`: the longest a read through the node's reports may take. */
 export const REPORT_READ_MS = 30_000;
 /** `mesh rollout`: the health gate looks at the heartbeats heard this often. */

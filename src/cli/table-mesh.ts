@@ -93,13 +93,13 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
     name: "node add",
     args: "NAME",
     summary: "add a node; prints its enrolment code (or writes it to F, 0600)",
-    flags: ["code-file", "label"],
+    flags: ["code-file", "expires", "label"],
     means: { "code-file": { default: "standard output", help: "write the enrolment code to the file F" } },
   }),
   command({
     name: "node rm",
     args: "NAME",
-    summary: "revoke a node: its users, consumer and record",
+    summary: "revoke a node: users, consumer, record",
     flags: [],
   }),
   command({
@@ -203,6 +203,7 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
   command({ name: "rollout abort", args: "ID", summary: "stop a rollout before its next wave", flags: [] }),
   command({ name: "nodes", summary: "the fleet at a glance, silent nodes first", flags: ["where", "json"] }),
   command({ name: "watch", summary: "reports and heartbeats as they arrive", flags: ["where", "json"] }),
+  command({ name: "migrate", summary: "move a format-1 directory's nodes onto the bus", flags: ["json"] }),
   command({
     name: "move",
     args: "NAME",

@@ -174,6 +174,7 @@ export const FLAGS = {
     complete: "dir",
   }),
   all: flag({ name: "all", default: "off", help: "every enrolled node, no NAME given" }),
+  expires: flag({ name: "expires", value: "DURATION", default: "24h", help: "the code's life, at most 30d" }),
   to: flag({
     name: "to",
     value: "DIR2",

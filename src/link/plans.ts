@@ -4,6 +4,8 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type PlanAnswer, planSubject } from "../vocabulary/index.ts";
 
+export type { PlanAnswer };
+
 export function answerPlans(
   nc: NatsConnection,
   node: string,

@@ -26,7 +26,13 @@ import {
   STREAM_SUBJECTS,
   type StreamName,
 } from "../vocabulary/index.ts";
-import { type MeshDir, MeshRefused } from "./layout.ts";
+import type { MeshDir } from "./layout.ts";
+
+/**
+ * No server of the mesh answered: the state lives on the bus, so nothing can be read or done (exit 1, one line);
+ * never a stale copy read instead.
+ */
+export class BusDown extends Error {}
 
 export interface Bus {
   nc: NatsConnection;
@@ -57,7 +63,7 @@ export async function connectBus(
       reconnectTimeWait: 250,
     });
   } catch (e) {
-    throw new MeshRefused(
+    throw new BusDown(
       `the mesh's bus does not answer at ${mesh.urls().join(", ")} (is \`mesh-host mesh up\` running?): ${firstLine(e)}`,
     );
   }
@@ -66,12 +72,15 @@ export async function connectBus(
   return { nc, js: jetstream(nc), jsm, close: () => nc.close().catch(() => undefined) };
 }
 
-/** While a server reloads its user list, the account's JetStream API goes unanswered for a moment. */
+/**
+ * While a server reloads its user list, the account's JetStream API goes unanswered for a moment; while a cluster
+ * that lost a server elects new leaders, its requests time out or say JetStream is unavailable for a moment.
+ */
 function reloading(e: unknown): boolean {
-  return /no responders|not enabled|503/i.test(firstLine(e));
+  return /no responders|not enabled|503|timeout|temporarily unavailable/i.test(firstLine(e));
 }
 
-/** A JetStream call, tried again while the servers are reloading (up to JS_RELOAD_MS); any other failure at once. */
+/** A JetStream call, tried again while the servers reload or elect (up to JS_RELOAD_MS); any other failure at once. */
 export async function jsCall<T>(call: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + JS_RELOAD_MS;
   for (;;) {
@@ -120,12 +129,15 @@ export async function awaitStreams(
   replicas: number,
   stopped: () => boolean,
   warn: (line: string) => void,
+  /** More the mesh makes once JetStream answers (the buckets of the controller's state). */
+  also: () => Promise<void> = async () => {},
 ): Promise<boolean> {
   const slow = Date.now() + JETSTREAM_READY_MS;
   let said = false;
   while (!stopped()) {
     try {
       await ensureStreams(bus, replicas);
+      await also();
       return true;
     } catch (e) {
       if (!said && Date.now() > slow) {
@@ -157,13 +169,21 @@ export async function dropNode(bus: Bus, node: string): Promise<void> {
   await bus.jsm.streams.purge("DECLARE", { filter: declareSubject(node) }).catch(() => undefined);
 }
 
-/** Consumers of DECLARE whose node has no record: left by a `node rm` made while the bus was down. */
-export async function sweepConsumers(bus: Bus, known: Set<string>): Promise<string[]> {
+/**
+ * Consumers of DECLARE whose node has no record: left by a `node rm` made while the bus was down. Each is looked
+ * up again before it goes: another operator may have added the node since `known` was read.
+ */
+export async function sweepConsumers(bus: Bus, known: (node: string) => Promise<boolean>): Promise<string[]> {
   const gone: string[] = [];
   for await (const info of bus.jsm.consumers.list("DECLARE")) {
     const node = info.name.startsWith("node-") ? info.name.slice(5) : null;
-    if (node && !known.has(node)) gone.push(node);
+    if (node) gone.push(node);
   }
-  for (const node of gone) await dropNode(bus, node);
-  return gone;
+  const swept: string[] = [];
+  for (const node of gone)
+    if (!(await known(node))) {
+      await dropNode(bus, node);
+      swept.push(node);
+    }
+  return swept;
 }

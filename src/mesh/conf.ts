@@ -5,8 +5,9 @@
 import { isIP } from "node:net";
 import { ROUTE_PORT_OFFSET } from "../defaults.ts";
 import { CONTROLLER_USER, enrolUser, nodeUser, ROUTE_USER } from "../vocabulary/index.ts";
-import type { MeshConfig, MeshDir, MeshSecrets, NodeRecord } from "./layout.ts";
+import type { MeshConfig, MeshDir, MeshSecrets } from "./layout.ts";
 import { enrolPermissions, nodePermissions, type Permissions } from "./permissions.ts";
+import type { CodeRecord, NodeRecord } from "./state.ts";
 
 export interface ServerUser {
   user: string;
@@ -21,7 +22,12 @@ function bindOf(host: string): string {
 }
 
 /** Server `i` (from 1, in `init`'s order). Quoted strings are literal in the config language: no `$` surprises. */
-export function serverConf(mesh: MeshDir, config: MeshConfig, secrets: MeshSecrets, i: number): string {
+export function serverConf(
+  mesh: MeshDir,
+  config: Pick<MeshConfig, "servers">,
+  secrets: MeshSecrets,
+  i: number,
+): string {
   const me = config.servers[i - 1]!;
   const dir = mesh.serverDir(i);
   const q = JSON.stringify;
@@ -68,14 +74,18 @@ export function serverConf(mesh: MeshDir, config: MeshConfig, secrets: MeshSecre
   return `${lines.join("\n")}\n`;
 }
 
-/** Every user the servers know: the controller, each node's user, each token not yet spent. */
-export function meshUsers(secrets: MeshSecrets, nodes: NodeRecord[]): ServerUser[] {
+/**
+ * Every user the servers know: the controller, each node's user, each code of a node in the mesh (until the
+ * node is first heard as itself: withdrawing it at the question would cut the answer's connection).
+ */
+export function meshUsers(secrets: MeshSecrets, nodes: NodeRecord[], codes: CodeRecord[] = []): ServerUser[] {
   const users: ServerUser[] = [{ user: CONTROLLER_USER, password: secrets.controller }];
-  for (const n of nodes) {
+  const known = new Set(nodes.map((n) => n.node));
+  for (const n of nodes)
     users.push({ user: nodeUser(n.node), password: n.password, permissions: nodePermissions(n.node) });
-    if (n.token)
-      users.push({ user: enrolUser(n.node), password: n.token, permissions: enrolPermissions(n.node) });
-  }
+  for (const c of codes)
+    if (known.has(c.node))
+      users.push({ user: enrolUser(c.node), password: c.token, permissions: enrolPermissions(c.node) });
   return users;
 }
 

@@ -3,11 +3,12 @@
 // serial, sealing secrets, pushing, the fleet view, the sealed move). It knows the vocabulary (with the
 // envelope and the sealing) and the nats client, nothing of the host's layers; none of them imports it, and the
 // Android build leaves it out. Only src/cli/mesh/ and the tests import this surface.
-export { type Bus, connectBus, ensureNodeConsumer, ensureStreams, jsCall } from "./bus.ts";
+export { type Bus, BusDown, connectBus, ensureNodeConsumer, ensureStreams, jsCall } from "./bus.ts";
 export { meshUsers, type ServerUser, serverConf, usersConf } from "./conf.ts";
 export { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 export { LockBusy, writeAtomic } from "./files.ts";
 export { age, type FleetRow, fleetRows, fleetTable } from "./fleet.ts";
+export { type HeardFrom, heardFrom, identityOf, nodeOfSubject } from "./heard.ts";
 export { type InitOptions, initMesh } from "./init.ts";
 export {
   type Job,
@@ -21,8 +22,10 @@ export {
   saveJob,
   startJob,
 } from "./jobs.ts";
+export { Bucket, Conflict, type Entry } from "./kv.ts";
 export { FACT_KEYS, fieldsOf, labelNode, matchingNodes, parseLabels, selectedNodes } from "./labels.ts";
-export { type MeshConfig, MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
+export { type MeshConfig, MeshDir, MeshRefused } from "./layout.ts";
+export { migrate } from "./migrate.ts";
 export { markMoved, prepareMove } from "./move.ts";
 export { addNode, checkNodeName, codeOf, removeNode } from "./nodes.ts";
 export { enrolPermissions, nodePermissions, type Permissions } from "./permissions.ts";
@@ -40,6 +43,19 @@ export { addRelease, listReleases, type ReleaseInput, type ReleaseRow, removeRel
 export { reportOf } from "./reports.ts";
 export { checkRollout, progressOf, runRollout, wavesOf } from "./rollout.ts";
 export { natsServerPath, reloadUsers, runningServers } from "./servers.ts";
+export {
+  allNodes,
+  BUCKETS,
+  type CodeRecord,
+  type FleetEntry,
+  fleetOf,
+  knownNode,
+  type NodeRecord,
+  openState,
+  type State,
+  stateOf,
+  withState,
+} from "./state.ts";
 export { writeUnits } from "./units.ts";
 export { type UpOptions, up } from "./up.ts";
 export { type Heard, watch } from "./watch.ts";

@@ -24,7 +24,7 @@ import {
   SERVER_PORT_STEP,
 } from "../defaults.ts";
 import { makeMeshKey } from "../vocabulary/index.ts";
-import { serverConf } from "./conf.ts";
+import { meshUsers, serverConf } from "./conf.ts";
 import { syncDir, writeAtomic } from "./files.ts";
 import { type MeshConfig, MeshDir, MeshRefused, type ServerEntry } from "./layout.ts";
 import { writeUsers } from "./servers.ts";
@@ -102,7 +102,7 @@ export function initMesh(opts: InitOptions): MeshConfig {
 
 function makeMesh(mesh: MeshDir, servers: ServerEntry[]): MeshConfig {
   chmodSync(mesh.dir, MESH_DIR_MODE);
-  for (const sub of ["tls", "nodes", "servers"]) mkdirSync(mesh.path(sub), { mode: MESH_DIR_MODE });
+  for (const sub of ["tls", "servers"]) mkdirSync(mesh.path(sub), { mode: MESH_DIR_MODE });
   const fingerprint = makeCert(mesh, servers);
   const key = makeMeshKey();
   writeAtomic(mesh.path("signing.key"), key.privateKey.export({ format: "pem", type: "pkcs8" }));
@@ -125,7 +125,7 @@ function renderServers(mesh: MeshDir, config: MeshConfig): void {
     mkdirSync(join(dir, "jetstream"), { recursive: true, mode: MESH_DIR_MODE });
     writeAtomic(join(dir, "server.conf"), serverConf(mesh, config, secrets, j + 1));
   });
-  writeUsers(mesh);
+  writeUsers(mesh, meshUsers(secrets, []));
 }
 
 /** A self-signed P-256 certificate naming every server's host (the routes check it; nodes pin its digest). */

@@ -2,10 +2,9 @@
 // own, said at enrolment), the fields a selector reads. A fact is what a node says of itself: a node can lie
 // about its own, so what carries secrets should be chosen by labels. Label keys never take a fact's name, so a
 // node can never stand in for a label by what it says.
-import { lockMesh } from "./files.ts";
-import type { MeshDir, NodeRecord } from "./layout.ts";
-import { MeshRefused } from "./layout.ts";
+import { type MeshDir, MeshRefused } from "./layout.ts";
 import { keyProblem, parseSelector, selects, valueProblem } from "./selector.ts";
+import { allNodes, changeNode, type NodeRecord, type State, withState } from "./state.ts";
 
 /** What a node says of itself at enrolment (and nothing else a selector reads from it). */
 export const FACT_KEYS = [
@@ -53,21 +52,18 @@ export function relabelled(labels: Record<string, string>, change: LabelChange):
   return next;
 }
 
-/** Change a node's labels under the directory's lock; its labels as they now are. */
+/** Change a node's labels (compare-and-set on its record); its labels as they now are. */
 export async function labelNode(
   mesh: MeshDir,
   name: string,
   change: LabelChange,
 ): Promise<Record<string, string>> {
-  const lock = await lockMesh(mesh.dir);
-  try {
-    const record = mesh.known(name);
-    const labels = relabelled(record.labels, change);
-    mesh.writeNode({ ...record, labels });
-    return labels;
-  } finally {
-    lock.release();
-  }
+  return await withState(mesh, (state) =>
+    changeNode(state, name, (record) => {
+      const labels = relabelled(record.labels, change);
+      return { value: { ...record, labels }, result: labels };
+    }),
+  );
 }
 
 /** The fields a selector reads: the node's facts (only the known ones), then its labels (never the same keys). */
@@ -81,10 +77,9 @@ export function fieldsOf(record: NodeRecord): Record<string, string> {
 }
 
 /** The enrolled nodes (not moved away) a selector picks, by name; a refusal when it picks none. */
-export function selectedNodes(mesh: MeshDir, where: string): string[] {
+export async function selectedNodes(state: State, where: string): Promise<string[]> {
   const requirements = parseSelector(where);
-  const picked = mesh
-    .nodes()
+  const picked = (await allNodes(state))
     .filter((r) => r.keys && !r.moved_to && selects(requirements, fieldsOf(r)))
     .map((r) => r.node);
   if (!picked.length) throw new MeshRefused(`--where "${where.slice(0, 80)}" selects no enrolled node`);
@@ -92,12 +87,7 @@ export function selectedNodes(mesh: MeshDir, where: string): string[] {
 }
 
 /** Every node (enrolled or not) a selector picks: what `nodes --where` and `watch --where` show. */
-export function matchingNodes(mesh: MeshDir, where: string): Set<string> {
+export function matchingNodes(records: NodeRecord[], where: string): Set<string> {
   const requirements = parseSelector(where);
-  return new Set(
-    mesh
-      .nodes()
-      .filter((r) => selects(requirements, fieldsOf(r)))
-      .map((r) => r.node),
-  );
+  return new Set(records.filter((r) => selects(requirements, fieldsOf(r))).map((r) => r.node));
 }

@@ -4,15 +4,14 @@
 //   signing.key   0600   the mesh's Ed25519 private key (PKCS#8 PEM)
 //   tls/cert.pem, tls/key.pem (0600)   the bus's certificate: its fingerprint is what nodes pin
 //   servers/<i>/         server.conf, users.conf (rendered), server.pid, server.log, jetstream/
-//   nodes/<n>.json 0600  each node: its password, its pending token, its public keys, its serial
-//   fleet.json           what `up` heard last from each node
+// The nodes, their codes and serials, and the fleet view are on the bus (state.ts), never here: a copy of this
+// directory on another machine is an equal operator console. A directory of format 1 kept them in nodes/*.json
+// and fleet.json; `mesh migrate` moves them (migrate.ts), and nothing else reads them.
 import { createPrivateKey, type KeyObject } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, statSync, unlinkSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import * as z from "zod";
-import { MESH_FORMAT } from "../defaults.ts";
-import { NodeName } from "../vocabulary/index.ts";
-import { syncDir, writeAtomic } from "./files.ts";
+import { MESH_FORMAT, MESH_FORMAT_FILES } from "../defaults.ts";
 
 /** Bad or stale input to a mesh command: one line, exit 2, nothing changed. */
 export class MeshRefused extends Error {}
@@ -30,65 +29,13 @@ export const MeshConfig = z.strictObject({
   created_at: z.string(),
 });
 export type MeshConfig = z.infer<typeof MeshConfig>;
+/** The same file made by a mesh-host whose node records were files (format 1): `mesh migrate` moves them. */
+export const MeshConfigFiles = MeshConfig.extend({ format: z.literal(MESH_FORMAT_FILES) });
+export type MeshConfigFiles = z.infer<typeof MeshConfigFiles>;
+const FormatOnly = z.looseObject({ format: z.unknown() });
 
 export const MeshSecrets = z.strictObject({ controller: z.string().min(16), route: z.string().min(16) });
 export type MeshSecrets = z.infer<typeof MeshSecrets>;
-
-export const Push = z.strictObject({
-  serial: z.number().int().min(1),
-  digest: z.string(),
-  seq: z.number().int().nullable(),
-  at: z.string(),
-});
-export type Push = z.infer<typeof Push>;
-
-export const NodeRecord = z.strictObject({
-  format: z.literal(MESH_FORMAT),
-  node: NodeName,
-  password: z.string().min(16),
-  /** The one-time enrolment token, until the node is heard as itself. */
-  token: z.string().min(16).nullable(),
-  added_at: z.string(),
-  enrolled_at: z.string().nullable(),
-  keys: z.strictObject({ identity: B64Key, sealing: B64Key, overlay: B64Key }).nullable(),
-  facts: z.record(z.string(), z.string()).nullable(),
-  /** The operator's labels (`node add --label`, `node label`): what `--where` selects by, with the facts. */
-  labels: z.record(z.string(), z.string()).default({}),
-  /** The highest serial this mesh has signed for the node: the next push takes one more. */
-  serial: z.number().int().min(0),
-  pushes: z.array(Push),
-  /** The last declaration pushed, as given (sealed secrets and all, no serial): what a move carries. */
-  last_body: z.record(z.string(), z.unknown()).nullable(),
-  moved_to: z.string().nullable(),
-});
-export type NodeRecord = z.infer<typeof NodeRecord>;
-
-export const FleetEntry = z.strictObject({
-  heartbeat: z
-    .strictObject({
-      at: z.string(),
-      version: z.string(),
-      uptime_s: z.number(),
-      confirmed: z.boolean(),
-    })
-    .nullable(),
-  report: z
-    .strictObject({
-      at: z.string(),
-      outcome: z.string(),
-      seq: z.number().int(),
-      digest: z.string(),
-      serial: z.number().int().nullable(),
-      mode: z.string().nullable(),
-    })
-    .nullable(),
-});
-export type FleetEntry = z.infer<typeof FleetEntry>;
-export const Fleet = z.strictObject({
-  format: z.literal(MESH_FORMAT),
-  nodes: z.record(z.string(), FleetEntry),
-});
-export type Fleet = z.infer<typeof Fleet>;
 
 const denied = (code: string | undefined) => code === "EACCES" || code === "EPERM";
 
@@ -122,7 +69,18 @@ export class MeshDir {
   config(): MeshConfig {
     const file = this.path("mesh.json");
     if (!existsSync(file)) throw new MeshRefused(absentWhy(this.dir, file));
+    if (this.parsed(file, FormatOnly).format === MESH_FORMAT_FILES)
+      throw new MeshRefused(
+        `${this.dir} keeps its nodes in files (format ${MESH_FORMAT_FILES}): run \`mesh-host mesh migrate\` once to move them onto the bus`,
+      );
     return this.parsed(file, MeshConfig);
+  }
+
+  /** mesh.json of either format: only `mesh migrate` reads a format-1 directory. */
+  anyConfig(): MeshConfig | MeshConfigFiles {
+    const file = this.path("mesh.json");
+    if (!existsSync(file)) throw new MeshRefused(absentWhy(this.dir, file));
+    return this.parsed(file, z.union([MeshConfig, MeshConfigFiles]));
   }
 
   secrets(): MeshSecrets {
@@ -137,54 +95,16 @@ export class MeshDir {
     return readFileSync(this.path("tls", "cert.pem"), "utf8");
   }
 
+  /** The servers, of a directory of either format (migrate reaches the bus of a format-1 one). */
+  servers(): ServerEntry[] {
+    return this.anyConfig().servers;
+  }
+
   urls(): string[] {
-    return this.config().servers.map((s) => `nats://${s.host}:${s.port}`);
+    return this.servers().map((s) => `nats://${s.host}:${s.port}`);
   }
 
-  node(name: string): NodeRecord | null {
-    const file = this.nodeFile(name);
-    return existsSync(file) ? this.parsed(file, NodeRecord) : null;
-  }
-
-  /** The node's record, or a refusal naming it. */
-  known(name: string): NodeRecord {
-    const record = this.node(name);
-    if (!record) throw new MeshRefused(`node ${name} is not in this mesh (${this.dir})`);
-    return record;
-  }
-
-  nodes(): NodeRecord[] {
-    const dir = this.path("nodes");
-    if (!existsSync(dir)) return [];
-    return readdirSync(dir)
-      .filter((f) => f.endsWith(".json") && !f.startsWith("."))
-      .sort()
-      .map((f) => this.parsed(join(dir, f), NodeRecord));
-  }
-
-  writeNode(record: NodeRecord): void {
-    writeAtomic(this.nodeFile(record.node), `${JSON.stringify(NodeRecord.parse(record), null, 2)}\n`);
-  }
-
-  removeNode(name: string): void {
-    unlinkSync(this.nodeFile(name));
-    syncDir(this.path("nodes"));
-  }
-
-  fleet(): Fleet {
-    const file = this.path("fleet.json");
-    return existsSync(file) ? this.parsed(file, Fleet) : { format: MESH_FORMAT, nodes: {} };
-  }
-
-  writeFleet(fleet: Fleet): void {
-    writeAtomic(this.path("fleet.json"), `${JSON.stringify(fleet)}\n`);
-  }
-
-  private nodeFile(name: string): string {
-    return this.path("nodes", `${name}.json`);
-  }
-
-  private parsed<T>(file: string, schema: z.ZodType<T>): T {
+  parsed<T>(file: string, schema: z.ZodType<T>): T {
     let json: unknown;
     try {
       json = JSON.parse(readFileSync(file, "utf8"));

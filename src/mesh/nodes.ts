@@ -1,13 +1,15 @@
-// `mesh node add` and `node rm`: a node's users, its one-time token, its consumer, its record — made or
-// revoked under the directory's lock, the running servers reloaded (never restarted).
+// `mesh node add` and `node rm`: a node's record and its enrolment code in the mesh's buckets, its consumer on
+// the bus; from any copy of the mesh directory. Every `mesh up` hears the change and gives its own servers the
+// node's users (users.ts says how this command knows they have).
 
-import { MESH_FORMAT } from "../defaults.ts";
+import { CODE_EXPIRES_S, MESH_FORMAT } from "../defaults.ts";
 import { encodeCode, NodeName, printable } from "../vocabulary/index.ts";
-import { connectBus, dropNode, ensureNodeConsumer } from "./bus.ts";
-import { lockMesh } from "./files.ts";
+import { dropNode, ensureNodeConsumer } from "./bus.ts";
 import { secret } from "./init.ts";
-import { type MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
-import { reloadUsers, runningServers } from "./servers.ts";
+import { Conflict } from "./kv.ts";
+import { type MeshDir, MeshRefused } from "./layout.ts";
+import { type CodeRecord, knownNode, type NodeRecord, withState } from "./state.ts";
+import { awaitRendered } from "./users.ts";
 
 export function checkNodeName(name: string | undefined): string {
   if (!name) throw new MeshRefused("a NAME is needed");
@@ -18,17 +20,16 @@ export function checkNodeName(name: string | undefined): string {
   return name;
 }
 
-export function newRecord(node: string): NodeRecord {
+export function newRecord(node: string, now = new Date()): NodeRecord {
   return {
     format: MESH_FORMAT,
     node,
     password: secret(),
-    token: secret(),
-    added_at: new Date().toISOString(),
+    added_at: now.toISOString(),
     enrolled_at: null,
     keys: null,
-    facts: null,
     labels: {},
+    facts: null,
     serial: 0,
     pushes: [],
     last_body: null,
@@ -36,72 +37,76 @@ export function newRecord(node: string): NodeRecord {
   };
 }
 
+export function newCode(node: string, expiresS = CODE_EXPIRES_S, now = new Date()): CodeRecord {
+  return {
+    node,
+    token: secret(),
+    added_at: now.toISOString(),
+    expires_at: new Date(now.getTime() + expiresS * 1000).toISOString(),
+    spent: null,
+  };
+}
+
 /** Its enrolment code: where, which certificate, which bus, and the token (cli.md). Never logged. */
-export function codeOf(mesh: MeshDir, record: NodeRecord): string {
-  const config = mesh.config();
-  if (!record.token) throw new MeshRefused(`node ${record.node} has enrolled: its token is spent`);
+export function codeOf(mesh: MeshDir, code: CodeRecord): string {
   return encodeCode({
-    node: record.node,
+    node: code.node,
     servers: mesh.urls(),
-    fingerprint: config.fingerprint,
+    fingerprint: mesh.config().fingerprint,
     transport: "nats",
-    token: record.token,
+    token: code.token,
   });
 }
 
-/** Add the node; the code that enrols it. Nothing is left behind when the servers will not take the list. */
+/**
+ * Add the node: its record made only if the name is free (compare-and-set: two operators adding one name get
+ * one node and one refusal), its code beside it, its consumer; then the servers that answer take its users.
+ * The code, and the servers that had not taken the users in time (their `mesh up` is not running).
+ */
 export async function addNode(
   mesh: MeshDir,
   name: string,
+  expiresS = CODE_EXPIRES_S,
   labels: Record<string, string> = {},
-): Promise<string> {
+): Promise<{ code: string; late: string[] }> {
   checkNodeName(name);
   mesh.config();
-  const lock = await lockMesh(mesh.dir);
-  let record: NodeRecord;
-  try {
-    if (mesh.node(name)) throw new MeshRefused(`node ${name} is already in this mesh`);
-    record = { ...newRecord(name), labels };
-    mesh.writeNode(record);
+  return await withState(mesh, async (state) => {
+    const nodes = await state.nodes.create(name, { ...newRecord(name), labels }).catch((e) => {
+      if (e instanceof Conflict) throw new MeshRefused(`node ${name} is already in this mesh`);
+      throw e;
+    });
+    const code = newCode(name, expiresS);
+    let codes: number;
     try {
-      await reloadUsers(mesh);
+      codes = await state.codes.put(name, code);
+      await ensureNodeConsumer(state.bus, name);
     } catch (e) {
-      mesh.removeNode(name);
-      await reloadUsers(mesh).catch(() => undefined);
+      await state.nodes.remove(name).catch(() => undefined);
       throw e;
     }
-  } finally {
-    lock.release();
-  }
-  // made now when the bus is up; otherwise `up` makes it when the node asks
-  if (runningServers(mesh).length)
-    await withBus(mesh, (bus) => ensureNodeConsumer(bus, name)).catch(() => undefined);
-  return codeOf(mesh, record);
+    const late = await awaitRendered(mesh, state.bus.nc, { nodes, codes });
+    return { code: codeOf(mesh, code), late };
+  });
 }
 
-/** Revoke the node: its users go from every running server, its consumer and declarations from the bus. */
-export async function removeNode(mesh: MeshDir, name: string): Promise<void> {
+/**
+ * Revoke the node: its record, code and fleet entry go from the buckets, its consumer and declarations from the
+ * bus; the servers that answer drop its users (its live connection is cut). The servers that had not in time.
+ */
+export async function removeNode(mesh: MeshDir, name: string): Promise<string[]> {
   checkNodeName(name);
-  const lock = await lockMesh(mesh.dir);
-  try {
-    mesh.known(name);
-    mesh.removeNode(name);
-    await reloadUsers(mesh);
-  } finally {
-    lock.release();
-  }
-  // with the bus down, `up` sweeps the consumer of a node that has no record when it starts
-  if (runningServers(mesh).length) await withBus(mesh, (bus) => dropNode(bus, name)).catch(() => undefined);
-}
-
-export async function withBus<T>(
-  mesh: MeshDir,
-  use: (bus: Awaited<ReturnType<typeof connectBus>>) => Promise<T>,
-): Promise<T> {
-  const bus = await connectBus(mesh);
-  try {
-    return await use(bus);
-  } finally {
-    await bus.close();
-  }
+  mesh.config();
+  return await withState(mesh, async (state) => {
+    const { revision } = await knownNode(state, name);
+    const nodes = await state.nodes.remove(name, revision).catch((e) => {
+      if (e instanceof Conflict)
+        throw new MeshRefused(`node ${name} changed while it was removed: try again`);
+      throw e;
+    });
+    const codes = await state.codes.remove(name);
+    await state.fleet.remove(name);
+    await dropNode(state.bus, name);
+    return await awaitRendered(mesh, state.bus.nc, { nodes, codes });
+  });
 }

@@ -14,9 +14,10 @@ import {
   printable,
   signPlan,
 } from "../vocabulary/index.ts";
-import { connectBus, firstLine } from "./bus.ts";
+import { firstLine } from "./bus.ts";
 import type { MeshDir } from "./layout.ts";
 import { compose, type PushInput } from "./push.ts";
+import { knownNode, type State } from "./state.ts";
 
 export interface PlanAsked {
   node: string;
@@ -29,15 +30,16 @@ export type PlanHeard =
   | { node: string; answer: null; silent: "offline" | "no answer" | "malformed"; why: string };
 
 /** Every target's request, composed and checked as its push would be; a refusal names the node and the field. */
-export function composePlans(
-  mesh: MeshDir,
+export async function composePlans(
+  state: State,
   targets: string[],
   input: PushInput,
   diff: boolean,
   now = new Date(),
-): PlanAsked[] {
-  return targets.map((n) => {
-    const record = mesh.known(n);
+): Promise<PlanAsked[]> {
+  const records = await Promise.all(targets.map(async (n) => (await knownNode(state, n)).value));
+  return records.map((record) => {
+    const n = record.node;
     const { kept } = compose(record, input, {}, now);
     const body: PlanBody = {
       node: n,
@@ -51,9 +53,14 @@ export function composePlans(
 }
 
 /** Ask every node at once; each answer checked (its node, the request it answers) and its words made printable. */
-export async function askPlans(mesh: MeshDir, asked: PlanAsked[], waitMs: number): Promise<PlanHeard[]> {
-  const bus = await connectBus(mesh);
-  try {
+export async function askPlans(
+  mesh: MeshDir,
+  state: State,
+  asked: PlanAsked[],
+  waitMs: number,
+): Promise<PlanHeard[]> {
+  const bus = state.bus;
+  {
     const key = mesh.signingKey();
     return await Promise.all(
       asked.map(async (a): Promise<PlanHeard> => {
@@ -68,8 +75,6 @@ export async function askPlans(mesh: MeshDir, asked: PlanAsked[], waitMs: number
         }
       }),
     );
-  } finally {
-    await bus.close();
   }
 }
 

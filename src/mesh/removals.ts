@@ -3,7 +3,8 @@
 // names another type, is removed by the node's apply (undeclared: given back, stopped, deleted). Without
 // `--allow-removals` the push is refused before anything is sent or any serial taken; `mesh plan` shows each.
 import { REMOVALS_NAMED } from "../defaults.ts";
-import { MeshRefused, type NodeRecord } from "./layout.ts";
+import { MeshRefused } from "./layout.ts";
+import type { NodeRecord } from "./state.ts";
 
 interface Named {
   id: string;

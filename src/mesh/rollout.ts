@@ -6,13 +6,14 @@
 // job record holds the progress after every step, so a rollout interrupted resumes where it stood and never
 // pushes a node twice; `abort` (from anywhere) stops it before its next wave.
 import { ROLLOUT_POLL_MS } from "../defaults.ts";
-import { Heartbeat, parseJsonBytes } from "../vocabulary/index.ts";
-import type { Bus } from "./bus.ts";
+import type { Heartbeat } from "../vocabulary/index.ts";
+import { heardFrom, identityOf, nodeOfSubject } from "./heard.ts";
 import { type Job, type JobNode, pendingNode, type RolloutProgress, saveJob } from "./jobs.ts";
 import type { Bucket } from "./kv.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 import { compose, type Pushed, type PushInput, preparePush, publishAndWait } from "./push.ts";
 import { droppedBy, refuseRemovals } from "./removals.ts";
+import { knownNode, type State } from "./state.ts";
 
 /** `--waves 1,25%,100%`: each a cumulative count of nodes or a percentage of them; the last must reach all. */
 export function wavesOf(targets: string[], canary: number, spec: string): string[][] {
@@ -43,7 +44,7 @@ export type Said = (line: string) => void;
 
 export interface RolloutRun {
   mesh: MeshDir;
-  bus: Bus;
+  state: State;
   bucket: Bucket<Job>;
   job: Job;
   input: PushInput;
@@ -52,18 +53,20 @@ export interface RolloutRun {
 
 const failedOutcome = (o: JobNode["outcome"]) => ["failed", "refused", "superseded", "silent"].includes(o);
 
-/** Heartbeats as they arrive, the newest per node: what the health gate reads. */
-function heartbeats(bus: Bus): { latest: Map<string, Heartbeat>; stop(): void } {
+/** Heartbeats as they arrive, signed by each target's identity key, the newest per node: what the gate reads. */
+async function heartbeats(r: RolloutRun): Promise<{ latest: Map<string, Heartbeat>; stop(): void }> {
+  const identities = new Map<string, string | null>();
+  for (const n of r.job.targets) identities.set(n, identityOf((await knownNode(r.state, n)).value));
   const latest = new Map<string, Heartbeat>();
-  const sub = bus.nc.subscribe("mesh.heartbeat.>", {
+  const sub = r.state.bus.nc.subscribe("mesh.heartbeat.>", {
     callback: (err, m) => {
-      if (err) return;
-      const json = parseJsonBytes(m.data);
-      const hb = json.ok ? Heartbeat.safeParse(json.value) : null;
-      const node = m.subject.split(".")[2] ?? "";
-      if (hb?.success && hb.data.node === node) latest.set(node, hb.data);
+      const node = err ? null : nodeOfSubject(m.subject, "heartbeat");
+      if (!node || !identities.has(node)) return;
+      const hb = heardFrom(node, identities.get(node)!, m.data, "heartbeat");
+      if (hb.ok) latest.set(node, hb.value);
     },
   });
+  await r.state.bus.nc.flush();
   return { latest, stop: () => sub.unsubscribe() };
 }
 
@@ -74,7 +77,7 @@ const healthy = (hb: Heartbeat | undefined, seq: number) =>
 /** Run the rollout from where its job stands to done, halted or aborted; the job as it ended. */
 export async function runRollout(r: RolloutRun): Promise<Job> {
   const p = r.job.rollout!;
-  const beats = heartbeats(r.bus);
+  const beats = await heartbeats(r);
   try {
     while (p.state === "running" && p.wave < p.waves.length) {
       const stored = await r.bucket.get(r.job.id);
@@ -114,24 +117,31 @@ function haltReason(job: Job, maxFailed: number): string {
 
 const save = (r: RolloutRun) => saveJob(r.bucket, r.job);
 
+/** The sequence a node's push of `serial` was published with (its record keeps it). */
+async function seqOf(r: RolloutRun, node: string, serial: number | null): Promise<number> {
+  const record = (await knownNode(r.state, node)).value;
+  return record.pushes.find((x) => x.serial === serial)?.seq ?? -1;
+}
+
 /** One wave: push to the nodes not yet pushed, then wait (within the gate) for each report and healthy heartbeat. */
 async function runWave(r: RolloutRun, wave: string[], latest: Map<string, Heartbeat>): Promise<void> {
   const p = r.job.rollout!;
   const deadline = Date.now() + p.gate_s * 1000;
-  const fresh = wave.filter((n) => r.job.nodes[n]!.serial === null);
+  // not yet pushed, or given a serial by a run that was stopped before it published (the record has no sequence)
+  const fresh: string[] = [];
+  for (const n of wave) {
+    const o = r.job.nodes[n]!;
+    if (o.serial === null || (o.outcome === "pending" && (await seqOf(r, n, o.serial)) < 0)) fresh.push(n);
+  }
   r.say(`wave ${p.wave + 1} of ${p.waves.length}: ${wave.join(", ")}`);
   const seqs = new Map<string, number>();
   if (fresh.length) {
-    const { bus, composed } = await preparePush(r.mesh, fresh, r.input);
-    try {
-      for (const c of composed) r.job.nodes[c.node] = pendingNode(c.serial);
-      // kept before anything is sent: a rollout killed now resumes without pushing these again
-      await save(r);
-      const pushed = await publishAndWait(r.mesh, bus, composed, p.gate_s * 1000);
-      for (const x of pushed) noteReport(r.job, x, p.gate_s, seqs);
-    } finally {
-      await bus.close();
-    }
+    const composed = await preparePush(r.state, fresh, r.input);
+    for (const c of composed) r.job.nodes[c.node] = pendingNode(c.serial);
+    // kept before anything is sent: a rollout killed now resumes without pushing these again
+    await save(r);
+    const pushed = await publishAndWait(r.mesh, r.state, composed, p.gate_s * 1000);
+    for (const x of pushed) noteReport(r.job, x, p.gate_s, seqs);
   }
   await save(r);
   await gate(r, wave, latest, deadline, seqs);
@@ -165,8 +175,7 @@ async function gate(
   for (;;) {
     for (const n of waiting()) {
       // a resumed rollout finds the sequence its push was given in the node's record
-      const serial = r.job.nodes[n]!.serial;
-      const seq = seqs.get(n) ?? r.mesh.known(n).pushes.find((x) => x.serial === serial)?.seq ?? -1;
+      const seq = seqs.get(n) ?? (await seqOf(r, n, r.job.nodes[n]!.serial));
       if (healthy(latest.get(n), seq))
         r.job.nodes[n] = {
           ...r.job.nodes[n]!,
@@ -197,13 +206,13 @@ async function revert(r: RolloutRun): Promise<void> {
       r.job.nodes[n]!.detail = "not reverted: it had no declaration from this mesh before";
       continue;
     }
-    const { bus, composed } = await preparePush(r.mesh, [n], {
+    const composed = await preparePush(r.state, [n], {
       file: previous,
       secrets: new Map(),
       allowRemovals: true,
     });
-    try {
-      const [x] = await publishAndWait(r.mesh, bus, composed, p.gate_s * 1000);
+    {
+      const [x] = await publishAndWait(r.mesh, r.state, composed, p.gate_s * 1000);
       const was = r.job.nodes[n]!.outcome;
       r.job.nodes[n] = {
         ...r.job.nodes[n]!,
@@ -212,8 +221,6 @@ async function revert(r: RolloutRun): Promise<void> {
           ? `${was}, then its previous declaration put back as serial ${x.serial}: ${x.report.outcome}`
           : `${was}; its previous declaration sent as serial ${x?.serial}, no report within ${p.gate_s} s`,
       };
-    } finally {
-      await bus.close();
     }
     r.say(`${n}: ${r.job.nodes[n]!.detail}`);
     await save(r);
@@ -221,18 +228,22 @@ async function revert(r: RolloutRun): Promise<void> {
 }
 
 /** A new rollout's job progress: the waves, the gate and what each node had before (what a revert puts back). */
-export function progressOf(
-  mesh: MeshDir,
+export async function progressOf(
+  state: State,
   waves: string[][],
   o: Pick<RolloutProgress, "gate_s" | "max_failed" | "on_halt" | "allow_removals" | "file">,
-): RolloutProgress {
-  const previous = Object.fromEntries(waves.flat().map((n) => [n, mesh.known(n).last_body]));
+): Promise<RolloutProgress> {
+  const previous: RolloutProgress["previous"] = {};
+  for (const n of waves.flat()) previous[n] = (await knownNode(state, n)).value.last_body;
   return { ...o, waves, wave: 0, state: "running", halted_because: null, previous };
 }
 
 /** Every target composed and checked before anything is sent: a refusal, or a removal not allowed, stops it all. */
-export function checkRollout(mesh: MeshDir, targets: string[], input: PushInput): void {
-  const composed = targets.map((n) => compose(mesh.known(n), input));
-  if (!input.allowRemovals)
-    refuseRemovals(composed.map((c) => ({ node: c.node, gone: droppedBy(mesh.known(c.node), c.kept) })));
+export async function checkRollout(state: State, targets: string[], input: PushInput): Promise<void> {
+  const dropped: { node: string; gone: ReturnType<typeof droppedBy> }[] = [];
+  for (const n of targets) {
+    const record = (await knownNode(state, n)).value;
+    dropped.push({ node: n, gone: droppedBy(record, compose(record, input).kept) });
+  }
+  if (!input.allowRemovals) refuseRemovals(dropped);
 }

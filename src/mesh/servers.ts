@@ -1,10 +1,16 @@
 // Debian's nats-server, as `mesh up`'s children: started in the foreground, known ready by their log, reloaded
 // by SIGHUP (a user list changes; a server is never restarted for it), stopped by SIGTERM.
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { SERVER_LOG_POLL_MS, SERVER_RELOAD_MS, SERVER_START_MS, SERVER_STOP_MS } from "../defaults.ts";
-import { meshUsers, usersConf } from "./conf.ts";
+import {
+  MESH_DIR_MODE,
+  SERVER_LOG_POLL_MS,
+  SERVER_RELOAD_MS,
+  SERVER_START_MS,
+  SERVER_STOP_MS,
+} from "../defaults.ts";
+import { meshUsers, type ServerUser, serverConf, usersConf } from "./conf.ts";
 import { alive, writeAtomic } from "./files.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 
@@ -85,7 +91,14 @@ async function awaitLog(
 
 /** Start server `i`; resolves once it says it is ready (its log, not a guess at time). */
 export async function startServer(mesh: MeshDir, i: number): Promise<RunningServer> {
-  writeUsers(mesh);
+  // the configuration follows the directory wherever it was copied; the user list is the last the controller
+  // rendered from the bus (the controller's user alone on a machine new to the mesh)
+  mkdirSync(mesh.serverDir(i), { recursive: true, mode: MESH_DIR_MODE });
+  writeAtomic(
+    join(mesh.serverDir(i), "server.conf"),
+    serverConf(mesh, { servers: mesh.servers() }, mesh.secrets(), i),
+  );
+  if (!existsSync(join(mesh.serverDir(i), "users.conf"))) writeUsers(mesh, meshUsers(mesh.secrets(), []));
   const log = logFile(mesh, i);
   const from = logSize(log);
   const child = spawn(natsServerPath(), ["-c", join(mesh.serverDir(i), "server.conf")], {
@@ -125,12 +138,18 @@ export async function stopServer(server: RunningServer): Promise<void> {
   clearTimeout(timer);
 }
 
-/** Render the user list from the node records into every server's directory. */
-export function writeUsers(mesh: MeshDir): void {
-  const text = usersConf(meshUsers(mesh.secrets(), mesh.nodes()));
-  mesh.config().servers.forEach((_, j) => {
-    writeAtomic(join(mesh.serverDir(j + 1), "users.conf"), text);
+/** Render the user list into every server's directory; whether it changed. */
+export function writeUsers(mesh: MeshDir, users: ServerUser[]): boolean {
+  const text = usersConf(users);
+  let changed = false;
+  mesh.servers().forEach((_, j) => {
+    const file = join(mesh.serverDir(j + 1), "users.conf");
+    if (existsSync(file) && readFileSync(file, "utf8") === text) return;
+    mkdirSync(mesh.serverDir(j + 1), { recursive: true, mode: MESH_DIR_MODE });
+    writeAtomic(file, text);
+    changed = true;
   });
+  return changed;
 }
 
 /** A running server of this mesh, by its pid file: the pid alive and running this server's configuration. */
@@ -153,8 +172,8 @@ function runningPid(mesh: MeshDir, i: number): number | null {
 /** The servers of this mesh running on this machine now, by index. */
 export function runningServers(mesh: MeshDir): number[] {
   return mesh
-    .config()
-    .servers.map((_, j) => j + 1)
+    .servers()
+    .map((_, j) => j + 1)
     .filter((i) => runningPid(mesh, i) !== null);
 }
 
@@ -162,11 +181,11 @@ export function runningServers(mesh: MeshDir): number[] {
  * Rewrite the user list and have every running server read it again: SIGHUP, then its log saying it reloaded.
  * Returns how many were reloaded; a server that is down reads the list when it starts.
  */
-export async function reloadUsers(mesh: MeshDir): Promise<number> {
-  writeUsers(mesh);
+export async function reloadUsers(mesh: MeshDir, users: ServerUser[]): Promise<number> {
+  if (!writeUsers(mesh, users)) return 0;
   const pids = mesh
-    .config()
-    .servers.map((_, j) => ({ i: j + 1, pid: runningPid(mesh, j + 1) }))
+    .servers()
+    .map((_, j) => ({ i: j + 1, pid: runningPid(mesh, j + 1) }))
     .filter((s): s is { i: number; pid: number } => s.pid !== null);
   await Promise.all(
     pids.map(async ({ i, pid }) => {

@@ -1,25 +1,31 @@
 // `mesh up`: the mesh's servers in the foreground, and the controller's long-running half — answering
-// enrolments, keeping the fleet view from reports and heartbeats. When one of its servers dies it stops the
-// rest and exits 1 (the unit restarts it); stopped by a signal, it stops them and exits 0.
+// enrolments, keeping the fleet view from reports and heartbeats. Run once on each server's machine (`--only I`),
+// every controller shares the work: one durable consumer each for ENROL and REPORTS, one queue group for
+// heartbeats, the state in the mesh's buckets (state.ts) — losing a machine loses nothing but its server. When
+// one of its servers dies it stops the rest and exits 1 (the unit restarts it); stopped by a signal, it stops
+// them and exits 0.
 import type { JsMsg } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
-import { FLEET_WRITE_MS } from "../defaults.ts";
+import { FLOOD_LOG_MS } from "../defaults.ts";
 import {
   ENROL_CONSUMER,
   EnrolQuestion,
-  Heartbeat,
   parseJsonBytes,
   printable,
   REPORTS_CONSUMER,
-  Report,
+  type Report,
 } from "../vocabulary/index.ts";
 import { awaitStreams, type Bus, connectBus, ensureNodeConsumer, sweepConsumers } from "./bus.ts";
 import { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
-import { lockMesh } from "./files.ts";
-import { heardHeartbeat, heardReport, serialOf } from "./fleet.ts";
-import { type Fleet, type MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
-import { followRecords, recordLine, Said, subjectNode } from "./said.ts";
-import { type RunningServer, reloadUsers, runningServers, startServer, stopServer } from "./servers.ts";
+import { admit } from "./enrolments.ts";
+import { reportOf, serialOf } from "./fleet.ts";
+import { heardFrom, identityOf } from "./heard.ts";
+import { Budget, FleetWriter, takeHeartbeats } from "./heartbeats.ts";
+import { Keeper } from "./keeper.ts";
+import { type MeshDir, MeshRefused } from "./layout.ts";
+import { recordLine, Said, subjectNode } from "./said.ts";
+import { type RunningServer, runningServers, startServer, stopServer } from "./servers.ts";
+import { ensureBuckets, knownNode, type NodeRecord, replicasOf, type State, stateOf } from "./state.ts";
 
 export interface UpOptions {
   /** Only server I (from 1, in init's order); all of them when null. */
@@ -49,6 +55,7 @@ export async function up(mesh: MeshDir, opts: UpOptions): Promise<number> {
   let stopped = false;
   let controller: Controller | null = null;
   let bus: Bus | null = null;
+  let hbBus: Bus | null = null;
   try {
     for (const i of indices) {
       servers.push(await startServer(mesh, i));
@@ -57,7 +64,15 @@ export async function up(mesh: MeshDir, opts: UpOptions): Promise<number> {
     }
     const died = Promise.race(servers.map((s) => s.exited.then((how) => ({ index: s.index, how }))));
     bus = await connectBus(mesh, { reconnect: true, name: "mesh-host mesh up" });
-    const running = new Controller(mesh, bus, { say: opts.say, warn: opts.warn }, () => stopped);
+    hbBus = await connectBus(mesh, { reconnect: true, name: "mesh-host mesh up (heartbeats)" });
+    const running = new Controller(
+      mesh,
+      bus,
+      hbBus,
+      indices,
+      { say: opts.say, warn: opts.warn },
+      () => stopped,
+    );
     controller = running;
     void running
       .start(config.servers.length)
@@ -73,78 +88,86 @@ export async function up(mesh: MeshDir, opts: UpOptions): Promise<number> {
     return 0;
   } finally {
     stopped = true;
-    await controller?.stop();
+    await controller?.stop().catch((e: Error) => opts.warn(e.message));
+    await hbBus?.close();
     await bus?.close();
     await Promise.all(servers.map(stopServer));
   }
 }
 
 class Controller {
+  private readonly state: State;
+  private readonly keeper: Keeper;
+  private readonly budget = new Budget();
+  private readonly writer: FleetWriter;
   private heartbeats: Subscription | null = null;
   private loops: Promise<void>[] = [];
-  private fleet: Fleet;
-  private fleetTimer: NodeJS.Timeout | null = null;
-  private readonly spent = new Set<string>();
-  private spendTimer: NodeJS.Timeout | null = null;
+  private floodTimer: NodeJS.Timeout | null = null;
+  private readonly withdrawing = new Set<string>();
   private readonly warn: (line: string) => void;
   /** What it heard and did, for the operator: a line each, the same one not repeated within a minute. */
   private readonly said: Said;
   /** What went wrong with a node's message: on stderr, the same one not repeated within a minute. */
   private readonly refused: Said;
-  private unfollow: () => void = () => {};
 
   constructor(
     private readonly mesh: MeshDir,
     private readonly bus: Bus,
+    /** The heartbeats' own connection: a flood that makes the server cut it leaves `bus` alone. */
+    private readonly hbBus: Bus,
+    /** This machine's servers: the user list it keeps, and answers for. */
+    private readonly indices: number[],
     lines: { say(line: string): void; warn(line: string): void },
     private readonly stopped: () => boolean,
   ) {
-    this.fleet = mesh.fleet();
     this.warn = lines.warn;
     this.said = new Said(lines.say);
     this.refused = new Said(lines.warn);
+    this.state = stateOf(bus);
+    this.keeper = new Keeper(mesh, this.state, this.warn, (node, change) =>
+      this.said.say(`${change}:${node}`, recordLine(node, change)),
+    );
+    this.writer = new FleetWriter(this.state, this.warn);
   }
 
   /** False when stopped before JetStream answered. */
-  async start(replicas: number): Promise<boolean> {
-    if (!(await awaitStreams(this.bus, replicas, this.stopped, this.warn))) return false;
-    const records = this.mesh.nodes();
-    for (const r of records) await ensureNodeConsumer(this.bus, r.node);
-    await sweepConsumers(this.bus, new Set(records.map((r) => r.node)));
-    this.heartbeats = this.bus.nc.subscribe("mesh.heartbeat.>", {
-      callback: (err, m) => {
-        if (!err) void this.heard(m.subject, m.data, "heartbeat").catch((e: Error) => this.warn(e.message));
+  async start(servers: number): Promise<boolean> {
+    const made = await awaitStreams(this.bus, servers, this.stopped, this.warn, () =>
+      ensureBuckets(this.state, replicasOf(servers)),
+    );
+    if (!made) return false;
+    await this.keeper.start(this.indices);
+    for (const node of this.keeper.nodes.keys()) await ensureNodeConsumer(this.bus, node);
+    await sweepConsumers(
+      this.bus,
+      async (node) => this.keeper.nodes.has(node) || (await this.state.nodes.get(node)) !== null,
+    );
+    this.heartbeats = takeHeartbeats(
+      this.hbBus.nc,
+      (node) => this.keeper.nodes.get(node),
+      this.budget,
+      this.writer,
+      (node) => this.withdraw(node),
+      {
+        refused: (subject, why) => this.refusedMessage(subject, "heartbeat", why),
+        unverified: (node, why) => this.unverified(node, "heartbeat", why),
       },
-    });
+    );
     this.loops.push(
       consumeLoop(this.bus, "ENROL", ENROL_CONSUMER, (m) => this.answer(m), this.stopped, this.warn),
+      consumeLoop(this.bus, "REPORTS", REPORTS_CONSUMER, (m) => this.report(m), this.stopped, this.warn),
     );
-    this.loops.push(
-      consumeLoop(
-        this.bus,
-        "REPORTS",
-        REPORTS_CONSUMER,
-        async (m) => {
-          await this.heard(m.subject, m.data, "report");
-          m.ack();
-        },
-        this.stopped,
-        this.warn,
-      ),
-    );
-    await this.bus.nc.flush();
-    this.unfollow = followRecords(this.mesh, (node, change) =>
-      this.said.say(`${change}:${node}`, recordLine(node, change)),
-    );
+    this.floodTimer = setInterval(() => this.sayFloods(), FLOOD_LOG_MS);
+    await Promise.all([this.bus.nc.flush(), this.hbBus.nc.flush()]);
     return true;
   }
 
   async stop(): Promise<void> {
-    this.unfollow();
     this.heartbeats?.unsubscribe();
-    if (this.fleetTimer) clearTimeout(this.fleetTimer);
-    if (this.spendTimer) clearTimeout(this.spendTimer);
-    this.flushFleet();
+    this.keeper.stop();
+    if (this.floodTimer) clearInterval(this.floodTimer);
+    this.sayFloods();
+    await this.writer.flush();
   }
 
   /** An enrolment question: answered with the membership sealed to its key, or refused with a reason. */
@@ -157,12 +180,13 @@ class Controller {
       return;
     }
     const q = parsed.data;
-    const refusal = await this.admit(q, m.subject);
+    const refusal = await admit(this.state, q, m.subject);
     if (refusal) {
       this.refused.say(`enrol:${q.node}`, `refused an enrolment as node ${q.node}: ${refusal}`);
       await reply(this.bus.nc, q.reply, refusedAnswer(refusal));
     } else {
-      const record = this.mesh.known(q.node);
+      await ensureNodeConsumer(this.bus, q.node);
+      const record = (await knownNode(this.state, q.node)).value;
       const config = this.mesh.config();
       const membership = membershipOf(q.node, {
         servers: this.mesh.urls(),
@@ -179,60 +203,47 @@ class Controller {
     m.ack();
   }
 
-  /**
-   * Record the question's public keys while the node's token is unspent; why not, otherwise. The token is spent
-   * when the node is first heard as itself (removing the enrol user at once would cut the answer's connection).
-   */
-  private async admit(q: EnrolQuestion, subject: string): Promise<string | null> {
-    if (subject !== `mesh.enrol.${q.node}`) return `asked on ${subject} for node ${q.node}`;
-    const lock = await lockMesh(this.mesh.dir);
-    try {
-      const record = this.mesh.node(q.node);
-      if (!record) return `node ${q.node} is not in this mesh`;
-      if (!record.token) return `node ${q.node} has enrolled already`;
-      this.mesh.writeNode({ ...record, keys: q.keys, facts: q.facts, enrolled_at: new Date().toISOString() });
-    } finally {
-      lock.release();
-    }
-    await ensureNodeConsumer(this.bus, q.node);
-    return null;
+  /** A report, read once across every controller (REPORTS' one durable): the fleet entry written at once. */
+  private async report(m: JsMsg): Promise<void> {
+    const record = (await this.state.nodes.get(m.subject.slice("mesh.report.".length)))?.value ?? null;
+    const why = this.reportRefusal(m, record);
+    if (why) this.refusedMessage(m.subject, "report", why);
+    m.ack();
   }
 
-  private async heard(subject: string, data: Uint8Array, kind: "report" | "heartbeat"): Promise<void> {
-    const node = subject.split(".")[2] ?? "";
-    const record = this.mesh.node(node);
+  /** Why a report is not kept (said), or null once it is. */
+  private reportRefusal(m: JsMsg, record: NodeRecord | null): string | null {
     // a node removed is no longer read
-    if (!record) return this.refusedMessage(subject, kind, "from no node of this mesh (removed?)");
-    const json = parseJsonBytes(data);
-    if (!json.ok) return this.refusedMessage(subject, kind, `not JSON (${json.reason})`);
-    if (kind === "report") {
-      const r = Report.safeParse(json.value);
-      if (!r.success) return this.refusedMessage(subject, kind, "not a report this mesh reads");
-      if (r.data.node !== node) return this.forged(subject, kind, r.data.node);
-      heardReport(this.fleet, r.data, record);
-      if (r.data.outcome === "refused") this.nodeRefused(r.data, record);
-      // a report is what an operator looks for right after a push: written now, not with the next batch
-      this.flushFleet();
-    } else {
-      const h = Heartbeat.safeParse(json.value);
-      if (!h.success) return this.refusedMessage(subject, kind, "not a heartbeat this mesh reads");
-      if (h.data.node !== node) return this.forged(subject, kind, h.data.node);
-      heardHeartbeat(this.fleet, h.data);
+    if (!record) return "from no node of this mesh (removed?)";
+    if (!record.keys) return "from a node that has not enrolled";
+    // the node's only when signed by the key it enrolled with (heard.ts): anything else is dropped and counted
+    const r = heardFrom(record.node, identityOf(record), m.data, "report");
+    if (!r.ok) {
+      this.writer.heard(record.node, { unverified: 1 }, true);
+      return this.unverified(record.node, "report", r.reason);
     }
-    this.scheduleFleet();
-    if (record.token && record.enrolled_at) this.spendToken(node);
+    // a report is what an operator looks for right after a push: written now, not with the next batch
+    this.writer.heard(record.node, { report: reportOf(r.value, record) }, true);
+    if (r.value.outcome === "refused") this.nodeRefused(r.value, record);
+    this.withdraw(record.node);
+    return null;
   }
 
   private refusedMessage(subject: string, kind: string, why: string): void {
     this.refused.say(`${kind}:${subject}`, `refused a ${kind} on ${subjectNode(subject)}'s subject: ${why}`);
   }
 
-  /** A message on one node's subject that says it is another's: someone is writing where they should not. */
-  private forged(subject: string, kind: string, claims: string): void {
+  /**
+   * A message on a node's subject that the node did not sign: someone is speaking as it (a forgery, a replay
+   * from another key, a v1 node's unsigned message). Counted in its fleet entry by the caller; said at once, then
+   * at most once a minute with how many more (Said).
+   */
+  private unverified(node: string, kind: string, why: string): null {
     this.refused.say(
-      `forged:${subject}`,
-      `refused a ${kind} on ${subjectNode(subject)}'s subject that says it is from ${printable(claims, 64)}: forged or misaddressed`,
+      `unverified:${kind}:${node}`,
+      `dropped a ${kind} on ${node}'s subject, not signed by its identity key: ${printable(why, 200)}`,
     );
+    return null;
   }
 
   /** A node refused a declaration (a replay of an older one, a path unsafe on the node): said, with its serial. */
@@ -246,50 +257,25 @@ class Controller {
   }
 
   /**
-   * The node spoke as itself: its one-time enrol user goes from every server. Batched, one reload for all the
-   * nodes first heard within FLEET_WRITE_MS: a fleet enrolling at once would otherwise reload the servers once
-   * a node, and a reload briefly leaves the account's JetStream API unanswered.
+   * The node spoke as itself: its spent code goes (and with it, on the next user list, its enrolling user).
+   * Not at the answer: withdrawing the user then would cut the connection the answer travels on.
    */
-  private spendToken(node: string): void {
-    this.spent.add(node);
-    this.spendTimer ??= setTimeout(() => {
-      this.spendTimer = null;
-      const nodes = [...this.spent];
-      this.spent.clear();
-      void this.spendTokens(nodes).catch((e: Error) =>
-        this.warn(`cannot spend enrolment tokens: ${e.message}`),
-      );
-    }, FLEET_WRITE_MS);
+  private withdraw(node: string): void {
+    const code = this.keeper.codes.get(node);
+    if (!code?.value.spent || this.withdrawing.has(node)) return;
+    this.withdrawing.add(node);
+    void this.state.codes
+      .remove(node, code.revision)
+      .catch(() => undefined)
+      .finally(() => {
+        this.withdrawing.delete(node);
+        this.keeper.changed();
+      });
   }
 
-  private async spendTokens(nodes: string[]): Promise<void> {
-    const lock = await lockMesh(this.mesh.dir);
-    try {
-      let changed = false;
-      for (const node of nodes) {
-        const record = this.mesh.node(node);
-        if (!record?.token || !record.enrolled_at) continue;
-        this.mesh.writeNode({ ...record, token: null });
-        changed = true;
-      }
-      if (changed && !this.stopped()) await reloadUsers(this.mesh);
-    } finally {
-      lock.release();
-    }
-  }
-
-  private scheduleFleet(): void {
-    this.fleetTimer ??= setTimeout(() => {
-      this.fleetTimer = null;
-      this.flushFleet();
-    }, FLEET_WRITE_MS);
-  }
-
-  private flushFleet(): void {
-    try {
-      this.mesh.writeFleet(this.fleet);
-    } catch (e) {
-      this.warn(`cannot write the fleet view: ${(e as Error).message}`);
-    }
+  /** Once a minute at most: which nodes sent more heartbeats than their budget, and how many were dropped. */
+  private sayFloods(): void {
+    for (const [node, dropped] of this.budget.drained())
+      this.warn(`node ${node} sent heartbeats past its budget: ${dropped} dropped unread`);
   }
 }

@@ -5,8 +5,9 @@ import { containerCrossChecks } from "./containers.ts";
 import { parseJsonBytes } from "./json.ts";
 import { nameProblem } from "./names.ts";
 import { overlayCrossChecks } from "./overlay.ts";
+import { printable } from "./printable.ts";
 import type { Parsed, Refusal } from "./refusal.ts";
-import { printable, refusalsFromIssues } from "./refusal.ts";
+import { refusalsFromIssues } from "./refusal.ts";
 import { ReleaseVersion } from "./release.ts";
 import {
   isResourceType,
@@ -47,9 +48,19 @@ export const Serial = z.number().int().min(1);
 /** When the mesh signed it: RFC 3339 in UTC (`Z`). Recorded, never a reason to refuse: there is no expiry. */
 export const IssuedAt = z.iso.datetime({ message: "must be an RFC 3339 UTC time (2026-01-05T10:00:00Z)" });
 
+/**
+ * Whom the mesh addressed (protocol.md, "Addressed"): the node's Ed25519 identity public key, standard base64 of
+ * its raw 32 bytes. A name outlives its enrolments (`node rm` then `node add`), a key does not: what was signed
+ * for a name's earlier life names an earlier key. Optional here, as `serial` is; required over the link.
+ */
+export const AddressedTo = z
+  .string()
+  .regex(/^[A-Za-z0-9+/]{43}=$/, "must be an identity public key (standard base64 of 32 bytes)");
+
 export const DeclarationHead = z.strictObject({
   v: z.literal(1),
   node: NodeName,
+  to: AddressedTo.optional(),
   serial: Serial.optional(),
   issued_at: IssuedAt.optional(),
   mode: Mode,

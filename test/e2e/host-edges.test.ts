@@ -1,6 +1,6 @@
 // Issue 27, the host's edges, through the built executable as a user meets them: what is refused on arrival
 // (one line, exit 2, nothing changed), and what an apply under `--root` makes and touches.
-import { existsSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../support/cli.ts";
@@ -88,5 +88,93 @@ describe("an action under --root", () => {
       { id: "init", did: "skipped", detail: "/var/lib/app/ready exists" },
       { id: "where", did: "skipped", detail: "/where exists" },
     ]);
+  });
+});
+
+describe("parents the host makes (item 2)", () => {
+  /** `fn` with the host started under umask `mask`: what it makes must not depend on it. */
+  async function underUmask<T>(mask: number, fn: () => Promise<T>): Promise<T> {
+    const before = process.umask(mask);
+    try {
+      return await fn();
+    } finally {
+      process.umask(before);
+    }
+  }
+  const modeOf = (p: string) => (statSync(p).mode & 0o7777).toString(8);
+
+  it("are 0755 root:root or as a directory declares them, shown in the plan, and go with the last resource under them", async () => {
+    const { base, root, state } = tempMachine("etc");
+    const file = declaration(base, [
+      { id: "conf", type: "file", path: "/opt/app/conf", content: "a\n", mode: "0640" },
+      { id: "two", type: "file", path: "/opt/app/two", content: "b\n", mode: "0640" },
+      { id: "deep", type: "directory", path: "/srv/a/b", mode: "0700" },
+      { id: "z", type: "file", path: "/var/x/y/z", content: "z\n" },
+      { id: "x", type: "directory", path: "/var/x", mode: "0710" },
+      // /etc was there: it is found, never recorded, never removed
+      { id: "found", type: "file", path: "/etc/app.conf", content: "c\n" },
+    ]);
+    const args = ["--root", root, "--state", state];
+    const plan = await underUmask(0o077, () => runCli(["plan", file, ...args]));
+    expect(plan.code, plan.stderr).toBe(0);
+    const lines = plan.stdout.split("\n");
+    const line = (id: string) => lines.find((l) => l.includes(` ${id} `)) ?? "";
+    expect(line("conf")).toMatch(/\/opt\/app\/conf created, making \/opt, \/opt\/app 0755 root:root$/);
+    // the first declared under a new parent says it; the plan never says one twice
+    expect(line("two")).toMatch(/\/opt\/app\/two created$/);
+    expect(line("deep")).toMatch(/\/srv\/a\/b created, making \/srv, \/srv\/a 0755 root:root$/);
+    expect(line("z")).toMatch(/\/var\/x\/y\/z created, making \/var, \/var\/x\/y 0755 root:root$/);
+    expect(line("found")).toMatch(/\/etc\/app.conf created$/);
+    expect(readdirSync(root)).toEqual(["etc"]);
+
+    const applied = await underUmask(0o077, () => runCli(["apply", file, ...args]));
+    expect(applied.code, applied.stderr).toBe(0);
+    const dirs = ["opt", "opt/app", "srv", "srv/a", "var", "var/x/y"];
+    for (const d of dirs) {
+      expect(modeOf(join(root, d)), d).toBe("755");
+      expect(statSync(join(root, d)).uid, d).toBe(0);
+      expect(statSync(join(root, d)).gid, d).toBe(0);
+    }
+    expect(modeOf(join(root, "srv/a/b"))).toBe("700");
+    expect(modeOf(join(root, "var/x"))).toBe("710");
+    const records = JSON.parse(readFileSync(join(state, "records.json"), "utf8")).records;
+    expect(records.conf.parents).toEqual(["/opt", "/opt/app"]);
+    expect(records.two.parents).toEqual(["/opt", "/opt/app"]);
+    expect(records.deep.parents).toEqual(["/srv", "/srv/a"]);
+    // /var/x is the directory's own: the file records only what it made for itself
+    expect(records.z.parents).toEqual(["/var", "/var/x/y"]);
+    expect(records.found.parents).toBeUndefined();
+
+    // one of two files in /opt/app undeclared: the directory holds the other, so it stays
+    const keep = declaration(
+      base,
+      [{ id: "two", type: "file", path: "/opt/app/two", content: "b\n", mode: "0640" }],
+      "keep.json",
+    );
+    const fewer = await runCli(["apply", keep, ...args, "--json"]);
+    expect(fewer.code, fewer.stderr).toBe(0);
+    const steps = JSON.parse(fewer.stdout).report.steps as { id: string; detail: string }[];
+    expect(steps.find((s) => s.id === "conf")?.detail).toContain(
+      "/opt/app left: it holds what was not made with it",
+    );
+    expect(steps.find((s) => s.id === "deep")?.detail).toContain("removed /srv/a, /srv (made for it)");
+    expect(existsSync(join(root, "srv"))).toBe(false);
+    expect(existsSync(join(root, "etc"))).toBe(true);
+    expect(existsSync(join(root, "opt/app/two"))).toBe(true);
+
+    // the last one under them goes: so do they
+    const none = declaration(base, [], "none.json");
+    writeFileSync(
+      none,
+      JSON.stringify({ v: 1, node: "n1", mode: "converged", owns_nothing: true, resources: [] }),
+    );
+    const emptied = await runCli(["apply", none, ...args]);
+    expect(emptied.code, emptied.stderr).toBe(0);
+    expect(emptied.stdout).toMatch(
+      /\/opt\/app\/two removed \(the mesh created it\); removed \/opt\/app, \/opt \(made for it\)/,
+    );
+    // only what was found is left: the directory declared after the file in it went after it, and its parent
+    expect(readdirSync(root)).toEqual(["etc"]);
+    expect(readdirSync(join(root, "etc"))).toEqual([]);
   });
 });

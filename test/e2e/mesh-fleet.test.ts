@@ -11,6 +11,7 @@ import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MeshDir } from "../../src/mesh/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
+import { hasNode, nodeRecord } from "../mesh/state.ts";
 import { type Running, runCli, startRun } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 import { snapshot } from "../support/tmp.ts";
@@ -131,8 +132,7 @@ describe("mesh plan", () => {
       ]),
     );
     const before = nodes.map(machine);
-    const serials = nodes.map((n) => new MeshDir(dir).known(n.name).serial);
-    const records = snapshot(join(dir, "nodes"));
+    const records = await Promise.all(nodes.map((n) => nodeRecord(dir, n.name)));
     const declared = await declareCount(dir);
     const r = await mesh(dir, ["plan", "--all", next, "--diff", "--secret", `tok=${secretFile}`]);
     expect(r.code, r.stderr).toBe(0);
@@ -148,8 +148,8 @@ describe("mesh plan", () => {
     expect(r.stdout).toContain("3 of 3 node(s) would change");
     expect(r.stdout + r.stderr).not.toContain("s3cret-Plan-77");
     expect(nodes.map(machine)).toEqual(before);
-    expect(nodes.map((n) => new MeshDir(dir).known(n.name).serial)).toEqual(serials);
-    expect(snapshot(join(dir, "nodes"))).toEqual(records);
+    // the records on the bus, serials and all, as they were
+    expect(await Promise.all(nodes.map((n) => nodeRecord(dir, n.name)))).toEqual(records);
     expect(await declareCount(dir)).toBe(declared);
     expect(readFileSync(join(web1.root, "etc/motd"), "utf8")).toBe("hello\n");
     expect(web3.run).not.toBeNull();
@@ -239,13 +239,13 @@ describe("mesh plan", () => {
       mode: "converged",
       resources: [{ id: "motd", type: "file", path: "/etc/motd", content: "hello\n" }],
     });
-    const serial = new MeshDir(dir).known("web-1").serial;
+    const serial = (await nodeRecord(dir, "web-1")).serial;
     const declared = await declareCount(dir);
     const refused = await mesh(dir, ["push", "web-1", onlyMotd, ...WAIT]);
     expect(refused.code).toBe(2);
     expect(refused.stderr.trimEnd().split("\n")).toHaveLength(1);
     expect(refused.stderr).toMatch(/web-1 loses conf \(file\)\. Give --allow-removals/);
-    expect(new MeshDir(dir).known("web-1").serial).toBe(serial);
+    expect((await nodeRecord(dir, "web-1")).serial).toBe(serial);
     expect(await declareCount(dir)).toBe(declared);
     expect(readFileSync(join(web1.root, "etc/app.conf"), "utf8")).toBe("port=80\n");
     // the plan shows the removal the push would make
@@ -254,7 +254,7 @@ describe("mesh plan", () => {
     const allowed = await mesh(dir, ["push", "web-1", onlyMotd, "--allow-removals", ...WAIT]);
     expect(allowed.code, allowed.stderr).toBe(0);
     expect(existsSync(join(web1.root, "etc/app.conf"))).toBe(false);
-    expect(new MeshDir(dir).known("web-1").serial).toBe(serial + 1);
+    expect((await nodeRecord(dir, "web-1")).serial).toBe(serial + 1);
   });
 
   it("--where selects by labels and facts: =, !=, in, notin, KEY and !KEY; a bad selector is one line", async () => {
@@ -312,7 +312,7 @@ describe("mesh plan", () => {
       expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
       expect(r.stderr).toMatch(says);
     }
-    expect(new MeshDir(dir).node("db-8")).toBeNull();
+    expect(await hasNode(dir, "db-8")).toBe(false);
   });
 
   it("every push and plan is a job, kept on the bus through a restart of mesh up; report shows a node's all", async () => {
@@ -327,7 +327,7 @@ describe("mesh plan", () => {
     expect(pushed.code, pushed.stderr).toBe(1);
     const id = /^job (\S+) /m.exec(pushed.stdout)?.[1];
     expect(id).toMatch(/^\d{8}-\d{6}-[0-9a-f]{4}$/);
-    const serial = new MeshDir(dir).known("web-2").serial;
+    const serial = (await nodeRecord(dir, "web-2")).serial;
     // mesh up restarted: the jobs are the bus's, not its memory's
     await running[0]!.stop();
     running[0] = await meshUp(dir);
@@ -365,7 +365,7 @@ describe("mesh plan", () => {
   });
 
   it("a node's user may answer its own plan requests only: not another node's, nor ask one", async () => {
-    const record = new MeshDir(dir).known("web-1");
+    const record = await nodeRecord(dir, "web-1");
     const m = new MeshDir(dir);
     const errors: string[] = [];
     const nc = await connect({

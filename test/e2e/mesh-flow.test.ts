@@ -9,6 +9,7 @@ import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MeshDir } from "../../src/mesh/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
+import { codeRecord, nodeRecord } from "../mesh/state.ts";
 import { type Running, runCli, startCli, startRun } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 import { snapshot, tempDir } from "../support/tmp.ts";
@@ -107,7 +108,7 @@ describe("one server: the operator's path", () => {
     while (users().includes("enrol.web-1") && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 50));
     expect(users()).not.toContain("enrol.web-1");
-    expect(new MeshDir(dir).known("web-1").token).toBeNull();
+    expect(await codeRecord(dir, "web-1")).toBeNull();
   });
 
   it("push signs with serial 1, 2, …, waits for the report and prints it the way apply does", async () => {
@@ -131,7 +132,7 @@ describe("one server: the operator's path", () => {
     expect(second.code, second.stderr).toBe(0);
     const doc = JSON.parse(second.stdout);
     expect(doc.nodes[0]).toMatchObject({ node: "web-1", serial: 2, report: { outcome: "applied" } });
-    expect(new MeshDir(dir).known("web-1").serial).toBe(2);
+    expect((await nodeRecord(dir, "web-1")).serial).toBe(2);
   });
 
   it("seals --secret to the node: the value reaches the file and nothing the mesh prints or keeps", async () => {
@@ -164,13 +165,13 @@ describe("one server: the operator's path", () => {
     // nowhere in the mesh directory (records, fleet view, the servers' logs and stores) is it in the clear
     const files = Object.entries(snapshot(dir)).filter(([, kind]) => kind.startsWith("file"));
     for (const [path] of files) expect(readFileSync(join(dir, path)).includes(value), path).toBe(false);
-    expect(JSON.stringify(new MeshDir(dir).known("web-1").last_body)).toMatch(/"dbpw":"v1:/);
-    expect(JSON.stringify(new MeshDir(dir).known("web-1"))).not.toContain(value);
+    expect(JSON.stringify((await nodeRecord(dir, "web-1")).last_body)).toMatch(/"dbpw":"v1:/);
+    expect(JSON.stringify(await nodeRecord(dir, "web-1"))).not.toContain(value);
   });
 
   it("refuses a push that is wrong, sending nothing and using no serial", async () => {
     const before = await declared(dir);
-    const serial = new MeshDir(dir).known("web-1").serial;
+    const serial = (await nodeRecord(dir, "web-1")).serial;
     const cases: [string[], RegExp][] = [
       [
         ["web-1", file(base, "other.json", declaration("x", { node: "web-2" }))],
@@ -213,7 +214,7 @@ describe("one server: the operator's path", () => {
       expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
       expect(r.stderr).toMatch(says);
     }
-    expect(new MeshDir(dir).known("web-1").serial).toBe(serial);
+    expect((await nodeRecord(dir, "web-1")).serial).toBe(serial);
     expect(await declared(dir)).toBe(before);
   });
 
@@ -236,7 +237,7 @@ describe("one server: the operator's path", () => {
       .find((l) => l.includes('"kind":"report"'))!;
     expect(JSON.parse(line)).toMatchObject({ node: "web-1", report: { outcome: "applied" } });
     expect(await watch.stop("SIGINT")).toBe(0);
-    const serial = new MeshDir(dir).known("web-1").serial;
+    const serial = (await nodeRecord(dir, "web-1")).serial;
     // the fleet view is written by `up` as reports arrive: read until it holds this one
     let rows: { node: string; report: { serial: number } | null }[] = [];
     const deadline = Date.now() + 60_000;
@@ -257,7 +258,7 @@ describe("one server: the operator's path", () => {
   it("refuses a wrong move in one line, changing no node record", async () => {
     const notMesh = join(base, "not-a-mesh");
     mkdirSync(notMesh, { recursive: true });
-    const before = snapshot(join(dir, "nodes"));
+    const before = await nodeRecord(dir, "web-1");
     const cases: [string[], RegExp][] = [
       [["move", "web-1", "--to", notMesh], /not-a-mesh is not a mesh \(no mesh.json\)/],
       [["move", "web-1", "--to", dir], /--to .* is this mesh/],
@@ -270,7 +271,7 @@ describe("one server: the operator's path", () => {
       expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
       expect(r.stderr).toMatch(says);
     }
-    expect(snapshot(join(dir, "nodes"))).toEqual(before);
+    expect(await nodeRecord(dir, "web-1")).toEqual(before);
   });
 
   it("moves the node to another mesh: it applies, restarts on the other bus, and takes its declarations there", async () => {

@@ -9,6 +9,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { MeshDir } from "../../src/mesh/index.ts";
 import { decodeCode } from "../../src/vocabulary/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp, serverDir } from "../mesh/operator.ts";
+import { nodeRecord } from "../mesh/state.ts";
 import { type Running, startCli } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -58,14 +59,24 @@ describe("mesh up, one server", () => {
     const nc = await asUser(dir, url, "mesh", secrets.controller);
     const jsm = await jetstreamManager(nc);
     const names = (await jsm.streams.names().next()).sort();
-    expect(names).toEqual(["DECLARE", "ENROL", "REKEY", "REPORTS"]);
+    // and the controller's state: its four key-value buckets
+    expect(names).toEqual([
+      "DECLARE",
+      "ENROL",
+      "KV_mesh-codes",
+      "KV_mesh-fleet",
+      "KV_mesh-jobs",
+      "KV_mesh-nodes",
+      "REKEY",
+      "REPORTS",
+    ]);
     expect((await jsm.streams.info("DECLARE")).config.max_msgs_per_subject).toBe(1);
     await nc.close();
 
     const token = await addAndTry(dir, "web-1");
     const enrol = await asUser(dir, url, "enrol.web-1", token);
     await enrol.close();
-    const password = new MeshDir(dir).known("web-1").password;
+    const password = (await nodeRecord(dir, "web-1")).password;
     const node = await asUser(dir, url, "node.web-1", password);
     await node.close();
 
@@ -113,6 +124,8 @@ describe("mesh up, a three-server cluster", () => {
     const jsm = await jetstreamManager(nc);
     const info = await jsm.streams.info("REPORTS");
     expect(info.config.num_replicas).toBe(3);
+    for (const bucket of ["mesh-nodes", "mesh-codes", "mesh-fleet", "mesh-jobs"])
+      expect((await jsm.streams.info(`KV_${bucket}`)).config.num_replicas, bucket).toBe(3);
     await nc.close();
     const pids = [1, 2, 3].map((i) => pidOf(dir, i));
     const token = await addAndTry(dir, "web-1");

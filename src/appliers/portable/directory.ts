@@ -23,6 +23,15 @@ import type { DirectoryResource } from "../../vocabulary/index.ts";
 import { executeBy, failsAgain, forgets, keeps, stepsOf } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
 import { type Claim, claimOf } from "./claim.ts";
+import {
+  keptParents,
+  madeParents,
+  makingWords,
+  missingParents,
+  parentMaker,
+  removeParents,
+  removingWords,
+} from "./parents.ts";
 
 export interface DirectoryRecord extends RecordBase {
   type: "directory";
@@ -31,6 +40,8 @@ export interface DirectoryRecord extends RecordBase {
   /** The mode it had when the mesh first found it, to give back on undeclare. */
   found_mode?: string;
   mode?: string;
+  /** The parent directories the host made for it (absent before): removed with it when empty. */
+  parents?: string[];
 }
 
 interface DirData {
@@ -90,7 +101,8 @@ const executors: Executors<DirectoryStep, DirectoryResource, DirectoryRecord> = 
         detail: `${path} left in place: it holds what the mesh did not create`,
         record: null,
       };
-    return { did: "removed", detail: step.detail, record: null };
+    const detail = `${step.detail.split("; then ")[0]}${removeParents(record?.parents, ctx)}`;
+    return { did: "removed", detail, record: null };
   },
   restore: async (step, wanted, record, ctx) => {
     chmodDirAt(ctx.ports.root, pathOf(wanted, record), step.data);
@@ -121,17 +133,20 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord, Direc
     const purge = wanted.purge ? unmanagedEntries(root, wanted.path, ctx.declaredPaths) : [];
     // a path another id recorded is the mesh's already: never taken as found
     const prior: Claim | undefined = record ?? claimOf(ctx, wanted.path, wanted.id);
+    const made = found === null ? madeParents(ctx, missingParents(root, wanted.path)) : [];
     const intent: DirectoryRecord = {
       type: "directory",
       path: wanted.path,
       created: prior ? prior.created : found === null,
       mode: wanted.mode,
       found_mode: prior ? prior.found_mode : found ? octal(found.mode) : undefined,
+      parents: keptParents(record?.parents, made),
     };
     const data: DirData = { mode, ...ids, create: found === null, purge, intent };
     if (found === null) {
       const did = record?.created ? "repaired" : "created";
-      return step(wanted.id, did, "make", `${wanted.path} ${did}${ignored}`, data);
+      const making = makingWords(ctx, wanted.id, made);
+      return step(wanted.id, did, "make", `${wanted.path} ${did}${making}${ignored}`, data);
     }
     const wrong = [
       mode !== undefined && mode !== found.mode ? `mode ${octal(found.mode)} → ${octal(mode)}` : "",
@@ -161,7 +176,13 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord, Direc
       return step(id, "unchanged", "forget", `${record.path} was already gone: nothing was removed`);
     if (typeof found === "string")
       return step(id, "unchanged", "forget", `${record.path} left in place: ${found}`);
-    if (record.created) return step(id, "removed", "remove", `${record.path} removed (the mesh created it)`);
+    if (record.created)
+      return step(
+        id,
+        "removed",
+        "remove",
+        `${record.path} removed (the mesh created it)${removingWords(record.parents, ctx)}`,
+      );
     const back = parseMode(record.found_mode);
     if (back !== undefined && back !== found.mode)
       return step(id, "restored", "restore", `${record.path} given back mode ${record.found_mode}`, back);
@@ -180,7 +201,10 @@ async function makeAndReadBack(
   const { root } = ctx.ports;
   // walked afresh and held as a handle: the chmod, chown and purge land on the directory the walk reached,
   // and a link swapped in anywhere on the path since the plan is refused, never followed
-  const fd = openDirAt(root, wanted.path, data.create ? (data.mode ?? DEFAULT_DIR_MODE) : undefined);
+  // the directory itself as declared (0755 when no mode is), whatever the umask; its parents as they are made
+  const parents = parentMaker(ctx);
+  const made = (p: string) => (p === wanted.path ? { mode: data.mode ?? DEFAULT_DIR_MODE } : parents(p));
+  const fd = openDirAt(root, wanted.path, data.create ? made : undefined);
   try {
     setOnHandle(fd, wanted.path, data);
     // a link among the entries is removed itself, never what it points at

@@ -1,8 +1,17 @@
 // `mesh-host mesh …` flags, read by the host's own parser against the one table (src/cli/table.ts: FLAGS and
 // MESH_COMMANDS): each subcommand takes its own, anything else is refused in our words. The usage `mesh --help`
 // prints, the man page and the completions are made from the same table.
-import { DEFAULT_MESH_DIR, PLAN_WAIT_S, PUSH_WAIT_S, ROLLOUT_GATE_S, ROLLOUT_WAVES } from "../../defaults.ts";
-import { type Given, printable, tokens, UsageError } from "../args.ts";
+import {
+  CODE_EXPIRES_MAX_S,
+  CODE_EXPIRES_S,
+  DEFAULT_MESH_DIR,
+  PLAN_WAIT_S,
+  PUSH_WAIT_S,
+  ROLLOUT_GATE_S,
+  ROLLOUT_WAVES,
+} from "../../defaults.ts";
+import { type Given, tokens, UsageError } from "../args.ts";
+import { printable } from "../output.ts";
 import {
   type CommandSpec,
   FLAGS,
@@ -72,6 +81,7 @@ export interface MeshArgs {
   secret: string[];
   waitS: number;
   to: string | null;
+  expiresS: number;
   /** `release add --version V` and `--host KIND`. */
   version: string | null;
   host: string | null;
@@ -94,6 +104,20 @@ function onHaltOf(value: string | undefined): "revert" | "stop" {
   if (value !== "revert" && value !== "stop")
     throw new UsageError(`--on-halt must be revert or stop, not "${printable(value)}"`);
   return value;
+}
+
+const SECONDS_IN: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+/** `--expires 30m`: seconds, from 1 s to CODE_EXPIRES_MAX_S. */
+function duration(value: string | undefined): number {
+  if (value === undefined) return CODE_EXPIRES_S;
+  const m = /^(\d{1,7})([smhd])$/.exec(value);
+  const s = m ? Number(m[1]) * SECONDS_IN[m[2]!]! : 0;
+  if (!m || s < 1 || s > CODE_EXPIRES_MAX_S)
+    throw new UsageError(
+      `--expires must be a number and s, m, h or d, from 1s to ${CODE_EXPIRES_MAX_S / 86_400}d, not "${printable(value)}"`,
+    );
+  return s;
 }
 
 function count(flag: string, value: string | undefined, min: number): number | null {
@@ -138,6 +162,7 @@ export function parseMesh(argv: string[]): MeshArgs {
     secret: (v.secret as string[] | undefined) ?? [],
     waitS: count("wait-s", one("wait-s"), 0) ?? (command === "plan" ? PLAN_WAIT_S : PUSH_WAIT_S),
     to: one("to") ?? null,
+    expiresS: duration(one("expires")),
     version: one("version") ?? null,
     host: one("host") ?? null,
     help: help || command === "help",

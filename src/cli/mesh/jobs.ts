@@ -9,6 +9,7 @@ import {
   jobsBucket,
   listJobs,
   type MeshDir,
+  openState,
   outcomeCounts,
   type Pushed,
   reportOf,
@@ -132,10 +133,9 @@ export async function reportCommand(mesh: MeshDir, args: MeshArgs): Promise<numb
   if (extra.length) throw new UsageError("mesh report takes one NAME");
   checkNodeName(node);
   mesh.config();
-  mesh.known(node!);
-  const bus = await connectBus(mesh);
+  const state = await openState(mesh);
   try {
-    const found = await reportOf(mesh, bus, node!, args.serial);
+    const found = await reportOf(state, node!, args.serial);
     if (!found) {
       const which = args.serial === null ? "" : ` for serial ${args.serial}`;
       throw new UsageError(`node ${node} has no report${which} on the bus (REPORTS keeps a month)`);
@@ -144,7 +144,7 @@ export async function reportCommand(mesh: MeshDir, args: MeshArgs): Promise<numb
     else writeOut(fullReport(node!, found.serial, found.report));
     return 0;
   } finally {
-    await bus.close();
+    await state.bus.close();
   }
 }
 

@@ -5,7 +5,9 @@ import { resolve } from "node:path";
 import { SECRET_FILE_MODE } from "../../defaults.ts";
 import {
   addNode,
+  allNodes,
   checkNodeName,
+  fleetOf,
   fleetRows,
   fleetTable,
   type Heard,
@@ -14,16 +16,18 @@ import {
   MeshDir,
   MeshRefused,
   matchingNodes,
+  migrate,
   removeNode,
   up,
   watch,
+  withState,
   writeAtomic,
   writeUnits,
 } from "../../mesh/index.ts";
-import { printable, UsageError } from "../args.ts";
+import { UsageError } from "../args.ts";
 import { runningBinary } from "../commands/confirm.ts";
 import { meshCommandHelp } from "../help.ts";
-import { summary, writeJson, writeOut } from "../output.ts";
+import { printable, summary, writeJson, writeOut } from "../output.ts";
 import { meshCommandSpec } from "../table.ts";
 import { MESH_NODE_USAGE, MESH_RELEASE_USAGE, MESH_USAGE, type MeshArgs, parseMesh } from "./args.ts";
 import { jobCommand, jobsCommand, reportCommand } from "./jobs.ts";
@@ -58,6 +62,7 @@ const HANDLERS: Record<string, Handler> = {
   nodes: nodesCommand,
   watch: watchCommand,
   move: moveCommand,
+  migrate: migrateCommand,
   "release add": releaseAddCommand,
   "release ls": releaseLsCommand,
   "release rm": releaseRmCommand,
@@ -84,7 +89,7 @@ function helpText(args: MeshArgs): string {
   if (name === "release") return MESH_RELEASE_USAGE;
   const spec = meshCommandSpec(name);
   if (spec) return meshCommandHelp(spec);
-  if (name) throw new UsageError(`no help for "mesh ${printable(name)}" (see \`mesh-host mesh --help\`)`);
+  if (name) throw new UsageError(`no help for "mesh ${printable(name, 60)}" (see \`mesh-host mesh --help\`)`);
   return MESH_USAGE;
 }
 
@@ -145,7 +150,8 @@ async function nodeAddCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   mesh.config();
   if (args.codeFile && existsSync(args.codeFile))
     throw new UsageError(`--code-file ${args.codeFile} exists: not overwritten`);
-  const code = await addNode(mesh, name!, labelsToAdd(args.label));
+  const { code, late } = await addNode(mesh, name!, args.expiresS, labelsToAdd(args.label));
+  sayLate(late, `node ${name}'s enrolling user`);
   if (args.codeFile) {
     writeAtomic(resolve(args.codeFile), `${code}\n`, SECRET_FILE_MODE);
     writeOut(`added ${name}: its enrolment code is in ${args.codeFile}`);
@@ -158,25 +164,52 @@ async function nodeRmCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   if (extra.length) throw new UsageError("mesh node rm takes one NAME");
   checkNodeName(name);
   mesh.config();
-  await removeNode(mesh, name!);
+  sayLate(await removeNode(mesh, name!), `node ${name}'s removal`);
   writeOut(`removed ${name}: its users, consumer and record are gone`);
+  return 0;
+}
+
+/** A server that answers but has not taken a user-list change: its `mesh up` is not running (or is behind). */
+function sayLate(late: string[], what: string): void {
+  if (late.length)
+    process.stderr.write(
+      `mesh-host mesh: ${late.join(", ")} had not taken ${what} yet (is \`mesh-host mesh up\` running beside it?)\n`,
+    );
+}
+
+async function migrateCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
+  noPositionals(args);
+  const done = await migrate(mesh, (line) => process.stderr.write(`mesh-host mesh migrate: ${line}\n`));
+  if (args.json) writeJson(done);
+  else
+    writeOut(
+      `migrated ${mesh.dir} to format 2: ${done.nodes} node(s), ${done.codes} code(s), ${done.fleet} fleet entr(ies) on the bus; the old files are in ${done.kept}`,
+    );
   return 0;
 }
 
 async function nodesCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   noPositionals(args);
   mesh.config();
-  const picked = args.where === null ? null : matchingNodes(mesh, args.where);
-  const rows = fleetRows(
-    mesh.nodes().filter((r) => !picked || picked.has(r.node)),
-    mesh.fleet(),
-  );
+  const rows = await withState(mesh, async (state) => {
+    const records = await allNodes(state);
+    const picked = args.where === null ? null : matchingNodes(records, args.where);
+    return fleetRows(
+      records.filter((r) => !picked || picked.has(r.node)),
+      await fleetOf(state),
+    );
+  });
   if (args.json) writeJson({ nodes: rows });
   else writeOut(fleetTable(rows));
   return 0;
 }
 
+/** One line an event; what the node said in it (its version, its last outcome, its steps) shown escaped. */
 function heardLine(e: Heard): string {
+  return printable(heardWords(e));
+}
+
+function heardWords(e: Heard): string {
   if (e.kind === "heartbeat") {
     const hb = e.heartbeat;
     return `${e.at} heartbeat ${e.node} version ${hb.version} up ${hb.uptime_s}s${hb.confirmed ? " confirmed" : ""}${hb.last ? ` last ${hb.last.outcome} serial ${e.serial ?? "?"}` : ""}`;
@@ -196,7 +229,11 @@ function heardLine(e: Heard): string {
 async function watchCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   noPositionals(args);
   mesh.config();
-  const picked = args.where === null ? null : matchingNodes(mesh, args.where);
+  const where = args.where;
+  const picked =
+    where === null
+      ? null
+      : await withState(mesh, async (state) => matchingNodes(await allNodes(state), where));
   await watch(
     mesh,
     (e) => {

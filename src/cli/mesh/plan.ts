@@ -4,27 +4,30 @@
 import {
   askPlans,
   composePlans,
-  connectBus,
   JobLog,
   type MeshDir,
   newJob,
   type PlanHeard,
+  type State,
+  withState,
 } from "../../mesh/index.ts";
 import type { PlanAnswer } from "../../vocabulary/index.ts";
 import { changesTable, writeJson, writeOut } from "../output.ts";
 import { readGivenSecrets } from "../unseal.ts";
 import type { MeshArgs } from "./args.ts";
 import { warnLine } from "./jobs.ts";
-import { readDeclaration, targetsGiven } from "./push.ts";
+import { readDeclaration, targetsGiven, wordsGiven } from "./push.ts";
 
 const changing = (a: PlanAnswer) => a.plan.filter((l) => l.did !== "unchanged" && l.did !== "skipped");
 
 export async function planCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
-  const { targets, file } = targetsGiven(mesh, args, "plan");
+  const { names, file } = wordsGiven(mesh, args, "plan");
   const input = { file: readDeclaration(file), secrets: readGivenSecrets(args.secret) };
-  const asked = composePlans(mesh, targets, input, args.diff);
-  const heard = await askPlans(mesh, asked, args.waitS * 1000);
-  const job = await recordPlan(mesh, input.file, heard);
+  const { heard, job } = await withState(mesh, async (state) => {
+    const asked = await composePlans(state, await targetsGiven(state, args, names), input, args.diff);
+    const answers = await askPlans(mesh, state, asked, args.waitS * 1000);
+    return { heard: answers, job: await recordPlan(mesh, state, input.file, answers) };
+  });
   if (args.json) writeJson({ job, nodes: heard.map(jsonOf), summary: summaryOf(heard) });
   else {
     for (const h of heard) writeOut(nodeText(h, args.verbose));
@@ -36,7 +39,12 @@ export async function planCommand(mesh: MeshDir, args: MeshArgs): Promise<number
 }
 
 /** The plan as a job: each node planned (its steps, without diffs), refused, or silent. */
-async function recordPlan(mesh: MeshDir, file: Record<string, unknown>, heard: PlanHeard[]): Promise<string> {
+async function recordPlan(
+  mesh: MeshDir,
+  state: State,
+  file: Record<string, unknown>,
+  heard: PlanHeard[],
+): Promise<string> {
   const job = newJob(
     "plan",
     file,
@@ -53,12 +61,7 @@ async function recordPlan(mesh: MeshDir, file: Record<string, unknown>, heard: P
         }
       : { ...job.nodes[h.node]!, outcome: "silent", detail: h.why };
   job.finished_at = new Date().toISOString();
-  const bus = await connectBus(mesh);
-  try {
-    await (await JobLog.open(mesh, bus, warnLine("mesh plan"))).start(job);
-  } finally {
-    await bus.close();
-  }
+  await (await JobLog.open(mesh, state.bus, warnLine("mesh plan"))).start(job);
   return job.id;
 }
 

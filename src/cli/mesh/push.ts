@@ -7,17 +7,19 @@ import {
   type MeshDir,
   markMoved,
   newJob,
+  openState,
   type Pushed,
   prepareMove,
   preparePush,
   publishAndWait,
+  type State,
   selectedNodes,
   targetsOf,
 } from "../../mesh/index.ts";
 import { faultLine } from "../../store/index.ts";
 import { parseJsonBytes } from "../../vocabulary/index.ts";
-import { printable, UsageError } from "../args.ts";
-import { summary, table, writeJson, writeOut } from "../output.ts";
+import { UsageError } from "../args.ts";
+import { printable, summary, table, writeJson, writeOut } from "../output.ts";
 import { progress } from "../progress.ts";
 import { readGivenSecrets } from "../unseal.ts";
 import type { MeshArgs } from "./args.ts";
@@ -49,12 +51,8 @@ function oneWordWhy(verb: string, word: string): string {
     : `mesh ${verb} ${printable(word)} needs FILE after it, the declaration to ${verb} (mesh ${verb} NAME... FILE)`;
 }
 
-/** TARGETS FILE: the nodes named (or --all) and the file after them, each checked. */
-export function targetsGiven(
-  mesh: MeshDir,
-  args: MeshArgs,
-  verb: string,
-): { targets: string[]; file: string } {
+/** TARGETS FILE as words: the nodes named (or --all, or --where) and the file after them, checked before the bus. */
+export function wordsGiven(mesh: MeshDir, args: MeshArgs, verb: string): { names: string[]; file: string } {
   const file = args.positionals.at(-1);
   const names = args.positionals.slice(0, -1);
   if (!file) throw new UsageError(`mesh ${verb} needs NAME... FILE, --all FILE or --where SELECTOR FILE`);
@@ -62,30 +60,37 @@ export function targetsGiven(
   if (ways > 1) throw new UsageError(`mesh ${verb} takes NAME..., --all or --where, one of them`);
   if (!ways) throw new UsageError(oneWordWhy(verb, file));
   mesh.config();
-  if (args.where !== null) return { targets: selectedNodes(mesh, args.where), file };
-  return { targets: targetsOf(mesh, names, args.all), file };
+  return { names, file };
+}
+
+/** The targets the words name, each enrolled; a selector's, or a refusal naming what is wrong. */
+export async function targetsGiven(state: State, args: MeshArgs, names: string[]): Promise<string[]> {
+  if (args.where !== null) return await selectedNodes(state, args.where);
+  return await targetsOf(state, names, args.all);
 }
 
 export async function pushCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
-  const { targets, file } = targetsGiven(mesh, args, "push");
+  const { names, file } = wordsGiven(mesh, args, "push");
   const input = {
     file: readDeclaration(file),
     secrets: readGivenSecrets(args.secret),
     allowRemovals: args.allowRemovals,
   };
-  const { bus, composed } = await preparePush(mesh, targets, input);
+  const state = await openState(mesh);
   try {
-    const jobs = await JobLog.open(mesh, bus, warnLine("mesh push"));
+    const targets = await targetsGiven(state, args, names);
+    const composed = await preparePush(state, targets, input);
+    const jobs = await JobLog.open(mesh, state.bus, warnLine("mesh push"));
     const job = newJob("push", input.file, composed);
     await jobs.start(job);
     const wait = waiting("mesh push", composed);
-    const pushed = await publishAndWait(mesh, bus, composed, args.waitS * 1000, wait.heard);
+    const pushed = await publishAndWait(mesh, state, composed, args.waitS * 1000, wait.heard);
     wait.line.clear();
     await jobs.save(settledJob(job, pushed, args.waitS));
     say(pushed, args, job.id);
     return args.waitS === 0 ? 0 : exitOf(pushed);
   } finally {
-    await bus.close();
+    await state.bus.close();
   }
 }
 
@@ -94,14 +99,15 @@ export async function moveCommand(mesh: MeshDir, args: MeshArgs): Promise<number
   if (!name || extra.length) throw new UsageError("mesh move takes one NAME");
   if (!args.to)
     throw new UsageError("mesh move needs --to DIR2: the other mesh, made by `mesh-host mesh init`");
-  mesh.known(name);
-  const { bus, composed, to } = await prepareMove(mesh, name, args.to);
+  mesh.config();
+  const state = await openState(mesh);
   try {
+    const { composed, to } = await prepareMove(mesh, state, name, args.to);
     const wait = waiting("mesh move", composed);
-    const pushed = await publishAndWait(mesh, bus, composed, args.waitS * 1000, wait.heard);
+    const pushed = await publishAndWait(mesh, state, composed, args.waitS * 1000, wait.heard);
     wait.line.clear();
     const code = exitOf(pushed);
-    if (code === 0) await markMoved(mesh, name, to);
+    if (code === 0) await markMoved(state, name, to);
     say(pushed, args);
     if (!args.json && code === 0)
       writeOut(
@@ -109,7 +115,7 @@ export async function moveCommand(mesh: MeshDir, args: MeshArgs): Promise<number
       );
     return code;
   } finally {
-    await bus.close();
+    await state.bus.close();
   }
 }
 
@@ -154,5 +160,8 @@ function say(pushed: Pushed[], args: MeshArgs, job?: string): void {
 
 function refusals(p: Pushed): string {
   const r = p.report?.refusals ?? [];
-  return r.map((x) => `\n  refused: ${x.id}${x.field ? `.${x.field}` : ""}: ${x.reason}`).join("");
+  // the node's words: shown escaped, never obeyed by the terminal
+  return r
+    .map((x) => `\n  refused: ${printable(`${x.id}${x.field ? `.${x.field}` : ""}: ${x.reason}`)}`)
+    .join("");
 }

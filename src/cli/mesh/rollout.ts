@@ -7,6 +7,7 @@ import {
   jobsBucket,
   type MeshDir,
   newJob,
+  openState,
   progressOf,
   runRollout,
   saveJob,
@@ -18,44 +19,44 @@ import { writeJson, writeOut } from "../output.ts";
 import { readGivenSecrets } from "../unseal.ts";
 import type { MeshArgs } from "./args.ts";
 import { jobText, readJob, warnLine } from "./jobs.ts";
-import { readDeclaration, targetsGiven } from "./push.ts";
+import { readDeclaration, targetsGiven, wordsGiven } from "./push.ts";
 
 const said = warnLine("mesh rollout");
 
 export async function rolloutCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
-  const { targets, file } = targetsGiven(mesh, args, "rollout");
+  const { names, file } = wordsGiven(mesh, args, "rollout");
   const input = {
     file: readDeclaration(file),
     secrets: readGivenSecrets(args.secret),
     allowRemovals: args.allowRemovals,
   };
-  const ordered = [...targets].sort();
-  const waves = wavesOf(ordered, args.canary, args.waves);
-  checkRollout(mesh, ordered, input);
-  const job: Job = {
-    ...newJob(
-      "rollout",
-      input.file,
-      ordered.map((node) => ({ node, serial: null })),
-    ),
-    rollout: progressOf(mesh, waves, {
-      gate_s: args.gateS,
-      max_failed: args.maxFailed,
-      on_halt: args.onHalt,
-      allow_removals: args.allowRemovals,
-      file: input.file,
-    }),
-  };
-  const bus = await connectBus(mesh);
+  const state = await openState(mesh);
   try {
-    const bucket = await jobsBucket(mesh, bus);
-    await startJob(bus, bucket, job);
+    const ordered = [...(await targetsGiven(state, args, names))].sort();
+    const waves = wavesOf(ordered, args.canary, args.waves);
+    await checkRollout(state, ordered, input);
+    const job: Job = {
+      ...newJob(
+        "rollout",
+        input.file,
+        ordered.map((node) => ({ node, serial: null })),
+      ),
+      rollout: await progressOf(state, waves, {
+        gate_s: args.gateS,
+        max_failed: args.maxFailed,
+        on_halt: args.onHalt,
+        allow_removals: args.allowRemovals,
+        file: input.file,
+      }),
+    };
+    const bucket = await jobsBucket(mesh, state.bus);
+    await startJob(state.bus, bucket, job);
     said(
       `job ${job.id}: ${waves.map((w) => w.length).join(" + ")} node(s) in ${waves.length} wave(s); interrupted, \`mesh-host mesh rollout resume ${job.id}\` goes on`,
     );
-    return ended(await runRollout({ mesh, bus, bucket, job, input, say: said }), args);
+    return ended(await runRollout({ mesh, state, bucket, job, input, say: said }), args);
   } finally {
-    await bus.close();
+    await state.bus.close();
   }
 }
 
@@ -65,15 +66,13 @@ export async function rolloutResumeCommand(mesh: MeshDir, args: MeshArgs): Promi
   if (p.state !== "running")
     throw new UsageError(`rollout ${job.id} is ${p.state}: there is nothing to resume`);
   const input = { file: p.file, secrets: readGivenSecrets(args.secret), allowRemovals: p.allow_removals };
-  const bus = await connectBus(mesh);
+  const state = await openState(mesh);
   try {
     said(`job ${job.id}: resuming at wave ${p.wave + 1} of ${p.waves.length}`);
-    return ended(
-      await runRollout({ mesh, bus, bucket: await jobsBucket(mesh, bus), job, input, say: said }),
-      args,
-    );
+    const bucket = await jobsBucket(mesh, state.bus);
+    return ended(await runRollout({ mesh, state, bucket, job, input, say: said }), args);
   } finally {
-    await bus.close();
+    await state.bus.close();
   }
 }
 

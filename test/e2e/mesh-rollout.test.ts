@@ -1,7 +1,8 @@
-// `mesh rollout` through the built executable against a real nats-server and real `mesh-host run` nodes: waves
-// that stop themselves. One node's action fails in wave 2: the rollout halts, puts back waves 1–2 (their files as
-// before), never touches the rest, exits 4, and the job record says all of it. A canary that is gone halts it on
-// silence. A rollout interrupted between waves resumes and finishes without touching a node twice.
+// `mesh rollout` through the built executable against a real nats-server and twelve real `mesh-host run` nodes:
+// waves that stop themselves. In waves 1, 25 %, 100 %, one node of wave 2 has an action that fails: the rollout
+// halts, puts back waves 1–2 (their files as before), never touches the rest, exits 4, and the job record says
+// all of it. A canary that is gone halts it on silence. A rollout interrupted between waves resumes and finishes
+// without pushing a node of a finished wave again.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +12,7 @@ import { nodeRecord } from "../mesh/state.ts";
 import { type Running, runCli, startCli, startRun } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 
-const NODES = ["n-1", "n-2", "n-3", "n-4", "n-5"];
+const NODES = Array.from({ length: 12 }, (_, i) => `n-${String(i + 1).padStart(2, "0")}`);
 const running: Running[] = [];
 
 beforeAll(() => {
@@ -88,49 +89,50 @@ describe("mesh rollout", () => {
   });
 
   it("halts at wave 2's failed action, puts waves 1-2 back, never touches the rest, exit 4", async () => {
-    writeFileSync(join(nodes[1]!.root, "etc/broken"), "");
+    writeFileSync(join(nodes[2]!.root, "etc/broken"), "");
     const before = await serials(dir);
     const r = await mesh(dir, [
       "rollout",
       "--all",
       release(base, "v2"),
       "--waves",
-      "1,40%,100%",
+      "1,25%,100%",
       "--gate-s",
-      "90",
+      "120",
       "--json",
     ]);
     expect(r.code, r.stderr).toBe(4);
-    expect(r.stderr).toMatch(/wave 1 of 3: n-1\n/);
-    expect(r.stderr).toMatch(/halted: 1 node\(s\) did not come through \(n-2 failed\)/);
+    expect(r.stderr).toMatch(/wave 1 of 3: n-01\n/);
+    expect(r.stderr).toMatch(/wave 2 of 3: n-02, n-03\n/);
+    expect(r.stderr).toMatch(/halted: 1 node\(s\) did not come through \(n-03 failed\)/);
     const job = JSON.parse(r.stdout);
-    expect(job.rollout).toMatchObject({
-      state: "halted",
-      wave: 1,
-      waves: [["n-1"], ["n-2"], ["n-3", "n-4", "n-5"]],
-    });
-    expect(job.nodes["n-1"]).toMatchObject({ outcome: "reverted" });
-    expect(job.nodes["n-1"].detail).toMatch(
-      /^applied, then its previous declaration put back as serial \d+: applied$/,
-    );
-    expect(job.nodes["n-2"]).toMatchObject({ outcome: "reverted" });
-    expect(job.nodes["n-2"].detail).toMatch(/^failed, then its previous declaration put back/);
-    expect(job.nodes["n-2"].steps.find((s: { id: string }) => s.id === "check")).toMatchObject({
+    expect(job.rollout).toMatchObject({ state: "halted", wave: 1 });
+    expect(job.rollout.waves.map((w: string[]) => w.length)).toEqual([1, 2, 9]);
+    for (const n of ["n-01", "n-02"]) {
+      expect(job.nodes[n]).toMatchObject({ outcome: "reverted" });
+      expect(job.nodes[n].detail).toMatch(
+        /^applied, then its previous declaration put back as serial \d+: applied$/,
+      );
+    }
+    expect(job.nodes["n-03"]).toMatchObject({ outcome: "reverted" });
+    expect(job.nodes["n-03"].detail).toMatch(/^failed, then its previous declaration put back/);
+    expect(job.nodes["n-03"].steps.find((s: { id: string }) => s.id === "check")).toMatchObject({
       did: "failed",
     });
-    for (const n of ["n-3", "n-4", "n-5"])
+    for (const n of NODES.slice(3))
       expect(job.nodes[n]).toMatchObject({ outcome: "untouched", serial: null });
-    // waves 1-2 back as they were; the rest never sent a thing
+    // waves 1-2 back as they were; the rest were never sent a thing
     for (const n of nodes) expect(motd(n), n.name).toBe("v1\n");
     const after = await serials(dir);
-    expect(after.slice(0, 2)).toEqual([before[0]! + 2, before[1]! + 2]);
-    expect(after.slice(2)).toEqual(before.slice(2));
+    expect(after.slice(0, 3)).toEqual(before.slice(0, 3).map((s) => s + 2));
+    expect(after.slice(3)).toEqual(before.slice(3));
     const status = await mesh(dir, ["rollout", "status", job.id]);
     expect(status.code, status.stderr).toBe(0);
-    expect(status.stdout).toMatch(/^n-2\s+reverted\s+\d+\s+failed, then its previous declaration put back/m);
-    expect(status.stdout).toMatch(/^n-3\s+untouched\s+-/m);
+    expect(status.stdout).toMatch(/^n-03\s+reverted\s+\d+\s+failed, then its previous declaration put back/m);
+    expect(status.stdout).toMatch(/^n-04\s+untouched\s+-/m);
     expect(status.stdout).toMatch(/rollout halted: 1 node\(s\) did not come through/);
-    rmSync(join(nodes[1]!.root, "etc/broken"));
+    expect(status.stdout).toMatch(/^ {2}wave 3: n-04, n-05/m);
+    rmSync(join(nodes[2]!.root, "etc/broken"));
   });
 
   it("a canary that is gone halts it on silence; --on-halt stop leaves the nodes", async () => {
@@ -151,8 +153,8 @@ describe("mesh rollout", () => {
       "stop",
     ]);
     expect(r.code, r.stderr).toBe(4);
-    expect(r.stdout).toMatch(/^n-1\s+silent\s+\d+\s+no report within the gate \(5 s\)/m);
-    expect(r.stdout).toMatch(/^n-2\s+untouched/m);
+    expect(r.stdout).toMatch(/^n-01\s+silent\s+\d+\s+no report within the gate \(5 s\)/m);
+    expect(r.stdout).toMatch(/^n-02\s+untouched/m);
     const after = await serials(dir);
     expect(after[0]).toBe(before[0]! + 1);
     expect(after.slice(1)).toEqual(before.slice(1));
@@ -191,8 +193,8 @@ describe("mesh rollout", () => {
     // its serial and not yet published (a serial spent, nothing sent to the node)
     const after = await serials(dir);
     expect(after.slice(0, 2)).toEqual(before.slice(0, 2).map((s) => s + 1));
-    for (const i of [2, 3, 4]) expect(after[i]! - before[i]!).toBeGreaterThanOrEqual(1);
-    for (const i of [2, 3, 4]) expect(after[i]! - before[i]!).toBeLessThanOrEqual(2);
+    for (let i = 2; i < NODES.length; i++) expect(after[i]! - before[i]!).toBeGreaterThanOrEqual(1);
+    for (let i = 2; i < NODES.length; i++) expect(after[i]! - before[i]!).toBeLessThanOrEqual(2);
     const again = await mesh(dir, ["rollout", "resume", id]);
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/is done: there is nothing to resume/);
@@ -203,7 +205,7 @@ describe("mesh rollout", () => {
     const cases: [string[], RegExp][] = [
       [["--all", release(base, "v5"), "--waves", "10%,50%"], /the last wave must reach every node/],
       [["--all", release(base, "v5"), "--waves", "abc"], /is neither a count nor a percentage/],
-      [["--all", release(base, "v5"), "--canary", "9"], /--canary 9: there are only 5 target node/],
+      [["--all", release(base, "v5"), "--canary", "13"], /--canary 13: there are only 12 target node/],
       [["--all", release(base, "v5"), "--on-halt", "explode"], /on-halt/],
     ];
     for (const [args, says] of cases) {

@@ -1,13 +1,16 @@
 // A plan request can never be taken for a declaration, nor a declaration for a plan request: the two are signed
 // over different bytes (PLAN_CONTEXT), named differently (`plan` and `body`) and shaped differently. A plan for
 // another node, or addressed to another enrolment's key, is refused as a declaration would be.
+import { generateKeyPairSync } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import {
   makeMeshKey,
   type PlanBody,
   signEnvelope,
+  signMessage,
   signPlan,
   verifyEnvelope,
+  verifyNodeMessage,
   verifyPlan,
 } from "../src/vocabulary/index.ts";
 
@@ -73,5 +76,31 @@ describe("a plan request", () => {
     expect(refusedField(verifyPlan(bytes(signPlan(body(), other.privateKey)), opts))).toBe("sig");
     const forOther = body({ declaration: { ...declaration, node: "web-2" } });
     expect(refusedField(verifyPlan(bytes(signPlan(forOther, mesh.privateKey)), opts))).toBe("node");
+  });
+});
+
+describe("a plan's answer", () => {
+  const node = generateKeyPairSync("ed25519");
+  const identity = node.publicKey.export({ format: "der", type: "spki" }).subarray(12).toString("base64");
+  const answer = {
+    v: 1 as const,
+    node: NODE,
+    request: "a".repeat(64),
+    outcome: "planned" as const,
+    plan: [{ id: "motd", type: "file", did: "updated" as const, detail: "/etc/motd rewritten" }],
+    refusals: [],
+  };
+
+  it("is the node's only when signed by its identity key, and is never taken for a report", () => {
+    const signed = bytes(signMessage(answer, node.privateKey));
+    expect(verifyNodeMessage(signed, "plan", NODE, identity)).toMatchObject({ ok: true, value: answer });
+    const other = generateKeyPairSync("ed25519");
+    expect(
+      verifyNodeMessage(bytes(signMessage(answer, other.privateKey)), "plan", NODE, identity),
+    ).toMatchObject({
+      ok: false,
+    });
+    expect(verifyNodeMessage(bytes(answer), "plan", NODE, identity)).toMatchObject({ ok: false });
+    expect(verifyNodeMessage(signed, "report", NODE, identity)).toMatchObject({ ok: false });
   });
 });

@@ -365,7 +365,7 @@ class NatsLink implements Link {
   }
 
   plans(answer: (request: Uint8Array) => Promise<PlanAnswer>): void {
-    answerPlans(this.nc, this.node, answer);
+    answerPlans(this.nc, this.node, this.identity, answer);
   }
 
   heartbeat(heartbeat: Heartbeat): Sent {

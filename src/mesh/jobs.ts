@@ -116,7 +116,10 @@ export async function saveJob(bucket: Bucket<Job>, job: Job): Promise<void> {
 
 /** Newest first. */
 export async function listJobs(bucket: Bucket<Job>): Promise<Job[]> {
-  return (await bucket.entries()).map((e) => e.value).sort((a, b) => b.id.localeCompare(a.id));
+  // by when each started, to the millisecond: ids share a second, and their tails are random
+  return (await bucket.entries())
+    .map((e) => e.value)
+    .sort((a, b) => b.started_at.localeCompare(a.started_at) || b.id.localeCompare(a.id));
 }
 
 /** How many nodes ended each way: `applied 3, failed 1`. */

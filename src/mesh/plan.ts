@@ -7,14 +7,13 @@
 import {
   digestOf,
   type PlanAnswer,
-  PlanAnswer as PlanAnswerSchema,
   type PlanBody,
-  parseJsonBytes,
   planSubject,
   printable,
   signPlan,
 } from "../vocabulary/index.ts";
 import { firstLine } from "./bus.ts";
+import { heardFrom } from "./heard.ts";
 import type { MeshDir } from "./layout.ts";
 import { compose, type PushInput } from "./push.ts";
 import { knownNode, type State } from "./state.ts";
@@ -69,7 +68,7 @@ export async function askPlans(
           const reply = await bus.nc.request(planSubject(a.node), JSON.stringify(message), {
             timeout: waitMs,
           });
-          return heard(a.node, message.plan, reply.data);
+          return heard(a.node, a.body.to, message.plan, reply.data);
         } catch (e) {
           return unanswered(a.node, e, waitMs);
         }
@@ -87,15 +86,13 @@ function unanswered(node: string, e: unknown, waitMs: number): PlanHeard {
   return { node, answer: null, silent: "no answer", why: `the request failed: ${why}` };
 }
 
-function heard(node: string, body: string, data: Uint8Array): PlanHeard {
-  const json = parseJsonBytes(data);
-  const parsed = json.ok ? PlanAnswerSchema.safeParse(json.value) : null;
+function heard(node: string, identity: string | null, body: string, data: Uint8Array): PlanHeard {
   const malformed = (why: string): PlanHeard => ({ node, answer: null, silent: "malformed", why });
-  if (!parsed?.success) return malformed("its answer is not a plan");
-  const a = parsed.data;
-  if (a.node !== node) return malformed(`its answer names node ${printable(a.node)}`);
-  if (a.request !== digestOf(body)) return malformed("its answer is to another request");
-  return { node, answer: cleaned(a) };
+  // believed only when signed by the node's enrolled identity key, as its reports are (heard.ts)
+  const said = heardFrom(node, identity, data, "plan");
+  if (!said.ok) return malformed(`its answer is not the node's: ${said.reason}`);
+  if (said.value.request !== digestOf(body)) return malformed("its answer is to another request");
+  return { node, answer: cleaned(said.value) };
 }
 
 /** What a node says is the least trusted text there is: no control character of it reaches a terminal. */

@@ -10,7 +10,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MeshDir } from "../../src/mesh/index.ts";
-import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
+import { awaitOutput, freePortPairs, initMesh, mesh, meshSetUp, meshUp } from "../mesh/operator.ts";
 import { hasNode, nodeRecord } from "../mesh/state.ts";
 import { type Running, runCli, startRun } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
@@ -44,7 +44,7 @@ async function runLinkUp(state: string, root: string): Promise<Running> {
 }
 
 async function enrolled(dir: string, base: string, name: string): Promise<Node> {
-  const added = await mesh(dir, ["node", "add", name]);
+  const added = await meshSetUp(dir, ["node", "add", name]);
   expect(added.code, added.stderr).toBe(0);
   const state = join(base, name, "state");
   const root = join(base, name, "root");
@@ -110,7 +110,7 @@ describe("mesh plan", () => {
     await initMesh(dir, await freePortPairs(1));
     keep(await meshUp(dir));
     for (const name of ["web-1", "web-2", "web-3"]) nodes.push(await enrolled(dir, base, name));
-    const pushed = await mesh(dir, ["push", "--all", file(base, "v1.json", site("hello\n")), ...WAIT]);
+    const pushed = await meshSetUp(dir, ["push", "--all", file(base, "v1.json", site("hello\n")), ...WAIT]);
     expect(pushed.code, pushed.stderr).toBe(0);
   }, 600_000);
   afterAll(async () => {

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
+import { awaitOutput, freePortPairs, initMesh, mesh, meshSetUp, meshUp } from "../mesh/operator.ts";
 import { nodeRecord } from "../mesh/state.ts";
 import { type Running, runCli, startCli, startRun } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
@@ -34,7 +34,7 @@ async function runLinkUp(state: string, root: string): Promise<Running> {
 }
 
 async function enrolled(dir: string, base: string, name: string): Promise<Node> {
-  const added = await mesh(dir, ["node", "add", name]);
+  const added = await meshSetUp(dir, ["node", "add", name]);
   expect(added.code, added.stderr).toBe(0);
   const state = join(base, name, "state");
   const root = join(base, name, "root");
@@ -80,7 +80,7 @@ describe("mesh rollout", () => {
     await initMesh(dir, await freePortPairs(1));
     running.push(await meshUp(dir));
     for (const name of NODES) nodes.push(await enrolled(dir, base, name));
-    const first = await mesh(dir, ["push", "--all", release(base, "v1"), "--wait-s", "120"]);
+    const first = await meshSetUp(dir, ["push", "--all", release(base, "v1"), "--wait-s", "120"]);
     expect(first.code, first.stdout + first.stderr).toBe(0);
   }, 600_000);
   afterAll(async () => {

@@ -3,7 +3,15 @@
 // and nothing changes anywhere — not a file under a node's root, not its state directory (byte for byte, mtimes
 // too), not the mesh's serial, not the DECLARE stream, and a declaration pending for an offline node is still the
 // one it gets. A push that drops resources is refused until allowed. Labels and facts, and `--where` over them.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -12,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MeshDir } from "../../src/mesh/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshSetUp, meshUp } from "../mesh/operator.ts";
 import { hasNode, nodeRecord } from "../mesh/state.ts";
-import { type Running, runCli, startRun } from "../support/cli.ts";
+import { type Running, runCli, startCli, startRun } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 import { snapshot } from "../support/tmp.ts";
 
@@ -84,6 +92,16 @@ function machine(n: Node): Record<string, string> {
   };
 }
 
+async function outboxEmpty(n: Node): Promise<void> {
+  const waiting = () =>
+    existsSync(join(n.state, "outbox"))
+      ? readdirSync(join(n.state, "outbox")).filter((f) => f.endsWith(".json"))
+      : [];
+  const deadline = Date.now() + 120_000;
+  while (waiting().length && Date.now() < deadline) await new Promise((res) => setTimeout(res, 50));
+  expect(waiting(), n.name).toEqual([]);
+}
+
 async function declareCount(dir: string): Promise<number> {
   const m = new MeshDir(dir);
   const nc = await connect({
@@ -131,6 +149,8 @@ describe("mesh plan", () => {
         { id: "token", type: "file", path: "/etc/token", secret: "tok", mode: "0600" },
       ]),
     );
+    // the last push's reports have left each outbox (the node deletes one once the bus has it): settled first
+    for (const n of nodes) await outboxEmpty(n);
     const before = nodes.map(machine);
     const records = await Promise.all(nodes.map((n) => nodeRecord(dir, n.name)));
     const declared = await declareCount(dir);
@@ -323,8 +343,18 @@ describe("mesh plan", () => {
         { id: "check", type: "action", run: ["false"], creates: "/var/lib/app/never" },
       ],
     });
+    const watch = startCli(["mesh", "--mesh", dir, "watch", "--where", "role=web"]);
+    running.push(watch);
+    await awaitOutput(watch, (o) => o.stderr.includes("following"), "watch following");
     const pushed = await mesh(dir, ["push", "web-2", broken, ...WAIT]);
     expect(pushed.code, pushed.stderr).toBe(1);
+    // watch's line names the failed step and why, not counts alone
+    await awaitOutput(
+      watch,
+      (o) => / report web-2 serial \d+ failed: .*; failed: check \(/.test(o.stdout),
+      "the failed step",
+    );
+    expect(await watch.stop("SIGINT")).toBe(0);
     const id = /^job (\S+) /m.exec(pushed.stdout)?.[1];
     expect(id).toMatch(/^\d{8}-\d{6}-[0-9a-f]{4}$/);
     const serial = (await nodeRecord(dir, "web-2")).serial;

@@ -217,8 +217,9 @@ function heardWords(e: Heard): string {
   // the serial is what a person reads; the stream's sequence is in --json alone
   const r = e.report;
   // which steps failed, by name: counts alone send the operator to the node to find out
-  const failed = r.steps.filter((s) => s.did === "failed").map((s) => `${s.id} (${s.detail})`);
-  const refused = r.refusals.map((x) => `${x.id}${x.field ? `.${x.field}` : ""} (${x.reason})`);
+  const p = (t: string) => printable(t, 200);
+  const failed = r.steps.filter((s) => s.did === "failed").map((s) => `${p(s.id)} (${p(s.detail)})`);
+  const refused = r.refusals.map((x) => `${p(x.id)}${x.field ? `.${p(x.field)}` : ""} (${p(x.reason)})`);
   const why = [
     ...(failed.length ? [`failed: ${failed.join(", ")}`] : []),
     ...(refused.length ? [`refused: ${refused.join(", ")}`] : []),

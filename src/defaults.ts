@@ -267,3 +267,6 @@ export const RELEASE_GET_TIMEOUT_MS = 10_000;
 export const RELEASE_PROGRESS_CHUNKS = 8;
 /** Room a release must leave on the disk beyond its own bytes, so installing it never fills the disk. */
 export const RELEASE_SPACE_MARGIN_BYTES = 32 * 1024 * 1024;
+
+/** How many entries a plan's line names (what a purge removes) before it says how many more: a line, not a listing. */
+export const PLAN_NAMES_MAX = 10;

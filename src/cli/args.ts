@@ -85,7 +85,7 @@ export function tokens(
     const f = a.startsWith("--")
       ? byName[spelt.slice(2)]
       : spelt.length === 2
-        ? byShort.get(spelt.slice(1))
+        ? byName[byShort.get(spelt.slice(1))?.name ?? ""]
         : undefined;
     if (!f) throw new UsageError(`unknown flag ${printable(spelt, 60)}${hint(positionals[0])}`);
     if (!f.value) {

@@ -158,7 +158,7 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
     args: "NAME",
     summary: "a node's full report: every step and detail, holds, refusals, notes",
     about:
-      "Read from the REPORTS stream, which keeps a month: the newest, or the one for the push with --serial N.",
+      "Read from the REPORTS stream, which keeps a month: the newest, or the one for the push of the serial given.",
     flags: ["serial", "json"],
   }),
   command({

@@ -14,7 +14,6 @@ import {
 } from "../defaults.ts";
 import { ENROL_EXITS, type Exit, HOST_EXITS, MESH_EXITS, STATUS_EXITS } from "./exits.ts";
 import { MESH_COMMANDS, MESH_FLAGS } from "./table-mesh.ts";
-import { RELEASE_FLAGS } from "./table-release.ts";
 
 export interface Flag {
   /** The long name, without `--`. */
@@ -183,7 +182,6 @@ export const FLAGS = {
     complete: "dir",
   }),
   ...MESH_FLAGS,
-  ...RELEASE_FLAGS,
 } as const satisfies Record<string, Flag>;
 
 export type FlagName = keyof typeof FLAGS;

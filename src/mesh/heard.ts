@@ -5,15 +5,8 @@
 // `mesh up`, so an operator can see that someone is speaking as a node (`mesh nodes`, and `mesh up`'s log: at
 // once, then at most once a minute with how many more).
 // Pure: the callers (up, watch, push's wait) find the node's record their own way (memory, the bucket).
-import { type NodeMessageKind, NodeName, type NodeSaid, verifyNodeMessage } from "../vocabulary/index.ts";
+import { type NodeMessageKind, type NodeSaid, verifyNodeMessage } from "../vocabulary/index.ts";
 import type { NodeRecord } from "./state.ts";
-
-/** The node a `mesh.<kind>.<node>` subject names, or null when it names none (a node name takes no dot). */
-export function nodeOfSubject(subject: string, kind: NodeMessageKind): string | null {
-  const [mesh, said, node, ...rest] = subject.split(".");
-  if (mesh !== "mesh" || said !== kind || !node || rest.length) return null;
-  return NodeName.safeParse(node).success ? node : null;
-}
 
 export type HeardFrom<K extends NodeMessageKind> =
   | { ok: true; node: string; value: NodeSaid[K] }

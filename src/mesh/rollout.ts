@@ -7,7 +7,7 @@
 // pushes a node twice; `abort` (from anywhere) stops it before its next wave.
 import { ROLLOUT_POLL_MS } from "../defaults.ts";
 import type { Heartbeat } from "../vocabulary/index.ts";
-import { heardFrom, identityOf, nodeOfSubject } from "./heard.ts";
+import { heardFrom, identityOf } from "./heard.ts";
 import { type Job, type JobNode, pendingNode, type RolloutProgress, saveJob } from "./jobs.ts";
 import type { Bucket } from "./kv.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
@@ -60,7 +60,8 @@ async function heartbeats(r: RolloutRun): Promise<{ latest: Map<string, Heartbea
   const latest = new Map<string, Heartbeat>();
   const sub = r.state.bus.nc.subscribe("mesh.heartbeat.>", {
     callback: (err, m) => {
-      const node = err ? null : nodeOfSubject(m.subject, "heartbeat");
+      // a target's own subject, or nothing of this rollout's
+      const node = err ? null : m.subject.slice("mesh.heartbeat.".length);
       if (!node || !identities.has(node)) return;
       const hb = heardFrom(node, identities.get(node)!, m.data, "heartbeat");
       if (hb.ok) latest.set(node, hb.value);

@@ -86,7 +86,8 @@ export const ALL_TYPES: TypeSupport = { supports: () => true, reason: "" };
 /** Parse and check a declaration body (already JSON-decoded); every refusal names the resource and the field. */
 export function parseDeclaration(value: unknown, support: TypeSupport = ALL_TYPES): Parsed<Declaration> {
   const head = DeclarationHead.safeParse(value);
-  if (!head.success) return { ok: false, refusals: refusalsFromIssues("declaration", head.error.issues) };
+  if (!head.success)
+    return { ok: false, refusals: refusalsFromIssues("declaration", head.error.issues, [], DeclarationHead) };
   const refusals: Refusal[] = [];
   const resources: Resource[] = [];
   head.data.resources.forEach((raw, index) => {
@@ -140,7 +141,8 @@ function parseResource(raw: unknown, index: number, support: TypeSupport): Parse
       refusals: [{ id: name, field: "type", reason: `type ${quoted(type)}: ${support.reason}` }],
     };
   const parsed = RESOURCE_SCHEMAS[type].safeParse(raw);
-  if (!parsed.success) return { ok: false, refusals: refusalsFromIssues(name, parsed.error.issues) };
+  if (!parsed.success)
+    return { ok: false, refusals: refusalsFromIssues(name, parsed.error.issues, [], RESOURCE_SCHEMAS[type]) };
   return { ok: true, value: parsed.data as Resource };
 }
 

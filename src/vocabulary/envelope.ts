@@ -11,7 +11,7 @@ import {
   parseDeclarationBody,
   type TypeSupport,
 } from "./declaration.ts";
-import { parseJsonBytes } from "./json.ts";
+import { parseJsonBytes, tooBig } from "./json.ts";
 import { type Refusal, refusalsFromIssues } from "./refusal.ts";
 import { Envelope } from "./wire.ts";
 
@@ -77,8 +77,7 @@ export function verifyEnvelope(bytes: Uint8Array, opts: VerifyOptions): Verified
   const { body, sig } = envelope.data;
   // refused by its size before it is copied, checked for lone surrogates and hashed (the body check's words)
   const size = Buffer.byteLength(body, "utf8");
-  if (size > MAX_BODY_BYTES)
-    return refused(digest, "", `the body is ${size} bytes, more than the ${MAX_BODY_BYTES} allowed`);
+  if (size > MAX_BODY_BYTES) return refused(digest, "", `the body is ${tooBig(size, MAX_BODY_BYTES)}`);
   const bodyBytes = Buffer.from(body, "utf8");
   // a lone surrogate becomes U+FFFD in UTF-8, so two different bodies would share one signature
   if (bodyBytes.toString("utf8") !== body)

@@ -22,20 +22,66 @@ export function refusalLine(given: Refusal): string {
   return r.field ? `resource "${r.id}", field "${r.field}": ${r.reason}` : `resource "${r.id}": ${r.reason}`;
 }
 
-/** zod's issues as refusals of one resource; an unknown key names the key itself as the field. */
+/**
+ * zod's issues as refusals of one resource: an unknown key names the key itself as the field, said first
+ * (a typo'd `contnt` also makes `content` missing, and was hidden behind "(and 1 more)"), with the near
+ * field of `schema` it likely meant.
+ */
 export function refusalsFromIssues(
   id: string,
   issues: z.core.$ZodIssue[],
   prefix: (string | number)[] = [],
+  schema?: unknown,
 ): Refusal[] {
-  return issues.map((issue) => {
+  const refusals = issues.flatMap((issue): Refusal[] => {
     const path = [...prefix, ...issue.path.map((p) => (typeof p === "symbol" ? String(p) : p))];
     if (issue.code === "unrecognized_keys")
-      return { id, field: printable([...path, ...issue.keys].join("."), 80), reason: "unknown field" };
+      return issue.keys.map((key) => ({
+        id,
+        field: printable([...path, key].join("."), 80),
+        reason: `unknown field${meant(key, path.length === prefix.length ? fieldsOf(schema) : [])}`,
+      }));
     if (issue.code === "invalid_type" && issue.message.includes("received undefined"))
-      return { id, field: printable(path.join("."), 80), reason: "is required" };
-    return { id, field: printable(path.join("."), 80), reason: oneLine(printable(issueWords(issue), 300)) };
+      return [{ id, field: printable(path.join("."), 80), reason: "is required" }];
+    return [{ id, field: printable(path.join("."), 80), reason: oneLine(printable(issueWords(issue), 300)) }];
   });
+  const unknown = (r: Refusal) => r.reason.startsWith("unknown field");
+  return [...refusals.filter(unknown), ...refusals.filter((r) => !unknown(r))];
+}
+
+/** The top-level fields of an object schema, through the lazy or refined wrapping around it; none when unknown. */
+function fieldsOf(schema: unknown): string[] {
+  let s = schema as {
+    shape?: object;
+    _zod?: { def?: { getter?: () => unknown; in?: unknown; innerType?: unknown } };
+  };
+  for (let depth = 0; s && depth < 4; depth++) {
+    if (s.shape) return Object.keys(s.shape);
+    const def = s._zod?.def;
+    s = (def?.getter?.() ?? def?.in ?? def?.innerType) as typeof s;
+  }
+  return [];
+}
+
+/** `; did you mean "content"?` when one field of `known` is within two edits of `key`; nothing otherwise. */
+function meant(key: string, known: string[]): string {
+  const near = known
+    .map((k) => ({ k, d: editDistance(key, k) }))
+    .filter(({ d }) => d <= Math.min(2, Math.floor(key.length / 2)))
+    .sort((a, b) => a.d - b.d)[0];
+  return near ? `; did you mean "${near.k}"?` : "";
+}
+
+function editDistance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 2) return 3;
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++)
+      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
 }
 
 const article = (word: string) => (/^[aeiou]/.test(word) ? `an ${word}` : `a ${word}`);

@@ -19,9 +19,11 @@ import {
   consumeLoop,
   ensureStreams,
   membershipOf,
+  type ReleaseInput,
   refusedAnswer,
   reply,
   sealedAnswer,
+  storeRelease,
 } from "../../src/mesh/index.ts";
 import {
   EnrolQuestion,
@@ -31,6 +33,7 @@ import {
   type Membership,
   makeMeshKey,
   type NodeMessageKind,
+  type ReleaseManifest,
   type Report,
   STREAM_SUBJECTS,
   signEnvelope,
@@ -344,6 +347,11 @@ export class MeshDouble {
   }
 
   /** Close everything the double started and remove its directory. */
+  /** A release of mesh-host stored on the double's bus, its manifest signed by the double's mesh key. */
+  storeRelease(input: ReleaseInput): Promise<ReleaseManifest> {
+    return storeRelease(this.bus, this.meshKey.privateKey, 1, input);
+  }
+
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;

@@ -89,7 +89,10 @@ export interface MeshArgs {
 }
 
 /** The mesh's flags by name: `--version` takes a value here (a release's), the host's is a switch. */
-const MESH_FLAGS: Record<string, Flag> = { ...FLAGS, version: FLAGS["release-version"] };
+const MESH_FLAGS: Record<string, Flag> = {
+  ...FLAGS,
+  version: { ...FLAGS.version, short: undefined, value: "V" },
+};
 
 /** The words of a two-word command (`node add`, `release ls`), and the second words each takes. */
 const GROUPS: Record<string, readonly string[]> = {

@@ -4,6 +4,7 @@ import type { Logger } from "../appliers/index.ts";
 import { applyDelivered, applyKept, CHANGING, type NodeParts, planAsked } from "../apply/index.ts";
 import { BUILD } from "../build-info.ts";
 import { UPGRADE_CHECK_MS, UPGRADE_SETTLE_MS, WORKING_ACK_INTERVAL_MS } from "../defaults.ts";
+import { hostFacts } from "../hosts/index.ts";
 import type { Delivered, ReleaseSource, Sent, Settled } from "../link/index.ts";
 import type { Outbox, PendingNotes } from "../store/index.ts";
 import type { Heartbeat, Membership, PlanAnswer, Report } from "../vocabulary/index.ts";
@@ -357,6 +358,7 @@ export class Hold {
       uptime_s: Math.floor((Date.now() - this.started) / 1000),
       last: last ? { seq: last.seq, outcome: last.outcome, at: last.at } : null,
       confirmed: this.o.deps.state.readText("confirmed") !== null,
+      facts: hostFacts(this.o.deps.host.kind),
     };
   }
 

@@ -12,12 +12,12 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
+import { release, tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MeshDir } from "../../src/mesh/index.ts";
+import { MeshDir, withState } from "../../src/mesh/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshSetUp, meshUp } from "../mesh/operator.ts";
 import { hasNode, nodeRecord } from "../mesh/state.ts";
 import { type Running, runCli, startCli, startRun } from "../support/cli.ts";
@@ -333,6 +333,19 @@ describe("mesh plan", () => {
       expect(r.stderr).toMatch(says);
     }
     expect(await hasNode(dir, "db-8")).toBe(false);
+  });
+
+  it("a node's facts follow its heartbeats: a record that says otherwise is put right", async () => {
+    await withState(new MeshDir(dir), async (s) => {
+      const entry = (await s.nodes.get("web-1"))!;
+      await s.nodes.put("web-1", { ...entry.value, facts: { ...entry.value.facts!, kernel: "0.0-stale" } });
+    });
+    const deadline = Date.now() + 120_000;
+    while ((await nodeRecord(dir, "web-1")).facts?.kernel !== release() && Date.now() < deadline)
+      await new Promise((res) => setTimeout(res, 200));
+    expect((await nodeRecord(dir, "web-1")).facts).toMatchObject({ kernel: release(), kind: "linux" });
+    const r = await mesh(dir, ["nodes", "--where", "kernel=0.0-stale", "--json"]);
+    expect(JSON.parse(r.stdout).nodes).toEqual([]);
   });
 
   it("every push and plan is a job, kept on the bus through a restart of mesh up; report shows a node's all", async () => {

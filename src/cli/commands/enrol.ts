@@ -1,8 +1,7 @@
 // `enrol` (the code on standard input, or --code-file F): make keys, ask the mesh, save the membership. The token
 // is never printed.
-import { arch, availableParallelism, hostname, platform, release, totalmem } from "node:os";
 import { meshInterfaces, facts as tunnelFacts } from "../../appliers/arch/overlay/index.ts";
-import { BUILD } from "../../build-info.ts";
+import { hostFacts } from "../../hosts/index.ts";
 import { ask } from "../../link/asking.ts";
 import { acquireLock, ensureKeys, overlayKeyFromB64, publicKeys, saveKey } from "../../store/index.ts";
 import { type Found, findTunnel, type TunnelFacts } from "../../system/arch/index.ts";
@@ -34,7 +33,7 @@ export async function enrolCommand(ctx: Context): Promise<number> {
         token: code.token,
         keys: publicKeys(keys.keys),
         sealing: keys.keys.sealing.privateKey,
-        facts: factsOf(ctx.host.kind),
+        facts: hostFacts(ctx.host.kind),
         ...(tunnel ? { tunnel } : {}),
       },
     );
@@ -111,18 +110,4 @@ function tunnelLines(found: Found, tunnel: TunnelFacts | undefined): string[] {
       `found ${found.interfaces.length} WireGuard interfaces (${found.interfaces.join(", ")}): none taken; \`mesh-host overlay take --tunnel <if>\` takes one`,
     ];
   return [];
-}
-
-/** What the node says of itself at enrolment: the fields `mesh … --where` selects by beside the labels. */
-function factsOf(kind: string) {
-  return {
-    os: kind === "android" ? "android" : platform(),
-    kind,
-    arch: arch(),
-    kernel: release(),
-    hostname: hostname(),
-    version: BUILD.version,
-    cpus: String(availableParallelism()),
-    memory_mb: String(Math.round(totalmem() / 1024 / 1024)),
-  };
 }

@@ -81,12 +81,11 @@ export async function runRollout(r: RolloutRun): Promise<Job> {
   const beats = await heartbeats(r);
   try {
     while (p.state === "running" && p.wave < p.waves.length) {
-      const stored = await r.bucket.get(r.job.id);
-      if (stored?.value.rollout?.state === "aborted") {
-        p.state = "aborted";
-        break;
-      }
+      await save(r);
+      if (p.state !== "running") break;
       await runWave(r, p.waves[p.wave]!, beats.latest);
+      // aborted while the wave ran: it stops here, neither halting nor putting anything back
+      if (p.state !== "running") break;
       const failed = Object.values(r.job.nodes).filter((n) => failedOutcome(n.outcome)).length;
       if (failed > p.max_failed) {
         p.state = "halted";
@@ -116,7 +115,16 @@ function haltReason(job: Job, maxFailed: number): string {
   return `${bad.length} node(s) did not come through (${named}), more than --max-failed ${maxFailed}`;
 }
 
-const save = (r: RolloutRun) => saveJob(r.bucket, r.job);
+/** The job written as it stands; an abort written meanwhile (`rollout abort`, from anywhere) is kept, and taken. */
+async function save(r: RolloutRun): Promise<void> {
+  const stored = await r.bucket.get(r.job.id);
+  const p = r.job.rollout!;
+  if (stored?.value.rollout?.state === "aborted" && p.state === "running") {
+    p.state = "aborted";
+    r.say("aborted: no further wave starts; what was applied stays");
+  }
+  await saveJob(r.bucket, r.job);
+}
 
 /** The sequence a node's push of `serial` was published with (its record keeps it). */
 async function seqOf(r: RolloutRun, node: string, serial: number | null): Promise<number> {

@@ -200,6 +200,40 @@ describe("mesh rollout", () => {
     expect(again.stderr).toMatch(/is done: there is nothing to resume/);
   });
 
+  it("abort from another terminal stops it before its next wave: no halt, nothing put back, the rest untouched", async () => {
+    const first = nodes[0]!;
+    await first.run.stop();
+    const before = await serials(dir);
+    const rollout = startCli([
+      "mesh",
+      "--mesh",
+      dir,
+      "rollout",
+      "--all",
+      release(base, "v6"),
+      "--waves",
+      "1,100%",
+      "--gate-s",
+      "20",
+    ]);
+    running.push(rollout);
+    await awaitOutput(rollout, (o) => o.stderr.includes("wave 1 of 2"), "the first wave begun", 300_000);
+    const id = /job (\d{8}-\d{6}-[0-9a-f]{4})/.exec(rollout.output().stderr)![1]!;
+    const aborted = await mesh(dir, ["rollout", "abort", id]);
+    expect(aborted.code, aborted.stderr).toBe(0);
+    expect(aborted.stdout).toMatch(/aborted: it stops before its next wave/);
+    expect(await rollout.exited).toBe(1);
+    expect(rollout.output().stdout).toMatch(/^rollout aborted$/m);
+    expect(rollout.output().stdout).toMatch(/^n-02\s+untouched/m);
+    const after = await serials(dir);
+    expect(after[0]).toBe(before[0]! + 1);
+    expect(after.slice(1)).toEqual(before.slice(1));
+    const again = await mesh(dir, ["rollout", "abort", id]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/is aborted already/);
+    first.run = await runLinkUp(first.state, first.root);
+  });
+
   it("refuses a bad rollout in one line, sending nothing", async () => {
     const before = await serials(dir);
     const cases: [string[], RegExp][] = [

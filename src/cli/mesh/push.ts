@@ -71,14 +71,15 @@ export async function targetsGiven(state: State, args: MeshArgs, names: string[]
 
 export async function pushCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   const { names, file } = wordsGiven(mesh, args, "push");
-  const input = {
-    file: readDeclaration(file),
-    secrets: readGivenSecrets(args.secret),
-    allowRemovals: args.allowRemovals,
-  };
+  // the bus first, then the nodes, then FILE: a push without the bus says so whatever else is wrong
   const state = await openState(mesh);
   try {
     const targets = await targetsGiven(state, args, names);
+    const input = {
+      file: readDeclaration(file),
+      secrets: readGivenSecrets(args.secret),
+      allowRemovals: args.allowRemovals,
+    };
     const composed = await preparePush(state, targets, input);
     const jobs = await JobLog.open(mesh, state.bus, warnLine("mesh push"));
     const job = newJob("push", input.file, composed);

@@ -74,6 +74,8 @@ export const MESH_FLAGS = {
   }),
 } as const satisfies Record<string, Flag>;
 
+const CODE_OUT = { "code-file": { default: "standard output", help: "write the enrolment code to F" } };
+
 /** The operator's commands, `mesh-host mesh NAME …` (src/cli/mesh/): two words for `node add` and `node rm`. */
 export const MESH_COMMANDS: readonly CommandSpec[] = [
   command({
@@ -94,13 +96,20 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
     args: "NAME",
     summary: "add a node; prints its enrolment code (or writes it to F, 0600)",
     flags: ["code-file", "expires", "label"],
-    means: { "code-file": { default: "standard output", help: "write the enrolment code to the file F" } },
+    means: CODE_OUT,
   }),
   command({
     name: "node rm",
     args: "NAME",
     summary: "revoke a node: users, consumer, record",
     flags: [],
+  }),
+  command({
+    name: "node reissue",
+    args: "NAME",
+    summary: "a new code (and credentials): a code lost, or its machine to `enrol --replace`",
+    flags: ["code-file"],
+    means: CODE_OUT,
   }),
   command({
     name: "node label",

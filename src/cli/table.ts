@@ -35,6 +35,12 @@ export interface Flag {
 export const LOG_FORMATS = ["json", "text"] as const;
 export const HOST_KIND_NAMES = ["arch", "android", "linux"] as const;
 const flag = (f: Flag): Flag => f;
+const seconds = (name: string, v: number, help: string): Flag => ({
+  name,
+  value: "S",
+  default: `${v}`,
+  help,
+});
 /** The default of a flag a command cannot go without: usage shows it unbracketed. */
 export const REQUIRED = "none: required";
 
@@ -117,6 +123,7 @@ export const FLAGS = {
     default: "standard input",
     help: "the enrolment token (readable by every local user while it runs: better on standard input)",
   }),
+  replace: flag({ name: "replace", default: "off", help: "enrol again with new keys, records kept" }),
   "code-file": flag({
     name: "code-file",
     value: "F",
@@ -130,18 +137,8 @@ export const FLAGS = {
     default: "none: required",
     help: "the WireGuard interface whose key becomes the overlay key",
   }),
-  "heartbeat-s": flag({
-    name: "heartbeat-s",
-    value: "S",
-    default: String(HEARTBEAT_S),
-    help: "seconds between heartbeats",
-  }),
-  "drift-s": flag({
-    name: "drift-s",
-    value: "S",
-    default: String(DRIFT_S),
-    help: "seconds between drift checks (the kept declaration applied again)",
-  }),
+  "heartbeat-s": seconds("heartbeat-s", HEARTBEAT_S, "seconds between heartbeats"),
+  "drift-s": seconds("drift-s", DRIFT_S, "seconds between drift checks (the kept declaration applied again)"),
   "move-grace-s": flag({
     name: "move-grace-s",
     value: "S",
@@ -248,7 +245,7 @@ export const COMMANDS = [
       "of it) or from a file (the code-file flag), never shown. A code given as an argument still works, but every local " +
       "user can read it in /proc and take the answer with it, and mesh-host says so. Prints the node's name " +
       "and the bus. The parts of the code may be given one by one instead (the token then on standard input).",
-    flags: ["code-file", "node", "server", "fingerprint", "token"],
+    flags: ["code-file", "node", "server", "fingerprint", "token", "replace"],
     exits: ENROL_EXITS,
   }),
   command({

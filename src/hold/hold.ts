@@ -4,12 +4,13 @@ import type { Logger } from "../appliers/index.ts";
 import { applyDelivered, applyKept, CHANGING, type NodeParts, planAsked } from "../apply/index.ts";
 import { BUILD } from "../build-info.ts";
 import { UPGRADE_CHECK_MS, UPGRADE_SETTLE_MS, WORKING_ACK_INTERVAL_MS } from "../defaults.ts";
-import { hostFacts } from "../hosts/index.ts";
 import type { Delivered, ReleaseSource, Sent, Settled } from "../link/index.ts";
 import type { Outbox, PendingNotes } from "../store/index.ts";
 import type { Heartbeat, Membership, PlanAnswer, Report } from "../vocabulary/index.ts";
 import { backoffMs } from "./backoff.ts";
+import { heartbeatNow } from "./beat.ts";
 import { type BinaryAtStart, digestOfFile, fileStamp } from "./binary.ts";
+import { sayLost } from "./lost.ts";
 import { type Upgraded, withStep } from "./upgrade.ts";
 
 /** The node's parts an apply is handed, and the outbox its reports wait in. */
@@ -32,7 +33,7 @@ export interface Link {
 }
 
 /** A dial answered: the link, or why there is none (refused, unreachable, its consumer missing). */
-export type LinkOpened = { ok: true; link: Link } | { ok: false; reason: string };
+export type LinkOpened = { ok: true; link: Link } | { ok: false; reason: string; kind?: string };
 export type Dial = () => Promise<LinkOpened>;
 
 export interface HoldOptions {
@@ -92,6 +93,8 @@ export class Hold {
   private notes: string[];
   /** A bus to move to once this step's report is out. */
   private pendingMove: Membership | null = null;
+  /** The last dial's credentials were refused, and that was said. */
+  private refusedSaid = false;
   /** The release the kept declaration names; a release installed (exit once its report is out); ones refused. */
   private wantedRelease: string | null = null;
   private pendingUpgrade = false;
@@ -153,11 +156,12 @@ export class Hold {
       this.o.log.debug({ attempt, servers: this.o.deps.membership.servers }, "dialling the bus");
       const dialled = await this.o.dial();
       if (!dialled.ok) {
-        this.lost(dialled.reason);
+        this.lost(dialled.reason, dialled.kind === "auth");
         return false;
       }
       this.link = dialled.link;
       up = true;
+      this.refusedSaid = false;
       this.o.log.info({ attempt: 0 }, "link up");
       this.o.onLink?.({ up: true });
       const lost = await this.hear(dialled.link);
@@ -172,9 +176,10 @@ export class Hold {
     return up;
   }
 
-  /** A link refused or lost (and why): said, shown to `status`, and asked whether to go on dialling. */
-  private lost(reason: string): void {
-    this.o.log.warn({ err: reason }, "link lost or refused");
+  /** A link refused or lost (and why): said (lost.ts), shown to `status`, and asked whether to go on dialling. */
+  private lost(reason: string, credentialsRefused = false): void {
+    sayLost(this.o.log, reason, credentialsRefused, this.refusedSaid);
+    this.refusedSaid = credentialsRefused;
     this.o.onLink?.({ up: false, error: reason });
     if (this.o.onDialFailed?.(reason) === "stop") this.stop("moved");
   }
@@ -189,7 +194,7 @@ export class Hold {
     link.plans?.((request) => this.serial(() => planAsked(this.o.deps, request)));
     await this.serial(() => this.resumeRelease(link));
     const beat = () => {
-      const h = this.heartbeat();
+      const h = heartbeatNow(this.o.deps, this.started);
       link.heartbeat(h);
       this.o.log.debug({ last: h.last?.outcome ?? null }, "heartbeat sent");
       this.o.onHeartbeat?.(h.at);
@@ -347,20 +352,6 @@ export class Hold {
 
   /** Set when a flush stopped at a report the bus did not take. */
   private reportsWaiting = false;
-
-  private heartbeat(): Heartbeat {
-    const last = this.o.deps.state.readLast();
-    return {
-      v: 1,
-      node: this.o.deps.node,
-      at: new Date().toISOString(),
-      version: BUILD.version,
-      uptime_s: Math.floor((Date.now() - this.started) / 1000),
-      last: last ? { seq: last.seq, outcome: last.outcome, at: last.at } : null,
-      confirmed: this.o.deps.state.readText("confirmed") !== null,
-      facts: hostFacts(this.o.deps.host.kind),
-    };
-  }
 
   /** Whether pacman replaced the binary; one look at a time, since a replaced binary is hashed. */
   private upgraded(): Promise<boolean> {

@@ -27,7 +27,7 @@ export { FACT_KEYS, fieldsOf, labelNode, matchingNodes, parseLabels, selectedNod
 export { type MeshConfig, MeshDir, MeshRefused } from "./layout.ts";
 export { migrate } from "./migrate.ts";
 export { markMoved, prepareMove } from "./move.ts";
-export { addNode, checkNodeName, codeOf, removeNode } from "./nodes.ts";
+export { addNode, checkNodeName, codeOf, reissueNode, removeNode } from "./nodes.ts";
 export { enrolPermissions, nodePermissions, type Permissions } from "./permissions.ts";
 export { askPlans, composePlans, type PlanAsked, type PlanHeard } from "./plan.ts";
 export {

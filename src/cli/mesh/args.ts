@@ -50,9 +50,9 @@ export const MESH_RELEASE_USAGE = [
 
 /** `mesh-host mesh node --help`: the commands under `node`. */
 export const MESH_NODE_USAGE = [
-  "usage: mesh-host mesh node add|rm|label NAME [flags]",
+  "usage: mesh-host mesh node add|rm|reissue|label NAME [flags]",
   ...MESH_COMMANDS.filter((c) => c.name.startsWith("node ")).map(usageOf),
-  "`mesh-host mesh node add --help` (or rm, label) gives its own flags, defaults and exit statuses.",
+  "`mesh-host mesh node add --help` (or rm, reissue, label) gives its own flags, defaults and exit statuses.",
 ].join("\n");
 
 export interface MeshArgs {
@@ -96,7 +96,7 @@ const MESH_FLAGS: Record<string, Flag> = {
 
 /** The words of a two-word command (`node add`, `release ls`), and the second words each takes. */
 const GROUPS: Record<string, readonly string[]> = {
-  node: ["add", "rm", "label"],
+  node: ["add", "rm", "reissue", "label"],
   release: ["add", "ls", "rm"],
 };
 

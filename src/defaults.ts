@@ -168,6 +168,8 @@ export const JETSTREAM_READY_MS = 60_000;
 export const MESH_CONNECT_TIMEOUT_MS = 5_000;
 /** How long a JetStream call is tried again while the servers reload a user list. */
 export const JS_RELOAD_MS = 15_000;
+/** A server reloading its user list refuses a sign-in for a moment: the controller's is tried again this long. */
+export const AUTH_RELOAD_MS = 3_000;
 /** A JetStream call that met a reload, or a cluster not yet ready, is tried again after this. */
 export const JS_RETRY_MS = 100;
 export const JETSTREAM_READY_POLL_MS = 250;

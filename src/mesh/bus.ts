@@ -10,6 +10,7 @@ import {
 } from "@nats-io/jetstream";
 import { connect, type NatsConnection, nanos } from "@nats-io/transport-node";
 import {
+  AUTH_RELOAD_MS,
   JETSTREAM_READY_MS,
   JETSTREAM_READY_POLL_MS,
   JS_RELOAD_MS,
@@ -50,22 +51,31 @@ export async function connectBus(
   opts: { reconnect?: boolean; name?: string } = {},
 ): Promise<Bus> {
   let nc: NatsConnection;
-  try {
-    nc = await connect({
-      servers: mesh.urls(),
-      user: CONTROLLER_USER,
-      pass: mesh.secrets().controller,
-      name: opts.name ?? "mesh-host mesh",
-      tls: { ca: mesh.certPem() },
-      timeout: MESH_CONNECT_TIMEOUT_MS,
-      reconnect: opts.reconnect ?? false,
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 250,
-    });
-  } catch (e) {
-    throw new BusDown(
-      `the mesh's bus does not answer at ${mesh.urls().join(", ")} (is \`mesh-host mesh up\` running?): ${firstLine(e)}`,
-    );
+  const deadline = Date.now() + AUTH_RELOAD_MS;
+  for (;;) {
+    try {
+      nc = await connect({
+        servers: mesh.urls(),
+        user: CONTROLLER_USER,
+        pass: mesh.secrets().controller,
+        name: opts.name ?? "mesh-host mesh",
+        tls: { ca: mesh.certPem() },
+        timeout: MESH_CONNECT_TIMEOUT_MS,
+        reconnect: opts.reconnect ?? false,
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 250,
+      });
+      break;
+    } catch (e) {
+      // a server reloading its user list refuses a sign-in for a moment, the controller's too: tried again
+      if (/authorization/i.test(firstLine(e)) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, JS_RETRY_MS));
+        continue;
+      }
+      throw new BusDown(
+        `the mesh's bus does not answer at ${mesh.urls().join(", ")} (is \`mesh-host mesh up\` running?): ${firstLine(e)}`,
+      );
+    }
   }
   // no API check here: a cluster still electing its leaders answers JetStream later, and `up` waits for that
   const jsm = await jetstreamManager(nc, { timeout: MESH_CONNECT_TIMEOUT_MS, checkAPI: false });

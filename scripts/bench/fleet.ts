@@ -16,7 +16,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connectBus, jsCall, MeshDir } from "../../src/mesh/index.ts";
-import { Heartbeat, parseJsonBytes, Report } from "../../src/vocabulary/index.ts";
+import { Heartbeat, parseJsonBytes, Report, SignedMessage } from "../../src/vocabulary/index.ts";
 import { awaitOutput, freePortPairs, mesh } from "../../test/mesh/operator.ts";
 import { type Running, runCli, startCli } from "../../test/support/cli.ts";
 import { ensureSea } from "../../test/support/sea.ts";
@@ -138,23 +138,29 @@ async function enrolAll(
   return runs;
 }
 
+/** A node's signed message's body, unverified: the bench times what arrives, `mesh up` judges it. */
+function bodyOf(data: Uint8Array): unknown {
+  const j = parseJsonBytes(data);
+  const signed = j.ok ? SignedMessage.safeParse(j.value) : null;
+  const body = signed?.success ? parseJsonBytes(signed.data.body) : null;
+  return body?.ok ? body.value : null;
+}
+
 /** The bench's own eyes on the bus: the time each node was last heard, and each node's last report. */
 async function listen(fleet: Fleet): Promise<() => Promise<void>> {
   const bus = await connectBus(new MeshDir(fleet.dir), { reconnect: true, name: "bench:fleet" });
   bus.nc.subscribe("mesh.heartbeat.>", {
     callback: (_e, m) => {
-      const j = parseJsonBytes(m.data);
-      const h = j.ok ? Heartbeat.safeParse(j.value) : null;
-      if (!h?.success) return;
+      const h = Heartbeat.safeParse(bodyOf(m.data));
+      if (!h.success) return;
       fleet.heard.set(h.data.node, Date.now());
       if (!fleet.firstAfter.has(h.data.node)) fleet.firstAfter.set(h.data.node, Date.now());
     },
   });
   bus.nc.subscribe("mesh.report.>", {
     callback: (_e, m) => {
-      const j = parseJsonBytes(m.data);
-      const r = j.ok ? Report.safeParse(j.value) : null;
-      if (r?.success) fleet.reports.set(r.data.node, { at: Date.now(), digest: r.data.declaration.digest });
+      const r = Report.safeParse(bodyOf(m.data));
+      if (r.success) fleet.reports.set(r.data.node, { at: Date.now(), digest: r.data.declaration.digest });
     },
   });
   await bus.nc.flush();

@@ -1,16 +1,6 @@
-// The command table's entries for `mesh release …` (table.ts spreads them into FLAGS and MESH_COMMANDS): apart
+// The command table's entries for `mesh release …` (table.ts spreads them into MESH_COMMANDS): apart
 // only so the table stays readable; types only are imported back, so nothing here runs before table.ts.
-import type { CommandSpec, Flag } from "./table.ts";
-
-export const RELEASE_FLAGS = {
-  // `mesh release add`'s `--version V`: named apart, since the host's `--version` is a switch
-  "release-version": <Flag>{
-    name: "version",
-    value: "V",
-    default: "the file's name (mesh-host-V-linux-ARCH, mesh-host-V-REL-ARCH.pkg.tar.zst)",
-    help: "the release's version",
-  },
-};
+import type { CommandSpec } from "./table.ts";
 
 export const RELEASE_COMMANDS = [
   {
@@ -22,8 +12,14 @@ export const RELEASE_COMMANDS = [
       "mesh-releases, with a manifest signed by the mesh key: version, host kind, processor, the SHA-256 and " +
       'size of FILE. A declaration naming the version (`"host": {"release": "V"}`) makes each node fetch, ' +
       "verify and install the one for its kind and processor, then exit to be restarted onto it.",
-    flags: ["release-version", "host"],
+    flags: ["version", "host"],
+    // `--version V` here, a release's: the host's `--version` is a switch (mesh/args.ts reads it so)
     means: {
+      version: {
+        value: "V",
+        default: "the file's name (mesh-host-V-linux-ARCH, mesh-host-V-REL-ARCH.pkg.tar.zst)",
+        help: "the release's version",
+      },
       host: {
         value: "KIND",
         default: "arch for a .pkg.tar.zst, else linux",

@@ -22,7 +22,7 @@ import {
   PUSH_EXITS,
   STATUS_EXITS,
 } from "./exits.ts";
-import { RELEASE_COMMANDS, RELEASE_FLAGS } from "./table-release.ts";
+import { RELEASE_COMMANDS } from "./table-release.ts";
 
 export interface Flag {
   /** The long name, without `--`. */
@@ -196,7 +196,6 @@ export const FLAGS = {
     help: "the other mesh's directory",
     complete: "dir",
   }),
-  ...RELEASE_FLAGS,
 } as const satisfies Record<string, Flag>;
 
 export type FlagName = keyof typeof FLAGS;

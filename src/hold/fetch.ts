@@ -49,9 +49,10 @@ function progressOf(file: string, part: string, nuid: string): Progress {
   return { nuid, seq: 0, bytes: 0 };
 }
 
-/** Parts of other releases left in the directory go: one release is fetched at a time. */
-function sweepOthers(dir: string, keep: string): void {
-  for (const name of readdirSync(dir)) if (!name.startsWith(keep)) rmSync(join(dir, name), { force: true });
+/** Parts of other releases left in the directory go (one release is fetched at a time); "" sweeps all. */
+export function sweepOthers(dir: string, keep: string): void {
+  for (const name of readdirSync(dir))
+    if (keep === "" || !name.startsWith(keep)) rmSync(join(dir, name), { force: true });
 }
 
 export async function fetchStored(
@@ -100,7 +101,7 @@ export async function fetchStored(
     );
   if ((await digestOf(part)) !== m.stored.sha256)
     return refuse(part, progressFile, "the object's SHA-256 is not its signed manifest's");
-  rmSync(progressFile, { force: true });
+  // the record stays until the release is installed: a kill while it is unpacked need not fetch it again
   return { ok: true, path: part, resumedFrom };
 }
 

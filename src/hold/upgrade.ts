@@ -25,7 +25,7 @@ import { fsPromises, fsyncDirSync, isTempName, tempPathFor } from "../atomic.ts"
 import { EXECUTABLE_MODE, RELEASE_SPACE_MARGIN_BYTES, STATE_DIR_MODE } from "../defaults.ts";
 import type { ReleaseSource } from "../link/index.ts";
 import type { State } from "../store/index.ts";
-import { PACMAN_CHANGE_TIMEOUT_MS, pacman, pacmanError } from "../system/arch/index.ts";
+import { installPackageFile } from "../system/arch/index.ts";
 import type { Exec } from "../system/index.ts";
 import {
   ReleaseArch,
@@ -38,7 +38,7 @@ import {
   verifyManifest,
 } from "../vocabulary/index.ts";
 import { type BinaryAtStart, digestOfFile } from "./binary.ts";
-import { fetchStored } from "./fetch.ts";
+import { fetchStored, sweepOthers } from "./fetch.ts";
 
 export interface UpgradeDeps {
   state: State;
@@ -103,9 +103,12 @@ export async function upgradeTo(version: string, source: ReleaseSource, d: Upgra
       `release ${name} refused: its signed manifest is for ${releaseObjectName(m.version, m.kind, m.arch)}`,
       meta.nuid,
     );
-  if (await isInstalled(m, d))
-    return { step: step("unchanged", `release ${version} is installed`), restart: false };
   const dir = releaseDir(d.state);
+  if (await isInstalled(m, d)) {
+    // what a kill between the swap and its tidying left: the fetch of a release now installed
+    if (existsSync(dir)) sweepOthers(dir, "");
+    return { step: step("unchanged", `release ${version} is installed`), restart: false };
+  }
   const room = roomProblem(m, dir, dirname(target));
   if (room) return failed(`release ${version} not fetched: ${room}`);
   const stored = await fetchStored(meta, m, source, dir);
@@ -179,7 +182,7 @@ async function install(
   );
   if (unpacked !== null) {
     rmSync(temp, { force: true });
-    rmSync(stored, { force: true });
+    sweepOthers(dirname(stored), "");
     return failed(`release ${m.version} refused: ${unpacked}`);
   }
   if (m.kind !== "arch") {
@@ -187,14 +190,14 @@ async function install(
     d.state.writeText(INSTALLED_RECORD, JSON.stringify({ manifest: m.sha256, binary: m.sha256 }));
   } else {
     await swapIn(temp, dest);
-    const r = await pacman(d.exec, ["-U", "--noconfirm", "--", dest], PACMAN_CHANGE_TIMEOUT_MS);
+    const refused = await installPackageFile(d.exec, dest);
     rmSync(dest, { force: true });
-    if (r.code !== 0) return failed(`release ${m.version}: pacman -U refused it: ${pacmanError(r)}`);
+    if (refused) return failed(`release ${m.version}: pacman -U refused it: ${refused}`);
     // what pacman put at the installed path now, not what this process started as
     const binary = await digestOfFile(target);
     d.state.writeText(INSTALLED_RECORD, JSON.stringify({ manifest: m.sha256, binary: binary ?? "" }));
   }
-  rmSync(stored, { force: true });
+  sweepOthers(dirname(stored), "");
   d.log.info({ release: m.version, sha256: m.sha256 }, "release installed: exiting to be restarted onto it");
   return { step: step("updated", `release ${m.version} installed: restarting onto it`), restart: true };
 }

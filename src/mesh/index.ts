@@ -8,6 +8,7 @@ export { meshUsers, type ServerUser, serverConf, usersConf } from "./conf.ts";
 export { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 export { LockBusy, writeAtomic } from "./files.ts";
 export { age, type FleetRow, fleetRows, fleetTable } from "./fleet.ts";
+export { type HeardFrom, heardFrom, identityOf } from "./heard.ts";
 export { type InitOptions, initMesh } from "./init.ts";
 export { Bucket, Conflict, type Entry } from "./kv.ts";
 export { type MeshConfig, MeshDir, MeshRefused } from "./layout.ts";
@@ -24,7 +25,14 @@ export {
   publishAndWait,
   targetsOf,
 } from "./push.ts";
-export { addRelease, listReleases, type ReleaseInput, type ReleaseRow, removeRelease } from "./release.ts";
+export {
+  addRelease,
+  listReleases,
+  type ReleaseInput,
+  type ReleaseRow,
+  removeRelease,
+  storeRelease,
+} from "./release.ts";
 export { natsServerPath, reloadUsers, runningServers } from "./servers.ts";
 export {
   allNodes,

@@ -2,7 +2,7 @@
 // store bucket `mesh-releases` (stream OBJ_mesh-releases, direct gets allowed: the one way a node reads it), its
 // manifest signed by the mesh key in the object's description. Written as NATS object stores write (chunks under
 // $O.<bucket>.C.<nuid>, the meta rolled up under $O.<bucket>.M.<name>), so the `nats` tool reads it too.
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, type KeyObject, randomBytes } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import { basename } from "node:path";
 import { promisify } from "node:util";
@@ -125,54 +125,64 @@ async function metaOf(bus: Bus, name: string): Promise<ObjectMeta | null> {
   return meta?.success && !meta.data.deleted ? meta.data : null;
 }
 
-/** Store FILE as a release: compressed, chunked, its signed manifest in the meta. Refused if it is there already. */
+/** Store FILE as a release of the mesh in `mesh`'s directory (its key signs, its servers replicate). */
 export async function addRelease(mesh: MeshDir, input: ReleaseInput): Promise<ReleaseManifest> {
+  const key = mesh.signingKey();
+  const replicas = mesh.config().servers.length;
+  const bus = await connectBus(mesh);
+  try {
+    return await storeRelease(bus, key, replicas, input);
+  } finally {
+    await bus.close();
+  }
+}
+
+/** FILE as a release on `bus`: compressed, chunked, its manifest signed by `key` in the meta. Refused if there already. */
+export async function storeRelease(
+  bus: Bus,
+  key: KeyObject,
+  replicas: number,
+  input: ReleaseInput,
+): Promise<ReleaseManifest> {
   const file = inspect(input);
   const version = ReleaseVersion.safeParse(file.version);
   if (!version.success)
     throw new MeshRefused(`--version "${file.version}" ${version.error.issues[0]!.message}`);
   const name = releaseObjectName(version.data, file.kind, file.arch);
-  const key = mesh.signingKey();
-  const replicas = mesh.config().servers.length;
-  const bus = await connectBus(mesh);
-  try {
-    await ensureReleaseStream(bus, replicas);
-    if (await metaOf(bus, name))
-      throw new MeshRefused(`release ${name} is stored already: \`mesh release rm ${version.data}\` first`);
-    const { encoding, compress } = compressor();
-    const stored = await compress(file.bytes);
-    const manifest: ReleaseManifest = {
-      v: 1,
-      version: version.data,
-      kind: file.kind,
-      arch: file.arch,
-      sha256: sha256(file.bytes).toString("hex"),
-      size: file.bytes.length,
-      encoding,
-      stored: { sha256: sha256(stored).toString("hex"), size: stored.length },
-      file: basename(input.file).slice(0, 255),
-      added_at: new Date().toISOString(),
-    };
-    const nuid = randomBytes(16).toString("hex");
-    const chunks = await putChunks(bus, nuid, stored);
-    const meta = {
-      name,
-      description: signManifest(manifest, key),
-      bucket: RELEASE_BUCKET,
-      nuid,
-      size: stored.length,
-      chunks,
-      mtime: manifest.added_at,
-      digest: `SHA-256=${sha256(stored).toString("base64url")}=`,
-      options: { max_chunk_size: RELEASE_CHUNK_BYTES },
-    };
-    const h = headers();
-    h.set("Nats-Rollup", "sub");
-    await bus.js.publish(releaseMetaSubject(name), JSON.stringify(meta), { headers: h });
-    return manifest;
-  } finally {
-    await bus.close();
-  }
+  await ensureReleaseStream(bus, replicas);
+  if (await metaOf(bus, name))
+    throw new MeshRefused(`release ${name} is stored already: \`mesh release rm ${version.data}\` first`);
+  const { encoding, compress } = compressor();
+  const stored = await compress(file.bytes);
+  const manifest: ReleaseManifest = {
+    v: 1,
+    version: version.data,
+    kind: file.kind,
+    arch: file.arch,
+    sha256: sha256(file.bytes).toString("hex"),
+    size: file.bytes.length,
+    encoding,
+    stored: { sha256: sha256(stored).toString("hex"), size: stored.length },
+    file: basename(input.file).slice(0, 255),
+    added_at: new Date().toISOString(),
+  };
+  const nuid = randomBytes(16).toString("hex");
+  const chunks = await putChunks(bus, nuid, stored);
+  const meta = {
+    name,
+    description: signManifest(manifest, key),
+    bucket: RELEASE_BUCKET,
+    nuid,
+    size: stored.length,
+    chunks,
+    mtime: manifest.added_at,
+    digest: `SHA-256=${sha256(stored).toString("base64url")}=`,
+    options: { max_chunk_size: RELEASE_CHUNK_BYTES },
+  };
+  const h = headers();
+  h.set("Nats-Rollup", "sub");
+  await bus.js.publish(releaseMetaSubject(name), JSON.stringify(meta), { headers: h });
+  return manifest;
 }
 
 /** The chunks, a window of them in flight at a time; how many. */

@@ -4,7 +4,7 @@
 // verified, swapped in, confirmed; a release that cannot start rolled back; a corrupted object and a wrong
 // signature refused with nothing replaced; a fetch cut by a server restart resumed.
 import { spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
+import { createHash, type KeyObject } from "node:crypto";
 import {
   chmodSync,
   copyFileSync,
@@ -113,7 +113,9 @@ async function reportsOf(node: string): Promise<Report[]> {
     const out: Report[] = [];
     for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
       const m = await bus.jsm.streams.getMessage("REPORTS", { seq }).catch(() => null);
-      if (m?.subject === `mesh.report.${node}`) out.push(m.json<Report>());
+      // a signed node message: the report is its body
+      if (m?.subject === `mesh.report.${node}`)
+        out.push(JSON.parse(m.json<{ body: string }>().body) as Report);
     }
     return out;
   } finally {
@@ -236,12 +238,12 @@ describe("a node upgraded by a declaration naming its release, under the launche
     expect(n.loop.exits.filter((e) => e === 1)).toHaveLength(3);
   });
 
-  it("a corrupted object and a wrong signature are refused, the step failed, nothing replaced", async () => {
+  it("a corrupted object, a wrong signature and no room on the disk are refused, the step failed, nothing replaced", async () => {
     const n = nodes[1]!;
     const before = sha(n.bin);
     const v4 = seaVariant(join(base, "mesh-host-0.4.0-linux-x64"), "0.4.0");
     expect((await mesh(dir, ["release", "add", v4])).code).toBe(0);
-    await tamper("0.4.0/linux/x64", "0.5.0/linux/x64");
+    await tamper("0.4.0/linux/x64", "0.5.0/linux/x64", "0.5.1/linux/x64");
     const corrupt = await mesh(dir, ["push", n.name, declaration(base, "corrupt", "0.4.0", "v4\n"), ...WAIT]);
     expect(corrupt.code).toBe(1);
     expect(corrupt.stdout).toMatch(
@@ -252,6 +254,11 @@ describe("a node upgraded by a declaration naming its release, under the launche
     expect(forged.stdout).toMatch(
       /release 0\.5\.0\/linux\/x64 refused: the release's manifest is not signed by the mesh key/,
     );
+    const huge = await mesh(dir, ["push", n.name, declaration(base, "huge", "0.5.1", "v5.1\n"), ...WAIT]);
+    expect(huge.code).toBe(1);
+    expect(huge.stdout).toMatch(
+      /release 0\.5\.1 not fetched: no room on the disk of .*: \d+\.\d MiB needed, [\d.]+ MiB free/,
+    );
     expect(sha(n.bin)).toBe(before);
     expect(confirmed(n.state)).toBe(before);
     expect(besideBinary(n)).toEqual(["mesh-host"]);
@@ -259,6 +266,62 @@ describe("a node upgraded by a declaration naming its release, under the launche
   });
 });
 
+describe("SIGKILL at each step of an upgrade", () => {
+  /** Where the upgrade stands, read from the files it leaves: the first that holds names the step. */
+  function stepOf(n: Node, oldIno: number, starts: number): string | null {
+    const releaseDir = join(n.state, "release");
+    const beside = readdirSync(dirname(n.bin)).filter((f) => f !== "mesh-host");
+    if (statSync(n.bin).ino !== oldIno) return n.loop.starts > starts ? "first start" : "exiting";
+    if (beside.length) return "unpacking";
+    const fetched = existsSync(releaseDir) ? readdirSync(releaseDir) : [];
+    return fetched.some((f) => f.endsWith(".part")) ? "fetching" : null;
+  }
+
+  it.each(["fetching", "unpacking", "exiting", "first start"])(
+    "killed while %s: the old release or the new one is installed, never neither, and it ends on the new, confirmed",
+    async (step) => {
+      const name = `kill-${step.replace(" ", "-")}`;
+      const n = await launchedNode(name);
+      const old = sha(n.bin);
+      const version = `0.7.${["fetching", "unpacking", "exiting", "first start"].indexOf(step)}`;
+      const next = seaVariant(join(base, `mesh-host-${version}-linux-x64`), version);
+      expect((await mesh(dir, ["release", "add", next])).code).toBe(0);
+      const oldIno = statSync(n.bin).ino;
+      const starts = n.loop.starts;
+      const sent = await mesh(dir, [
+        "push",
+        name,
+        declaration(base, name, version, `${step}\n`),
+        "--wait-s",
+        "0",
+      ]);
+      expect(sent.code, sent.stderr).toBe(0);
+      // polled, not slept on: the kill lands at the first sight of the step (or of a later one on a fast machine)
+      let seen: string | null = null;
+      const deadline = Date.now() + EVENT_WAIT_MS;
+      const order = ["fetching", "unpacking", "exiting", "first start"];
+      while (Date.now() < deadline) {
+        seen = stepOf(n, oldIno, starts);
+        if (seen && order.indexOf(seen) >= order.indexOf(step)) break;
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      expect(seen, "the upgrade under way").not.toBeNull();
+      expect(n.loop.kill(), `a host to kill ${step}`).toBe(true);
+      expect([old, sha(next)], `the binary installed when killed ${seen}`).toContain(sha(n.bin));
+      await confirmedAs(n.state, sha(next), `on ${version} after a kill while ${seen}`);
+      expect(n.loop.exits).toContain("SIGKILL");
+      expect(besideBinary(n)).toEqual(["mesh-host"]);
+      // a kill after the swap leaves the fetch behind: the release, now installed, clears it on its first link
+      await waitFor(
+        () => readdirSync(join(n.state, "release")).length === 0,
+        EVENT_WAIT_MS,
+        "the fetch cleared",
+      );
+    },
+  );
+});
+
+// last: `mesh up` restarted here, which nothing after it should have to wait out
 describe("a fetch cut by a server restart", () => {
   it("resumes from where it stood once the link is back, and the release is installed and confirmed", async () => {
     const n = await launchedNode("cut-1");
@@ -299,9 +362,10 @@ describe("a fetch cut by a server restart", () => {
 
 /**
  * `name`'s first chunk flipped (deleted, and put back altered at the end: same size, other bytes in order), and a
- * copy of its meta as `forged`, its manifest signed by a key that is not the mesh's.
+ * copy of its meta as `forged`, its manifest signed by a key that is not the mesh's, and one as `huge`, signed by
+ * the mesh, whose file is 1 PiB.
  */
-async function tamper(name: string, forged: string): Promise<void> {
+async function tamper(name: string, forged: string, huge: string): Promise<void> {
   const bus = await connectBus(new MeshDir(dir));
   try {
     const m = await bus.jsm.streams.getMessage(RELEASE_STREAM, { last_by_subj: releaseMetaSubject(name) });
@@ -316,10 +380,18 @@ async function tamper(name: string, forged: string): Promise<void> {
     await bus.js.publish(releaseChunkSubject(meta.nuid), flipped);
     const read = verifyManifest(meta.description, new MeshDir(dir).config().mesh_key);
     if (!read.ok) throw new Error(read.reason);
-    const manifest = { ...read.manifest, version: forged.split("/")[0]! };
-    const other = makeMeshKey();
-    const copy = { ...meta, name: forged, description: signManifest(manifest, other.privateKey) };
-    await bus.js.publish(releaseMetaSubject(forged), JSON.stringify(copy));
+    const copy = (as: string, manifest: object, key: KeyObject) =>
+      bus.js.publish(
+        releaseMetaSubject(as),
+        JSON.stringify({ ...meta, name: as, description: signManifest(manifest as never, key) }),
+      );
+    await copy(forged, { ...read.manifest, version: forged.split("/")[0]! }, makeMeshKey().privateKey);
+    // signed by the mesh, and larger than any disk here: refused before a byte is fetched
+    await copy(
+      huge,
+      { ...read.manifest, version: huge.split("/")[0]!, size: 2 ** 50 },
+      new MeshDir(dir).signingKey(),
+    );
   } finally {
     await bus.close();
   }

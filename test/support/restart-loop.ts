@@ -2,7 +2,7 @@
 // (Restart=always), until told to stop. What it exited with, each time, and what it said on stderr are kept.
 import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
-import { killGroup, spawnGroup } from "./processes.ts";
+import { killGroup, signalGroup, spawnGroup } from "./processes.ts";
 import { REPO } from "./sea.ts";
 
 export const LAUNCH = join(REPO, "pkgbuild/launch");
@@ -37,6 +37,11 @@ export class RestartLoop {
         if (!this.stopping) await new Promise((r) => setTimeout(r, 100));
       }
     })();
+  }
+
+  /** SIGKILL the running start (the launcher exec'd the host, so its group is the host's): the loop starts it again. */
+  kill(): boolean {
+    return this.child?.pid ? signalGroup(this.child.pid, "SIGKILL") : false;
   }
 
   async stop(): Promise<void> {

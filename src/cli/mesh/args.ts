@@ -2,7 +2,8 @@
 // MESH_COMMANDS): each subcommand takes its own, anything else is refused in our words. The usage `mesh --help`
 // prints, the man page and the completions are made from the same table.
 import { CODE_EXPIRES_MAX_S, CODE_EXPIRES_S, DEFAULT_MESH_DIR, PUSH_WAIT_S } from "../../defaults.ts";
-import { type Given, printable, tokens, UsageError } from "../args.ts";
+import { type Given, tokens, UsageError } from "../args.ts";
+import { printable } from "../output.ts";
 import {
   type CommandSpec,
   FLAGS,
@@ -69,7 +70,10 @@ export interface MeshArgs {
 }
 
 /** The mesh's flags by name: `--version` takes a value here (a release's), the host's is a switch. */
-const MESH_FLAGS: Record<string, Flag> = { ...FLAGS, version: FLAGS["release-version"] };
+const MESH_FLAGS: Record<string, Flag> = {
+  ...FLAGS,
+  version: { ...FLAGS.version, short: undefined, value: "V" },
+};
 
 /** The words of a two-word command (`node add`, `release ls`), and the second words each takes. */
 const GROUPS: Record<string, readonly string[]> = { node: ["add", "rm"], release: ["add", "ls", "rm"] };

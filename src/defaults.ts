@@ -173,6 +173,11 @@ export const AUTH_RELOAD_MS = 3_000;
 /** A JetStream call that met a reload, or a cluster not yet ready, is tried again after this. */
 export const JS_RETRY_MS = 100;
 export const JETSTREAM_READY_POLL_MS = 250;
+/**
+ * How long a message of ENROL or REPORTS handed to one controller waits for its ack before another controller
+ * is handed it (a controller that died with its machine never acks); answering one takes well under this.
+ */
+export const SHARED_ACK_WAIT_MS = 5_000;
 /** A consume loop whose consumer failed starts again after this. */
 export const CONSUME_RETRY_MS = 250;
 /** `mesh push --wait-s`: how long the reports are waited for. */

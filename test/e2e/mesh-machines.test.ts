@@ -132,7 +132,9 @@ describe.runIf(process.getuid?.() === 0)(
           );
         }),
       );
-      expect(enrols.map((r) => r.code).sort(), enrols.map((r) => r.stderr).join("\n")).toEqual([0, 2]);
+      expect(enrols.map((r) => r.code).sort(), JSON.stringify(enrols.map((r) => [r.code, r.stderr]))).toEqual(
+        [0, 2],
+      );
       expect(enrols.find((r) => r.code === 2)!.stderr).toMatch(/node web-2's code has been used/);
       const nodes = await on(net.machines[2]!, () => mesh(dirs[2]!, ["nodes", "--json"]));
       expect(JSON.parse(nodes.stdout).nodes.find((n: { node: string }) => n.node === "web-2")).toMatchObject({

@@ -165,7 +165,7 @@ describe("three controllers with their own copies of the mesh directory, and a s
       }),
     );
     const codes = enrols.map((r) => r.code).sort();
-    expect(codes, enrols.map((r) => r.stderr).join("\n")).toEqual([0, 2]);
+    expect(codes, JSON.stringify(enrols.map((r) => [r.code, r.stderr]))).toEqual([0, 2]);
     expect(enrols.find((r) => r.code === 2)!.stderr).toMatch(/node web-2's code has been used/);
     // one answer each, from one controller of three: never two memberships
     await nc.flush();

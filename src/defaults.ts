@@ -178,6 +178,11 @@ export const JETSTREAM_READY_POLL_MS = 250;
  * is handed it (a controller that died with its machine never acks); answering one takes well under this.
  */
 export const SHARED_ACK_WAIT_MS = 5_000;
+/**
+ * A controller's pull on a shared durable lasts this long before it asks again: the server keeps a pull of a
+ * controller that died until it expires, and hands it messages meanwhile (each then waits SHARED_ACK_WAIT_MS).
+ */
+export const SHARED_PULL_EXPIRES_MS = 5_000;
 /** A consume loop whose consumer failed starts again after this. */
 export const CONSUME_RETRY_MS = 250;
 /** `mesh push --wait-s`: how long the reports are waited for. */

@@ -59,6 +59,11 @@ export async function meshMain(argv: string[]): Promise<number> {
     return await HANDLERS[args.command]!(new MeshDir(resolve(args.dir)), args);
   } catch (e) {
     if (e instanceof MeshRefused || e instanceof LockBusy) throw new UsageError(e.message);
+    // the client's bare word, past the retries: the servers answer, their JetStream (the mesh's state) does not
+    if (e instanceof Error && /^timeout$|temporarily unavailable/i.test(e.message))
+      throw new Error(
+        "the mesh's bus answers but its JetStream did not in time: the state needs a majority of the servers up (is `mesh up` running on enough of them?)",
+      );
     throw e;
   }
 }

@@ -168,10 +168,13 @@ export const JETSTREAM_READY_MS = 60_000;
 export const MESH_CONNECT_TIMEOUT_MS = 5_000;
 /** How long a JetStream call is tried again while the servers reload a user list. */
 export const JS_RELOAD_MS = 15_000;
-/** A server reloading its user list refuses a sign-in for a moment: the controller's is tried again this long. */
-export const AUTH_RELOAD_MS = 3_000;
 /** A JetStream call that met a reload, or a cluster not yet ready, is tried again after this. */
 export const JS_RETRY_MS = 100;
+/** How long a new consumer's leader election is waited for before its node is told of it (a cluster's). */
+export const CONSUMER_LEADER_MS = 30_000;
+/** The controller's credentials refused (a cluster reloading its user list): tried this often, this far apart. */
+export const CONTROLLER_AUTH_TRIES = 5;
+export const CONTROLLER_AUTH_RETRY_MS = 500;
 export const JETSTREAM_READY_POLL_MS = 250;
 /**
  * How long a message of ENROL or REPORTS handed to one controller waits for its ack before another controller

@@ -159,10 +159,6 @@ export const SERVER_RELOAD_MS = 15_000;
 export const SERVER_STOP_MS = 10_000;
 /** How often a server's log is read again while one waits for its word. */
 export const SERVER_LOG_POLL_MS = 25;
-/** How long a command waits for the mesh directory's lock (another `mesh` command holding it). */
-export const MESH_LOCK_WAIT_MS = 30_000;
-/** How often a held mesh lock is tried again. */
-export const MESH_LOCK_POLL_MS = 20;
 /** JetStream answers once the servers agree on a leader: a cluster coming up takes a few seconds. */
 export const JETSTREAM_READY_MS = 60_000;
 export const MESH_CONNECT_TIMEOUT_MS = 5_000;

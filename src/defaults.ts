@@ -159,10 +159,6 @@ export const SERVER_RELOAD_MS = 15_000;
 export const SERVER_STOP_MS = 10_000;
 /** How often a server's log is read again while one waits for its word. */
 export const SERVER_LOG_POLL_MS = 25;
-/** How long a command waits for the mesh directory's lock (another `mesh` command holding it). */
-export const MESH_LOCK_WAIT_MS = 30_000;
-/** How often a held mesh lock is tried again. */
-export const MESH_LOCK_POLL_MS = 20;
 /** JetStream answers once the servers agree on a leader: a cluster coming up takes a few seconds. */
 export const JETSTREAM_READY_MS = 60_000;
 export const MESH_CONNECT_TIMEOUT_MS = 5_000;
@@ -176,6 +172,16 @@ export const CONSUMER_LEADER_MS = 30_000;
 export const CONTROLLER_AUTH_TRIES = 5;
 export const CONTROLLER_AUTH_RETRY_MS = 500;
 export const JETSTREAM_READY_POLL_MS = 250;
+/**
+ * How long a message of ENROL or REPORTS handed to one controller waits for its ack before another controller
+ * is handed it (a controller that died with its machine never acks); answering one takes well under this.
+ */
+export const SHARED_ACK_WAIT_MS = 5_000;
+/**
+ * A controller's pull on a shared durable lasts this long before it asks again: the server keeps a pull of a
+ * controller that died until it expires, and hands it messages meanwhile (each then waits SHARED_ACK_WAIT_MS).
+ */
+export const SHARED_PULL_EXPIRES_MS = 5_000;
 /** A consume loop whose consumer failed starts again after this. */
 export const CONSUME_RETRY_MS = 250;
 /** `mesh push --wait-s`: how long the reports are waited for. */

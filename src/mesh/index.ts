@@ -6,7 +6,7 @@
 export { type Bus, BusDown, connectBus, ensureNodeConsumer, ensureStreams, jsCall } from "./bus.ts";
 export { meshUsers, type ServerUser, serverConf, usersConf } from "./conf.ts";
 export { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
-export { LockBusy, writeAtomic } from "./files.ts";
+export { writeAtomic } from "./files.ts";
 export { age, type FleetRow, fleetRows, fleetTable } from "./fleet.ts";
 export { type HeardFrom, heardFrom, identityOf } from "./heard.ts";
 export { type InitOptions, initMesh } from "./init.ts";

@@ -186,6 +186,8 @@ class Controller {
 
   /** An enrolment question: answered with the membership sealed to its key, or refused with a reason. */
   private async answer(m: JsMsg): Promise<void> {
+    // handed to this controller: the others are not handed it again while it works (SHARED_ACK_WAIT_MS)
+    m.working();
     const json = parseJsonBytes(m.data);
     const parsed = json.ok ? EnrolQuestion.safeParse(json.value) : null;
     if (!parsed?.success) {

@@ -12,7 +12,6 @@ import {
   fleetTable,
   type Heard,
   initMesh,
-  LockBusy,
   MeshDir,
   MeshRefused,
   matchingNodes,
@@ -79,7 +78,12 @@ export async function meshMain(argv: string[]): Promise<number> {
   try {
     return await HANDLERS[args.command]!(new MeshDir(resolve(args.dir)), args);
   } catch (e) {
-    if (e instanceof MeshRefused || e instanceof LockBusy) throw new UsageError(e.message);
+    if (e instanceof MeshRefused) throw new UsageError(e.message);
+    // the client's bare word, past the retries: the servers answer, their JetStream (the mesh's state) does not
+    if (e instanceof Error && /^timeout$|temporarily unavailable/i.test(e.message))
+      throw new Error(
+        "the mesh's bus answers but its JetStream did not in time: the state needs a majority of the servers up (is `mesh up` running on enough of them?)",
+      );
     throw e;
   }
 }

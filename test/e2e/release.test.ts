@@ -19,8 +19,11 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dial, releaseSource } from "../../src/link/index.ts";
 import { connectBus, MeshDir } from "../../src/mesh/index.ts";
+import { State } from "../../src/store/index.ts";
 import {
   makeMeshKey,
   ObjectMeta,
@@ -165,6 +168,11 @@ describe("mesh release add, ls, rm", () => {
     const again = await mesh(dir, ["release", "add", v]);
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/release 0\.0\.9\/linux\/x64 is stored already/);
+    // the mesh's signing key and the bus's passwords never reach what the release commands print
+    const { controller, route } = new MeshDir(dir).secrets();
+    const secrets = [readFileSync(join(dir, "signing.key"), "utf8").split("\n")[1]!, controller, route];
+    for (const out of [added, ls, again])
+      for (const secret of secrets) expect(out.stdout + out.stderr).not.toContain(secret);
     const rm = await mesh(dir, ["release", "rm", "0.0.9"]);
     expect(rm.code, rm.stderr).toBe(0);
     expect(JSON.parse((await mesh(dir, ["release", "ls", "--json"])).stdout).releases).toEqual([]);
@@ -210,6 +218,36 @@ describe("a node upgraded by a declaration naming its release, under the launche
       detail: "release 0.2.0 is installed",
     });
     expect(readFileSync(join(nodes[0]!.root, "etc/app.conf"), "utf8")).toBe("v2 again\n");
+  });
+
+  it("a node's own credentials (what its state directory holds) read releases by direct get, and nothing more", async () => {
+    const membership = new State(nodes[0]!.state).readMembership()!;
+    const dialled = await dial({
+      servers: membership.servers,
+      fingerprint: membership.fingerprint,
+      user: membership.user,
+      password: membership.password,
+      inboxPrefix: `_INBOX.node.${nodes[0]!.name}`,
+    });
+    if (!dialled.ok) throw new Error(dialled.reason);
+    const nc = dialled.nc;
+    try {
+      const meta = await releaseSource(nc).meta("0.2.0/linux/x64");
+      expect(meta?.name).toBe("0.2.0/linux/x64");
+      const js = jetstream(nc);
+      const jsm = await jetstreamManager(nc, { checkAPI: false });
+      await expect(js.publish(releaseChunkSubject(meta!.nuid), "evil", { timeout: 2000 })).rejects.toThrow(
+        /Permissions Violation for Publish to "\$O\.mesh-releases\.C\./,
+      );
+      await expect(jsm.streams.purge(RELEASE_STREAM)).rejects.toThrow(/Permissions Violation/);
+      await expect(
+        jsm.consumers.add(RELEASE_STREAM, { name: "evil", ack_policy: AckPolicy.None }),
+      ).rejects.toThrow(/Permissions Violation/);
+    } finally {
+      await nc.close();
+    }
+    const ls = await mesh(dir, ["release", "ls", "--json"]);
+    expect(JSON.parse(ls.stdout).releases.map((r: { name: string }) => r.name)).toContain("0.2.0/linux/x64");
   });
 
   it("a release that exits 1 at start: installed, three failed starts, rolled back once, and the next report says so", async () => {

@@ -53,7 +53,9 @@ async function replay(bus: Bus, first: Uint8Array, up: Running): Promise<void> {
   const report = new Promise<Report>((resolve) => {
     const sub = bus.nc.subscribe(`mesh.report.${NODE}`, {
       callback: (_e, m) => {
-        const r = Report.safeParse(JSON.parse(new TextDecoder().decode(m.data)));
+        // a signed node message (protocol.md): the report is its body; `mesh up` is the one that verifies it
+        const signed = JSON.parse(new TextDecoder().decode(m.data)) as { body?: string };
+        const r = Report.safeParse(JSON.parse(signed.body ?? "null"));
         if (r.success && r.data.outcome === "refused") {
           sub.unsubscribe();
           resolve(r.data);

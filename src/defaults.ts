@@ -179,6 +179,8 @@ export const PUSH_WAIT_S = 60;
 export const PROGRESS_REDRAW_MS = 1_000;
 /** The fleet view is written at most this often, however many heartbeats a second arrive. */
 export const FLEET_WRITE_MS = 1_000;
+/** A cell of `mesh nodes` shows at most this much of what a node said (its version): a table stays a table. */
+export const FLEET_CELL_CHARS = 64;
 /** `mesh up` says the same line (a node repeating a wrong message) at most once this often, counting the rest. */
 export const UP_SAID_REPEAT_MS = 60_000;
 /** How many pushes a node's record remembers (serial, stream seq, digest), to name a report's serial. */
@@ -247,3 +249,6 @@ export const RELEASE_GET_TIMEOUT_MS = 10_000;
 export const RELEASE_PROGRESS_CHUNKS = 8;
 /** Room a release must leave on the disk beyond its own bytes, so installing it never fills the disk. */
 export const RELEASE_SPACE_MARGIN_BYTES = 32 * 1024 * 1024;
+
+/** How many entries a plan's line names (what a purge removes) before it says how many more: a line, not a listing. */
+export const PLAN_NAMES_MAX = 10;

@@ -9,6 +9,7 @@ import {
   REDIAL_SPREAD_S,
 } from "../defaults.ts";
 import type { HostKind } from "../hosts/index.ts";
+import { printable } from "./output.ts";
 import { COMMANDS, type Command, commandSpec, FLAGS, type Flag, type FlagName, flagsOf } from "./table.ts";
 
 export type { Command } from "./table.ts";
@@ -86,7 +87,7 @@ export function tokens(
       : spelt.length === 2
         ? byName[byShort.get(spelt.slice(1))?.name ?? ""]
         : undefined;
-    if (!f) throw new UsageError(`unknown flag ${printable(spelt)}${hint(positionals[0])}`);
+    if (!f) throw new UsageError(`unknown flag ${printable(spelt, 60)}${hint(positionals[0])}`);
     if (!f.value) {
       if (eq > 0) throw new UsageError(`--${f.name} takes no value${hint(positionals[0])}`);
       given.push([f, true, spelt]);
@@ -106,12 +107,6 @@ function helpHint(command: string | undefined): string {
   return command && commandSpec(command) ? ` (see \`mesh-host help ${command}\`)` : " (see `mesh-host help`)";
 }
 
-/** A value from argv fit for one line: no control characters, not endless. */
-export function printable(s: string): string {
-  const safe = s.replace(/[\u0000-\u001f\u007f-\u009f]/g, "?");
-  return safe.length > 60 ? `${safe.slice(0, 60)}…` : safe;
-}
-
 export function parseCli(argv: string[]): Args {
   const { given, positionals } = tokens(argv);
   const [first, ...rest] = positionals;
@@ -125,7 +120,7 @@ export function parseCli(argv: string[]): Args {
   if (values.version) return { ...argsOf(values), command: "version", positionals: [] };
   if (first !== undefined && !commandSpec(first))
     throw new UsageError(
-      `unknown command "${printable(first)}" (commands: ${COMMANDS.map((c) => c.name).join(", ")}; see \`mesh-host help\`)`,
+      `unknown command "${printable(first, 60)}" (commands: ${COMMANDS.map((c) => c.name).join(", ")}; see \`mesh-host help\`)`,
     );
   const command = (first ?? "help") as Command;
   if (values.help || command === "help") return helpArgs(command === "help" ? rest[0] : command);
@@ -142,7 +137,7 @@ export function parseCli(argv: string[]): Args {
     }
     if (f.choices && typeof v === "string" && !f.choices.includes(v))
       throw new UsageError(
-        `--${f.name} must be ${f.choices.join(" or ")}, not "${printable(v)}"${helpHint(command)}`,
+        `--${f.name} must be ${f.choices.join(" or ")}, not "${printable(v, 60)}"${helpHint(command)}`,
       );
   }
   return { ...argsOf(values), command, positionals: rest };
@@ -151,7 +146,7 @@ export function parseCli(argv: string[]): Args {
 function helpArgs(topic: string | undefined): Args {
   if (topic !== undefined && !commandSpec(topic))
     throw new UsageError(
-      `no help for "${printable(topic)}": it is not a command (commands: ${COMMANDS.map((c) => c.name).join(", ")})`,
+      `no help for "${printable(topic, 60)}": it is not a command (commands: ${COMMANDS.map((c) => c.name).join(", ")})`,
     );
   return { ...argsOf({}), command: "help", helpFor: topic as Command | undefined, positionals: [] };
 }
@@ -161,7 +156,7 @@ function seconds(name: FlagName, value: string | undefined, fallback: number): n
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0 || n > 86_400)
     throw new UsageError(
-      `--${name} must be a number of seconds between 0 and 86400, not "${printable(value)}"`,
+      `--${name} must be a number of seconds between 0 and 86400, not "${printable(value, 60)}"`,
     );
   return n;
 }

@@ -26,10 +26,10 @@ export const MESH_EXITS: readonly Exit[] = [
 
 export const ENROL_EXITS: readonly Exit[] = [
   [0, "enrolled: the membership and the node's name are saved"],
-  [1, "the bus could not be reached or did not answer (a spent code's user is gone, so the bus refuses it)"],
+  [1, "the bus could not be reached or did not answer"],
   [
     2,
-    "refused: a malformed code, bad flags, a node already enrolled, or the mesh's own refusal; nothing changed",
+    "refused: a malformed code, bad flags, a node already enrolled, a code the bus refuses (wrong, already used or withdrawn), or the mesh's own refusal; nothing changed",
   ],
 ];
 

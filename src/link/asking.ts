@@ -74,7 +74,10 @@ export async function ask(approach: Approach, asking: Asking, opts: AskOptions =
     timeoutMs: opts.dialTimeoutMs,
   });
   if (!dialled.ok) {
-    const hint = dialled.kind === "auth" ? ": the token is wrong, used or withdrawn" : "";
+    const hint =
+      dialled.kind === "auth"
+        ? ": the enrolment code is wrong, already used, or withdrawn; ask the operator for a new one"
+        : "";
     return { ok: false, kind: dialled.kind, reason: `cannot enrol: ${dialled.reason}${hint}` };
   }
   try {

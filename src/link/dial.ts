@@ -22,6 +22,7 @@ import {
   PING_INTERVAL_MS,
   PREFLIGHT_CLOSE_MS,
 } from "../defaults.ts";
+import { credentialsRefused, reachWords } from "./failures.ts";
 
 export interface DialOptions {
   /** `nats://host:port`, tried in order; the first that passes the pin and takes the password wins. */
@@ -163,7 +164,7 @@ export function peerCertificate(host: string, port: number, timeoutMs: number): 
     );
     socket.setNoDelay(true);
     socket.on("error", (e: NodeJS.ErrnoException) =>
-      finish({ ok: false, kind: "unreachable", reason: `cannot reach ${server}: ${e.code ?? e.message}` }),
+      finish({ ok: false, kind: "unreachable", reason: `cannot reach ${server}: ${reachWords(e)}` }),
     );
     socket.on("close", () =>
       finish({
@@ -216,7 +217,7 @@ function handshake(socket: Socket, host: string, server: string, finish: (r: Fet
     servername: isIP(host) ? undefined : host,
   });
   upgraded.on("error", (e: NodeJS.ErrnoException) =>
-    finish({ ok: false, kind: "tls", reason: `TLS with ${server} failed: ${e.code ?? e.message}` }),
+    finish({ ok: false, kind: "tls", reason: `TLS with ${server} failed: ${reachWords(e)}` }),
   );
   upgraded.once("secureConnect", () => {
     const cert = upgraded.getPeerCertificate(true);
@@ -245,7 +246,7 @@ function failureOf(e: unknown, server: string, user: string): Dialled {
     return {
       ok: false,
       kind: "auth",
-      reason: `authentication error: ${server} refused user ${user} (${err.message})`,
+      reason: credentialsRefused(server, user),
     };
   const code = err.code ?? err.cause?.code;
   const message = err.message || err.cause?.message || String(e);
@@ -257,7 +258,11 @@ function failureOf(e: unknown, server: string, user: string): Dialled {
     };
   if (err instanceof errors.TimeoutError)
     return { ok: false, kind: "unreachable", reason: `${server} did not answer in time` };
-  return { ok: false, kind: "unreachable", reason: `${server}: ${message}` };
+  return {
+    ok: false,
+    kind: "unreachable",
+    reason: `${server}: ${code ? reachWords(err.code ? err : err.cause) : message}`,
+  };
 }
 
 export function hostPort(server: string): { host: string; port: number } | null {

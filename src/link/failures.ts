@@ -76,3 +76,30 @@ export function bindFailure(
 export function missingConsumer({ stream, consumer }: Membership): string {
   return `consumer ${consumer} on ${stream} does not exist: the mesh creates it at enrolment`;
 }
+
+/** A socket's errno, said: "ECONNREFUSED" alone reached the node's log and the enrolling user. */
+const REACH_WORDS: Record<string, string> = {
+  ECONNREFUSED: "nothing listens there (connection refused)",
+  ECONNRESET: "the connection was cut (reset by the other end)",
+  EHOSTUNREACH: "no route to that host (host unreachable)",
+  ENETUNREACH: "no route to that network (network unreachable)",
+  ETIMEDOUT: "it did not answer (timed out)",
+  ENOTFOUND: "the name does not resolve (not found)",
+  EAI_AGAIN: "the name could not be looked up now (temporary failure)",
+  EPIPE: "the connection was closed while writing (broken pipe)",
+  EACCES: "this machine does not allow the connection (permission denied)",
+};
+
+/** Why a connection to the bus failed, in words, the errno after them for a search; never the bare code. */
+export function reachWords(e: unknown): string {
+  const err = e as Failure;
+  const code = typeof err?.code === "string" ? err.code : undefined;
+  if (code && REACH_WORDS[code]) return REACH_WORDS[code];
+  if (code && /^E[A-Z_]+$/.test(code)) return `the connection failed (${code})`;
+  return messageOf(e).split("\n")[0] ?? "the connection failed";
+}
+
+/** The bus refused a user's credentials: said without nats' "(Authorization Violation)". */
+export function credentialsRefused(server: string, user: string): string {
+  return `authentication error: ${server} refused ${user}'s credentials`;
+}

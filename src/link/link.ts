@@ -5,7 +5,7 @@
 // DECLARE/node-<n>, acks under $JS.ACK.DECLARE.node-<n>.>, its own report/heartbeat/rekey subjects, and
 // subscriptions only under _INBOX.node.<n>. So it calls no other JetStream API — no account info
 // (checkAPI off), no stream info — and creates nothing: a missing consumer is the mesh's to answer.
-import { createHash } from "node:crypto";
+import { createHash, type KeyObject } from "node:crypto";
 import { type Consumer, type JetStreamClient, type JsMsg, jetstream } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import {
@@ -23,6 +23,7 @@ import {
   nodeUser,
   Report,
   reportSubject,
+  signMessage,
 } from "../vocabulary/index.ts";
 import { type DialFailure, dial } from "./dial.ts";
 import {
@@ -82,9 +83,9 @@ export interface Link {
   declarations(): AsyncIterable<Delivered>;
   /** How many declarations wait on the consumer now (consumer info); null when it cannot be asked. */
   waiting(): Promise<number | null>;
-  /** JetStream publish to `mesh.report.<n>`, settled when the server acknowledges it. */
-  report(report: Report | Uint8Array): Promise<Reported>;
-  /** Core publish to `mesh.heartbeat.<n>`: may be lost, costs nothing. */
+  /** Signed by the identity key, JetStream publish to `mesh.report.<n>`, settled when the server acknowledges it. */
+  report(report: Report): Promise<Reported>;
+  /** Signed by the identity key, core publish to `mesh.heartbeat.<n>`: may be lost, costs nothing. */
   heartbeat(heartbeat: Heartbeat): Sent;
   /** Releases, read by direct get on the mesh's release stream (fetch-release.ts). */
   releases(): ReleaseSource;
@@ -94,12 +95,15 @@ export interface Link {
 }
 
 const enc = new TextEncoder();
-const dec = new TextDecoder();
 
-/** Dial as the membership's user, exactly as the mesh composed it, with inbox prefix `_INBOX.node.<n>`. */
+/**
+ * Dial as the membership's user, exactly as the mesh composed it, with inbox prefix `_INBOX.node.<n>`.
+ * `identity` is the node's Ed25519 identity private key: every report and heartbeat is signed with it.
+ */
 export async function openLink(
   membership: Membership,
   node: string,
+  identity: KeyObject,
   opts: LinkOptions = {},
 ): Promise<Opened> {
   if (membership.transport !== "nats" && membership.transport !== "")
@@ -125,16 +129,17 @@ export async function openLink(
     timeoutMs: opts.dialTimeoutMs,
   });
   if (!dialled.ok) return dialled;
-  return { ok: true, link: new NatsLink(dialled.nc, dialled.server, membership, node, opts) };
+  return { ok: true, link: new NatsLink(dialled.nc, dialled.server, membership, node, identity, opts) };
 }
 
 /** Dial, then bind: a link that cannot bind its consumer is no link (the mesh's to answer, said plainly). */
 export async function openBound(
   membership: Membership,
   node: string,
+  identity: KeyObject,
   opts: LinkOptions = {},
 ): Promise<Opened> {
-  const opened = await openLink(membership, node, opts);
+  const opened = await openLink(membership, node, identity, opts);
   if (!opened.ok) return opened;
   const bound = await opened.link.bind();
   if (bound.ok) return opened;
@@ -154,6 +159,7 @@ class NatsLink implements Link {
     readonly server: string,
     private readonly membership: Membership,
     readonly node: string,
+    private readonly identity: KeyObject,
     private readonly opts: LinkOptions,
   ) {
     // jetstream() makes no API call of its own (only jetstreamManager() asks $JS.API.INFO, not ours to ask)
@@ -324,10 +330,12 @@ class NatsLink implements Link {
     };
   }
 
-  async report(report: Report | Uint8Array): Promise<Reported> {
-    const data = report instanceof Uint8Array ? report : enc.encode(JSON.stringify(report));
-    const problem = reportProblem(data, this.node);
+  async report(report: Report): Promise<Reported> {
+    const problem = reportProblem(report, this.node);
     if (problem) return { ok: false, reason: problem };
+    // signed as it is sent, not as it is kept: the outbox holds what the node said, and the key that signs it is
+    // the one the node holds now. Ed25519 is deterministic, so a retry sends the same bytes.
+    const data = enc.encode(JSON.stringify(signMessage(report, this.identity)));
     const subject = reportSubject(this.node);
     const h = headers();
     // the same bytes sent again (an outbox retry after a lost ack) are one message to the stream
@@ -360,7 +368,7 @@ class NatsLink implements Link {
     if (parsed.data.node !== this.node)
       return { ok: false, reason: `the heartbeat is for node ${parsed.data.node}, not ${this.node}` };
     try {
-      this.nc.publish(heartbeatSubject(this.node), JSON.stringify(heartbeat));
+      this.nc.publish(heartbeatSubject(this.node), JSON.stringify(signMessage(parsed.data, this.identity)));
       return { ok: true };
     } catch (e) {
       return { ok: false, reason: `the heartbeat was not sent: ${messageOf(e)}` };
@@ -372,14 +380,8 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
-function reportProblem(data: Uint8Array, node: string): string | null {
-  let json: unknown;
-  try {
-    json = JSON.parse(dec.decode(data));
-  } catch {
-    return "the report is not JSON";
-  }
-  const parsed = Report.safeParse(json);
+function reportProblem(report: Report, node: string): string | null {
+  const parsed = Report.safeParse(report);
   if (!parsed.success) return `the report is malformed: ${firstIssue(parsed.error)}`;
   if (parsed.data.node !== node) return `the report is for node ${parsed.data.node}, not ${node}`;
   return null;

@@ -169,13 +169,21 @@ export async function dropNode(bus: Bus, node: string): Promise<void> {
   await bus.jsm.streams.purge("DECLARE", { filter: declareSubject(node) }).catch(() => undefined);
 }
 
-/** Consumers of DECLARE whose node has no record: left by a `node rm` made while the bus was down. */
-export async function sweepConsumers(bus: Bus, known: Set<string>): Promise<string[]> {
+/**
+ * Consumers of DECLARE whose node has no record: left by a `node rm` made while the bus was down. Each is looked
+ * up again before it goes: another operator may have added the node since `known` was read.
+ */
+export async function sweepConsumers(bus: Bus, known: (node: string) => Promise<boolean>): Promise<string[]> {
   const gone: string[] = [];
   for await (const info of bus.jsm.consumers.list("DECLARE")) {
     const node = info.name.startsWith("node-") ? info.name.slice(5) : null;
-    if (node && !known.has(node)) gone.push(node);
+    if (node) gone.push(node);
   }
-  for (const node of gone) await dropNode(bus, node);
-  return gone;
+  const swept: string[] = [];
+  for (const node of gone)
+    if (!(await known(node))) {
+      await dropNode(bus, node);
+      swept.push(node);
+    }
+  return swept;
 }

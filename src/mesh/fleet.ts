@@ -1,6 +1,7 @@
 // The fleet view: what the controllers heard last from each node (the mesh-fleet bucket), merged so that two
 // controllers writing one node's entry keep the newer of each half, and the rows `mesh nodes` shows from it.
-import type { Heartbeat, Report } from "../vocabulary/index.ts";
+import { FLEET_CELL_CHARS } from "../defaults.ts";
+import { type Heartbeat, printable, type Report } from "../vocabulary/index.ts";
 import type { FleetEntry, NodeRecord } from "./state.ts";
 
 /** What one controller heard of a node since it last wrote the node's entry. */
@@ -8,6 +9,8 @@ export interface Heard {
   heartbeat?: NonNullable<FleetEntry["heartbeat"]>;
   report?: NonNullable<FleetEntry["report"]>;
   dropped?: number;
+  /** Messages on its subjects that did not verify against its identity key. */
+  unverified?: number;
 }
 
 export function heartbeatOf(hb: Heartbeat, at = new Date()): NonNullable<FleetEntry["heartbeat"]> {
@@ -65,6 +68,7 @@ export function merged(current: FleetEntry | null, heard: Heard): FleetEntry {
     heartbeat: later(base.heartbeat, heard.heartbeat),
     report,
     dropped_heartbeats: base.dropped_heartbeats + (heard.dropped ?? 0),
+    dropped_unverified: (base.dropped_unverified ?? 0) + (heard.unverified ?? 0),
   };
 }
 
@@ -79,6 +83,8 @@ export interface FleetRow {
   moved_to: string | null;
   /** Heartbeats dropped unread: past the node's budget (a flood). */
   heartbeats_dropped: number;
+  /** Reports and heartbeats on its subjects dropped as not signed by its identity key: someone speaking as it. */
+  unverified_dropped: number;
 }
 
 const ageOf = (iso: string, now: number) => Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
@@ -105,6 +111,7 @@ export function fleetRows(
       confirmed: hb?.confirmed ?? null,
       moved_to: r.moved_to,
       heartbeats_dropped: e?.dropped_heartbeats ?? 0,
+      unverified_dropped: e?.dropped_unverified ?? 0,
     };
   });
   const silence = (row: FleetRow) =>
@@ -121,17 +128,23 @@ export function age(s: number | null): string {
 
 export function fleetTable(rows: FleetRow[]): string {
   if (!rows.length) return "no nodes: `mesh-host mesh node add NAME` adds one\n";
-  const cells = rows.map((r) => [
-    r.node,
-    r.enrolled ? (r.mode ?? "-") : "not enrolled",
-    r.version ?? "-",
-    age(r.heartbeat_age_s),
-    r.report ? `${r.report.outcome} serial ${r.report.serial ?? "?"} ${age(r.report.age_s)}` : "-",
-    // false until the node's first reconcile after a start has finished: not yet, rather than a failure
-    r.confirmed === null ? "-" : r.confirmed ? "yes" : "not yet",
-  ]);
+  const cells = rows.map((r) =>
+    [
+      r.node,
+      r.enrolled ? (r.mode ?? "-") : "not enrolled",
+      r.version ?? "-",
+      age(r.heartbeat_age_s),
+      r.report ? `${r.report.outcome} serial ${r.report.serial ?? "?"} ${age(r.report.age_s)}` : "-",
+      // false until the node's first reconcile after a start has finished: not yet, rather than a failure
+      r.confirmed === null ? "-" : r.confirmed ? "yes" : "not yet",
+      // what a node said (its version, its report's outcome and mode) is shown escaped: it must not drive the terminal
+    ].map((c) => printable(c, FLEET_CELL_CHARS)),
+  );
   const head = ["NODE", "MODE", "VERSION", "HEARTBEAT", "LAST REPORT", "CONFIRMED"];
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  const unverified = rows
+    .filter((r) => r.unverified_dropped)
+    .map((r) => `${r.node}: ${r.unverified_dropped} message(s) dropped, not signed by its identity key\n`);
   return [head, ...cells]
     .map(
       (c) =>
@@ -140,5 +153,6 @@ export function fleetTable(rows: FleetRow[]): string {
           .join("  ")
           .trimEnd()}\n`,
     )
-    .join("");
+    .join("")
+    .concat(...unverified);
 }

@@ -5,10 +5,10 @@
 // finds the controller's main link (enrolments, reports, the buckets) slow, because this one is not it.
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { FLEET_WRITE_MS, HEARTBEAT_BUDGET, HEARTBEAT_WINDOW_MS, KV_CAS_TRIES } from "../defaults.ts";
-import { Heartbeat, parseJsonBytes } from "../vocabulary/index.ts";
 import { type Heard, heartbeatOf, merged } from "./fleet.ts";
+import { heardFrom, identityOf } from "./heard.ts";
 import { modify } from "./kv.ts";
-import type { State } from "./state.ts";
+import type { NodeRecord, State } from "./state.ts";
 
 /** The queue group every controller's heartbeat subscription joins: one of them handles each heartbeat. */
 export const CONTROLLERS_QUEUE = "mesh-controllers";
@@ -61,6 +61,7 @@ export class FleetWriter {
       heartbeat: heard.heartbeat ?? was.heartbeat,
       report: heard.report ?? was.report,
       dropped: (was.dropped ?? 0) + (heard.dropped ?? 0),
+      unverified: (was.unverified ?? 0) + (heard.unverified ?? 0),
     });
     if (now) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), FLEET_WRITE_MS);
@@ -86,32 +87,39 @@ export class FleetWriter {
 }
 
 /**
- * Subscribe `nc` (a connection of its own) to every node's heartbeats. `known` answers from memory whether a
- * node is in the mesh: nothing per message reads a file or the bus.
+ * Subscribe `nc` (a connection of its own) to every node's heartbeats. `recordOf` answers from memory with a
+ * node's record (its identity key): nothing per message reads a file or the bus. The budget is taken before the
+ * signature is checked, so a flood costs the controller a count, not a verification, a message.
  */
 export function takeHeartbeats(
   nc: NatsConnection,
-  known: (node: string) => boolean,
+  recordOf: (node: string) => NodeRecord | undefined,
   budget: Budget,
   writer: FleetWriter,
   /** Told of each heartbeat taken: the node was heard as itself. */
   spoke: (node: string) => void,
   /** Told why a heartbeat was not taken (not of each one dropped: the budget counts those). */
-  told: { refused(subject: string, why: string): void; forged(subject: string, claims: string): void },
+  told: { refused(subject: string, why: string): void; unverified(node: string, why: string): void },
 ): Subscription {
   return nc.subscribe("mesh.heartbeat.>", {
     queue: CONTROLLERS_QUEUE,
     callback: (err, m) => {
       if (err) return;
       const node = m.subject.slice("mesh.heartbeat.".length);
-      if (!known(node)) return told.refused(m.subject, "from no node of this mesh (removed?)");
+      const record = recordOf(node);
+      if (!record) return told.refused(m.subject, "from no node of this mesh (removed?)");
       if (!budget.take(node)) return writer.heard(node, { dropped: 1 });
-      const json = parseJsonBytes(m.data);
-      if (!json.ok) return told.refused(m.subject, `not JSON (${json.reason})`);
-      const h = Heartbeat.safeParse(json.value);
-      if (!h.success) return told.refused(m.subject, "not a heartbeat this mesh reads");
-      if (h.data.node !== node) return told.forged(m.subject, h.data.node);
-      writer.heard(node, { heartbeat: heartbeatOf(h.data) });
+      // a node whose enrolment this controller has not read yet (its keys are a moment behind the answer): its
+      // first heartbeats are dropped unsaid and uncounted, there being no key to hold them to, nor to forge
+      const identity = identityOf(record);
+      if (!identity) return;
+      // the node's only when signed by the key it enrolled with: anything else is dropped and counted
+      const h = heardFrom(node, identity, m.data, "heartbeat");
+      if (!h.ok) {
+        writer.heard(node, { unverified: 1 });
+        return told.unverified(node, h.reason);
+      }
+      writer.heard(node, { heartbeat: heartbeatOf(h.value) });
       spoke(node);
     },
   });

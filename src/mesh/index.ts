@@ -8,6 +8,7 @@ export { meshUsers, type ServerUser, serverConf, usersConf } from "./conf.ts";
 export { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 export { LockBusy, writeAtomic } from "./files.ts";
 export { age, type FleetRow, fleetRows, fleetTable } from "./fleet.ts";
+export { type HeardFrom, heardFrom, identityOf } from "./heard.ts";
 export { type InitOptions, initMesh } from "./init.ts";
 export { Bucket, Conflict, type Entry } from "./kv.ts";
 export { type MeshConfig, MeshDir, MeshRefused } from "./layout.ts";

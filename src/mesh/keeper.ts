@@ -32,6 +32,8 @@ export class Keeper {
   private running: Promise<void> | null = null;
   private again = false;
   private first = true;
+  /** When the soonest live code expires: the list is rendered again then. */
+  private nextExpiry = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly mesh: MeshDir,
@@ -75,7 +77,9 @@ export class Keeper {
   private async check(): Promise<void> {
     try {
       const mark = await this.mark();
-      if (mark.nodes !== this.rendered.nodes || mark.codes !== this.rendered.codes) this.changed();
+      const moved = mark.nodes !== this.rendered.nodes || mark.codes !== this.rendered.codes;
+      // a code that expired since: its enrolling user goes from the list, though no key changed
+      if (moved || this.nextExpiry <= Date.now()) this.changed();
     } catch {
       // the link is down: the next check tries again
     }
@@ -113,14 +117,10 @@ export class Keeper {
     for (const n of before ? this.nodes.keys() : []) if (!before!.has(n)) this.told(n, "added");
     for (const n of before?.keys() ?? []) if (!this.nodes.has(n)) this.told(n, "removed");
     this.codes = new Map(codes.map((c) => [c.key, c]));
-    await reloadUsers(
-      this.mesh,
-      meshUsers(
-        this.mesh.secrets(),
-        nodes,
-        codes.map((c) => c.value),
-      ),
-    );
+    const now = Date.now();
+    const live = codes.map((c) => c.value).filter((c) => Date.parse(c.expires_at) > now);
+    this.nextExpiry = Math.min(Number.POSITIVE_INFINITY, ...live.map((c) => Date.parse(c.expires_at)));
+    await reloadUsers(this.mesh, meshUsers(this.mesh.secrets(), nodes, live));
     this.rendered = mark;
     this.first = false;
   }

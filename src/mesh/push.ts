@@ -10,15 +10,14 @@ import {
   digestOf,
   INSTALLER_SECRET,
   parseDeclarationBody,
-  parseJsonBytes,
   type Report,
-  Report as ReportSchema,
   refusalLine,
   reportSubject,
   seal,
   signEnvelope,
 } from "../vocabulary/index.ts";
 import { firstLine, jsCall } from "./bus.ts";
+import { heardFrom } from "./heard.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 import { allNodes, changeNode, knownNode, type NodeRecord, type State } from "./state.ts";
 
@@ -34,6 +33,8 @@ export interface Composed {
   serial: number;
   body: string;
   digest: string;
+  /** The node's identity key: what the body is addressed to, and what its report must be signed by. */
+  to: string;
   /** What a later move carries again: the declaration as pushed, without its order. */
   kept: Record<string, unknown>;
 }
@@ -73,7 +74,7 @@ export function compose(
     throw new MeshRefused(
       `the declaration names node ${JSON.stringify(named).slice(0, 70)}, not ${node}: push it to that node, or leave "node" out`,
     );
-  const { serial: _s, issued_at: _i, ...rest } = input.file;
+  const { serial: _s, issued_at: _i, to: _t, ...rest } = input.file;
   const secrets = { ...((rest.secrets as Record<string, unknown> | undefined) ?? {}) };
   for (const [name, value] of input.secrets) secrets[name] = seal(value, record.keys.sealing);
   const kept: Record<string, unknown> = {
@@ -86,6 +87,9 @@ export function compose(
   const body = JSON.stringify({
     ...kept,
     ...extra,
+    // addressed to the key the node enrolled with: after `node rm` and `node add`, nothing signed for the
+    // name's earlier life (whose serials this one repeats) applies to the node enrolled now
+    to: record.keys.identity,
     serial,
     issued_at: now.toISOString().replace(/\.\d{3}Z$/, "Z"),
   });
@@ -96,7 +100,7 @@ export function compose(
   }
   checkSecretsUsed(parsed.value, input.secrets);
   checkNoInstallerSecret(parsed.value, node);
-  return { node, serial, body, digest: digestOf(body), kept };
+  return { node, serial, body, digest: digestOf(body), to: record.keys.identity, kept };
 }
 
 /** A `--secret` no file resource names would be sealed and sent for nothing: a misspelt name, most likely. */
@@ -170,12 +174,12 @@ export async function publishAndWait(
     bus.nc.subscribe(reportSubject(c.node), {
       callback: (err, m) => {
         if (err) return;
-        const json = parseJsonBytes(m.data);
-        const r = json.ok ? ReportSchema.safeParse(json.value) : null;
-        if (!r?.success || !wanted.has(r.data.declaration.digest) || r.data.node !== c.node) return;
-        const first = !byDigest.has(r.data.declaration.digest);
-        byDigest.set(r.data.declaration.digest, r.data);
-        if (first) heard(byDigest.size, wanted.size, c.node, r.data.outcome);
+        // only the node's own signed word answers a push: a forged report is no answer
+        const r = heardFrom(c.node, c.to, m.data, "report");
+        if (!r.ok || !wanted.has(r.value.declaration.digest)) return;
+        const first = !byDigest.has(r.value.declaration.digest);
+        byDigest.set(r.value.declaration.digest, r.value);
+        if (first) heard(byDigest.size, wanted.size, c.node, r.value.outcome);
         if (byDigest.size === wanted.size) done();
       },
     }),

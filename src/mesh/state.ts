@@ -67,6 +67,8 @@ export const FleetEntry = z.strictObject({
     })
     .nullable(),
   dropped_heartbeats: z.number().int().min(0),
+  /** Reports and heartbeats on its subjects not signed by its identity key (heard.ts), dropped; absent is none. */
+  dropped_unverified: z.number().int().min(0).optional(),
 });
 export type FleetEntry = z.infer<typeof FleetEntry>;
 

@@ -13,12 +13,13 @@ import {
   parseJsonBytes,
   printable,
   REPORTS_CONSUMER,
-  Report,
+  type Report,
 } from "../vocabulary/index.ts";
 import { awaitStreams, type Bus, connectBus, ensureNodeConsumer, sweepConsumers } from "./bus.ts";
 import { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 import { admit } from "./enrolments.ts";
 import { reportOf, serialOf } from "./fleet.ts";
+import { heardFrom, identityOf } from "./heard.ts";
 import { Budget, FleetWriter, takeHeartbeats } from "./heartbeats.ts";
 import { Keeper } from "./keeper.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
@@ -137,16 +138,19 @@ class Controller {
     if (!made) return false;
     await this.keeper.start(this.indices);
     for (const node of this.keeper.nodes.keys()) await ensureNodeConsumer(this.bus, node);
-    await sweepConsumers(this.bus, new Set(this.keeper.nodes.keys()));
+    await sweepConsumers(
+      this.bus,
+      async (node) => this.keeper.nodes.has(node) || (await this.state.nodes.get(node)) !== null,
+    );
     this.heartbeats = takeHeartbeats(
       this.hbBus.nc,
-      (node) => this.keeper.nodes.has(node),
+      (node) => this.keeper.nodes.get(node),
       this.budget,
       this.writer,
       (node) => this.withdraw(node),
       {
         refused: (subject, why) => this.refusedMessage(subject, "heartbeat", why),
-        forged: (subject, claims) => this.forged(subject, "heartbeat", claims),
+        unverified: (node, why) => this.unverified(node, "heartbeat", why),
       },
     );
     this.loops.push(
@@ -211,14 +215,16 @@ class Controller {
   private reportRefusal(m: JsMsg, record: NodeRecord | null): string | null {
     // a node removed is no longer read
     if (!record) return "from no node of this mesh (removed?)";
-    const json = parseJsonBytes(m.data);
-    if (!json.ok) return `not JSON (${json.reason})`;
-    const r = Report.safeParse(json.value);
-    if (!r.success) return "not a report this mesh reads";
-    if (r.data.node !== record.node) return this.forged(m.subject, "report", r.data.node);
+    if (!record.keys) return "from a node that has not enrolled";
+    // the node's only when signed by the key it enrolled with (heard.ts): anything else is dropped and counted
+    const r = heardFrom(record.node, identityOf(record), m.data, "report");
+    if (!r.ok) {
+      this.writer.heard(record.node, { unverified: 1 }, true);
+      return this.unverified(record.node, "report", r.reason);
+    }
     // a report is what an operator looks for right after a push: written now, not with the next batch
-    this.writer.heard(record.node, { report: reportOf(r.data, record) }, true);
-    if (r.data.outcome === "refused") this.nodeRefused(r.data, record);
+    this.writer.heard(record.node, { report: reportOf(r.value, record) }, true);
+    if (r.value.outcome === "refused") this.nodeRefused(r.value, record);
     this.withdraw(record.node);
     return null;
   }
@@ -227,11 +233,15 @@ class Controller {
     this.refused.say(`${kind}:${subject}`, `refused a ${kind} on ${subjectNode(subject)}'s subject: ${why}`);
   }
 
-  /** A message on one node's subject that says it is another's: someone is writing where they should not. */
-  private forged(subject: string, kind: string, claims: string): null {
+  /**
+   * A message on a node's subject that the node did not sign: someone is speaking as it (a forgery, a replay
+   * from another key, a v1 node's unsigned message). Counted in its fleet entry by the caller; said at once, then
+   * at most once a minute with how many more (Said).
+   */
+  private unverified(node: string, kind: string, why: string): null {
     this.refused.say(
-      `forged:${subject}`,
-      `refused a ${kind} on ${subjectNode(subject)}'s subject that says it is from ${printable(claims, 64)}: forged or misaddressed`,
+      `unverified:${kind}:${node}`,
+      `dropped a ${kind} on ${node}'s subject, not signed by its identity key: ${printable(why, 200)}`,
     );
     return null;
   }

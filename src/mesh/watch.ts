@@ -1,9 +1,12 @@
 // `mesh watch`: reports and heartbeats as they arrive, from nodes this mesh knows. Plain subscriptions (no
 // queue group), so it takes nothing from the controllers, and sees only what arrives while it watches. The
 // nodes it knows are read once from the bus and then followed by their bucket's own messages: nothing is read
-// per message, and a node flooding its heartbeats is held to the same budget as in `mesh up`.
-import { Heartbeat, parseJsonBytes, Report } from "../vocabulary/index.ts";
+// per message, and a node flooding its heartbeats is held to the same budget as in `mesh up`. Only what the node
+// signed is shown as the node's (heard.ts); `up` counts the rest, so it is not counted twice here.
+import type { Heartbeat, Report } from "../vocabulary/index.ts";
+import { parseJsonBytes } from "../vocabulary/index.ts";
 import { serialOf, serialOfSeq } from "./fleet.ts";
+import { heardFrom, identityOf } from "./heard.ts";
 import { Budget } from "./heartbeats.ts";
 import type { MeshDir } from "./layout.ts";
 import { allNodes, NodeRecord, openState } from "./state.ts";
@@ -52,24 +55,22 @@ export async function watch(
     if (!record) return;
     const report = subject.startsWith("mesh.report.");
     if (!report && !budget.take(node)) return;
-    const json = parseJsonBytes(data);
-    if (!json.ok) return;
     const at = new Date().toISOString();
     if (report) {
-      const r = Report.safeParse(json.value);
-      if (r.success && r.data.node === node)
+      const r = heardFrom(node, identityOf(record), data, "report");
+      if (r.ok)
         heard({
           kind: "report",
           node,
           at,
-          serial: serialOf(record, r.data.declaration.digest),
-          report: r.data,
+          serial: serialOf(record, r.value.declaration.digest),
+          report: r.value,
         });
     } else {
-      const h = Heartbeat.safeParse(json.value);
-      if (h.success && h.data.node === node) {
-        const serial = h.data.last ? serialOfSeq(record, h.data.last.seq) : null;
-        heard({ kind: "heartbeat", node, at, serial, heartbeat: h.data });
+      const h = heardFrom(node, identityOf(record), data, "heartbeat");
+      if (h.ok) {
+        const serial = h.value.last ? serialOfSeq(record, h.value.last.seq) : null;
+        heard({ kind: "heartbeat", node, at, serial, heartbeat: h.value });
       }
     }
   };

@@ -15,7 +15,19 @@ const WORDS: Record<string, string> = {
   EIO: "an input/output error",
   EBUSY: "it is busy",
   EXDEV: "it is on another file system",
+  EDQUOT: "over the disk quota",
+  ENOTEMPTY: "the directory is not empty",
+  ENFILE: "too many open files on this machine",
+  ETXTBSY: "the program is being written",
+  ENOEXEC: "not a program this machine can run",
 };
+
+/** `code` in words with the code after it, for a search ("no space left on the device (ENOSPC)"). */
+export function errnoWords(code: string | undefined): string {
+  if (!code) return "an error the system did not name";
+  const words = WORDS[code];
+  return words ? `${words} (${code})` : code;
+}
 
 const VERBS: Record<string, string> = {
   open: "open",

@@ -21,7 +21,7 @@ import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
 import { fillTemp, fsPromises, isTempName, renameTemp, tempPathFor } from "../atomic.ts";
 import { SYNC_READ_MAX_BYTES } from "../defaults.ts";
-import { fsyncDirShared } from "../store/index.ts";
+import { errnoWords, fsyncDirShared } from "../store/index.ts";
 import {
   at,
   type DirMaker,
@@ -62,7 +62,7 @@ const code = (e: unknown) => (e as NodeJS.ErrnoException).code ?? "error";
 /** An errno failure worded with the declared path, never the /proc/self/fd name it was done through. */
 function failure(path: string, verb: string, e: unknown): Error {
   if (e instanceof PathRefused) return e;
-  return new Error(`${code(e)}: could not ${verb} ${path}`);
+  return new Error(`could not ${verb} ${path}: ${errnoWords(code(e))}`);
 }
 
 /** The directory of `path` as a handle, and whether the caller closes it. */

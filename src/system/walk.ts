@@ -36,6 +36,7 @@ import {
 } from "node:fs";
 import { basename, dirname, sep } from "node:path";
 import { KEPT_DIR_HANDLES_MAX } from "../defaults.ts";
+import { errnoWords } from "../store/index.ts";
 
 /** Linux's O_PATH on x86, x86-64, arm and arm64 (every machine the host ships for); Node does not export it. */
 const O_PATH = 0o10000000;
@@ -145,7 +146,7 @@ function setMadeOr(fd: number, make: DirMaker, path: string): Opened {
     if (how.uid !== undefined || how.gid !== undefined) chownSync(at(fd), how.uid ?? -1, how.gid ?? -1);
   } catch (e) {
     closeSync(fd);
-    throw new Error(`${(e as NodeJS.ErrnoException).code ?? "error"}: could not set ${path} as made`);
+    throw new Error(`could not set ${path} as made: ${errnoWords((e as NodeJS.ErrnoException).code)}`);
   }
   return { fd };
 }
@@ -172,7 +173,8 @@ export function openChildDir(
       if (code === "ENOTDIR" || code === "ELOOP")
         return { problem: blocked(root, dirFd, name, prefix, path) };
       // worded with the declared path, never the /proc/self/fd name the walk went through
-      if (code !== "ENOENT") return { problem: `${code}: ${prefix} cannot be walked through to ${path}` };
+      if (code !== "ENOENT")
+        return { problem: `${prefix} cannot be walked through to ${path}: ${errnoWords(code)}` };
       if (make === undefined) return { absent: true };
       // made, then gone again before it could be opened: someone is racing this walk; it does not chase them
       if (tries >= MAKE_TRIES) throw new PathRefused(`${prefix} keeps changing on the way to ${path}`);
@@ -184,7 +186,9 @@ export function openChildDir(
       mkdirSync(at(dirFd, name), typeof make === "number" ? make : make?.(prefix).mode);
       madeNow = true;
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+      const code = (e as NodeJS.ErrnoException).code;
+      // worded with the declared path: a full disk or a read-only one says so, never the /proc/self/fd name
+      if (code !== "EEXIST") throw new Error(`could not make ${prefix}: ${errnoWords(code)}`);
     }
   }
 }

@@ -133,6 +133,20 @@ export const Report = z.lazy(() =>
 );
 export type Report = z.infer<typeof Report>;
 
+/** A rekey (overlay.md): the overlay key the node left, the one it took from a found tunnel, and the tunnel. */
+export const RekeyBody = z.lazy(() =>
+  z.strictObject({
+    v: z.literal(1),
+    node: NodeName,
+    /** The overlay public key the node enrolled with (or last told), now given up. */
+    left: B64Key,
+    /** The overlay public key taken from the tunnel: the one the tunnel's peers already know. */
+    taken: B64Key,
+    tunnel: Tunnel,
+  }),
+);
+export type RekeyBody = z.infer<typeof RekeyBody>;
+
 export const Heartbeat = z.lazy(() =>
   z.strictObject({
     v: z.literal(1),

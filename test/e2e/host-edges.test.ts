@@ -1,9 +1,19 @@
 // Issue 27, the host's edges, through the built executable as a user meets them: what is refused on arrival
 // (one line, exit 2, nothing changed), and what an apply under `--root` makes and touches.
-import { existsSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runCli } from "../support/cli.ts";
+import { cliCommand, runCli } from "../support/cli.ts";
 import { REPO, useBuiltExecutable } from "../support/sea.ts";
 import { tempMachine } from "../support/tmp.ts";
 
@@ -176,5 +186,107 @@ describe("parents the host makes (item 2)", () => {
     // only what was found is left: the directory declared after the file in it went after it, and its parent
     expect(readdirSync(root)).toEqual(["etc"]);
     expect(readdirSync(join(root, "etc"))).toEqual([]);
+  });
+});
+
+describe("misleading words (item 15)", () => {
+  /** The one line `plan` refuses `resources` with, exit 2, nothing made. */
+  async function planRefusal(resources: unknown[]): Promise<string> {
+    const { base, root, state } = tempMachine();
+    const r = await runCli(["plan", declaration(base, resources), "--root", root, "--state", state]);
+    expect(r.code, r.stdout).toBe(2);
+    return r.stderr;
+  }
+
+  it("an owner or group that does not resolve blames that field, never path", async () => {
+    const { base, root, state } = tempMachine();
+    const file = declaration(base, [
+      { id: "a", type: "file", path: "/a", content: "x\n", owner: "nobody-here" },
+      { id: "d", type: "directory", path: "/d", group: "no-group-here" },
+    ]);
+    const r = await runCli(["plan", file, "--root", root, "--state", state]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(
+      'resource "a", field "owner": user "nobody-here" does not exist on this machine',
+    );
+    expect(r.stderr).not.toContain('field "path"');
+    const d = await planRefusal([{ id: "d", type: "directory", path: "/d", group: "no-group-here" }]);
+    expect(d).toBe(
+      'mesh-host: resource "d", field "group": group "no-group-here" does not exist on this machine\n',
+    );
+  });
+
+  it("a typo'd field is named first, with the field it likely meant", async () => {
+    expect(await planRefusal([{ id: "a", type: "file", path: "/a", contnt: "x\n" }])).toMatch(
+      /^mesh-host: resource "a", field "contnt": unknown field; did you mean "content"\? \(and 1 more\)\n$/,
+    );
+    expect(await planRefusal([{ id: "a", type: "file", path: "/a", content: "x", mdoe: "0644" }])).toBe(
+      'mesh-host: resource "a", field "mdoe": unknown field; did you mean "mode"?\n',
+    );
+  });
+
+  it("an invalid id shows the value and the rule in words, never a regex", async () => {
+    const line = await planRefusal([{ id: "Web Site", type: "file", path: "/a", content: "x" }]);
+    expect(line).toBe(
+      'mesh-host: resource "resources[0]", field "id": "Web Site" is not a name: a name starts with a lower-case letter or a digit and holds only those, ".", "_" and "-", at most 63 characters\n',
+    );
+  });
+
+  it("the size limit is said in MiB", async () => {
+    const { base, root, state } = tempMachine();
+    const big = join(base, "big.json");
+    writeFileSync(big, " ".repeat(20 * 1024 * 1024));
+    const r = await runCli(["plan", big, "--root", root, "--state", state]);
+    expect([r.code, r.stderr]).toEqual([2, `mesh-host: ${big} is 20 MiB, more than the 16 MiB allowed\n`]);
+  });
+
+  it("enrol garbage says 'enrolment code' once", async () => {
+    const { root, state } = tempMachine();
+    const r = await runCli(["enrol", "--state", state, "--root", root], { input: "garbage\n" });
+    expect([r.code, r.stderr]).toEqual([2, 'mesh-host: enrolment code prefix: must start with "mesh1."\n']);
+  });
+
+  it("a --root this user may not reach says permission denied, not 'is not a directory'", async () => {
+    const { base, state } = tempMachine();
+    const shut = join(base, "shut");
+    mkdirSync(join(shut, "root"), { recursive: true });
+    chmodSync(shut, 0o700);
+    chmodSync(base, 0o755);
+    const file = declaration(base, [{ id: "a", type: "file", path: "/a", content: "x" }]);
+    chmodSync(file, 0o644);
+    const [cmd, ...pre] = cliCommand();
+    const r = spawnSync(
+      "setpriv",
+      [
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        cmd!,
+        ...pre,
+        "plan",
+        file,
+        "--root",
+        join(shut, "root"),
+        "--state",
+        state,
+      ],
+      { encoding: "utf8" },
+    );
+    expect([r.status, r.stderr]).toEqual([
+      2,
+      `mesh-host: --root ${join(shut, "root")}: permission denied; run as root, or give a --root this user may read\n`,
+    ]);
+  });
+
+  it("plan with purge names what it would purge", async () => {
+    const { base, root, state } = tempMachine("srv/site/old", "srv/site/keep");
+    writeFileSync(join(root, "srv/site/junk"), "j");
+    const file = declaration(base, [
+      { id: "site", type: "directory", path: "/srv/site", purge: true },
+      { id: "keep", type: "directory", path: "/srv/site/keep" },
+    ]);
+    const r = await runCli(["plan", file, "--root", root, "--state", state]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("/srv/site: purge /srv/site/junk, /srv/site/old");
   });
 });

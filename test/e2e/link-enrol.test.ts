@@ -1,5 +1,6 @@
 // Enrolment against a real server (protocol.md "Enrolment"): the question through the mesh's ENROL stream,
 // the answer at the address in the payload, a refusal with its reason, a timeout that says so.
+import type { KeyObject } from "node:crypto";
 import { arch, hostname, platform } from "node:os";
 import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,7 +15,7 @@ const facts = { os: platform(), arch: arch(), hostname: hostname(), version: VER
 async function asking(
   mesh: MeshDouble,
   node: string,
-): Promise<{ approach: Parameters<typeof ask>[0]; asked: Asking }> {
+): Promise<{ approach: Parameters<typeof ask>[0]; asked: Asking; identity: KeyObject }> {
   const { code } = await mesh.enrolmentCode(node);
   const decoded = decodeCode(code);
   if (!decoded.ok) throw new Error(decoded.reason);
@@ -23,6 +24,7 @@ async function asking(
   return {
     approach: { servers, fingerprint, transport },
     asked: { node, token, keys: publicKeys(keys), sealing: keys.sealing.privateKey, facts },
+    identity: keys.identity.privateKey,
   };
 }
 
@@ -38,7 +40,7 @@ describe("enrolment", () => {
   });
 
   it("asks through the ENROL stream and is answered with a membership that links", async () => {
-    const { approach, asked } = await asking(mesh, "alpha");
+    const { approach, asked, identity } = await asking(mesh, "alpha");
     const answered = await ask(approach, asked);
     expect(answered.ok).toBe(true);
     if (!answered.ok) return;
@@ -63,7 +65,7 @@ describe("enrolment", () => {
     // no private key travels
     expect(JSON.stringify(seen.question)).not.toMatch(/private|seed/);
 
-    const opened = await openLink(answered.membership, "alpha");
+    const opened = await openLink(answered.membership, "alpha", identity);
     expect(opened.ok).toBe(true);
     if (!opened.ok) return;
     expect(await opened.link.bind()).toEqual({ ok: true });

@@ -153,10 +153,13 @@ describe("what mesh up says, and which counter a person reads", () => {
       "the replay's refusal said",
     );
     const err = up.output().stderr;
-    const forged = err.split("\n").filter((l) => l.includes("says it is from web-2"));
+    // not signed by web-1's identity key (issue 28 item 5): dropped, said once, counted
+    const forged = err.split("\n").filter((l) => l.includes("dropped a heartbeat on web-1's subject"));
     expect(forged).toHaveLength(1);
-    expect(forged[0]).toMatch(/refused a heartbeat on web-1's subject that says it is from web-2: forged/);
-    expect(err).toMatch(/refused a report on web-1's subject: not JSON/);
+    expect(forged[0]).toMatch(/not signed by its identity key: not a signed heartbeat/);
+    expect(err).toMatch(
+      /dropped a report on web-1's subject, not signed by its identity key: the message is not JSON/,
+    );
     // the fleet keeps the newest serial's report: a healthy node is not shown as refused
     let row: { report: { outcome: string; serial: number } | null; confirmed: boolean | null } | undefined;
     const deadline = Date.now() + 60_000;

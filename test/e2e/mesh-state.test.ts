@@ -174,6 +174,31 @@ describe("three controllers with their own copies of the mesh directory, and a s
     await nc.close();
   });
 
+  it("gives a node no way into the buckets: no read, no write, its own record's serial unchanged", async () => {
+    const m = new MeshDir(operator);
+    const before = await nodeRecord(operator, "web-1");
+    const password = (await nodeRecord(operator, "web-2")).password;
+    const nc = await connect({
+      servers: m.urls(),
+      user: "node.web-2",
+      pass: password,
+      tls: { ca: m.certPem() },
+    });
+    const forged = JSON.stringify({ ...before, serial: 0, keys: (await nodeRecord(operator, "web-2")).keys });
+    for (const [subject, data] of [
+      ["$KV.mesh-nodes.web-1", forged],
+      ["$KV.mesh-codes.web-3", "{}"],
+      ["$JS.API.STREAM.MSG.GET.KV_mesh-nodes", JSON.stringify({ last_by_subj: "$KV.mesh-nodes.web-1" })],
+      ["$JS.API.STREAM.PURGE.KV_mesh-nodes", ""],
+      ["mesh.users.1", ""],
+    ] as const)
+      await expect(nc.request(subject, data, { timeout: 5_000 }), subject).rejects.toThrow(
+        /permissions|no responders|timeout/i,
+      );
+    await nc.close();
+    expect(await nodeRecord(operator, "web-1")).toEqual(before);
+  });
+
   it("holds a heartbeat flood from one node to that node: the others are heard and the controllers keep their link", async () => {
     const m = new MeshDir(operator);
     const password = (await nodeRecord(operator, "web-2")).password;

@@ -36,6 +36,13 @@ async function enrolOnA(node: string) {
   return { state, root };
 }
 
+/** The node's identity key, as B learns it from the move (the record A carries across): what B addresses to. */
+function identityIn(state: string): string {
+  const keys = loadKeys(state);
+  if (!keys.ok) throw new Error(keys.reason);
+  return publicKeys(keys.keys).identity;
+}
+
 function sealedTo(state: string, value: object): string {
   const keys = loadKeys(state);
   if (!keys.ok) throw new Error(keys.reason);
@@ -56,7 +63,7 @@ describe("moving a node to another bus", () => {
   it("applies, reports on A, saves B keeping A beside it, exits 0; restarted, it holds on B and discards A", async () => {
     const node = "mover";
     const { state, root } = await enrolOnA(node);
-    const onB: Membership = await b.admit(node);
+    const onB: Membership = await b.admit(node, { identity: identityIn(state) });
     await a.declare(node, decl(node, "on A\n", { membership: sealedTo(state, onB) }));
     const first = await runUntilExit(state, root);
     expect(first.code).toBe(0);
@@ -87,7 +94,7 @@ describe("moving a node to another bus", () => {
   it("returns to A when B refuses it within the grace, and says why on A", async () => {
     const node = "stranded";
     const { state, root } = await enrolOnA(node);
-    const wrong = { ...(await b.admit(node)), password: "not-the-password" };
+    const wrong = { ...(await b.admit(node, { identity: identityIn(state) })), password: "not-the-password" };
     await a.declare(node, decl(node, "on A\n", { membership: sealedTo(state, wrong) }));
     expect((await runUntilExit(state, root, 2)).code).toBe(0);
     // restarted: tries B, is refused past the grace, goes back to A and exits to be restarted there
@@ -117,7 +124,7 @@ describe("moving a node to another bus", () => {
     const { state, root } = await enrolOnA(node);
     const onA = JSON.parse(readFileSync(join(state, "membership.json"), "utf8")).membership;
     // the state a kill leaves right after the save: B is the identity, A kept beside it
-    beginMove(new State(state), await b.admit(node), onA);
+    beginMove(new State(state), await b.admit(node, { identity: identityIn(state) }), onA);
     const host = startRun(state, root);
     try {
       await b.declare(node, decl(node, "on B\n"));
@@ -132,7 +139,7 @@ describe("moving a node to another bus", () => {
     const node = "sealed-wrong";
     const { state, root } = await enrolOnA(node);
     const other = await enrolOnA("someone-else");
-    const onB = await b.admit(node);
+    const onB = await b.admit(node, { identity: identityIn(state) });
     await a.declare(node, decl(node, "x\n", { membership: sealedTo(other.state, onB) }));
     const host = startRun(state, root);
     try {

@@ -116,7 +116,9 @@ async function reportsOf(node: string): Promise<Report[]> {
     const out: Report[] = [];
     for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
       const m = await bus.jsm.streams.getMessage("REPORTS", { seq }).catch(() => null);
-      if (m?.subject === `mesh.report.${node}`) out.push(m.json<Report>());
+      // a signed node message: the report is its body
+      if (m?.subject === `mesh.report.${node}`)
+        out.push(JSON.parse(m.json<{ body: string }>().body) as Report);
     }
     return out;
   } finally {

@@ -30,14 +30,14 @@ import {
   type Envelope,
   encodeCode,
   type Heartbeat,
-  Heartbeat as HeartbeatSchema,
   type Membership,
   makeMeshKey,
+  type NodeMessageKind,
   type ReleaseManifest,
   type Report,
-  Report as ReportSchema,
   STREAM_SUBJECTS,
   signEnvelope,
+  verifyNodeMessage,
 } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS } from "../support/events.ts";
 import { type MadeCert, makeCert } from "./cert.ts";
@@ -84,6 +84,11 @@ export class MeshDouble {
   readonly meshKey = makeMeshKey();
   /** Node name → the password of its user, once it has one. */
   readonly passwords = new Map<string, string>();
+  /**
+   * Node name → its identity public key: from its enrolment question, or given to `admit`. What the double
+   * addresses declarations to (`to`) and verifies the node's reports and heartbeats by, as the mesh does.
+   */
+  readonly identities = new Map<string, string>();
   private readonly policies = new Map<string, EnrolPolicy>();
   /** The last serial signed for each node: the mesh raises it for every declaration. */
   private readonly serials = new Map<string, number>();
@@ -173,7 +178,8 @@ export class MeshDouble {
    * What enrolment gives a node, without the conversation: its user (exactly the fixture's permissions),
    * its durable pull consumer on DECLARE, and the membership that names them.
    */
-  async admit(node: string, opts: { ackWaitMs?: number } = {}): Promise<Membership> {
+  async admit(node: string, opts: { ackWaitMs?: number; identity?: string } = {}): Promise<Membership> {
+    if (opts.identity) this.identities.set(node, opts.identity);
     let password = this.passwords.get(node);
     if (!password) {
       password = secret();
@@ -207,8 +213,9 @@ export class MeshDouble {
   }
 
   /**
-   * The envelope the mesh would send: a declaration given as an object carries the next serial for `node` and
-   * the time (protocol.md, "The signed order") unless it names its own; exact text is signed as it stands.
+   * The envelope the mesh would send: a declaration given as an object carries the next serial for `node`, the
+   * time (protocol.md, "The signed order") and `to`, the node's identity key when the double knows it, unless it
+   * names its own; exact text is signed as it stands.
    */
   sign(node: string, body: object | string): Envelope {
     const text = typeof body === "string" ? body : JSON.stringify(this.ordered(node, body));
@@ -216,10 +223,11 @@ export class MeshDouble {
   }
 
   private ordered(node: string, body: object): object {
-    const given = body as { serial?: unknown; issued_at?: unknown };
+    const given = body as { serial?: unknown; issued_at?: unknown; to?: unknown };
     const serial = typeof given.serial === "number" ? given.serial : (this.serials.get(node) ?? 0) + 1;
     this.serials.set(node, Math.max(serial, this.serials.get(node) ?? 0));
-    return { ...body, serial, issued_at: given.issued_at ?? new Date().toISOString() };
+    const to = given.to ?? this.identities.get(node);
+    return { ...body, ...(to ? { to } : {}), serial, issued_at: given.issued_at ?? new Date().toISOString() };
   }
 
   /** Publish anything on `mesh.declare.<node>` — a forged envelope, raw bytes; the stream seq. */
@@ -368,13 +376,13 @@ export class MeshDouble {
     this.loops.push(this.consumeLoop("ENROL", "mesh-enrol", (m) => this.answer(m)));
     this.loops.push(
       this.consumeLoop("REPORTS", "mesh-reports", async (m) => {
-        this.reports.push(received(m.subject, m.seq, m.data, ReportSchema));
+        this.reports.push(this.received(m.subject, m.seq, m.data, "report"));
         m.ack();
       }),
     );
     this.heartbeatSub = this.nc.subscribe("mesh.heartbeat.>", {
       callback: (err, m) => {
-        if (!err) this.heartbeats.push(received(m.subject, 0, m.data, HeartbeatSchema));
+        if (!err) this.heartbeats.push(this.received(m.subject, 0, m.data, "heartbeat"));
       },
     });
   }
@@ -391,6 +399,27 @@ export class MeshDouble {
     );
   }
 
+  /** A node's message as the mesh reads it: its value only when signed by the node's identity key. */
+  private received<K extends "report" | "heartbeat">(
+    subject: string,
+    seq: number,
+    data: Uint8Array,
+    kind: K,
+  ): Received<K extends "report" ? Report : Heartbeat> {
+    const node = subject.split(".")[2] ?? "";
+    const identity = this.identities.get(node);
+    const verified = identity
+      ? verifyNodeMessage(Uint8Array.from(data), kind as NodeMessageKind, node, identity)
+      : { ok: false as const, reason: `the double knows no identity key of node ${node}` };
+    return {
+      subject,
+      seq,
+      data: Uint8Array.from(data),
+      value: verified.ok ? (verified.value as K extends "report" ? Report : Heartbeat) : null,
+      problem: verified.ok ? null : verified.reason,
+    };
+  }
+
   private async answer(m: JsMsg): Promise<void> {
     const transportReply = (m as unknown as { reply: string }).reply;
     const parsed = EnrolQuestion.safeParse(safeJson(m.data));
@@ -400,6 +429,8 @@ export class MeshDouble {
       return;
     }
     const question = parsed.data;
+    if (m.subject === `mesh.enrol.${question.node}`)
+      this.identities.set(question.node, question.keys.identity);
     const policy = this.policies.get(question.node) ?? { answer: "membership" };
     if (m.subject !== `mesh.enrol.${question.node}`) {
       await reply(this.nc, question.reply, refusedAnswer(`asked on ${m.subject} for node ${question.node}`));
@@ -421,22 +452,6 @@ export class MeshDouble {
     }
     m.ack();
   }
-}
-
-function received<T>(
-  subject: string,
-  seq: number,
-  data: Uint8Array,
-  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: Error } },
-): Received<T> {
-  const parsed = schema.safeParse(safeJson(data));
-  return {
-    subject,
-    seq,
-    data: Uint8Array.from(data),
-    value: parsed.success ? parsed.data : null,
-    problem: parsed.success ? null : parsed.error.message,
-  };
 }
 
 function safeJson(data: Uint8Array): unknown {

@@ -2,11 +2,12 @@
 
 import { closeSync } from "node:fs";
 import { basename } from "node:path";
-import { DEFAULT_DIR_MODE } from "../../defaults.ts";
+import { DEFAULT_DIR_MODE, PLAN_NAMES_MAX } from "../../defaults.ts";
 import {
   chmodDirAt,
   entryAt,
   forgetUnder,
+  idsField,
   listAt,
   octal,
   openDirAt,
@@ -71,6 +72,13 @@ function unmanagedEntries(root: string, path: string, declared: ReadonlySet<stri
     .filter((p) => !keep(p));
 }
 
+/** What a purge removes, by name (the plan said only how many): the first few, then how many more. */
+function purgeWords(purge: string[]): string {
+  const named = purge.slice(0, PLAN_NAMES_MAX).join(", ");
+  const more = purge.length - PLAN_NAMES_MAX;
+  return more > 0 ? `${named} and ${more} more` : named;
+}
+
 /** The directory applier's steps, keyed by action (`restore` carries the mode found): each executor gets its own. */
 export type DirectoryStep =
   | StepOf<"make" | "adopt" | "none", DirData>
@@ -78,8 +86,6 @@ export type DirectoryStep =
   | StepOf<"remove" | "forget" | "fail" | "refuse">;
 
 const step = stepsOf<DirectoryStep>("directory");
-
-const refuse = (id: string, detail: string) => step(id, "failed", "refuse", detail);
 
 /** What is in the way at `path` fails this step alone (never followed); a path no host may act on refuses. */
 const blocked = (id: string, path: string, detail: string) =>
@@ -128,7 +134,8 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord, Direc
     if (typeof found === "string") return blocked(wanted.id, wanted.path, found);
     const ids = rootless ? {} : resolveIds(root, wanted.owner, wanted.group);
     const ignored = ownerIgnored(rootless, wanted);
-    if (typeof ids === "string") return refuse(wanted.id, ids);
+    // the field that did not resolve is blamed, never `path`
+    if (typeof ids === "string") return step(wanted.id, "failed", "refuse", ids, undefined, idsField(ids));
     const mode = parseMode(wanted.mode);
     const purge = wanted.purge ? unmanagedEntries(root, wanted.path, ctx.declaredPaths) : [];
     // a path another id recorded is the mesh's already: never taken as found
@@ -152,7 +159,7 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord, Direc
       mode !== undefined && mode !== found.mode ? `mode ${octal(found.mode)} → ${octal(mode)}` : "",
       ids.uid !== undefined && ids.uid !== found.uid ? `owner ${found.uid} → ${ids.uid}` : "",
       ids.gid !== undefined && ids.gid !== found.gid ? `group ${found.gid} → ${ids.gid}` : "",
-      purge.length ? `purge ${purge.length} unmanaged entr${purge.length === 1 ? "y" : "ies"}` : "",
+      purge.length ? `purge ${purgeWords(purge)}` : "",
     ].filter(Boolean);
     if (!wrong.length)
       return step(

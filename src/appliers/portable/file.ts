@@ -2,6 +2,7 @@
 
 import { DEFAULT_FILE_MODE } from "../../defaults.ts";
 import {
+  idsField,
   octal,
   ownerIgnored,
   parseMode,
@@ -91,8 +92,6 @@ function wantedBytes(wanted: FileResource, ctx: DecideContext): Uint8Array {
 
 const step = stepsOf<FileStep>("file");
 
-const refuse = (wanted: { id: string }, detail: string) => step(wanted.id, "failed", "refuse", detail);
-
 /** What is in the way at `path` fails this step alone (never followed); a path no host may act on refuses. */
 const blocked = (wanted: { id: string }, path: string, detail: string) =>
   step(wanted.id, "failed", placeRefuses(path) ? "refuse" : "fail", detail);
@@ -160,7 +159,8 @@ export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
     const found = await readFound(root, wanted.path);
     if (typeof found === "string") return blocked(wanted, wanted.path, found);
     const ids = rootless ? {} : resolveIds(root, wanted.owner, wanted.group);
-    if (typeof ids === "string") return refuse(wanted, ids);
+    // the field that did not resolve is blamed, never `path`
+    if (typeof ids === "string") return step(wanted.id, "failed", "refuse", ids, undefined, idsField(ids));
     const bytes = wantedBytes(wanted, ctx);
     const sha = sha256(bytes);
     const mode = parseMode(wanted.mode) ?? found?.mode ?? DEFAULT_FILE_MODE;

@@ -39,8 +39,13 @@ export async function enrolCommand(ctx: Context): Promise<number> {
       },
     );
     if (!answer.ok) {
-      ctx.log.warn({ node: code.node, kind: answer.kind }, "enrolment refused");
-      if (answer.kind === "refused") throw new UsageError(answer.reason);
+      // the mesh's refusal and a code the bus refuses are refusals (exit 2); a bus not reached is a failure
+      const refused = answer.kind === "refused" || answer.kind === "auth";
+      ctx.log.warn(
+        { node: code.node, kind: answer.kind },
+        refused ? "enrolment refused" : "enrolment failed",
+      );
+      if (refused) throw new UsageError(answer.reason);
       process.stderr.write(`mesh-host: enrolment failed: ${answer.reason}\n`);
       return 1;
     }

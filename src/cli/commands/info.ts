@@ -12,7 +12,7 @@ import {
 } from "../../store/index.ts";
 import { Membership, type Report } from "../../vocabulary/index.ts";
 import type { Context } from "../context.ts";
-import { writeJson, writeOut } from "../output.ts";
+import { printable, writeJson, writeOut } from "../output.ts";
 import { overlayStatus, overlayStatusLines } from "./overlay.ts";
 
 export function statusDoc(ctx: Context) {
@@ -156,7 +156,13 @@ export function statusCommand(ctx: Context): number {
   const doc = statusDoc(ctx);
   const problems = [...stateProblems(ctx.state.dir), ...problemsOf(doc)];
   if (ctx.args.json) writeJson({ ...doc, ok: problems.length === 0, problems });
-  else writeOut(statusLines(doc, problems).join("\n"));
+  // every line escaped: a step's detail and a report's notes may carry what a declaration or a tunnel said
+  else
+    writeOut(
+      statusLines(doc, problems)
+        .map((l) => printable(l))
+        .join("\n"),
+    );
   return problems.length ? 1 : 0;
 }
 

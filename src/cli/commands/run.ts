@@ -4,6 +4,7 @@ import { openBound } from "../../link/index.ts";
 import {
   beginMove,
   finishMove,
+  loadIdentity,
   moveInProgress,
   Outbox,
   pendingNotes,
@@ -23,6 +24,9 @@ export async function runCommand(ctx: Context): Promise<number> {
     throw new UsageError(
       `this node is not enrolled (no membership in ${ctx.state.dir}): run \`mesh-host enrol\` (the code on standard input) first`,
     );
+  // what every report and heartbeat is signed with: a node that cannot sign would only be dropped by the mesh
+  const identity = loadIdentity(ctx.state.dir);
+  if (!identity.ok) throw new UsageError(`this node cannot sign what it says: ${identity.reason}`);
   // the launcher names the installed path: after a rollback this process runs from a copy, which never changes
   const running = runningBinary();
   const binaries = binariesAtStart(running, process.env.MESH_HOST_BIN ?? running);
@@ -39,7 +43,7 @@ export async function runCommand(ctx: Context): Promise<number> {
       node: node.node,
       membership,
     },
-    dial: () => openBound(membership, node.node),
+    dial: () => openBound(membership, node.node, identity.pair.privateKey),
     log: ctx.log,
     heartbeatS: ctx.args.heartbeatS,
     driftS: ctx.args.driftS,

@@ -2,7 +2,8 @@
 // MESH_COMMANDS): each subcommand takes its own, anything else is refused in our words. The usage `mesh --help`
 // prints, the man page and the completions are made from the same table.
 import { CODE_EXPIRES_MAX_S, CODE_EXPIRES_S, DEFAULT_MESH_DIR, PUSH_WAIT_S } from "../../defaults.ts";
-import { type Given, printable, tokens, UsageError } from "../args.ts";
+import { type Given, tokens, UsageError } from "../args.ts";
+import { printable } from "../output.ts";
 import {
   type CommandSpec,
   FLAGS,

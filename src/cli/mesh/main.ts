@@ -23,10 +23,10 @@ import {
   writeAtomic,
   writeUnits,
 } from "../../mesh/index.ts";
-import { printable, UsageError } from "../args.ts";
+import { UsageError } from "../args.ts";
 import { runningBinary } from "../commands/confirm.ts";
 import { meshCommandHelp } from "../help.ts";
-import { summary, writeJson, writeOut } from "../output.ts";
+import { printable, summary, writeJson, writeOut } from "../output.ts";
 import { meshCommandSpec } from "../table.ts";
 import { MESH_NODE_USAGE, MESH_RELEASE_USAGE, MESH_USAGE, type MeshArgs, parseMesh } from "./args.ts";
 import { moveCommand, pushCommand } from "./push.ts";
@@ -70,7 +70,7 @@ function helpText(args: MeshArgs): string {
   if (name === "release") return MESH_RELEASE_USAGE;
   const spec = meshCommandSpec(name);
   if (spec) return meshCommandHelp(spec);
-  if (name) throw new UsageError(`no help for "mesh ${printable(name)}" (see \`mesh-host mesh --help\`)`);
+  if (name) throw new UsageError(`no help for "mesh ${printable(name, 60)}" (see \`mesh-host mesh --help\`)`);
   return MESH_USAGE;
 }
 
@@ -178,7 +178,12 @@ async function nodesCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   return 0;
 }
 
+/** One line an event; what the node said in it (its version, its last outcome, its steps) shown escaped. */
 function heardLine(e: Heard): string {
+  return printable(heardWords(e));
+}
+
+function heardWords(e: Heard): string {
   if (e.kind === "heartbeat") {
     const hb = e.heartbeat;
     return `${e.at} heartbeat ${e.node} version ${hb.version} up ${hb.uptime_s}s${hb.confirmed ? " confirmed" : ""}${hb.last ? ` last ${hb.last.outcome} serial ${e.serial ?? "?"}` : ""}`;

@@ -14,8 +14,8 @@ import {
 } from "../../mesh/index.ts";
 import { faultLine } from "../../store/index.ts";
 import { parseJsonBytes } from "../../vocabulary/index.ts";
-import { printable, UsageError } from "../args.ts";
-import { summary, table, writeJson, writeOut } from "../output.ts";
+import { UsageError } from "../args.ts";
+import { printable, summary, table, writeJson, writeOut } from "../output.ts";
 import { progress } from "../progress.ts";
 import { readGivenSecrets } from "../unseal.ts";
 import type { MeshArgs } from "./args.ts";
@@ -132,5 +132,8 @@ function say(pushed: Pushed[], args: MeshArgs): void {
 
 function refusals(p: Pushed): string {
   const r = p.report?.refusals ?? [];
-  return r.map((x) => `\n  refused: ${x.id}${x.field ? `.${x.field}` : ""}: ${x.reason}`).join("");
+  // the node's words: shown escaped, never obeyed by the terminal
+  return r
+    .map((x) => `\n  refused: ${printable(`${x.id}${x.field ? `.${x.field}` : ""}: ${x.reason}`)}`)
+    .join("");
 }

@@ -276,7 +276,7 @@ describe("a node upgraded by a declaration naming its release, under the launche
     expect(n.loop.exits.filter((e) => e === 1)).toHaveLength(3);
   });
 
-  it("a corrupted object, a wrong signature and no room on the disk are refused, the step failed, nothing replaced", async () => {
+  it("a corrupted object, a wrong signature, no room on the disk and no such release are refused, the step failed, nothing replaced", async () => {
     const n = nodes[1]!;
     const before = sha(n.bin);
     const v4 = seaVariant(join(base, "mesh-host-0.4.0-linux-x64"), "0.4.0");
@@ -292,6 +292,9 @@ describe("a node upgraded by a declaration naming its release, under the launche
     expect(forged.stdout).toMatch(
       /release 0\.5\.0\/linux\/x64 refused: the release's manifest is not signed by the mesh key/,
     );
+    const absent = await mesh(dir, ["push", n.name, declaration(base, "absent", "9.9.9", "v9\n"), ...WAIT]);
+    expect(absent.code).toBe(1);
+    expect(absent.stdout).toMatch(/release 9\.9\.9\/linux\/x64 is not in the mesh's releases/);
     const huge = await mesh(dir, ["push", n.name, declaration(base, "huge", "0.5.1", "v5.1\n"), ...WAIT]);
     expect(huge.code).toBe(1);
     expect(huge.stdout).toMatch(

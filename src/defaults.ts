@@ -170,6 +170,11 @@ export const MESH_CONNECT_TIMEOUT_MS = 5_000;
 export const JS_RELOAD_MS = 15_000;
 /** A JetStream call that met a reload, or a cluster not yet ready, is tried again after this. */
 export const JS_RETRY_MS = 100;
+/** How long a new consumer's leader election is waited for before its node is told of it (a cluster's). */
+export const CONSUMER_LEADER_MS = 30_000;
+/** The controller's credentials refused (a cluster reloading its user list): tried this often, this far apart. */
+export const CONTROLLER_AUTH_TRIES = 5;
+export const CONTROLLER_AUTH_RETRY_MS = 500;
 export const JETSTREAM_READY_POLL_MS = 250;
 /** A consume loop whose consumer failed starts again after this. */
 export const CONSUME_RETRY_MS = 250;

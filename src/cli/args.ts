@@ -39,6 +39,8 @@ export interface Args {
   token?: string;
   /** `enrol --code-file F`: the enrolment code read from F, never from argv. */
   codeFile?: string;
+  /** `enrol --replace`: enrol an enrolled node again, with new keys, keeping its records and holds. */
+  replace: boolean;
   /** `overlay take --tunnel <if>`: the found WireGuard interface whose key becomes the overlay key. */
   tunnel?: string;
   mode?: "adopted" | "converged";
@@ -179,6 +181,7 @@ function argsOf(v: Values): Omit<Args, "command" | "positionals"> {
     node: one("node"),
     token: one("token"),
     codeFile: one("code-file"),
+    replace: v.replace === true,
     tunnel: one("tunnel"),
     mode: one("mode") as Args["mode"],
     secret: many("secret"),

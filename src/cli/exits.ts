@@ -29,7 +29,7 @@ export const ENROL_EXITS: readonly Exit[] = [
   [1, "the bus could not be reached or did not answer"],
   [
     2,
-    "refused: a malformed code, bad flags, a node already enrolled, a code the bus refuses (wrong, already used or withdrawn), or the mesh's own refusal; nothing changed",
+    "refused: a malformed code, bad flags, a node already enrolled (without --replace), a code the bus refuses (wrong, already used or withdrawn), or the mesh's own refusal; nothing changed",
   ],
 ];
 

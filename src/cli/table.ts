@@ -44,6 +44,12 @@ export interface Flag {
 export const LOG_FORMATS = ["json", "text"] as const;
 export const HOST_KIND_NAMES = ["arch", "android", "linux"] as const;
 const flag = (f: Flag): Flag => f;
+const seconds = (name: string, v: number, help: string): Flag => ({
+  name,
+  value: "S",
+  default: `${v}`,
+  help,
+});
 /** The default of a flag a command cannot go without: usage shows it unbracketed. */
 export const REQUIRED = "none: required";
 
@@ -126,6 +132,7 @@ export const FLAGS = {
     default: "standard input",
     help: "the enrolment token (readable by every local user while it runs: better on standard input)",
   }),
+  replace: flag({ name: "replace", default: "off", help: "enrol again with new keys, records kept" }),
   "code-file": flag({
     name: "code-file",
     value: "F",
@@ -139,18 +146,8 @@ export const FLAGS = {
     default: "none: required",
     help: "the WireGuard interface whose key becomes the overlay key",
   }),
-  "heartbeat-s": flag({
-    name: "heartbeat-s",
-    value: "S",
-    default: String(HEARTBEAT_S),
-    help: "seconds between heartbeats",
-  }),
-  "drift-s": flag({
-    name: "drift-s",
-    value: "S",
-    default: String(DRIFT_S),
-    help: "seconds between drift checks (the kept declaration applied again)",
-  }),
+  "heartbeat-s": seconds("heartbeat-s", HEARTBEAT_S, "seconds between heartbeats"),
+  "drift-s": seconds("drift-s", DRIFT_S, "seconds between drift checks (the kept declaration applied again)"),
   "move-grace-s": flag({
     name: "move-grace-s",
     value: "S",
@@ -183,12 +180,7 @@ export const FLAGS = {
   }),
   all: flag({ name: "all", default: "off", help: "every enrolled node, no NAME given" }),
   expires: flag({ name: "expires", value: "DURATION", default: "24h", help: "the code's life, at most 30d" }),
-  "wait-s": flag({
-    name: "wait-s",
-    value: "S",
-    default: String(PUSH_WAIT_S),
-    help: "seconds to wait for the reports",
-  }),
+  "wait-s": seconds("wait-s", PUSH_WAIT_S, "seconds to wait for the reports"),
   to: flag({
     name: "to",
     value: "DIR2",
@@ -262,7 +254,7 @@ export const COMMANDS = [
       "of it) or from a file (the code-file flag), never shown. A code given as an argument still works, but every local " +
       "user can read it in /proc and take the answer with it, and mesh-host says so. Prints the node's name " +
       "and the bus. The parts of the code may be given one by one instead (the token then on standard input).",
-    flags: ["code-file", "node", "server", "fingerprint", "token"],
+    flags: ["code-file", "node", "server", "fingerprint", "token", "replace"],
     exits: ENROL_EXITS,
   }),
   command({
@@ -325,7 +317,9 @@ export function flagsOf(spec: CommandSpec): Flag[] {
 /** Taken by every operator's command. */
 export const MESH_GLOBAL_FLAGS: readonly FlagName[] = ["mesh", "help"];
 
-/** The operator's commands, `mesh-host mesh NAME …` (src/cli/mesh/): two words for `node add` and `node rm`. */
+const CODE_OUT = { "code-file": { default: "standard output", help: "write the enrolment code to F" } };
+
+/** The operator's commands, `mesh-host mesh NAME …` (src/cli/mesh/): two words for `node add`, `rm`, `reissue`. */
 export const MESH_COMMANDS: readonly CommandSpec[] = [
   command({
     name: "init",
@@ -345,9 +339,16 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
     args: "NAME",
     summary: "add a node; prints its enrolment code (or writes it to F, 0600)",
     flags: ["code-file", "expires"],
-    means: { "code-file": { default: "standard output", help: "write the enrolment code to the file F" } },
+    means: CODE_OUT,
   }),
   command({ name: "node rm", args: "NAME", summary: "revoke a node: users, consumer, record", flags: [] }),
+  command({
+    name: "node reissue",
+    args: "NAME",
+    summary: "a new code (and credentials): a code lost, or its machine to `enrol --replace`",
+    flags: ["code-file"],
+    means: CODE_OUT,
+  }),
   command({
     name: "push",
     args: "NAME... FILE",

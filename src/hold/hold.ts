@@ -9,6 +9,7 @@ import type { Outbox, PendingNotes } from "../store/index.ts";
 import type { Heartbeat, Membership, Report } from "../vocabulary/index.ts";
 import { backoffMs } from "./backoff.ts";
 import { type BinaryAtStart, digestOfFile, fileStamp } from "./binary.ts";
+import { sayLost } from "./lost.ts";
 import { type Upgraded, withStep } from "./upgrade.ts";
 
 /** The node's parts an apply is handed, and the outbox its reports wait in. */
@@ -29,7 +30,7 @@ export interface Link {
 }
 
 /** A dial answered: the link, or why there is none (refused, unreachable, its consumer missing). */
-export type LinkOpened = { ok: true; link: Link } | { ok: false; reason: string };
+export type LinkOpened = { ok: true; link: Link } | { ok: false; reason: string; kind?: string };
 export type Dial = () => Promise<LinkOpened>;
 
 export interface HoldOptions {
@@ -89,6 +90,8 @@ export class Hold {
   private notes: string[];
   /** A bus to move to once this step's report is out. */
   private pendingMove: Membership | null = null;
+  /** The last dial's credentials were refused, and that was said. */
+  private refusedSaid = false;
   /** The release the kept declaration names; a release installed (exit once its report is out); ones refused. */
   private wantedRelease: string | null = null;
   private pendingUpgrade = false;
@@ -150,11 +153,12 @@ export class Hold {
       this.o.log.debug({ attempt, servers: this.o.deps.membership.servers }, "dialling the bus");
       const dialled = await this.o.dial();
       if (!dialled.ok) {
-        this.lost(dialled.reason);
+        this.lost(dialled.reason, dialled.kind === "auth");
         return false;
       }
       this.link = dialled.link;
       up = true;
+      this.refusedSaid = false;
       this.o.log.info({ attempt: 0 }, "link up");
       this.o.onLink?.({ up: true });
       const lost = await this.hear(dialled.link);
@@ -169,9 +173,10 @@ export class Hold {
     return up;
   }
 
-  /** A link refused or lost (and why): said, shown to `status`, and asked whether to go on dialling. */
-  private lost(reason: string): void {
-    this.o.log.warn({ err: reason }, "link lost or refused");
+  /** A link refused or lost (and why): said (lost.ts), shown to `status`, and asked whether to go on dialling. */
+  private lost(reason: string, credentialsRefused = false): void {
+    sayLost(this.o.log, reason, credentialsRefused, this.refusedSaid);
+    this.refusedSaid = credentialsRefused;
     this.o.onLink?.({ up: false, error: reason });
     if (this.o.onDialFailed?.(reason) === "stop") this.stop("moved");
   }

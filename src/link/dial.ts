@@ -22,7 +22,7 @@ import {
   PING_INTERVAL_MS,
   PREFLIGHT_CLOSE_MS,
 } from "../defaults.ts";
-import { credentialsRefused, reachWords } from "./failures.ts";
+import { credentialRefusal, isCredentialRefused, reachWords } from "./failures.ts";
 
 export interface DialOptions {
   /** `nats://host:port`, tried in order; the first that passes the pin and takes the password wins. */
@@ -146,7 +146,7 @@ export function peerCertificate(host: string, port: number, timeoutMs: number): 
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      if (result.ok && tlsSocket) hangUp(tlsSocket);
+      if (result.ok && tlsSocket) hangUp(tlsSocket, socket);
       else {
         tlsSocket?.destroy();
         socket.destroy();
@@ -184,10 +184,19 @@ export function peerCertificate(host: string, port: number, timeoutMs: number): 
  * flushed): destroyed at once, the server saw the handshake cut short and logged `TLS handshake error: EOF` at
  * every dial, an error to the operator reading it. Destroyed anyway if the server does not close in time.
  */
-function hangUp(tlsSocket: TLSSocket): void {
+function hangUp(tlsSocket: TLSSocket, socket: Socket): void {
   tlsSocket.on("error", () => undefined);
+  socket.on("error", () => undefined);
+  const cut = setTimeout(() => {
+    tlsSocket.destroy();
+    socket.destroy();
+  }, PREFLIGHT_CLOSE_MS);
+  cut.unref();
+  tlsSocket.once("close", () => {
+    clearTimeout(cut);
+    socket.destroy();
+  });
   tlsSocket.end();
-  setTimeout(() => tlsSocket.destroy(), PREFLIGHT_CLOSE_MS).unref();
 }
 
 /** The server's INFO line, read before any TLS: a server that is no NATS server, or not one requiring TLS, is refused. */
@@ -242,12 +251,7 @@ function infoProblem(line: string): string | null {
 
 function failureOf(e: unknown, server: string, user: string): Dialled {
   const err = e as Error & { code?: string; cause?: { code?: string; message?: string } };
-  if (err instanceof errors.AuthorizationError)
-    return {
-      ok: false,
-      kind: "auth",
-      reason: credentialsRefused(server, user),
-    };
+  if (isCredentialRefused(err)) return { ok: false, kind: "auth", reason: credentialRefusal(server, user) };
   const code = err.code ?? err.cause?.code;
   const message = err.message || err.cause?.message || String(e);
   if (message.includes("not the pinned") || (code && /CERT|SIGNATURE|ISSUER|ALTNAME/.test(code)))

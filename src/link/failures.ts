@@ -19,6 +19,28 @@ export function isNoResponders(e: unknown): boolean {
   return /no responders/i.test(messageOf(e));
 }
 
+/**
+ * The server no longer takes this user's credentials: a password refused, a user revoked or expired. Not an
+ * authentication timeout, which is a slow link. For a node's own user that means it was removed from its mesh
+ * (or its credentials replaced by a reissue); for an enrolling user, that its code is spent or was never valid.
+ */
+export function isCredentialRefused(e: unknown): boolean {
+  if (e instanceof errors.UserAuthenticationExpiredError) return true;
+  const said = messageOf(e);
+  if (/authentication timeout/i.test(said)) return false;
+  return e instanceof errors.AuthorizationError || /authorization violation|revoked/i.test(said);
+}
+
+/**
+ * Why the server refused `user` at `server`, in the link's words (never the library's, never a secret). A node's
+ * own user refused means it was removed from its mesh, or its credentials replaced; an enrolling user's, that the
+ * code is spent or withdrawn (the enrolment says so itself).
+ */
+export function credentialRefusal(server: string, user: string): string {
+  if (user.startsWith("enrol.")) return credentialsRefused(server, user);
+  return `${credentialsRefused(server, user)}: this node was removed from its mesh, or its credentials were replaced (\`mesh-host mesh node reissue NAME\` on the mesh, then \`mesh-host enrol --replace\` here)`;
+}
+
 export function isPermissionViolation(e: unknown): boolean {
   return e instanceof errors.PermissionViolationError || /Permissions Violation/.test(messageOf(e));
 }

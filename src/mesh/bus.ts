@@ -8,8 +8,11 @@ import {
   jetstreamManager,
   StorageType,
 } from "@nats-io/jetstream";
-import { connect, type NatsConnection, nanos } from "@nats-io/transport-node";
+import { connect, errors, type NatsConnection, nanos } from "@nats-io/transport-node";
 import {
+  CONSUMER_LEADER_MS,
+  CONTROLLER_AUTH_RETRY_MS,
+  CONTROLLER_AUTH_TRIES,
   JETSTREAM_READY_MS,
   JETSTREAM_READY_POLL_MS,
   JS_RELOAD_MS,
@@ -49,27 +52,47 @@ export async function connectBus(
   mesh: MeshDir,
   opts: { reconnect?: boolean; name?: string } = {},
 ): Promise<Bus> {
-  let nc: NatsConnection;
-  try {
-    nc = await connect({
-      servers: mesh.urls(),
-      user: CONTROLLER_USER,
-      pass: mesh.secrets().controller,
-      name: opts.name ?? "mesh-host mesh",
-      tls: { ca: mesh.certPem() },
-      timeout: MESH_CONNECT_TIMEOUT_MS,
-      reconnect: opts.reconnect ?? false,
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 250,
-    });
-  } catch (e) {
-    throw new BusDown(
-      `the mesh's bus does not answer at ${mesh.urls().join(", ")} (is \`mesh-host mesh up\` running?): ${firstLine(e)}`,
-    );
-  }
+  const nc = await dialController(mesh, opts);
   // no API check here: a cluster still electing its leaders answers JetStream later, and `up` waits for that
   const jsm = await jetstreamManager(nc, { timeout: MESH_CONNECT_TIMEOUT_MS, checkAPI: false });
   return { nc, js: jetstream(nc), jsm, close: () => nc.close().catch(() => undefined) };
+}
+
+/**
+ * The controller's connection. A server reloading its user list (a node added, a code spent) has refused the
+ * controller's own credentials for a moment, on a cluster: tried again a few times, and then said in our words
+ * rather than the server's "Authorization Violation".
+ */
+async function dialController(
+  mesh: MeshDir,
+  opts: { reconnect?: boolean; name?: string },
+): Promise<NatsConnection> {
+  const where = mesh.urls().join(", ");
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await connect({
+        servers: mesh.urls(),
+        user: CONTROLLER_USER,
+        pass: mesh.secrets().controller,
+        name: opts.name ?? "mesh-host mesh",
+        tls: { ca: mesh.certPem() },
+        timeout: MESH_CONNECT_TIMEOUT_MS,
+        reconnect: opts.reconnect ?? false,
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 250,
+      });
+    } catch (e) {
+      if (!(e instanceof errors.AuthorizationError))
+        throw new BusDown(
+          `the mesh's bus does not answer at ${where} (is \`mesh-host mesh up\` running?): ${firstLine(e)}`,
+        );
+      if (attempt >= CONTROLLER_AUTH_TRIES)
+        throw new BusDown(
+          `the mesh's bus at ${where} refuses the controller's credentials of ${mesh.dir}: its servers were made from another mesh directory, or keep reloading their user list`,
+        );
+    }
+    await new Promise((r) => setTimeout(r, CONTROLLER_AUTH_RETRY_MS));
+  }
 }
 
 /**
@@ -152,7 +175,10 @@ export async function awaitStreams(
   return false;
 }
 
-/** The node's durable pull consumer on DECLARE, filtered on its subject, ack explicit (protocol.md). */
+/**
+ * The node's durable pull consumer on DECLARE, filtered on its subject, ack explicit (protocol.md), returned
+ * once it can deliver (consumerLed).
+ */
 export async function ensureNodeConsumer(bus: Bus, node: string): Promise<void> {
   await jsCall(() =>
     bus.jsm.consumers.add("DECLARE", {
@@ -161,6 +187,23 @@ export async function ensureNodeConsumer(bus: Bus, node: string): Promise<void> 
       ack_policy: AckPolicy.Explicit,
     }),
   );
+  await consumerLed(bus, "DECLARE", nodeConsumer(node));
+}
+
+/**
+ * Until a consumer of a replicated stream has its leader (up to CONSUMER_LEADER_MS). Its info is answered before
+ * it has one, so a node told of it binds at once; but the pull it then sends has no leader to take it, and the
+ * node learns so only from missed heartbeats a minute and more later: a node moved onto a cluster with a server
+ * down was up there, and the first push to it said "no report within 60 s" (issue 27, item 9). One server: no
+ * cluster, nothing to wait for.
+ */
+async function consumerLed(bus: Bus, stream: string, name: string): Promise<void> {
+  const deadline = Date.now() + CONSUMER_LEADER_MS;
+  while (Date.now() < deadline) {
+    const info = await bus.jsm.consumers.info(stream, name).catch(() => null);
+    if (info && (!info.cluster || info.cluster.leader)) return;
+    await new Promise((r) => setTimeout(r, JS_RETRY_MS));
+  }
 }
 
 /** A revoked node: its consumer and its declarations (which hold secrets sealed to it) go. */

@@ -15,7 +15,7 @@ const sameKeys = (a: EnrolQuestion["keys"], b: EnrolQuestion["keys"]) =>
 /** Why the code cannot be spent by this question, or null when it can (or this question already spent it). */
 export function codeRefusal(code: CodeRecord | null, q: EnrolQuestion, now = Date.now()): string | null {
   if (!code)
-    return `node ${q.node} has no enrolment code (enrolled already, or removed): \`mesh node add\` makes one`;
+    return `node ${q.node} has no enrolment code (enrolled already, or removed): \`mesh node reissue\` makes one (\`mesh node add\` once removed)`;
   if (code.spent) return sameKeys(code.spent.keys, q.keys) ? null : `node ${q.node}'s code has been used`;
   if (Date.parse(code.expires_at) <= now) return `node ${q.node}'s code expired at ${code.expires_at}`;
   return null;

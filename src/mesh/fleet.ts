@@ -89,6 +89,14 @@ export interface FleetRow {
 
 const ageOf = (iso: string, now: number) => Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
 
+/**
+ * What was heard before the record was made belongs to another life of the name (a node removed and added
+ * again): shown with the new record, it made a row that said "not enrolled" beside a heartbeat and a report.
+ */
+function thisLife<T extends { at: string }>(heard: T | null, record: NodeRecord): T | null {
+  return heard && Date.parse(heard.at) >= Date.parse(record.added_at) ? heard : null;
+}
+
 /** One row a node, the silent first (never heard, then the longest silence), then by name. */
 export function fleetRows(
   records: NodeRecord[],
@@ -97,8 +105,8 @@ export function fleetRows(
 ): FleetRow[] {
   const rows = records.map((r): FleetRow => {
     const e = fleet.get(r.node);
-    const hb = e?.heartbeat ?? null;
-    const rep = e?.report ?? null;
+    const hb = thisLife(e?.heartbeat ?? null, r);
+    const rep = thisLife(e?.report ?? null, r);
     return {
       node: r.node,
       enrolled: r.keys !== null,

@@ -14,7 +14,7 @@ export { Bucket, Conflict, type Entry } from "./kv.ts";
 export { type MeshConfig, MeshDir, MeshRefused } from "./layout.ts";
 export { migrate } from "./migrate.ts";
 export { markMoved, prepareMove } from "./move.ts";
-export { addNode, checkNodeName, codeOf, removeNode } from "./nodes.ts";
+export { addNode, checkNodeName, codeOf, reissueNode, removeNode } from "./nodes.ts";
 export { enrolPermissions, nodePermissions, type Permissions } from "./permissions.ts";
 export {
   type Composed,

@@ -109,3 +109,34 @@ export async function removeNode(mesh: MeshDir, name: string): Promise<string[]>
     return await awaitRendered(mesh, state.bus.nc, { nodes, codes });
   });
 }
+
+/**
+ * A new one-time code for a node whose code was lost, expired or never used, or whose machine enrols again (its
+ * state lost, or `enrol --replace` after a removal undone by `node add`). An enrolled node's password is replaced
+ * too, so whoever holds the old machine's state can no longer dial; its keys stay until the next enrolment
+ * replaces them, and its serial goes on.
+ */
+export async function reissueNode(
+  mesh: MeshDir,
+  name: string,
+  expiresS = CODE_EXPIRES_S,
+): Promise<{ code: string; late: string[]; enrolled: boolean }> {
+  checkNodeName(name);
+  mesh.config();
+  return await withState(mesh, async (state) => {
+    const { value, revision } = await knownNode(state, name);
+    if (value.moved_to)
+      throw new MeshRefused(`node ${name} has moved to the mesh at ${value.moved_to}: reissue it there`);
+    const nodes = value.keys
+      ? await state.nodes.update(name, { ...value, password: secret() }, revision).catch((e) => {
+          if (e instanceof Conflict)
+            throw new MeshRefused(`node ${name} changed while it was reissued: try again`);
+          throw e;
+        })
+      : revision;
+    const code = newCode(name, expiresS);
+    const codes = await state.codes.put(name, code);
+    const late = await awaitRendered(mesh, state.bus.nc, { nodes, codes });
+    return { code: codeOf(mesh, code), late, enrolled: value.keys !== null };
+  });
+}

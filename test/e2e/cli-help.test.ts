@@ -69,7 +69,7 @@ describe("help from the one table", () => {
     expect(push).toContain("3  a node said nothing within --wait-s");
     const node = await runCli(["mesh", "node", "--help"]);
     expect(node.code).toBe(0);
-    expect(node.stdout).toMatch(/^usage: mesh-host mesh node add\|rm NAME/);
+    expect(node.stdout).toMatch(/^usage: mesh-host mesh node add\|rm\|reissue NAME/);
     expect((await runCli(["help", "mesh"])).stdout).toBe(group);
     const none = await runCli(["mesh", "help", "frobnicate"]);
     expect(none.code).toBe(2);
@@ -81,6 +81,7 @@ describe("help from the one table", () => {
     expect(status).toContain("exit status:\n  0  all is well\n  1  the last apply failed");
     const enrol = (await runCli(["enrol", "--help"])).stdout;
     expect(enrol).toMatch(/ 1 {2}the bus could not be reached or did not answer\n/);
+    expect(enrol).toMatch(/ 2 {2}refused: .*a node already enrolled \(without --replace\)/);
   });
 
   it("`help` lists every command and the global flags; no command is the same as help", async () => {

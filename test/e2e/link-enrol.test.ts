@@ -113,8 +113,9 @@ describe("enrolment", () => {
     expect(answered.ok).toBe(false);
     if (answered.ok) return;
     expect(answered.kind).toBe("auth");
-    expect(answered.reason).toContain("authentication error");
-    expect(answered.reason).toContain("enrol.badtoken");
+    expect(answered.reason).toContain("refused enrol.badtoken's credentials");
+    expect(answered.reason).toContain("the enrolment code is wrong, already used, or withdrawn");
+    expect(answered.reason).not.toMatch(/Authorization Violation/i);
     expect(answered.reason).not.toContain("wrong-token-secret-42");
     expect(answered.reason).not.toContain(asked.token);
   });

@@ -268,7 +268,7 @@ describe("mesh node add and rm, with the bus", () => {
     await refused(dir, ["node", "add"], /a NAME is needed/);
     await refused(dir, ["node", "add", "a", "b"], /takes one NAME/);
     await refused(dir, ["node", "rm", "nobody"], /node nobody is not in this mesh/);
-    await refused(dir, ["node", "move", "web-4"], /mesh node takes add or rm/);
+    await refused(dir, ["node", "move", "web-4"], /mesh node takes add or rm or reissue/);
     await refused(dir, ["frobnicate"], /unknown mesh command "frobnicate"/);
     await refused(dir, ["nodes", "--bogus"], /unknown flag --bogus/);
     await refused(dir, ["push", "web-4"], /mesh push web-4 needs FILE after it, the declaration to push/);

@@ -2,7 +2,7 @@
 // items 12 and 13): `mesh up` says each enrolment, addition and removal on stdout and each refused or forged
 // message on stderr, one line each; a node's dials leave no error in the server's log; and the serial, never the
 // stream's sequence, is what push, status, watch and `mesh nodes` say.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstream } from "@nats-io/jetstream";
@@ -168,6 +168,23 @@ describe("what mesh up says, and which counter a person reads", () => {
     expect(row).toMatchObject({ report: { outcome: "applied", serial: 2 }, confirmed: true });
     const human = await mesh(dir, ["nodes"]);
     expect(human.stdout).toMatch(/web-1\s+converged\s+\S+\s+\d+s ago\s+applied serial 2 \d+s ago\s+yes\n/);
+  });
+
+  it("a mesh directory whose controller credentials the bus refuses is said in our words (item 14)", async () => {
+    const copy = join(base, "mesh-copy");
+    cpSync(dir, copy, { recursive: true });
+    const secrets = JSON.parse(readFileSync(join(copy, "secrets.json"), "utf8"));
+    writeFileSync(
+      join(copy, "secrets.json"),
+      JSON.stringify({ ...secrets, controller: "not-the-controller-pw" }),
+    );
+    const r = await mesh(copy, ["nodes"]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(
+      /refuses the controller's credentials of .*mesh-copy: its servers were made from another/,
+    );
+    expect(r.stderr).not.toMatch(/Authorization Violation/i);
+    expect(r.stderr).not.toContain("not-the-controller-pw");
   });
 
   it("says a removal", async () => {

@@ -5,7 +5,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { State } from "../../src/store/index.ts";
+import { ensureKeys, State } from "../../src/store/index.ts";
 import { encodeCode } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS, freePort, type MeshDouble, waitFor } from "../mesh/index.ts";
 import { runCli, startCli } from "../support/cli.ts";
@@ -103,6 +103,8 @@ describe("the node's log", () => {
     const port = await freePort();
     new State(state).writeMembership({ ...membership, servers: [`tls://127.0.0.1:${port}`] });
     new State(state).writeNode({ node: "logs", mode: null });
+    // a node signs what it says with its identity key: an enrolled node has one
+    if (!ensureKeys(state).ok) throw new Error(`cannot make the node's keys in ${state}`);
     const run = startCli(["run", "--state", state, "--root", root]);
     try {
       await waitFor(() => /nothing listens there/.test(run.output().stderr), EVENT_WAIT_MS, "the log line");

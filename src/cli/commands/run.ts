@@ -75,6 +75,17 @@ export async function runCommand(ctx: Context): Promise<number> {
   return 0;
 }
 
+/**
+ * `enrol --replace` ran while this process held the old membership (refused, most likely: the node was removed
+ * or reissued): it exits 0, as after a move, for its service manager to start it on the new one.
+ */
+function reEnrolled(ctx: Context, membership: Membership): boolean {
+  const now = ctx.state.readMembership();
+  if (!now || JSON.stringify(now) === JSON.stringify(membership)) return false;
+  ctx.log.info({ servers: now.servers }, "enrolled again: exiting to be started on the new membership");
+  return true;
+}
+
 /** What fetching and installing a release needs: the installed binary is what it replaces. */
 function upgradeDeps(ctx: Context, membership: Membership, installed: BinaryAtStart | null): UpgradeDeps {
   return {
@@ -102,7 +113,8 @@ function moveSteps(
     },
     onDialFailed: (reason) => {
       const move = moveInProgress(ctx.state);
-      if (!move || Date.now() - Date.parse(move.started_at) < ctx.args.moveGraceS * 1000) return "retry";
+      if (!move) return reEnrolled(ctx, membership) ? "stop" : "retry";
+      if (Date.now() - Date.parse(move.started_at) < ctx.args.moveGraceS * 1000) return "retry";
       returnFromMove(ctx.state, reason);
       ctx.log.warn({ reason }, "the new bus would not hold this node: returning to the previous one");
       return "stop";

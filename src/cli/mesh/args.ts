@@ -42,9 +42,9 @@ export const MESH_RELEASE_USAGE = [
 
 /** `mesh-host mesh node --help`: the two commands under `node`. */
 export const MESH_NODE_USAGE = [
-  "usage: mesh-host mesh node add|rm NAME [flags]",
+  "usage: mesh-host mesh node add|rm|reissue NAME [flags]",
   ...MESH_COMMANDS.filter((c) => c.name.startsWith("node ")).map(usageOf),
-  "`mesh-host mesh node add --help` (or rm) gives its own flags, defaults and exit statuses.",
+  "`mesh-host mesh node add --help` (or rm, reissue) gives its own flags, defaults and exit statuses.",
 ].join("\n");
 
 export interface MeshArgs {
@@ -76,7 +76,10 @@ const MESH_FLAGS: Record<string, Flag> = {
 };
 
 /** The words of a two-word command (`node add`, `release ls`), and the second words each takes. */
-const GROUPS: Record<string, readonly string[]> = { node: ["add", "rm"], release: ["add", "ls", "rm"] };
+const GROUPS: Record<string, readonly string[]> = {
+  node: ["add", "rm", "reissue"],
+  release: ["add", "ls", "rm"],
+};
 
 const SECONDS_IN: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
 

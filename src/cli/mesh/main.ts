@@ -16,6 +16,7 @@ import {
   MeshDir,
   MeshRefused,
   migrate,
+  reissueNode,
   removeNode,
   up,
   watch,
@@ -39,6 +40,7 @@ const HANDLERS: Record<string, Handler> = {
   up: upCommand,
   "node add": nodeAddCommand,
   "node rm": nodeRmCommand,
+  "node reissue": nodeReissueCommand,
   push: pushCommand,
   nodes: nodesCommand,
   watch: watchCommand,
@@ -136,6 +138,23 @@ async function nodeAddCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   if (args.codeFile) {
     writeAtomic(resolve(args.codeFile), `${code}\n`, SECRET_FILE_MODE);
     writeOut(`added ${name}: its enrolment code is in ${args.codeFile}`);
+  } else writeOut(code);
+  return 0;
+}
+
+async function nodeReissueCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
+  const [name, ...extra] = args.positionals;
+  if (extra.length) throw new UsageError("mesh node reissue takes one NAME");
+  checkNodeName(name);
+  mesh.config();
+  if (args.codeFile && existsSync(args.codeFile))
+    throw new UsageError(`--code-file ${args.codeFile} exists: not overwritten`);
+  const { code, late, enrolled } = await reissueNode(mesh, name!, args.expiresS);
+  sayLate(late, `node ${name}'s new credentials`);
+  const then = enrolled ? "; on its machine: mesh-host enrol --replace" : "";
+  if (args.codeFile) {
+    writeAtomic(resolve(args.codeFile), `${code}\n`, SECRET_FILE_MODE);
+    writeOut(`reissued ${name}: its new enrolment code is in ${args.codeFile}${then}`);
   } else writeOut(code);
   return 0;
 }

@@ -1,6 +1,6 @@
 // The operator's half (`mesh-host mesh …`): the bus's configuration and its servers, enrolment codes, the
 // controller's half of the protocol (answering enrolments with a sealed membership, signing with each node's
-// serial, sealing secrets, pushing, the fleet view, the sealed move). It knows the vocabulary (with the
+// serial, sealing secrets, pushing, the fleet view, the sealed move, the releases in the object store). It knows the vocabulary (with the
 // envelope and the sealing) and the nats client, nothing of the host's layers; none of them imports it, and the
 // Android build leaves it out. Only src/cli/mesh/ and the tests import this surface.
 export { type Bus, BusDown, connectBus, ensureNodeConsumer, ensureStreams, jsCall } from "./bus.ts";

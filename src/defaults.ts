@@ -159,10 +159,6 @@ export const SERVER_RELOAD_MS = 15_000;
 export const SERVER_STOP_MS = 10_000;
 /** How often a server's log is read again while one waits for its word. */
 export const SERVER_LOG_POLL_MS = 25;
-/** How long a command waits for the mesh directory's lock (another `mesh` command holding it). */
-export const MESH_LOCK_WAIT_MS = 30_000;
-/** How often a held mesh lock is tried again. */
-export const MESH_LOCK_POLL_MS = 20;
 /** JetStream answers once the servers agree on a leader: a cluster coming up takes a few seconds. */
 export const JETSTREAM_READY_MS = 60_000;
 export const MESH_CONNECT_TIMEOUT_MS = 5_000;
@@ -176,6 +172,16 @@ export const CONSUMER_LEADER_MS = 30_000;
 export const CONTROLLER_AUTH_TRIES = 5;
 export const CONTROLLER_AUTH_RETRY_MS = 500;
 export const JETSTREAM_READY_POLL_MS = 250;
+/**
+ * How long a message of ENROL or REPORTS handed to one controller waits for its ack before another controller
+ * is handed it (a controller that died with its machine never acks); answering one takes well under this.
+ */
+export const SHARED_ACK_WAIT_MS = 5_000;
+/**
+ * A controller's pull on a shared durable lasts this long before it asks again: the server keeps a pull of a
+ * controller that died until it expires, and hands it messages meanwhile (each then waits SHARED_ACK_WAIT_MS).
+ */
+export const SHARED_PULL_EXPIRES_MS = 5_000;
 /** A consume loop whose consumer failed starts again after this. */
 export const CONSUME_RETRY_MS = 250;
 /** `mesh push --wait-s`: how long the reports are waited for. */
@@ -218,6 +224,24 @@ export const HEARTBEAT_BUDGET = 20;
 export const HEARTBEAT_WINDOW_MS = 10_000;
 /** How often `mesh up` says which nodes' heartbeats it dropped (and adds them to their fleet entries). */
 export const FLOOD_LOG_MS = 60_000;
+/** `mesh report --serial`: the longest a read through the node's reports may take. */
+export const REPORT_READ_MS = 30_000;
+/** `mesh rollout`: the health gate looks at the heartbeats heard this often. */
+export const ROLLOUT_POLL_MS = 200;
+/** `mesh rollout` defaults: the waves, the gate, how many nodes may fail before it halts. */
+export const ROLLOUT_WAVES = "10%,50%,100%";
+export const ROLLOUT_GATE_S = 120;
+/** `mesh-jobs` keeps this many jobs (push, plan, rollout), the newest. */
+export const JOBS_KEPT = 200;
+/** A push refused for what it removes names this many resources a node, then how many more. */
+export const REMOVALS_NAMED = 5;
+/** `mesh plan --wait-s`: how long a node connected to the bus has to answer; an offline node is said at once. */
+export const PLAN_WAIT_S = 20;
+/**
+ * A node's plan answer fits one core message (the server's max_payload is 1 MB): past this, the diffs and then
+ * the unchanged lines are left out, and the answer says so.
+ */
+export const MAX_PLAN_ANSWER_BYTES = 768 * 1024;
 /** REPORTS keeps a month: the fleet view needs the newest, an operator's inquiry a little more. */
 export const REPORTS_MAX_AGE_S = 30 * 24 * 3600;
 // The link: its timeouts (the names protocol.md composes are src/vocabulary/subjects.ts).

@@ -19,6 +19,7 @@ import {
   JS_RETRY_MS,
   MESH_CONNECT_TIMEOUT_MS,
   REPORTS_MAX_AGE_S,
+  SHARED_ACK_WAIT_MS,
 } from "../defaults.ts";
 import {
   CONTROLLER_USER,
@@ -139,8 +140,20 @@ export async function ensureStreams(bus: Bus, replicas: number): Promise<void> {
     if (exists) await bus.jsm.streams.update(name, config);
     else await bus.jsm.streams.add(config);
   }
-  await bus.jsm.consumers.add("ENROL", { durable_name: ENROL_CONSUMER, ack_policy: AckPolicy.Explicit });
-  await bus.jsm.consumers.add("REPORTS", { durable_name: REPORTS_CONSUMER, ack_policy: AckPolicy.Explicit });
+  await sharedConsumer(bus, "ENROL", ENROL_CONSUMER);
+  await sharedConsumer(bus, "REPORTS", REPORTS_CONSUMER);
+}
+
+/**
+ * A durable every controller pulls from. A message handed to a controller that died (its machine with it) is
+ * handed to another after SHARED_ACK_WAIT_MS, not the server's default 30 s: a node waiting for its enrolment
+ * answer waits no longer than that. Brought to this configuration when an older mesh made it otherwise.
+ */
+async function sharedConsumer(bus: Bus, stream: string, durable: string): Promise<void> {
+  const config = { ack_policy: AckPolicy.Explicit, ack_wait: nanos(SHARED_ACK_WAIT_MS) };
+  const info = await bus.jsm.consumers.info(stream, durable).catch(() => null);
+  if (!info) await bus.jsm.consumers.add(stream, { durable_name: durable, ...config });
+  else if (info.config.ack_wait !== config.ack_wait) await bus.jsm.consumers.update(stream, durable, config);
 }
 
 /**

@@ -6,16 +6,30 @@
 export { type Bus, BusDown, connectBus, ensureNodeConsumer, ensureStreams, jsCall } from "./bus.ts";
 export { meshUsers, type ServerUser, serverConf, usersConf } from "./conf.ts";
 export { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
-export { LockBusy, writeAtomic } from "./files.ts";
+export { writeAtomic } from "./files.ts";
 export { age, type FleetRow, fleetRows, fleetTable } from "./fleet.ts";
 export { type HeardFrom, heardFrom, identityOf } from "./heard.ts";
 export { type InitOptions, initMesh } from "./init.ts";
+export {
+  type Job,
+  JobLog,
+  type JobNode,
+  jobsBucket,
+  listJobs,
+  newJob,
+  newJobId,
+  outcomeCounts,
+  saveJob,
+  startJob,
+} from "./jobs.ts";
 export { Bucket, Conflict, type Entry } from "./kv.ts";
+export { FACT_KEYS, fieldsOf, labelNode, matchingNodes, parseLabels, selectedNodes } from "./labels.ts";
 export { type MeshConfig, MeshDir, MeshRefused } from "./layout.ts";
 export { migrate } from "./migrate.ts";
 export { markMoved, prepareMove } from "./move.ts";
 export { addNode, checkNodeName, codeOf, reissueNode, removeNode } from "./nodes.ts";
 export { enrolPermissions, nodePermissions, type Permissions } from "./permissions.ts";
+export { askPlans, composePlans, type PlanAsked, type PlanHeard } from "./plan.ts";
 export {
   type Composed,
   exitOf,
@@ -33,6 +47,8 @@ export {
   removeRelease,
   storeRelease,
 } from "./release.ts";
+export { reportOf } from "./reports.ts";
+export { checkRollout, progressOf, runRollout, wavesOf } from "./rollout.ts";
 export { natsServerPath, reloadUsers, runningServers } from "./servers.ts";
 export {
   allNodes,

@@ -201,6 +201,7 @@ describe("one server: the operator's path", () => {
         /refused for node web-1: secret "dbpw" is "installer", .*--secret dbpw=FILE/,
       ],
       [["web-1", join(base, "missing.json")], /cannot read .*missing.json: it does not exist/],
+      [["web-1", oversized(base)], /huge\.json is 16\.5 MiB, more than the 16 MiB allowed/],
       [["web-1"], /mesh push web-1 needs FILE after it, the declaration to push/],
       [["nobody", file(base, "ok.json", declaration("x"))], /node nobody is not in this mesh/],
       [
@@ -317,3 +318,10 @@ describe("a three-server cluster", () => {
     await node.run.stop();
   });
 });
+
+/** A file half a MiB over the declaration's limit: the push says its size in MiB, never in raw bytes. */
+function oversized(base: string): string {
+  const path = join(base, "huge.json");
+  writeFileSync(path, Buffer.alloc(16.5 * 1024 * 1024, " "));
+  return path;
+}

@@ -17,7 +17,7 @@ import {
   targetsOf,
 } from "../../mesh/index.ts";
 import { faultLine } from "../../store/index.ts";
-import { parseJsonBytes } from "../../vocabulary/index.ts";
+import { parseJsonBytes, tooBig } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { printable, summary, table, writeJson, writeOut } from "../output.ts";
 import { progress } from "../progress.ts";
@@ -30,8 +30,7 @@ export function readDeclaration(path: string): Record<string, unknown> {
   let bytes: Buffer;
   try {
     const size = statSync(path).size;
-    if (size > MAX_BODY_BYTES)
-      throw new UsageError(`${path} is ${size} bytes, more than the ${MAX_BODY_BYTES} allowed`);
+    if (size > MAX_BODY_BYTES) throw new UsageError(`${path} is ${tooBig(size, MAX_BODY_BYTES)}`);
     bytes = readFileSync(path);
   } catch (e) {
     if (e instanceof UsageError) throw e;

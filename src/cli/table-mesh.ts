@@ -210,6 +210,20 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
     means: { secret: { value: "KEY=FILE", help: "the secrets the rollout was given, again" } },
   }),
   command({ name: "rollout abort", args: "ID", summary: "stop a rollout before its next wave", flags: [] }),
+  command({
+    name: "upgrade",
+    args: "NAME...",
+    summary: "a rollout of each node's current declaration naming release V: canary, waves, gate, halt",
+    about:
+      "Each node is pushed the declaration this mesh last pushed it, with host.release set to V, in waves as " +
+      "rollout makes them; a wave's gate also waits for each node's heartbeat to show V, confirmed. A failure, " +
+      "silence past the gate or a report saying the launcher rolled the release back halts it; revert pushes the " +
+      "nodes already upgraded their previous declaration (the release they named before, or none). Refused when " +
+      "V is not stored for a target's host kind and processor, or a target has had no declaration yet.",
+    flags: ["all", "where", "to", "canary", "waves", "gate-s", "max-failed", "on-halt", "json"],
+    exits: ROLLOUT_EXITS,
+    means: { to: { value: "V", help: "the release, as mesh release ls names it" } },
+  }),
   command({ name: "nodes", summary: "the fleet at a glance, silent nodes first", flags: ["where", "json"] }),
   command({ name: "watch", summary: "reports and heartbeats as they arrive", flags: ["where", "json"] }),
   command({ name: "migrate", summary: "move a format-1 directory's nodes onto the bus", flags: ["json"] }),

@@ -48,7 +48,7 @@ export {
   storeRelease,
 } from "./release.ts";
 export { reportOf } from "./reports.ts";
-export { checkRollout, progressOf, runRollout, wavesOf } from "./rollout.ts";
+export { checkRollout, checkUpgrade, progressOf, runRollout, wavesOf } from "./rollout.ts";
 export { natsServerPath, reloadUsers, runningServers } from "./servers.ts";
 export {
   allNodes,

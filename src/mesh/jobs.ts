@@ -4,7 +4,7 @@
 import { randomBytes } from "node:crypto";
 import * as z from "zod";
 import { JOBS_KEPT, KV_REPLICAS_MAX } from "../defaults.ts";
-import { digestOf, NodeName, ReportStep } from "../vocabulary/index.ts";
+import { digestOf, NodeName, ReleaseVersion, ReportStep } from "../vocabulary/index.ts";
 import { type Bus, firstLine, jsCall } from "./bus.ts";
 import { Bucket } from "./kv.ts";
 import type { MeshDir } from "./layout.ts";
@@ -49,6 +49,11 @@ export const RolloutProgress = z.strictObject({
   file: z.record(z.string(), z.unknown()),
   /** Each node's declaration before the rollout changed it: what a revert pushes again. */
   previous: z.record(NodeName, z.record(z.string(), z.unknown()).nullable()),
+  /**
+   * `mesh upgrade --to V`: each node is pushed its own previous declaration with `host.release` set to V (FILE is
+   * not used), and the gate also waits for its heartbeat to show V, confirmed.
+   */
+  release: ReleaseVersion.optional(),
 });
 export type RolloutProgress = z.infer<typeof RolloutProgress>;
 

@@ -11,7 +11,8 @@ import { heardFrom, identityOf } from "./heard.ts";
 import { type Job, type JobNode, pendingNode, type RolloutProgress, saveJob } from "./jobs.ts";
 import type { Bucket } from "./kv.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
-import { compose, type Pushed, type PushInput, preparePush, publishAndWait } from "./push.ts";
+import { type Composed, compose, type Pushed, type PushInput, preparePush, publishAndWait } from "./push.ts";
+import { listReleases } from "./release.ts";
 import { droppedBy, refuseRemovals } from "./removals.ts";
 import { knownNode, type State } from "./state.ts";
 
@@ -53,37 +54,72 @@ export interface RolloutRun {
 
 const failedOutcome = (o: JobNode["outcome"]) => ["failed", "refused", "superseded", "silent"].includes(o);
 
-/** Heartbeats as they arrive, signed by each target's identity key, the newest per node: what the gate reads. */
-async function heartbeats(r: RolloutRun): Promise<{ latest: Map<string, Heartbeat>; stop(): void }> {
+/** What the gate reads, as it arrives, signed by each target's identity key: the newest heartbeat per node, and
+ * the nodes whose report said their launcher rolled back a release (a binary that could not start). */
+interface Heard {
+  latest: Map<string, Heartbeat>;
+  rolledBack: Set<string>;
+  stop(): void;
+}
+
+/** The launcher's note, carried by the first report after a rollback (store/move.ts: pendingNotes). */
+const ROLLBACK_NOTE = /^rolled back from /;
+
+async function heard(r: RolloutRun): Promise<Heard> {
   const identities = new Map<string, string | null>();
   for (const n of r.job.targets) identities.set(n, identityOf((await knownNode(r.state, n)).value));
   const latest = new Map<string, Heartbeat>();
-  const sub = r.state.bus.nc.subscribe("mesh.heartbeat.>", {
+  const rolledBack = new Set<string>();
+  // a target's own subject, or nothing of this rollout's
+  const target = (subject: string, prefix: string) => {
+    const node = subject.slice(prefix.length);
+    return identities.has(node) ? node : null;
+  };
+  const beats = r.state.bus.nc.subscribe("mesh.heartbeat.>", {
     callback: (err, m) => {
-      // a target's own subject, or nothing of this rollout's
-      const node = err ? null : m.subject.slice("mesh.heartbeat.".length);
-      if (!node || !identities.has(node)) return;
-      const hb = heardFrom(node, identities.get(node)!, m.data, "heartbeat");
-      if (hb.ok) latest.set(node, hb.value);
+      const node = err ? null : target(m.subject, "mesh.heartbeat.");
+      const hb = node ? heardFrom(node, identities.get(node)!, m.data, "heartbeat") : null;
+      if (node && hb?.ok) latest.set(node, hb.value);
+    },
+  });
+  const reports = r.state.bus.nc.subscribe("mesh.report.>", {
+    callback: (err, m) => {
+      const node = err ? null : target(m.subject, "mesh.report.");
+      const report = node ? heardFrom(node, identities.get(node)!, m.data, "report") : null;
+      if (node && report?.ok && report.value.notes?.some((l) => ROLLBACK_NOTE.test(l))) rolledBack.add(node);
     },
   });
   await r.state.bus.nc.flush();
-  return { latest, stop: () => sub.unsubscribe() };
+  return {
+    latest,
+    rolledBack,
+    stop: () => {
+      beats.unsubscribe();
+      reports.unsubscribe();
+    },
+  };
 }
 
-/** Healthy: the node's heartbeat says its last apply is this declaration, applied, and its binary confirmed. */
-const healthy = (hb: Heartbeat | undefined, seq: number) =>
-  hb?.last?.seq === seq && hb.last.outcome === "applied" && hb.confirmed;
+/**
+ * Healthy: the node's heartbeat says its last apply is this declaration, applied, and its binary confirmed; for
+ * an upgrade, also that it runs the release named (the build before the swap heartbeats its own version; a node
+ * never fetches a release of the version it runs).
+ */
+const healthy = (hb: Heartbeat | undefined, seq: number, release: string | undefined) =>
+  hb?.last?.seq === seq &&
+  hb.last.outcome === "applied" &&
+  hb.confirmed &&
+  (release === undefined || hb.version === release);
 
 /** Run the rollout from where its job stands to done, halted or aborted; the job as it ended. */
 export async function runRollout(r: RolloutRun): Promise<Job> {
   const p = r.job.rollout!;
-  const beats = await heartbeats(r);
+  const beats = await heard(r);
   try {
     while (p.state === "running" && p.wave < p.waves.length) {
       await save(r);
       if (p.state !== "running") break;
-      await runWave(r, p.waves[p.wave]!, beats.latest);
+      await runWave(r, p.waves[p.wave]!, beats);
       // aborted while the wave ran: it stops here, neither halting nor putting anything back
       if (p.state !== "running") break;
       const failed = Object.values(r.job.nodes).filter((n) => failedOutcome(n.outcome)).length;
@@ -133,7 +169,7 @@ async function seqOf(r: RolloutRun, node: string, serial: number | null): Promis
 }
 
 /** One wave: push to the nodes not yet pushed, then wait (within the gate) for each report and healthy heartbeat. */
-async function runWave(r: RolloutRun, wave: string[], latest: Map<string, Heartbeat>): Promise<void> {
+async function runWave(r: RolloutRun, wave: string[], beats: Heard): Promise<void> {
   const p = r.job.rollout!;
   const deadline = Date.now() + p.gate_s * 1000;
   // not yet pushed, or given a serial by a run that was stopped before it published (the record has no sequence)
@@ -145,7 +181,7 @@ async function runWave(r: RolloutRun, wave: string[], latest: Map<string, Heartb
   r.say(`wave ${p.wave + 1} of ${p.waves.length}: ${wave.join(", ")}`);
   const seqs = new Map<string, number>();
   if (fresh.length) {
-    const composed = await preparePush(r.state, fresh, r.input);
+    const composed = await composeWave(r, fresh);
     for (const c of composed) r.job.nodes[c.node] = pendingNode(c.serial);
     // kept before anything is sent: a rollout killed now resumes without pushing these again
     await save(r);
@@ -153,8 +189,30 @@ async function runWave(r: RolloutRun, wave: string[], latest: Map<string, Heartb
     for (const x of pushed) noteReport(r.job, x, p.gate_s, seqs);
   }
   await save(r);
-  await gate(r, wave, latest, deadline, seqs);
+  await gate(r, wave, beats, deadline, seqs);
   await save(r);
+}
+
+/** What the wave's nodes are pushed: FILE for each, or (an upgrade) each its own declaration naming the release. */
+async function composeWave(r: RolloutRun, nodes: string[]): Promise<Composed[]> {
+  const p = r.job.rollout!;
+  if (!p.release) return await preparePush(r.state, nodes, r.input);
+  const composed: Composed[] = [];
+  for (const n of nodes)
+    composed.push(
+      ...(await preparePush(r.state, [n], { ...r.input, file: upgraded(p.previous[n], p.release) })),
+    );
+  return composed;
+}
+
+/** A node's declaration as the mesh last pushed it, its `host.release` now `release`. */
+export function upgraded(
+  previous: Record<string, unknown> | null | undefined,
+  release: string,
+): Record<string, unknown> {
+  if (!previous) throw new MeshRefused("an upgrade needs each node's current declaration, and one has none");
+  const host = (previous.host as Record<string, unknown> | undefined) ?? {};
+  return { ...previous, host: { ...host, release } };
 }
 
 function noteReport(job: Job, x: Pushed, gateS: number, seqs: Map<string, number>): void {
@@ -175,7 +233,7 @@ function noteReport(job: Job, x: Pushed, gateS: number, seqs: Map<string, number
 async function gate(
   r: RolloutRun,
   wave: string[],
-  latest: Map<string, Heartbeat>,
+  beats: Heard,
   deadline: number,
   seqs: Map<string, number>,
 ): Promise<void> {
@@ -185,7 +243,13 @@ async function gate(
     for (const n of waiting()) {
       // a resumed rollout finds the sequence its push was given in the node's record
       const seq = seqs.get(n) ?? (await seqOf(r, n, r.job.nodes[n]!.serial));
-      if (healthy(latest.get(n), seq))
+      if (r.job.rollout!.release && beats.rolledBack.has(n))
+        r.job.nodes[n] = {
+          ...r.job.nodes[n]!,
+          outcome: "failed",
+          detail: `its launcher rolled back from release ${r.job.rollout!.release}: it could not start (its report says so)`,
+        };
+      else if (healthy(beats.latest.get(n), seq, r.job.rollout!.release))
         r.job.nodes[n] = {
           ...r.job.nodes[n]!,
           outcome: "applied",
@@ -240,7 +304,7 @@ async function revert(r: RolloutRun): Promise<void> {
 export async function progressOf(
   state: State,
   waves: string[][],
-  o: Pick<RolloutProgress, "gate_s" | "max_failed" | "on_halt" | "allow_removals" | "file">,
+  o: Pick<RolloutProgress, "gate_s" | "max_failed" | "on_halt" | "allow_removals" | "file" | "release">,
 ): Promise<RolloutProgress> {
   const previous: RolloutProgress["previous"] = {};
   for (const n of waves.flat()) previous[n] = (await knownNode(state, n)).value.last_body;
@@ -255,4 +319,31 @@ export async function checkRollout(state: State, targets: string[], input: PushI
     dropped.push({ node: n, gone: droppedBy(record, compose(record, input).kept) });
   }
   if (!input.allowRemovals) refuseRemovals(dropped);
+}
+
+/**
+ * `mesh upgrade --to V`: refused before anything is sent when a target has had no declaration from this mesh (there
+ * is nothing to name the release in) or V is not stored for its host kind and processor (what it says of itself).
+ */
+export async function checkUpgrade(
+  mesh: MeshDir,
+  state: State,
+  targets: string[],
+  release: string,
+): Promise<void> {
+  const stored = new Set((await listReleases(mesh)).map((row) => row.name));
+  for (const n of targets) {
+    const record = (await knownNode(state, n)).value;
+    if (!record.last_body)
+      throw new MeshRefused(
+        `node ${n} has had no declaration from this mesh: push it one before upgrading it`,
+      );
+    const kind = record.facts?.kind ?? "linux";
+    const arch = record.facts?.arch ?? "unknown";
+    if (!stored.has(`${release}/${kind}/${arch}`))
+      throw new MeshRefused(
+        `release ${release} is not stored for node ${n} (${kind}/${arch}): mesh release add it first (mesh release ls lists them)`,
+      );
+    compose(record, { file: upgraded(record.last_body, release), secrets: new Map() });
+  }
 }

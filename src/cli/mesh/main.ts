@@ -40,6 +40,7 @@ import {
   rolloutCommand,
   rolloutResumeCommand,
   rolloutStatusCommand,
+  upgradeCommand,
 } from "./rollout.ts";
 
 type Handler = (mesh: MeshDir, args: MeshArgs) => Promise<number>;
@@ -60,6 +61,7 @@ const HANDLERS: Record<string, Handler> = {
   "rollout status": rolloutStatusCommand,
   "rollout resume": rolloutResumeCommand,
   "rollout abort": rolloutAbortCommand,
+  upgrade: upgradeCommand,
   nodes: nodesCommand,
   watch: watchCommand,
   move: moveCommand,

@@ -2,20 +2,24 @@
 // (stderr), the job at the end (stdout: a table a node, or --json one document). Exit 4 when it halted.
 import {
   checkRollout,
+  checkUpgrade,
   connectBus,
   type Job,
   jobsBucket,
   type MeshDir,
   newJob,
   openState,
+  type PushInput,
   progressOf,
   runRollout,
+  type State,
   saveJob,
   startJob,
   wavesOf,
 } from "../../mesh/index.ts";
+import { ReleaseVersion } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
-import { writeJson, writeOut } from "../output.ts";
+import { printable, writeJson, writeOut } from "../output.ts";
 import { readGivenSecrets } from "../unseal.ts";
 import type { MeshArgs } from "./args.ts";
 import { jobText, readJob, warnLine } from "./jobs.ts";
@@ -35,29 +39,68 @@ export async function rolloutCommand(mesh: MeshDir, args: MeshArgs): Promise<num
     const ordered = [...(await targetsGiven(state, args, names))].sort();
     const waves = wavesOf(ordered, args.canary, args.waves);
     await checkRollout(state, ordered, input);
-    const job: Job = {
-      ...newJob(
-        "rollout",
-        input.file,
-        ordered.map((node) => ({ node, serial: null })),
-      ),
-      rollout: await progressOf(state, waves, {
-        gate_s: args.gateS,
-        max_failed: args.maxFailed,
-        on_halt: args.onHalt,
-        allow_removals: args.allowRemovals,
-        file: input.file,
-      }),
-    };
-    const bucket = await jobsBucket(mesh, state.bus);
-    await startJob(state.bus, bucket, job);
-    said(
-      `job ${job.id}: ${waves.map((w) => w.length).join(" + ")} node(s) in ${waves.length} wave(s); interrupted, \`mesh-host mesh rollout resume ${job.id}\` goes on`,
-    );
-    return ended(await runRollout({ mesh, state, bucket, job, input, say: said }), args);
+    return await started(mesh, state, args, waves, input);
   } finally {
     await state.bus.close();
   }
+}
+
+/**
+ * `mesh upgrade TARGETS --to V`: a rollout of each node's current declaration (the last this mesh pushed it) with
+ * `host.release` set to V; the gate also waits for the node to run V, confirmed.
+ */
+export async function upgradeCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
+  const ways = [args.positionals.length > 0, args.all, args.where !== null].filter(Boolean).length;
+  if (ways !== 1) throw new UsageError("mesh upgrade takes NAME..., --all or --where SELECTOR, one of them");
+  if (!args.to)
+    throw new UsageError("mesh upgrade needs --to V: the release to upgrade to (mesh release ls)");
+  const release = ReleaseVersion.safeParse(args.to);
+  if (!release.success)
+    throw new UsageError(`--to "${printable(args.to.slice(0, 70))}" must be a version such as 0.2.0`);
+  mesh.config();
+  const state = await openState(mesh);
+  try {
+    const ordered = [...(await targetsGiven(state, args, args.positionals))].sort();
+    const waves = wavesOf(ordered, args.canary, args.waves);
+    await checkUpgrade(mesh, state, ordered, release.data);
+    const input = { file: { host: { release: release.data } }, secrets: new Map<string, Uint8Array>() };
+    return await started(mesh, state, args, waves, input, release.data);
+  } finally {
+    await state.bus.close();
+  }
+}
+
+/** The job made and kept, then run to its end. */
+async function started(
+  mesh: MeshDir,
+  state: State,
+  args: MeshArgs,
+  waves: string[][],
+  input: PushInput,
+  release?: string,
+): Promise<number> {
+  const ordered = waves.flat();
+  const job: Job = {
+    ...newJob(
+      "rollout",
+      input.file,
+      ordered.map((node) => ({ node, serial: null })),
+    ),
+    rollout: await progressOf(state, waves, {
+      gate_s: args.gateS,
+      max_failed: args.maxFailed,
+      on_halt: args.onHalt,
+      allow_removals: input.allowRemovals ?? false,
+      file: input.file,
+      ...(release ? { release } : {}),
+    }),
+  };
+  const bucket = await jobsBucket(mesh, state.bus);
+  await startJob(state.bus, bucket, job);
+  said(
+    `job ${job.id}: ${waves.map((w) => w.length).join(" + ")} node(s) in ${waves.length} wave(s); interrupted, \`mesh-host mesh rollout resume ${job.id}\` goes on`,
+  );
+  return ended(await runRollout({ mesh, state, bucket, job, input, say: said }), args);
 }
 
 export async function rolloutResumeCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {

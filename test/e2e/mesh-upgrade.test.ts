@@ -3,7 +3,8 @@
 // before anything is sent (no declaration yet, V not stored); a good release goes to the canary, then the rest,
 // each node pushed its own declaration naming V, the gate passing a node only once the release it restarted onto
 // heartbeats confirmed; a release that cannot start halts at the canary (its launcher rolls it back, and says
-// so), exit 4, and the other nodes never fetch it.
+// so), exit 4, and the other nodes never fetch it; with --on-halt revert, the canary is pushed its previous
+// declaration again.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
@@ -183,6 +184,33 @@ describe("mesh upgrade", () => {
       expect(job.nodes[n.name].outcome).toBe("untouched");
       expect(n.loop.starts, `${n.name} never restarted`).toBe(starts[i]);
       expect(n.loop.log).not.toMatch(/0\.3\.0/);
+    }
+  });
+});
+
+describe("mesh upgrade --on-halt revert", () => {
+  it("puts the canary's previous declaration back (the release it named before), touching no other node", async () => {
+    // another release that cannot start, of its own digest: not the one the canary was rolled back from
+    const bad = join(base, "false-0.4.0");
+    copyFileSync("/bin/false", bad);
+    writeFileSync(bad, "\nanother\n", { flag: "a" });
+    expect((await mesh(dir, ["release", "add", bad, "--version", "0.4.0"])).code).toBe(0);
+    const starts = nodes.map((n) => n.loop.starts);
+    const r = await upgrade("0.4.0", ["--json"]);
+    expect(r.code, r.stdout + r.stderr).toBe(4);
+    const job = JSON.parse(r.stdout);
+    expect(job.nodes["u-1"].outcome).toBe("reverted");
+    expect(job.nodes["u-1"].detail).toMatch(
+      /^failed, then its previous declaration put back as serial \d+: applied$/,
+    );
+    // what the mesh last pushed it: the halted upgrade before (--on-halt stop) left it naming 0.3.0, the release
+    // its launcher rolled back from, which it does not fetch again
+    expect(job.rollout.previous["u-1"].host).toEqual({ release: "0.3.0" });
+    expect(job.rollout.previous["u-2"].host).toEqual({ release: VERSION });
+    for (const [i, n] of nodes.entries()) {
+      if (i === 0) continue;
+      expect(job.nodes[n.name].outcome).toBe("untouched");
+      expect(n.loop.starts, `${n.name} never restarted`).toBe(starts[i]);
     }
   });
 });

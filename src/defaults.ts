@@ -224,6 +224,24 @@ export const HEARTBEAT_BUDGET = 20;
 export const HEARTBEAT_WINDOW_MS = 10_000;
 /** How often `mesh up` says which nodes' heartbeats it dropped (and adds them to their fleet entries). */
 export const FLOOD_LOG_MS = 60_000;
+/** `mesh report --serial`: the longest a read through the node's reports may take. */
+export const REPORT_READ_MS = 30_000;
+/** `mesh rollout`: the health gate looks at the heartbeats heard this often. */
+export const ROLLOUT_POLL_MS = 200;
+/** `mesh rollout` defaults: the waves, the gate, how many nodes may fail before it halts. */
+export const ROLLOUT_WAVES = "10%,50%,100%";
+export const ROLLOUT_GATE_S = 120;
+/** `mesh-jobs` keeps this many jobs (push, plan, rollout), the newest. */
+export const JOBS_KEPT = 200;
+/** A push refused for what it removes names this many resources a node, then how many more. */
+export const REMOVALS_NAMED = 5;
+/** `mesh plan --wait-s`: how long a node connected to the bus has to answer; an offline node is said at once. */
+export const PLAN_WAIT_S = 20;
+/**
+ * A node's plan answer fits one core message (the server's max_payload is 1 MB): past this, the diffs and then
+ * the unchanged lines are left out, and the answer says so.
+ */
+export const MAX_PLAN_ANSWER_BYTES = 768 * 1024;
 /** REPORTS keeps a month: the fleet view needs the newest, an operator's inquiry a little more. */
 export const REPORTS_MAX_AGE_S = 30 * 24 * 3600;
 // The link: its timeouts (the names protocol.md composes are src/vocabulary/subjects.ts).

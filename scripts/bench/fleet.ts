@@ -1,4 +1,4 @@
-// `npm run bench:fleet [-- --nodes N]`: what one bus carries. For a mesh of one server, then a three-server
+// `npm run bench:fleet [-- --nodes N]`: what one bus carries (`-- --upgrade`: a fleet upgraded, upgrade.ts). For a mesh of one server, then a three-server
 // cluster (each server under its own `mesh up --only I`, as the units run them): N real `mesh-host run`
 // processes (default 100), each with its own temporary root and state, each added with `mesh node add` and
 // enrolled with its code on stdin. Measured and printed:
@@ -22,6 +22,7 @@ import { type Running, runCli, startCli } from "../../test/support/cli.ts";
 import { ensureSea } from "../../test/support/sea.ts";
 import { vmRssKb } from "./proc.ts";
 import { formatKb, formatMs, percentile } from "./stats.ts";
+import { upgradeBench } from "./upgrade.ts";
 
 const HEARTBEAT_S = 5;
 const ENROL_AT_ONCE = 8;
@@ -312,8 +313,10 @@ async function leaderOf(dir: string): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  const n = flagValue("nodes", 100);
   process.env.MESH_HOST_BIN ??= ensureSea();
+  // `--upgrade`: the fleet upgraded from the mesh's releases instead (scripts/bench/upgrade.ts)
+  if (process.argv.includes("--upgrade")) return await upgradeBench(flagValue("nodes", 20));
+  const n = flagValue("nodes", 100);
   say(
     `# bench:fleet — ${new Date().toISOString().slice(0, 10)}, ${n} nodes, heartbeat every ${HEARTBEAT_S} s`,
   );

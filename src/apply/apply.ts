@@ -256,9 +256,9 @@ async function carryOut(req: ApplyRequest, p: Planned): Promise<CarriedOut> {
   // owed before anything changes: a kill between a change and what is `on` it must not forget the dependent
   const changing = p.steps.filter((s) => CHANGING.has(s.did)).map((s) => s.id);
   if (changing.length) req.state.writeOwed([...new Set([...p.owed, ...changing])]);
-  await journal(req.host, req.state, req.originals, next, p.order, p.steps);
+  const unheld = await journal(req.host, req.state, req.originals, next, p.order, p.steps);
   const saveRecords = () => req.state.writeRecords(next, orderOf(req.declaration, p.order, next));
-  const run = { records: next, saveRecords, onStep: req.onStep, signal: req.signal };
+  const run = { records: next, saveRecords, onStep: req.onStep, signal: req.signal, unheld };
   const executed = await execute(p.steps, p.input, run);
   logSteps(req.ports.log, executed);
   const interrupted = interruption(executed);

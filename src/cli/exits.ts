@@ -42,8 +42,24 @@ export const STATUS_EXITS: readonly Exit[] = [
 export const PUSH_EXITS: readonly Exit[] = [
   [0, "every node applied it (or --wait-s 0: it was sent)"],
   [1, "a node's apply failed, or was superseded by a newer declaration; or no server of the bus answered"],
-  [2, "refused here (nothing sent, no serial used), or a node refused the declaration"],
+  [
+    2,
+    "refused here (nothing sent, no serial used; a node would lose resources without --allow-removals), or a node refused the declaration",
+  ],
   [3, "a node said nothing within --wait-s"],
+];
+
+export const PLAN_EXITS: readonly Exit[] = [
+  [0, "every node answered with its plan"],
+  [2, "refused here (nothing sent), or a node would refuse the declaration"],
+  [3, "a node is not on the bus, or did not answer within --wait-s"],
+];
+
+export const ROLLOUT_EXITS: readonly Exit[] = [
+  [0, "every node applied it and was healthy"],
+  [1, "it finished, but a node failed within --max-failed (or it was aborted)"],
+  [2, "refused here: bad input, or a node would lose resources without --allow-removals; nothing sent"],
+  [4, "halted: more nodes failed, refused or stayed silent than --max-failed allows"],
 ];
 
 export const MOVE_EXITS: readonly Exit[] = [

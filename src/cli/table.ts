@@ -10,19 +10,10 @@ import {
   DRIFT_S,
   HEARTBEAT_S,
   MOVE_GRACE_S,
-  PUSH_WAIT_S,
   REDIAL_SPREAD_S,
 } from "../defaults.ts";
-import {
-  ENROL_EXITS,
-  type Exit,
-  HOST_EXITS,
-  MESH_EXITS,
-  MOVE_EXITS,
-  PUSH_EXITS,
-  STATUS_EXITS,
-} from "./exits.ts";
-import { RELEASE_COMMANDS } from "./table-release.ts";
+import { ENROL_EXITS, type Exit, HOST_EXITS, MESH_EXITS, STATUS_EXITS } from "./exits.ts";
+import { MESH_COMMANDS, MESH_FLAGS } from "./table-mesh.ts";
 
 export interface Flag {
   /** The long name, without `--`. */
@@ -180,7 +171,6 @@ export const FLAGS = {
   }),
   all: flag({ name: "all", default: "off", help: "every enrolled node, no NAME given" }),
   expires: flag({ name: "expires", value: "DURATION", default: "24h", help: "the code's life, at most 30d" }),
-  "wait-s": seconds("wait-s", PUSH_WAIT_S, "seconds to wait for the reports"),
   to: flag({
     name: "to",
     value: "DIR2",
@@ -188,6 +178,7 @@ export const FLAGS = {
     help: "the other mesh's directory",
     complete: "dir",
   }),
+  ...MESH_FLAGS,
 } as const satisfies Record<string, Flag>;
 
 export type FlagName = keyof typeof FLAGS;
@@ -317,62 +308,7 @@ export function flagsOf(spec: CommandSpec): Flag[] {
 /** Taken by every operator's command. */
 export const MESH_GLOBAL_FLAGS: readonly FlagName[] = ["mesh", "help"];
 
-const CODE_OUT = { "code-file": { default: "standard output", help: "write the enrolment code to F" } };
-
-/** The operator's commands, `mesh-host mesh NAME …` (src/cli/mesh/): two words for `node add`, `rm`, `reissue`. */
-export const MESH_COMMANDS: readonly CommandSpec[] = [
-  command({
-    name: "init",
-    summary: "a new mesh: signing key, TLS certificate, nats-server configuration",
-    flags: ["server", "servers", "json"],
-    means: {
-      server: { value: "HOST:PORT", default: `127.0.0.1:4222`, help: "a server of the mesh, in order" },
-    },
-  }),
-  command({
-    name: "up",
-    summary: "run the servers and the controller until stopped (or write units)",
-    flags: ["only", "unit", "unit-dir"],
-  }),
-  command({
-    name: "node add",
-    args: "NAME",
-    summary: "add a node; prints its enrolment code (or writes it to F, 0600)",
-    flags: ["code-file", "expires"],
-    means: CODE_OUT,
-  }),
-  command({ name: "node rm", args: "NAME", summary: "revoke a node: users, consumer, record", flags: [] }),
-  command({
-    name: "node reissue",
-    args: "NAME",
-    summary: "a new code (and credentials): a code lost, or its machine to `enrol --replace`",
-    flags: ["code-file"],
-    means: CODE_OUT,
-  }),
-  command({
-    name: "push",
-    args: "NAME... FILE",
-    summary: "sign and push a declaration, wait for the reports",
-    about:
-      "FILE is checked with the host's own vocabulary after node, serial, issued_at and each secret are filled " +
-      "in per node; then it is signed, published, and each node's report is printed as apply prints it. " +
-      "While it waits, a terminal shows how many nodes have reported.",
-    flags: ["all", "secret", "wait-s", "json"],
-    exits: PUSH_EXITS,
-    means: { secret: { value: "KEY=FILE", help: "a secret sealed to each node, read from FILE" } },
-  }),
-  ...RELEASE_COMMANDS,
-  command({ name: "nodes", summary: "the fleet at a glance, silent nodes first", flags: ["json"] }),
-  command({ name: "watch", summary: "reports and heartbeats as they arrive", flags: ["json"] }),
-  command({ name: "migrate", summary: "move a format-1 directory's nodes onto the bus", flags: ["json"] }),
-  command({
-    name: "move",
-    args: "NAME",
-    summary: "move a node to another mesh made by init",
-    flags: ["to", "wait-s", "json"],
-    exits: MOVE_EXITS,
-  }),
-];
+export { MESH_COMMANDS };
 
 const isMeshCommand = (spec: CommandSpec): boolean => MESH_COMMANDS.includes(spec);
 

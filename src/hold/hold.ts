@@ -1,13 +1,14 @@
 // The run loop: dial, hear, apply one step at a time, report, heartbeat, look for drift; exit cleanly to be restarted.
 
 import type { Logger } from "../appliers/index.ts";
-import { applyDelivered, applyKept, CHANGING, type NodeParts } from "../apply/index.ts";
+import { applyDelivered, applyKept, CHANGING, type NodeParts, planAsked } from "../apply/index.ts";
 import { BUILD } from "../build-info.ts";
 import { UPGRADE_CHECK_MS, UPGRADE_SETTLE_MS, WORKING_ACK_INTERVAL_MS } from "../defaults.ts";
 import type { Delivered, ReleaseSource, Sent, Settled } from "../link/index.ts";
 import type { Outbox, PendingNotes } from "../store/index.ts";
-import type { Heartbeat, Membership, Report } from "../vocabulary/index.ts";
+import type { Heartbeat, Membership, PlanAnswer, Report } from "../vocabulary/index.ts";
 import { backoffMs } from "./backoff.ts";
+import { heartbeatNow } from "./beat.ts";
 import { type BinaryAtStart, digestOfFile, fileStamp } from "./binary.ts";
 import { sayLost } from "./lost.ts";
 import { type Upgraded, withStep } from "./upgrade.ts";
@@ -24,6 +25,8 @@ export interface Link {
   report(r: Report): Promise<Sent>;
   /** May be lost, costs nothing: what it says is not waited on. */
   heartbeat(h: Heartbeat): void;
+  /** The mesh's plan requests, answered while the link is up (a link that takes none leaves this out). */
+  plans?(answer: (request: Uint8Array) => Promise<PlanAnswer>): void;
   /** Releases read by direct get (link/fetch-release.ts): a link that cannot has none. */
   releases?(): ReleaseSource;
   close(): Promise<void>;
@@ -187,9 +190,11 @@ export class Hold {
    */
   private async hear(link: Link): Promise<string | null> {
     await this.flush(link);
+    // one step at a time, as an apply is: a plan never reads a machine an apply is halfway through
+    link.plans?.((request) => this.serial(() => planAsked(this.o.deps, request)));
     await this.serial(() => this.resumeRelease(link));
     const beat = () => {
-      const h = this.heartbeat();
+      const h = heartbeatNow(this.o.deps, this.started);
       link.heartbeat(h);
       this.o.log.debug({ last: h.last?.outcome ?? null }, "heartbeat sent");
       this.o.onHeartbeat?.(h.at);
@@ -347,19 +352,6 @@ export class Hold {
 
   /** Set when a flush stopped at a report the bus did not take. */
   private reportsWaiting = false;
-
-  private heartbeat(): Heartbeat {
-    const last = this.o.deps.state.readLast();
-    return {
-      v: 1,
-      node: this.o.deps.node,
-      at: new Date().toISOString(),
-      version: BUILD.version,
-      uptime_s: Math.floor((Date.now() - this.started) / 1000),
-      last: last ? { seq: last.seq, outcome: last.outcome, at: last.at } : null,
-      confirmed: this.o.deps.state.readText("confirmed") !== null,
-    };
-  }
 
   /** Whether pacman replaced the binary; one look at a time, since a replaced binary is hashed. */
   private upgraded(): Promise<boolean> {

@@ -40,7 +40,7 @@ export interface Asking {
   keys: { identity: string; sealing: string; overlay: string };
   /** The private half of `keys.sealing`: the answer's membership is sealed to it. */
   sealing: KeyObject;
-  facts: { os: string; arch: string; hostname: string; version: string };
+  facts: EnrolQuestion["facts"];
   /** Only when a WireGuard interface was found and taken (overlay.md). */
   tunnel?: NonNullable<EnrolQuestion["tunnel"]>;
 }

@@ -7,10 +7,11 @@ import { RELEASE_GET_TIMEOUT_MS } from "../defaults.ts";
 import {
   ObjectMeta,
   RELEASE_DIRECT_GET,
+  RELEASE_STREAM,
   releaseChunkSubject,
   releaseMetaSubject,
 } from "../vocabulary/index.ts";
-import { messageOf } from "./failures.ts";
+import { isNoResponders, messageOf } from "./failures.ts";
 
 /** One chunk of an object: the stream sequence it sits at, and its bytes. */
 export interface Chunk {
@@ -34,6 +35,9 @@ export function releaseSource(nc: NatsConnection): ReleaseSource {
     try {
       m = await nc.request(RELEASE_DIRECT_GET, JSON.stringify(query), { timeout: RELEASE_GET_TIMEOUT_MS });
     } catch (e) {
+      // nothing answers a direct get on a stream that is not there: the mesh has stored no release yet
+      if (isNoResponders(e))
+        throw new Error(`the mesh stores no releases (nothing answers for ${RELEASE_STREAM})`);
       throw new Error(`reading ${what} failed: ${messageOf(e)}`);
     }
     const code = m.headers?.code ?? 0;

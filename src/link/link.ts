@@ -36,6 +36,7 @@ import {
   missingConsumer,
 } from "./failures.ts";
 import { type ReleaseSource, releaseSource } from "./fetch-release.ts";
+import { answerPlans, type PlanAnswer } from "./plans.ts";
 
 export interface LinkOptions {
   dialTimeoutMs?: number;
@@ -87,6 +88,8 @@ export interface Link {
   report(report: Report): Promise<Reported>;
   /** Signed by the identity key, core publish to `mesh.heartbeat.<n>`: may be lost, costs nothing. */
   heartbeat(heartbeat: Heartbeat): Sent;
+  /** Answer the mesh's plan requests on `mesh.plan.<n>` while the link is up (plans.ts). */
+  plans(answer: (request: Uint8Array) => Promise<PlanAnswer>): void;
   /** Releases, read by direct get on the mesh's release stream (fetch-release.ts). */
   releases(): ReleaseSource;
   /** Resolves, with why, when the link closes for any reason. */
@@ -359,6 +362,10 @@ class NatsLink implements Link {
         };
       return { ok: false, reason: `the report was not acknowledged: ${messageOf(e)}` };
     }
+  }
+
+  plans(answer: (request: Uint8Array) => Promise<PlanAnswer>): void {
+    answerPlans(this.nc, this.node, this.identity, answer);
   }
 
   heartbeat(heartbeat: Heartbeat): Sent {

@@ -85,6 +85,8 @@ export interface FleetRow {
   heartbeats_dropped: number;
   /** Reports and heartbeats on its subjects dropped as not signed by its identity key: someone speaking as it. */
   unverified_dropped: number;
+  /** The operator's labels, what `--where` selects by (with the node's facts). */
+  labels: Record<string, string>;
 }
 
 const ageOf = (iso: string, now: number) => Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
@@ -120,6 +122,7 @@ export function fleetRows(
       moved_to: r.moved_to,
       heartbeats_dropped: e?.dropped_heartbeats ?? 0,
       unverified_dropped: e?.dropped_unverified ?? 0,
+      labels: r.labels,
     };
   });
   const silence = (row: FleetRow) =>
@@ -145,10 +148,13 @@ export function fleetTable(rows: FleetRow[]): string {
       r.report ? `${r.report.outcome} serial ${r.report.serial ?? "?"} ${age(r.report.age_s)}` : "-",
       // false until the node's first reconcile after a start has finished: not yet, rather than a failure
       r.confirmed === null ? "-" : r.confirmed ? "yes" : "not yet",
+      Object.entries(r.labels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(",") || "-",
       // what a node said (its version, its report's outcome and mode) is shown escaped: it must not drive the terminal
     ].map((c) => printable(c, FLEET_CELL_CHARS)),
   );
-  const head = ["NODE", "MODE", "VERSION", "HEARTBEAT", "LAST REPORT", "CONFIRMED"];
+  const head = ["NODE", "MODE", "VERSION", "HEARTBEAT", "LAST REPORT", "CONFIRMED", "LABELS"];
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const unverified = rows
     .filter((r) => r.unverified_dropped)

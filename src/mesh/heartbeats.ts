@@ -5,6 +5,7 @@
 // finds the controller's main link (enrolments, reports, the buckets) slow, because this one is not it.
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { FLEET_WRITE_MS, HEARTBEAT_BUDGET, HEARTBEAT_WINDOW_MS, KV_CAS_TRIES } from "../defaults.ts";
+import type { Heartbeat } from "../vocabulary/index.ts";
 import { type Heard, heartbeatOf, merged } from "./fleet.ts";
 import { heardFrom, identityOf } from "./heard.ts";
 import { modify } from "./kv.ts";
@@ -96,8 +97,8 @@ export function takeHeartbeats(
   recordOf: (node: string) => NodeRecord | undefined,
   budget: Budget,
   writer: FleetWriter,
-  /** Told of each heartbeat taken: the node was heard as itself. */
-  spoke: (node: string) => void,
+  /** Told of each heartbeat taken: the node was heard as itself, saying this. */
+  spoke: (node: string, heartbeat: Heartbeat) => void,
   /** Told why a heartbeat was not taken (not of each one dropped: the budget counts those). */
   told: { refused(subject: string, why: string): void; unverified(node: string, why: string): void },
 ): Subscription {
@@ -120,7 +121,7 @@ export function takeHeartbeats(
         return told.unverified(node, h.reason);
       }
       writer.heard(node, { heartbeat: heartbeatOf(h.value) });
-      spoke(node);
+      spoke(node, h.value);
     },
   });
 }

@@ -1,6 +1,6 @@
 // The operator's half (`mesh-host mesh …`): the bus's configuration and its servers, enrolment codes, the
 // controller's half of the protocol (answering enrolments with a sealed membership, signing with each node's
-// serial, sealing secrets, pushing, the fleet view, the sealed move). It knows the vocabulary (with the
+// serial, sealing secrets, pushing, the fleet view, the sealed move, the releases in the object store). It knows the vocabulary (with the
 // envelope and the sealing) and the nats client, nothing of the host's layers; none of them imports it, and the
 // Android build leaves it out. Only src/cli/mesh/ and the tests import this surface.
 export { type Bus, BusDown, connectBus, ensureNodeConsumer, ensureStreams, jsCall } from "./bus.ts";
@@ -10,12 +10,26 @@ export { writeAtomic } from "./files.ts";
 export { age, type FleetRow, fleetRows, fleetTable } from "./fleet.ts";
 export { type HeardFrom, heardFrom, identityOf } from "./heard.ts";
 export { type InitOptions, initMesh } from "./init.ts";
+export {
+  type Job,
+  JobLog,
+  type JobNode,
+  jobsBucket,
+  listJobs,
+  newJob,
+  newJobId,
+  outcomeCounts,
+  saveJob,
+  startJob,
+} from "./jobs.ts";
 export { Bucket, Conflict, type Entry } from "./kv.ts";
+export { FACT_KEYS, fieldsOf, labelNode, matchingNodes, parseLabels, selectedNodes } from "./labels.ts";
 export { type MeshConfig, MeshDir, MeshRefused } from "./layout.ts";
 export { migrate } from "./migrate.ts";
 export { markMoved, prepareMove } from "./move.ts";
 export { addNode, checkNodeName, codeOf, reissueNode, removeNode } from "./nodes.ts";
 export { enrolPermissions, nodePermissions, type Permissions } from "./permissions.ts";
+export { askPlans, composePlans, type PlanAsked, type PlanHeard } from "./plan.ts";
 export {
   type Composed,
   exitOf,
@@ -33,6 +47,8 @@ export {
   removeRelease,
   storeRelease,
 } from "./release.ts";
+export { reportOf } from "./reports.ts";
+export { checkRollout, progressOf, runRollout, wavesOf } from "./rollout.ts";
 export { natsServerPath, reloadUsers, runningServers } from "./servers.ts";
 export {
   allNodes,

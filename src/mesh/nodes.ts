@@ -67,11 +67,12 @@ export async function addNode(
   mesh: MeshDir,
   name: string,
   expiresS = CODE_EXPIRES_S,
+  labels: Record<string, string> = {},
 ): Promise<{ code: string; late: string[] }> {
   checkNodeName(name);
   mesh.config();
   return await withState(mesh, async (state) => {
-    const nodes = await state.nodes.create(name, newRecord(name)).catch((e) => {
+    const nodes = await state.nodes.create(name, { ...newRecord(name), labels }).catch((e) => {
       if (e instanceof Conflict) throw new MeshRefused(`node ${name} is already in this mesh`);
       throw e;
     });

@@ -6,6 +6,8 @@ import { RELEASE_DIRECT_GET } from "../vocabulary/index.ts";
 export interface Permissions {
   publish: { allow: string[] };
   subscribe: { allow: string[] };
+  /** May answer a request it received, once, on the request's reply address (a plan's answer). */
+  allow_responses?: boolean;
 }
 
 export function nodePermissions(node: string): Permissions {
@@ -22,7 +24,9 @@ export function nodePermissions(node: string): Permissions {
         RELEASE_DIRECT_GET,
       ],
     },
-    subscribe: { allow: [`_INBOX.node.${node}.>`] },
+    // the mesh's plan requests, answered on their reply address and nowhere else
+    subscribe: { allow: [`_INBOX.node.${node}.>`, `mesh.plan.${node}`] },
+    allow_responses: true,
   };
 }
 

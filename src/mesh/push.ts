@@ -19,6 +19,7 @@ import {
 import { firstLine, jsCall } from "./bus.ts";
 import { heardFrom } from "./heard.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
+import { droppedBy, refuseRemovals } from "./removals.ts";
 import { allNodes, changeNode, knownNode, type NodeRecord, type State } from "./state.ts";
 
 export interface PushInput {
@@ -26,6 +27,8 @@ export interface PushInput {
   file: Record<string, unknown>;
   /** `--secret KEY=FILE`: the value alone, sealed per node under `secrets.KEY`. */
   secrets: ReadonlyMap<string, Uint8Array>;
+  /** `--allow-removals`: a push may leave out resources the node last had (else it is refused: removals.ts). */
+  allowRemovals?: boolean;
 }
 
 export interface Composed {
@@ -136,10 +139,13 @@ export async function preparePush(
   /** Runs once every check has passed, before any serial is taken (a move's other mesh). */
   beforeCommit: () => Promise<void> = async () => {},
 ): Promise<Composed[]> {
+  const dropped: { node: string; gone: ReturnType<typeof droppedBy> }[] = [];
   for (const n of targets) {
     const record = (await knownNode(state, n)).value;
-    compose(record, input, extra(record));
+    const c = compose(record, input, extra(record));
+    dropped.push({ node: n, gone: droppedBy(record, c.kept) });
   }
+  if (!input.allowRemovals) refuseRemovals(dropped);
   await beforeCommit();
   const composed: Composed[] = [];
   for (const n of targets)

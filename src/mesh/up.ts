@@ -10,6 +10,7 @@ import { FLOOD_LOG_MS } from "../defaults.ts";
 import {
   ENROL_CONSUMER,
   EnrolQuestion,
+  type Heartbeat,
   parseJsonBytes,
   printable,
   REPORTS_CONSUMER,
@@ -25,7 +26,15 @@ import { Keeper } from "./keeper.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 import { recordLine, Said, subjectNode } from "./said.ts";
 import { type RunningServer, runningServers, startServer, stopServer } from "./servers.ts";
-import { ensureBuckets, knownNode, type NodeRecord, replicasOf, type State, stateOf } from "./state.ts";
+import {
+  changeNode,
+  ensureBuckets,
+  knownNode,
+  type NodeRecord,
+  replicasOf,
+  type State,
+  stateOf,
+} from "./state.ts";
 
 export interface UpOptions {
   /** Only server I (from 1, in init's order); all of them when null. */
@@ -104,6 +113,8 @@ class Controller {
   private loops: Promise<void>[] = [];
   private floodTimer: NodeJS.Timeout | null = null;
   private readonly withdrawing = new Set<string>();
+  /** Nodes whose new facts are being written: one write at a time a node. */
+  private readonly refacting = new Set<string>();
   private readonly warn: (line: string) => void;
   /** What it heard and did, for the operator: a line each, the same one not repeated within a minute. */
   private readonly said: Said;
@@ -147,7 +158,10 @@ class Controller {
       (node) => this.keeper.nodes.get(node),
       this.budget,
       this.writer,
-      (node) => this.withdraw(node),
+      (node, heartbeat) => {
+        this.withdraw(node);
+        this.followFacts(node, heartbeat.facts);
+      },
       {
         refused: (subject, why) => this.refusedMessage(subject, "heartbeat", why),
         unverified: (node, why) => this.unverified(node, "heartbeat", why),
@@ -275,9 +289,31 @@ class Controller {
       });
   }
 
+  /**
+   * The node's facts as its heartbeat says them now: its record follows when they differ (a kernel upgraded,
+   * memory added), so `--where` selects by what the node is, not what it was at enrolment. One write a change.
+   */
+  private followFacts(node: string, facts: Heartbeat["facts"]): void {
+    const record = this.keeper.nodes.get(node);
+    if (!facts || !record || this.refacting.has(node) || sameFacts(record.facts, facts)) return;
+    this.refacting.add(node);
+    void changeNode(this.state, node, (r) => ({ value: { ...r, facts: { ...facts } }, result: undefined }))
+      .catch((e: Error) => this.warn(`node ${node}'s facts not kept: ${e.message}`))
+      .finally(() => {
+        this.refacting.delete(node);
+        this.keeper.changed();
+      });
+  }
+
   /** Once a minute at most: which nodes sent more heartbeats than their budget, and how many were dropped. */
   private sayFloods(): void {
     for (const [node, dropped] of this.budget.drained())
       this.warn(`node ${node} sent heartbeats past its budget: ${dropped} dropped unread`);
   }
+}
+
+/** The same facts, whatever their keys' order. */
+function sameFacts(a: Record<string, string> | null, b: Record<string, string>): boolean {
+  const sorted = (o: Record<string, string>) => JSON.stringify(Object.entries(o).sort());
+  return a !== null && sorted(a) === sorted(b);
 }

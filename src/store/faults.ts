@@ -44,13 +44,17 @@ const VERBS: Record<string, string> = {
   fsync: "sync",
 };
 
-/** "cannot open /x: permission denied", or null when `e` is no errno error. */
-export function faultLine(e: unknown, doing?: string): string | null {
+/**
+ * "cannot open /x: permission denied", or null when `e` is no errno error. `path`: the file meant, where the
+ * error names none (a write's ENOSPC carries no path) or names a temporary beside it.
+ */
+export function faultLine(e: unknown, doing?: string, path?: string): string | null {
   const err = e as NodeJS.ErrnoException;
   if (!err || typeof err.code !== "string" || !/^E[A-Z]+$/.test(err.code)) return null;
   const words = WORDS[err.code] ?? err.code;
   const verb = doing ?? (err.syscall && VERBS[err.syscall]) ?? "use";
-  return err.path ? `cannot ${verb} ${err.path}: ${words}` : `${words} (${err.code})`;
+  const at = path ?? err.path;
+  return at ? `cannot ${verb} ${at}: ${words}` : `${words} (${err.code})`;
 }
 
 /** Whether the fault is one of permission: the answer is who runs the command. */

@@ -9,6 +9,7 @@ import * as z from "zod";
 import { MAX_ENVELOPE_BYTES } from "../defaults.ts";
 import { ed25519PublicFromB64 } from "./envelope.ts";
 import { parseJsonBytes } from "./json.ts";
+import { PlanAnswer } from "./plan.ts";
 import { printable } from "./printable.ts";
 import { Heartbeat, RekeyBody, Report } from "./wire.ts";
 
@@ -27,6 +28,8 @@ export interface NodeSaid {
   report: Report;
   heartbeat: Heartbeat;
   rekey: RekeyBody;
+  /** A plan's answer, on the request's reply address (the kind is the reader's to name: no subject carries it). */
+  plan: PlanAnswer;
 }
 export type NodeMessageKind = keyof NodeSaid;
 
@@ -34,6 +37,7 @@ const SCHEMAS: { [K in NodeMessageKind]: () => z.ZodType<NodeSaid[K]> } = {
   report: () => Report,
   heartbeat: () => Heartbeat,
   rekey: () => RekeyBody,
+  plan: () => PlanAnswer,
 };
 
 export type VerifiedMessage<K extends NodeMessageKind> =

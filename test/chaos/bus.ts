@@ -22,7 +22,8 @@ export function protocolPermissions(n: string) {
         "$JS.API.DIRECT.GET.OBJ_mesh-releases",
       ],
     },
-    subscribe: { allow: [`_INBOX.node.${n}.>`] },
+    subscribe: { allow: [`_INBOX.node.${n}.>`, `mesh.plan.${n}`] },
+    allow_responses: true,
   };
 }
 

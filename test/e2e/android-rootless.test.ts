@@ -213,7 +213,9 @@ describe("the Android host as an unprivileged user, offline", () => {
     write(file, decl("droid", [{ id: "sys", type: "file", path: "/system/mesh.conf", content: "no\n" }]));
     const r = await host(["apply", file, "--host", "android", "--root", root, "--state", state]);
     expect(r.code).toBe(1);
-    expect(r.stdout).toMatch(/^\s+failed\s+file\s+sys\s+.*EACCES.*\/system\//m);
+    expect(r.stdout).toMatch(
+      /^\s+failed\s+file\s+sys\s+could not write \/system\/mesh\.conf: permission denied \(EACCES\)$/m,
+    );
     expect(`${r.stdout}${r.stderr}`).not.toMatch(STACK);
     expect(existsSync(join(root, "system/mesh.conf"))).toBe(false);
 

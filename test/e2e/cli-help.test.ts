@@ -69,7 +69,7 @@ describe("help from the one table", () => {
     expect(push).toContain("3  a node said nothing within --wait-s");
     const node = await runCli(["mesh", "node", "--help"]);
     expect(node.code).toBe(0);
-    expect(node.stdout).toMatch(/^usage: mesh-host mesh node add\|rm\|reissue NAME/);
+    expect(node.stdout).toMatch(/^usage: mesh-host mesh node add\|rm\|reissue\|label NAME/);
     expect((await runCli(["help", "mesh"])).stdout).toBe(group);
     const none = await runCli(["mesh", "help", "frobnicate"]);
     expect(none.code).toBe(2);

@@ -290,3 +290,48 @@ describe("misleading words (item 15)", () => {
     expect(r.stdout).toContain("/srv/site: purge /srv/site/junk, /srv/site/old");
   });
 });
+
+describe("owns_nothing, both ways through an apply (item 17)", () => {
+  it("an empty resources list without it is refused and changes nothing; with it, everything the mesh made goes", async () => {
+    const { base, root, state } = tempMachine();
+    const args = ["--root", root, "--state", state];
+    const made = await runCli([
+      "apply",
+      declaration(base, [{ id: "a", type: "file", path: "/srv/a", content: "a\n" }]),
+      ...args,
+    ]);
+    expect(made.code, made.stderr).toBe(0);
+    const empty = join(base, "empty.json");
+    writeFileSync(empty, JSON.stringify({ v: 1, node: "n1", mode: "converged", resources: [] }));
+    const refused = await runCli(["apply", empty, ...args]);
+    expect([refused.code, refused.stdout]).toEqual([2, ""]);
+    expect(refused.stderr).toBe(
+      'mesh-host: declaration field "resources": is empty; set owns_nothing: true if the node is meant to drop everything the mesh owned\n',
+    );
+    expect(readFileSync(join(root, "srv/a"), "utf8")).toBe("a\n");
+    const nothing = join(base, "nothing.json");
+    writeFileSync(
+      nothing,
+      JSON.stringify({ v: 1, node: "n1", mode: "converged", owns_nothing: true, resources: [] }),
+    );
+    const dropped = await runCli(["apply", nothing, ...args, "--json"]);
+    expect(dropped.code, dropped.stderr).toBe(0);
+    expect(JSON.parse(dropped.stdout).report.steps.map((s: { did: string }) => s.did)).toEqual(["removed"]);
+    expect(readdirSync(root)).toEqual([]);
+    // and owns_nothing with resources is refused: it would say the node owns nothing while declaring something
+    const both = join(base, "both.json");
+    writeFileSync(
+      both,
+      JSON.stringify({
+        v: 1,
+        node: "n1",
+        mode: "converged",
+        owns_nothing: true,
+        resources: [{ id: "b", type: "file", path: "/b", content: "b" }],
+      }),
+    );
+    const contradictory = await runCli(["apply", both, ...args]);
+    expect(contradictory.code).toBe(2);
+    expect(readdirSync(root)).toEqual([]);
+  });
+});

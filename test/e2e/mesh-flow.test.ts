@@ -144,7 +144,21 @@ describe("one server: the operator's path", () => {
       mode: "converged",
       resources: [{ id: "pw", type: "file", path: "/etc/db.pw", secret: "dbpw", mode: "0600" }],
     });
-    const r = await mesh(dir, ["push", "web-1", decl, "--secret", `dbpw=${secretFile}`, ...WAIT]);
+    // it leaves out conf, which the node last had: said first, then allowed
+    const refused = await mesh(dir, ["push", "web-1", decl, "--secret", `dbpw=${secretFile}`]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(
+      /removes what the node last had: web-1 loses conf \(file\)\. Give --allow-removals/,
+    );
+    const r = await mesh(dir, [
+      "push",
+      "web-1",
+      decl,
+      "--secret",
+      `dbpw=${secretFile}`,
+      "--allow-removals",
+      ...WAIT,
+    ]);
     expect(r.code, r.stderr).toBe(0);
     expect(readFileSync(join(node.root, "etc/db.pw"), "utf8")).toBe(value);
     expect(r.stdout + r.stderr).not.toContain(value);
@@ -211,6 +225,7 @@ describe("one server: the operator's path", () => {
     const pushed = await mesh(dir, [
       "push",
       "--all",
+      "--allow-removals",
       file(base, "three.json", declaration("three\n")),
       ...WAIT,
     ]);
@@ -234,7 +249,7 @@ describe("one server: the operator's path", () => {
       report: { outcome: "applied", serial },
     });
     const human = await mesh(dir, ["nodes"]);
-    expect(human.stdout).toMatch(/^NODE\s+MODE\s+VERSION\s+HEARTBEAT\s+LAST REPORT\s+CONFIRMED\n/);
+    expect(human.stdout).toMatch(/^NODE\s+MODE\s+VERSION\s+HEARTBEAT\s+LAST REPORT\s+CONFIRMED\s+LABELS\n/);
     expect(human.stdout).toMatch(
       new RegExp(`web-1\\s+converged\\s+\\S+\\s+\\d+s ago\\s+applied serial ${serial}`),
     );

@@ -167,7 +167,9 @@ describe("what mesh up says, and which counter a person reads", () => {
       row = JSON.parse((await mesh(dir, ["nodes", "--json"])).stdout).nodes[0];
     expect(row).toMatchObject({ report: { outcome: "applied", serial: 2 }, confirmed: true });
     const human = await mesh(dir, ["nodes"]);
-    expect(human.stdout).toMatch(/web-1\s+converged\s+\S+\s+\d+s ago\s+applied serial 2 \d+s ago\s+yes\n/);
+    expect(human.stdout).toMatch(
+      /web-1\s+converged\s+\S+\s+\d+s ago\s+applied serial 2 \d+s ago\s+yes\s+-\n/,
+    );
   });
 
   it("a mesh directory whose controller credentials the bus refuses is said in our words (item 14)", async () => {

@@ -19,8 +19,11 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dial, releaseSource } from "../../src/link/index.ts";
 import { connectBus, MeshDir } from "../../src/mesh/index.ts";
+import { State } from "../../src/store/index.ts";
 import {
   makeMeshKey,
   ObjectMeta,
@@ -167,6 +170,11 @@ describe("mesh release add, ls, rm", () => {
     const again = await mesh(dir, ["release", "add", v]);
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/release 0\.0\.9\/linux\/x64 is stored already/);
+    // the mesh's signing key and the bus's passwords never reach what the release commands print
+    const { controller, route } = new MeshDir(dir).secrets();
+    const secrets = [readFileSync(join(dir, "signing.key"), "utf8").split("\n")[1]!, controller, route];
+    for (const out of [added, ls, again])
+      for (const secret of secrets) expect(out.stdout + out.stderr).not.toContain(secret);
     const rm = await mesh(dir, ["release", "rm", "0.0.9"]);
     expect(rm.code, rm.stderr).toBe(0);
     expect(JSON.parse((await mesh(dir, ["release", "ls", "--json"])).stdout).releases).toEqual([]);
@@ -214,6 +222,36 @@ describe("a node upgraded by a declaration naming its release, under the launche
     expect(readFileSync(join(nodes[0]!.root, "etc/app.conf"), "utf8")).toBe("v2 again\n");
   });
 
+  it("a node's own credentials (what its state directory holds) read releases by direct get, and nothing more", async () => {
+    const membership = new State(nodes[0]!.state).readMembership()!;
+    const dialled = await dial({
+      servers: membership.servers,
+      fingerprint: membership.fingerprint,
+      user: membership.user,
+      password: membership.password,
+      inboxPrefix: `_INBOX.node.${nodes[0]!.name}`,
+    });
+    if (!dialled.ok) throw new Error(dialled.reason);
+    const nc = dialled.nc;
+    try {
+      const meta = await releaseSource(nc).meta("0.2.0/linux/x64");
+      expect(meta?.name).toBe("0.2.0/linux/x64");
+      const js = jetstream(nc);
+      const jsm = await jetstreamManager(nc, { checkAPI: false });
+      await expect(js.publish(releaseChunkSubject(meta!.nuid), "evil", { timeout: 2000 })).rejects.toThrow(
+        /Permissions Violation for Publish to "\$O\.mesh-releases\.C\./,
+      );
+      await expect(jsm.streams.purge(RELEASE_STREAM)).rejects.toThrow(/Permissions Violation/);
+      await expect(
+        jsm.consumers.add(RELEASE_STREAM, { name: "evil", ack_policy: AckPolicy.None }),
+      ).rejects.toThrow(/Permissions Violation/);
+    } finally {
+      await nc.close();
+    }
+    const ls = await mesh(dir, ["release", "ls", "--json"]);
+    expect(JSON.parse(ls.stdout).releases.map((r: { name: string }) => r.name)).toContain("0.2.0/linux/x64");
+  });
+
   it("a release that exits 1 at start: installed, three failed starts, rolled back once, and the next report says so", async () => {
     const n = nodes[0]!;
     const before = sha(n.bin);
@@ -238,7 +276,7 @@ describe("a node upgraded by a declaration naming its release, under the launche
     expect(n.loop.exits.filter((e) => e === 1)).toHaveLength(3);
   });
 
-  it("a corrupted object, a wrong signature and no room on the disk are refused, the step failed, nothing replaced", async () => {
+  it("a corrupted object, a wrong signature, no room on the disk and no such release are refused, the step failed, nothing replaced", async () => {
     const n = nodes[1]!;
     const before = sha(n.bin);
     const v4 = seaVariant(join(base, "mesh-host-0.4.0-linux-x64"), "0.4.0");
@@ -254,6 +292,9 @@ describe("a node upgraded by a declaration naming its release, under the launche
     expect(forged.stdout).toMatch(
       /release 0\.5\.0\/linux\/x64 refused: the release's manifest is not signed by the mesh key/,
     );
+    const absent = await mesh(dir, ["push", n.name, declaration(base, "absent", "9.9.9", "v9\n"), ...WAIT]);
+    expect(absent.code).toBe(1);
+    expect(absent.stdout).toMatch(/release 9\.9\.9\/linux\/x64 is not in the mesh's releases/);
     const huge = await mesh(dir, ["push", n.name, declaration(base, "huge", "0.5.1", "v5.1\n"), ...WAIT]);
     expect(huge.code).toBe(1);
     expect(huge.stdout).toMatch(

@@ -6,6 +6,8 @@ import { killGroup, signalGroup, spawnGroup } from "./processes.ts";
 import { REPO } from "./sea.ts";
 
 export const LAUNCH = join(REPO, "pkgbuild/launch");
+/** How long a stop waits for the host to finish its step and exit before it is SIGKILLed. */
+const STOP_GRACE_MS = 60_000;
 
 export class RestartLoop {
   starts = 0;
@@ -44,9 +46,19 @@ export class RestartLoop {
     return this.child?.pid ? signalGroup(this.child.pid, "SIGKILL") : false;
   }
 
-  async stop(): Promise<void> {
+  /** SIGTERM, as systemd stops a unit; a host still there after the grace is SIGKILLed (and said in `log`). */
+  async stop(graceMs = STOP_GRACE_MS): Promise<void> {
     this.stopping = true;
     this.child?.kill("SIGTERM");
-    await this.done;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((r) => {
+      timer = setTimeout(() => r(true), graceMs);
+    });
+    if (await Promise.race([this.done.then(() => false), late])) {
+      this.log += `restart-loop: still running ${graceMs} ms after SIGTERM: SIGKILLed\n`;
+      this.kill();
+      await this.done;
+    }
+    clearTimeout(timer);
   }
 }

@@ -1,8 +1,7 @@
 // `enrol` (the code on standard input, or --code-file F): make keys, ask the mesh, save the membership. The token
 // is never printed.
-import { arch, hostname } from "node:os";
 import { meshInterfaces, facts as tunnelFacts } from "../../appliers/arch/overlay/index.ts";
-import { BUILD } from "../../build-info.ts";
+import { hostFacts } from "../../hosts/index.ts";
 import { ask } from "../../link/asking.ts";
 import {
   acquireLock,
@@ -38,7 +37,7 @@ export async function enrolCommand(ctx: Context): Promise<number> {
         token: code.token,
         keys: publicKeys(keys.keys),
         sealing: keys.keys.sealing.privateKey,
-        facts: { os: ctx.host.kind, arch: arch(), hostname: hostname(), version: BUILD.version },
+        facts: hostFacts(ctx.host.kind),
         ...(tunnel ? { tunnel } : {}),
       },
     );

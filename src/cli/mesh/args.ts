@@ -1,7 +1,15 @@
 // `mesh-host mesh …` flags, read by the host's own parser against the one table (src/cli/table.ts: FLAGS and
 // MESH_COMMANDS): each subcommand takes its own, anything else is refused in our words. The usage `mesh --help`
 // prints, the man page and the completions are made from the same table.
-import { CODE_EXPIRES_MAX_S, CODE_EXPIRES_S, DEFAULT_MESH_DIR, PUSH_WAIT_S } from "../../defaults.ts";
+import {
+  CODE_EXPIRES_MAX_S,
+  CODE_EXPIRES_S,
+  DEFAULT_MESH_DIR,
+  PLAN_WAIT_S,
+  PUSH_WAIT_S,
+  ROLLOUT_GATE_S,
+  ROLLOUT_WAVES,
+} from "../../defaults.ts";
 import { type Given, tokens, UsageError } from "../args.ts";
 import { printable } from "../output.ts";
 import {
@@ -40,11 +48,11 @@ export const MESH_RELEASE_USAGE = [
   "`mesh-host mesh release add --help` (or ls, rm) gives its own flags, defaults and exit statuses.",
 ].join("\n");
 
-/** `mesh-host mesh node --help`: the two commands under `node`. */
+/** `mesh-host mesh node --help`: the commands under `node`. */
 export const MESH_NODE_USAGE = [
-  "usage: mesh-host mesh node add|rm|reissue NAME [flags]",
+  "usage: mesh-host mesh node add|rm|reissue|label NAME [flags]",
   ...MESH_COMMANDS.filter((c) => c.name.startsWith("node ")).map(usageOf),
-  "`mesh-host mesh node add --help` (or rm, reissue) gives its own flags, defaults and exit statuses.",
+  "`mesh-host mesh node add --help` (or rm, reissue, label) gives its own flags, defaults and exit statuses.",
 ].join("\n");
 
 export interface MeshArgs {
@@ -59,6 +67,17 @@ export interface MeshArgs {
   unitDir: string;
   codeFile: string | null;
   all: boolean;
+  diff: boolean;
+  where: string | null;
+  serial: number | null;
+  label: string[];
+  allowRemovals: boolean;
+  canary: number;
+  waves: string;
+  gateS: number;
+  maxFailed: number;
+  onHalt: "revert" | "stop";
+  verbose: boolean;
   secret: string[];
   waitS: number;
   to: string | null;
@@ -77,9 +96,18 @@ const MESH_FLAGS: Record<string, Flag> = {
 
 /** The words of a two-word command (`node add`, `release ls`), and the second words each takes. */
 const GROUPS: Record<string, readonly string[]> = {
-  node: ["add", "rm", "reissue"],
+  node: ["add", "rm", "reissue", "label"],
   release: ["add", "ls", "rm"],
 };
+
+const ROLLOUT_SUBS = ["status", "resume", "abort"];
+
+function onHaltOf(value: string | undefined): "revert" | "stop" {
+  if (value === undefined) return "revert";
+  if (value !== "revert" && value !== "stop")
+    throw new UsageError(`--on-halt must be revert or stop, not "${printable(value)}"`);
+  return value;
+}
 
 const SECONDS_IN: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
 
@@ -123,8 +151,19 @@ export function parseMesh(argv: string[]): MeshArgs {
     unitDir: one("unit-dir") ?? FLAGS["unit-dir"].default,
     codeFile: one("code-file") ?? null,
     all: v.all === true,
+    diff: v.diff === true,
+    where: one("where") ?? null,
+    serial: count("serial", one("serial"), 1),
+    label: (v.label as string[] | undefined) ?? [],
+    allowRemovals: v["allow-removals"] === true,
+    canary: count("canary", one("canary"), 0) ?? 0,
+    waves: one("waves") ?? ROLLOUT_WAVES,
+    gateS: count("gate-s", one("gate-s"), 1) ?? ROLLOUT_GATE_S,
+    maxFailed: count("max-failed", one("max-failed"), 0) ?? 0,
+    onHalt: onHaltOf(one("on-halt")),
+    verbose: v.verbose === true,
     secret: (v.secret as string[] | undefined) ?? [],
-    waitS: count("wait-s", one("wait-s"), 0) ?? PUSH_WAIT_S,
+    waitS: count("wait-s", one("wait-s"), 0) ?? (command === "plan" ? PLAN_WAIT_S : PUSH_WAIT_S),
     to: one("to") ?? null,
     expiresS: duration(one("expires")),
     version: one("version") ?? null,
@@ -136,6 +175,9 @@ export function parseMesh(argv: string[]): MeshArgs {
 /** The subcommand (`node add` is two words) and the words after it; none is `help` (`node` alone, for help). */
 function commandOf(words: string[], help: boolean): [string, string[]] {
   let [command = "help", ...positionals] = words;
+  // `rollout TARGETS FILE` is a command of its own; `rollout status|resume|abort ID` are its three
+  if (command === "rollout" && ROLLOUT_SUBS.includes(positionals[0] ?? ""))
+    return [`rollout ${positionals[0]}`, positionals.slice(1)];
   const subs = GROUPS[command];
   if (subs) {
     if (help && positionals.length === 0) return [command, []];

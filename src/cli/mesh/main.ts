@@ -14,6 +14,7 @@ import {
   initMesh,
   MeshDir,
   MeshRefused,
+  matchingNodes,
   migrate,
   reissueNode,
   removeNode,
@@ -29,8 +30,17 @@ import { meshCommandHelp } from "../help.ts";
 import { printable, summary, writeJson, writeOut } from "../output.ts";
 import { meshCommandSpec } from "../table.ts";
 import { MESH_NODE_USAGE, MESH_RELEASE_USAGE, MESH_USAGE, type MeshArgs, parseMesh } from "./args.ts";
+import { jobCommand, jobsCommand, reportCommand } from "./jobs.ts";
+import { labelsToAdd, nodeLabelCommand } from "./labels.ts";
+import { planCommand } from "./plan.ts";
 import { moveCommand, pushCommand } from "./push.ts";
 import { releaseAddCommand, releaseLsCommand, releaseRmCommand } from "./release.ts";
+import {
+  rolloutAbortCommand,
+  rolloutCommand,
+  rolloutResumeCommand,
+  rolloutStatusCommand,
+} from "./rollout.ts";
 
 type Handler = (mesh: MeshDir, args: MeshArgs) => Promise<number>;
 
@@ -40,7 +50,16 @@ const HANDLERS: Record<string, Handler> = {
   "node add": nodeAddCommand,
   "node rm": nodeRmCommand,
   "node reissue": nodeReissueCommand,
+  "node label": nodeLabelCommand,
   push: pushCommand,
+  plan: planCommand,
+  jobs: jobsCommand,
+  job: jobCommand,
+  report: reportCommand,
+  rollout: rolloutCommand,
+  "rollout status": rolloutStatusCommand,
+  "rollout resume": rolloutResumeCommand,
+  "rollout abort": rolloutAbortCommand,
   nodes: nodesCommand,
   watch: watchCommand,
   move: moveCommand,
@@ -137,7 +156,7 @@ async function nodeAddCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   mesh.config();
   if (args.codeFile && existsSync(args.codeFile))
     throw new UsageError(`--code-file ${args.codeFile} exists: not overwritten`);
-  const { code, late } = await addNode(mesh, name!, args.expiresS);
+  const { code, late } = await addNode(mesh, name!, args.expiresS, labelsToAdd(args.label));
   sayLate(late, `node ${name}'s enrolling user`);
   if (args.codeFile) {
     writeAtomic(resolve(args.codeFile), `${code}\n`, SECRET_FILE_MODE);
@@ -195,7 +214,14 @@ async function migrateCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
 async function nodesCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   noPositionals(args);
   mesh.config();
-  const rows = await withState(mesh, async (state) => fleetRows(await allNodes(state), await fleetOf(state)));
+  const rows = await withState(mesh, async (state) => {
+    const records = await allNodes(state);
+    const picked = args.where === null ? null : matchingNodes(records, args.where);
+    return fleetRows(
+      records.filter((r) => !picked || picked.has(r.node)),
+      await fleetOf(state),
+    );
+  });
   if (args.json) writeJson({ nodes: rows });
   else writeOut(fleetTable(rows));
   return 0;
@@ -213,15 +239,30 @@ function heardWords(e: Heard): string {
   }
   // the serial is what a person reads; the stream's sequence is in --json alone
   const r = e.report;
-  return `${e.at} report ${e.node} serial ${e.serial ?? "?"} ${summary(r)}`;
+  // which steps failed, by name: counts alone send the operator to the node to find out
+  const p = (t: string) => printable(t, 200);
+  const failed = r.steps.filter((s) => s.did === "failed").map((s) => `${p(s.id)} (${p(s.detail)})`);
+  const refused = r.refusals.map((x) => `${p(x.id)}${x.field ? `.${p(x.field)}` : ""} (${p(x.reason)})`);
+  const why = [
+    ...(failed.length ? [`failed: ${failed.join(", ")}`] : []),
+    ...(refused.length ? [`refused: ${refused.join(", ")}`] : []),
+  ];
+  return `${e.at} report ${e.node} serial ${e.serial ?? "?"} ${summary(r)}${why.length ? `; ${why.join("; ")}` : ""}`;
 }
 
 async function watchCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   noPositionals(args);
   mesh.config();
+  const where = args.where;
+  const picked =
+    where === null
+      ? null
+      : await withState(mesh, async (state) => matchingNodes(await allNodes(state), where));
   await watch(
     mesh,
-    (e) => writeOut(args.json ? JSON.stringify(e) : heardLine(e)),
+    (e) => {
+      if (!picked || picked.has(e.node)) writeOut(args.json ? JSON.stringify(e) : heardLine(e));
+    },
     () =>
       process.stderr.write(
         `mesh-host mesh watch: following ${mesh.dir}'s reports and heartbeats; Ctrl-C stops\n`,

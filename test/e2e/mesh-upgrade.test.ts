@@ -24,6 +24,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EVENT_WAIT_MS, waitFor } from "../mesh/index.ts";
 import { freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
+import { nodeRecord } from "../mesh/state.ts";
 import { type Running, runCli } from "../support/cli.ts";
 import { RestartLoop } from "../support/restart-loop.ts";
 import { ensureSea } from "../support/sea.ts";
@@ -31,6 +32,7 @@ import { ensureSea } from "../support/sea.ts";
 const sha = (p: string) => createHash("sha256").update(readFileSync(p)).digest("hex");
 const LOOP_ARGS = ["--heartbeat-s", "1", "--redial-spread-s", "1", "--drift-s", "600"];
 const NAMES = ["u-1", "u-2", "u-3"];
+const SECRET = "hunter2-Up31";
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
 /** Not the built executable's version: what the nodes heartbeat once they run the release. */
 const VERSION = "0.2.0";
@@ -131,8 +133,18 @@ describe("mesh upgrade", () => {
     expect(none.stderr).toMatch(/node u-1 has had no declaration from this mesh/);
     const file = join(base, "app.json");
     const app = { id: "conf", type: "file", path: "/etc/app.conf", content: "app\n" };
-    writeFileSync(file, JSON.stringify({ v: 1, mode: "converged", resources: [app] }));
-    const pushed = await mesh(dir, ["push", ...NAMES, file, "--wait-s", "300"]);
+    const pw = { id: "pw", type: "file", path: "/etc/app.pw", secret: "pw", mode: "0600" };
+    writeFileSync(file, JSON.stringify({ v: 1, mode: "converged", resources: [app, pw] }));
+    writeFileSync(join(base, "pw"), `${SECRET}\n`);
+    const pushed = await mesh(dir, [
+      "push",
+      ...NAMES,
+      file,
+      "--secret",
+      `pw=${join(base, "pw")}`,
+      "--wait-s",
+      "300",
+    ]);
     expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
     const absent = await upgrade("9.9.9");
     expect(absent.code, absent.stderr).toBe(2);
@@ -148,6 +160,11 @@ describe("mesh upgrade", () => {
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stderr).toMatch(/wave 1 of 2: u-1\n[\s\S]*wave 2 of 2: u-2, u-3/);
     const job = JSON.parse(r.stdout);
+    // each node was pushed its own declaration again, its secret sealed to it as before: never shown, sealed or not
+    const sealed = JSON.stringify((await nodeRecord(dir, "u-1")).last_body).match(/"pw":"(v1:[^"]+)"/)![1]!;
+    expect(r.stdout + r.stderr).not.toContain(sealed);
+    expect(r.stdout + r.stderr).not.toContain(SECRET);
+    expect(job.rollout.previous["u-1"].secrets).toEqual({ pw: "(sealed)" });
     expect(job.rollout).toMatchObject({ state: "done", release: VERSION, waves: [["u-1"], ["u-2", "u-3"]] });
     for (const n of nodes) {
       expect(job.nodes[n.name].outcome).toBe("applied");
@@ -161,6 +178,7 @@ describe("mesh upgrade", () => {
         `${n.name} confirmed on ${VERSION}`,
       );
       expect(readFileSync(join(n.root, "etc/app.conf"), "utf8")).toBe("app\n");
+      expect(readFileSync(join(n.root, "etc/app.pw"), "utf8")).toBe(SECRET);
     }
     const status = await mesh(dir, ["rollout", "status", job.id]);
     expect(status.code, status.stderr).toBe(0);

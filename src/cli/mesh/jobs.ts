@@ -78,11 +78,30 @@ export async function jobsCommand(mesh: MeshDir, args: MeshArgs): Promise<number
   }
 }
 
+/**
+ * A job as it is printed: each node's previous declaration (what a revert puts back) keeps its secrets sealed to
+ * the node, and a sealed value is never shown: only the names of the secrets.
+ */
+export function shownJob(job: Job): Job {
+  if (!job.rollout) return job;
+  const previous = Object.fromEntries(
+    Object.entries(job.rollout.previous).map(([node, body]) => {
+      const secrets = body?.secrets as Record<string, unknown> | undefined;
+      if (!body || !secrets) return [node, body];
+      return [
+        node,
+        { ...body, secrets: Object.fromEntries(Object.keys(secrets).map((k) => [k, "(sealed)"])) },
+      ];
+    }),
+  );
+  return { ...job, rollout: { ...job.rollout, previous } };
+}
+
 export async function jobCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   const [id, ...extra] = args.positionals;
   if (!id || extra.length) throw new UsageError("mesh job takes one ID (mesh jobs lists them)");
   const job = await readJob(mesh, id);
-  if (args.json) writeJson(job);
+  if (args.json) writeJson(shownJob(job));
   else writeOut(jobText(job));
   return 0;
 }

@@ -22,7 +22,7 @@ import { UsageError } from "../args.ts";
 import { printable, writeJson, writeOut } from "../output.ts";
 import { readGivenSecrets } from "../unseal.ts";
 import type { MeshArgs } from "./args.ts";
-import { jobText, readJob, warnLine } from "./jobs.ts";
+import { jobText, readJob, shownJob, warnLine } from "./jobs.ts";
 import { readDeclaration, targetsGiven, wordsGiven } from "./push.ts";
 
 const said = warnLine("mesh rollout");
@@ -121,7 +121,7 @@ export async function rolloutResumeCommand(mesh: MeshDir, args: MeshArgs): Promi
 
 export async function rolloutStatusCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   const job = await rolloutJob(mesh, args);
-  if (args.json) writeJson(job);
+  if (args.json) writeJson(shownJob(job));
   else writeOut(statusText(job));
   return 0;
 }
@@ -161,7 +161,7 @@ function statusText(job: Job): string {
 }
 
 function ended(job: Job, args: MeshArgs): number {
-  if (args.json) writeJson(job);
+  if (args.json) writeJson(shownJob(job));
   else writeOut(statusText(job));
   const p = job.rollout!;
   if (p.state === "halted") return 4;

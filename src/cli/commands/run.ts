@@ -31,8 +31,7 @@ export async function runCommand(ctx: Context): Promise<number> {
   const running = runningBinary();
   const binaries = binariesAtStart(running, process.env.MESH_HOST_BIN ?? running);
   const record = new RunRecord(ctx.state);
-  let confirmed: Promise<void> = Promise.resolve();
-  let confirmedHere = false;
+  const confirming = confirmation(ctx, binaries.running);
   const hold = new Hold({
     deps: {
       state: ctx.state,
@@ -52,15 +51,8 @@ export async function runCommand(ctx: Context): Promise<number> {
     binary: binaries.installed ?? undefined,
     upgrade: (version, source) =>
       upgradeTo(version, source, upgradeDeps(ctx, membership, binaries.installed)),
-    onConfirmed: () => {
-      confirmed = confirmBinary(ctx.state, binaries.running).then(
-        (ok) => {
-          confirmedHere = ok;
-        },
-        (e: Error) => ctx.log.warn({ err: e.message }, "the confirmation could not be written"),
-      );
-    },
-    confirmed: () => confirmedHere,
+    onConfirmed: confirming.start,
+    confirmed: confirming.done,
     notes: pendingNotes(ctx.state),
     onLink: (l) => record.link(l.up, l.up ? null : l.error),
     onHeartbeat: (at) => record.heartbeat(at),
@@ -74,7 +66,7 @@ export async function runCommand(ctx: Context): Promise<number> {
     "holding the node in its mesh",
   );
   const why = await hold.run();
-  await confirmed; // written before the exit, even when a stop came while the binary was hashed
+  await confirming.written(); // written before the exit, even when a stop came while the binary was hashed
   record.stopped();
   ctx.log.info({ why }, "exiting cleanly");
   return 0;
@@ -84,6 +76,27 @@ export async function runCommand(ctx: Context): Promise<number> {
  * `enrol --replace` ran while this process held the old membership (refused, most likely: the node was removed
  * or reissued): it exits 0, as after a move, for its service manager to start it on the new one.
  */
+/**
+ * The launcher's "confirmed" for the binary running now: started once the first reconcile completed, `done`
+ * once its own digest is written (what a heartbeat says), `written` awaited before the exit.
+ */
+function confirmation(ctx: Context, running: BinaryAtStart | null) {
+  let writing: Promise<void> = Promise.resolve();
+  let done = false;
+  return {
+    start: () => {
+      writing = confirmBinary(ctx.state, running).then(
+        (ok) => {
+          done = ok;
+        },
+        (e: Error) => ctx.log.warn({ err: e.message }, "the confirmation could not be written"),
+      );
+    },
+    done: () => done,
+    written: () => writing,
+  };
+}
+
 function reEnrolled(ctx: Context, membership: Membership): boolean {
   const now = ctx.state.readMembership();
   if (!now || JSON.stringify(now) === JSON.stringify(membership)) return false;

@@ -171,6 +171,37 @@ export const JS_RETRY_MS = 100;
 export const JETSTREAM_READY_POLL_MS = 250;
 /** A consume loop whose consumer failed starts again after this. */
 export const CONSUME_RETRY_MS = 250;
+// The bus's accounts and their bounds (protocol.md "Accounts" and "Limits" say why each is what it is).
+/** How long a node's pull may stay answered across the accounts: longer than a pull's life (PULL_EXPIRES_MS). */
+export const PULL_RESPONSE_THRESHOLD_MS = 6 * 60_000;
+/** An enrolment code's life when `node add --expires` is not given, and the longest it may be given. */
+export const ENROL_EXPIRES_S = 24 * 3600;
+export const ENROL_EXPIRES_MAX_S = 30 * 24 * 3600;
+/** `NODES`: connections (one per node, a few more while enrolling), subscriptions, one message's bytes. */
+export const NODES_MAX_CONNECTIONS = 20_000;
+export const NODES_MAX_SUBS = 200_000;
+export const NODES_MAX_PAYLOAD = 1024 * 1024;
+/** One node's user: its inbox's subscriptions (a pull, a request, the plan subject), one message's bytes. */
+export const NODE_MAX_SUBS = 16;
+export const NODE_MAX_PAYLOAD = 1024 * 1024;
+/** An enrolling user: one inbox, one question. */
+export const ENROL_MAX_SUBS = 4;
+export const ENROL_MAX_PAYLOAD = 64 * 1024;
+/** Each stream's bounds: per node (per subject) and in all, and the largest message it keeps. */
+export const REPORTS_PER_NODE = 100;
+export const REPORT_MAX_MSG_BYTES = 256 * 1024;
+export const REPORTS_MAX_BYTES = 256 * 1024 * 1024;
+export const REKEY_PER_NODE = 4;
+export const REKEY_MAX_BYTES = 16 * 1024 * 1024;
+export const ENROL_PER_NODE = 4;
+export const ENROL_MAX_BYTES = 16 * 1024 * 1024;
+export const ENROL_MAX_AGE_S = ENROL_EXPIRES_MAX_S;
+export const DECLARE_MAX_BYTES = 512 * 1024 * 1024;
+export const STREAM_MAX_MSG_BYTES = 1024 * 1024;
+/** A spent code's enrolling user is revoked this long after the answer (batched): not on the answer's heels. */
+export const ENROL_REVOKE_DELAY_MS = 2_000;
+/** How long the servers are given to take an account's new claims (a revocation) over the system account. */
+export const CLAIMS_UPDATE_MS = 10_000;
 /** `mesh push --wait-s`: how long the reports are waited for. */
 export const PUSH_WAIT_S = 60;
 /** A progress line on a terminal is drawn again this often, so its seconds move while nothing else does. */

@@ -182,6 +182,7 @@ export const FLAGS = {
     complete: "dir",
   }),
   all: flag({ name: "all", default: "off", help: "every enrolled node, no NAME given" }),
+  expires: flag({ name: "expires", value: "DURATION", default: "24h", help: "how long the code works" }),
   "wait-s": flag({
     name: "wait-s",
     value: "S",
@@ -344,7 +345,7 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
     name: "node add",
     args: "NAME",
     summary: "add a node; prints its enrolment code (or writes it to F, 0600)",
-    flags: ["code-file"],
+    flags: ["code-file", "expires"],
     means: { "code-file": { default: "standard output", help: "write the enrolment code to the file F" } },
   }),
   command({

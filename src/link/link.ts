@@ -5,7 +5,7 @@
 // DECLARE/node-<n>, acks under $JS.ACK.DECLARE.node-<n>.>, its own report/heartbeat/rekey subjects, and
 // subscriptions only under _INBOX.node.<n>. So it calls no other JetStream API — no account info
 // (checkAPI off), no stream info — and creates nothing: a missing consumer is the mesh's to answer.
-import { createHash } from "node:crypto";
+import { createHash, type KeyObject } from "node:crypto";
 import { type Consumer, type JetStreamClient, type JsMsg, jetstream } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import {
@@ -24,7 +24,7 @@ import {
   Report,
   reportSubject,
 } from "../vocabulary/index.ts";
-import { type DialFailure, dial } from "./dial.ts";
+import { type DialFailure, dial, membershipAuth } from "./dial.ts";
 import {
   bindFailure,
   isConsumerNotFound,
@@ -36,6 +36,8 @@ import {
 } from "./failures.ts";
 
 export interface LinkOptions {
+  /** The node's identity private key (the store's): a v2 membership signs the server's nonce with it. */
+  identity?: KeyObject;
   dialTimeoutMs?: number;
   /** A pull request's life; the server's idle heartbeats keep it honest meanwhile. */
   pullExpiresMs?: number;
@@ -112,11 +114,12 @@ export async function openLink(
       kind: "membership",
       reason: `the membership's user is ${membership.user}, not ${nodeUser(node)}`,
     };
+  const auth = membershipAuth(membership, opts.identity);
+  if ("refused" in auth) return { ok: false, kind: "membership", reason: auth.refused };
   const dialled = await dial({
     servers: membership.servers,
     fingerprint: membership.fingerprint,
-    user: membership.user,
-    password: membership.password,
+    auth,
     inboxPrefix: nodeInboxPrefix(node),
     name: membership.user,
     timeoutMs: opts.dialTimeoutMs,

@@ -22,7 +22,7 @@ import {
   rekeySubject,
   Tunnel,
 } from "../vocabulary/index.ts";
-import { dial } from "./dial.ts";
+import { dial, membershipAuth } from "./dial.ts";
 import { isNoResponders, isPermissionViolation, isTimeout, messageOf } from "./failures.ts";
 
 const B64Key = z.string().regex(/^[A-Za-z0-9+/]{43}=$/, "must be standard base64 of 32 raw bytes");
@@ -87,13 +87,14 @@ export type Told = { ok: true; seq: number; duplicate: boolean } | { ok: false; 
 export async function tellRekey(
   membership: Membership,
   rekey: Rekey,
-  opts: { dialTimeoutMs?: number; ackTimeoutMs?: number } = {},
+  opts: { dialTimeoutMs?: number; ackTimeoutMs?: number; identity?: KeyObject } = {},
 ): Promise<Told> {
+  const auth = membershipAuth(membership, opts.identity);
+  if ("refused" in auth) return { ok: false, reason: `the mesh was not told: ${auth.refused}` };
   const dialled = await dial({
     servers: membership.servers,
     fingerprint: membership.fingerprint,
-    user: membership.user,
-    password: membership.password,
+    auth,
     inboxPrefix: nodeInboxPrefix(rekey.node),
     name: membership.user,
     timeoutMs: opts.dialTimeoutMs,

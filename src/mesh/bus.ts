@@ -1,7 +1,9 @@
-// The controller's connection to its own bus: trusting exactly the mesh's certificate, as user `mesh`, and the
-// streams and consumers protocol.md says the mesh creates (the node creates none, ever).
+// The controller's connection to its own bus: trusting exactly the mesh's certificate, as a user of MESH minted
+// for the connection (claims.ts), and the streams and consumers protocol.md says the mesh creates (the node
+// creates none, ever), each bounded per node and in all (protocol.md "Limits").
 import {
   AckPolicy,
+  DiscardPolicy,
   type JetStreamClient,
   type JetStreamManager,
   jetstream,
@@ -10,12 +12,22 @@ import {
 } from "@nats-io/jetstream";
 import { connect, type NatsConnection, nanos } from "@nats-io/transport-node";
 import {
+  DECLARE_MAX_BYTES,
+  ENROL_MAX_AGE_S,
+  ENROL_MAX_BYTES,
+  ENROL_PER_NODE,
   JETSTREAM_READY_MS,
   JETSTREAM_READY_POLL_MS,
   JS_RELOAD_MS,
   JS_RETRY_MS,
   MESH_CONNECT_TIMEOUT_MS,
+  REKEY_MAX_BYTES,
+  REKEY_PER_NODE,
+  REPORT_MAX_MSG_BYTES,
   REPORTS_MAX_AGE_S,
+  REPORTS_MAX_BYTES,
+  REPORTS_PER_NODE,
+  STREAM_MAX_MSG_BYTES,
 } from "../defaults.ts";
 import {
   CONTROLLER_USER,
@@ -26,6 +38,7 @@ import {
   STREAM_SUBJECTS,
   type StreamName,
 } from "../vocabulary/index.ts";
+import { serviceAuthenticator } from "./claims.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 
 export interface Bus {
@@ -41,15 +54,16 @@ export interface Bus {
  */
 export async function connectBus(
   mesh: MeshDir,
-  opts: { reconnect?: boolean; name?: string } = {},
+  opts: { reconnect?: boolean; name?: string; system?: boolean } = {},
 ): Promise<Bus> {
+  const name = opts.name ?? CONTROLLER_USER;
+  const keys = mesh.accountKeys();
   let nc: NatsConnection;
   try {
     nc = await connect({
       servers: mesh.urls(),
-      user: CONTROLLER_USER,
-      pass: mesh.secrets().controller,
-      name: opts.name ?? "mesh-host mesh",
+      authenticator: serviceAuthenticator(keys, opts.system ? "system" : "mesh", name),
+      name,
       tls: { ca: mesh.certPem() },
       timeout: MESH_CONNECT_TIMEOUT_MS,
       reconnect: opts.reconnect ?? false,
@@ -57,6 +71,7 @@ export async function connectBus(
       reconnectTimeWait: 250,
     });
   } catch (e) {
+    if (e instanceof MeshRefused) throw e;
     throw new MeshRefused(
       `the mesh's bus does not answer at ${mesh.urls().join(", ")} (is \`mesh-host mesh up\` running?): ${firstLine(e)}`,
     );
@@ -88,6 +103,27 @@ export function firstLine(e: unknown): string {
   return String((e as Error)?.message ?? e).split("\n")[0]!;
 }
 
+/**
+ * Each stream's bounds (protocol.md "Limits"): per subject, so one node's messages push out only its own, and in
+ * all, so the streams together stay within the servers' store whatever any node sends.
+ */
+const STREAM_BOUNDS: Record<StreamName, Record<string, unknown>> = {
+  // newest wins: a node that was away finds only the last declaration
+  DECLARE: { max_msgs_per_subject: 1, max_bytes: DECLARE_MAX_BYTES },
+  REPORTS: {
+    max_msgs_per_subject: REPORTS_PER_NODE,
+    max_bytes: REPORTS_MAX_BYTES,
+    max_msg_size: REPORT_MAX_MSG_BYTES,
+    max_age: nanos(REPORTS_MAX_AGE_S * 1000),
+  },
+  REKEY: { max_msgs_per_subject: REKEY_PER_NODE, max_bytes: REKEY_MAX_BYTES },
+  ENROL: {
+    max_msgs_per_subject: ENROL_PER_NODE,
+    max_bytes: ENROL_MAX_BYTES,
+    max_age: nanos(ENROL_MAX_AGE_S * 1000),
+  },
+};
+
 /** The four streams, replicated on every server; made or brought to this configuration, whichever is needed. */
 export async function ensureStreams(bus: Bus, replicas: number): Promise<void> {
   for (const [name, subject] of Object.entries(STREAM_SUBJECTS) as [StreamName, string][]) {
@@ -96,9 +132,10 @@ export async function ensureStreams(bus: Bus, replicas: number): Promise<void> {
       subjects: [subject],
       storage: StorageType.File,
       num_replicas: replicas,
-      // newest wins: a node that was away finds only the last declaration
-      ...(name === "DECLARE" ? { max_msgs_per_subject: 1 } : {}),
-      ...(name === "REPORTS" ? { max_age: nanos(REPORTS_MAX_AGE_S * 1000) } : {}),
+      max_msg_size: STREAM_MAX_MSG_BYTES,
+      // a stream made before these bounds had none: an update brings it to them
+      discard: DiscardPolicy.Old,
+      ...STREAM_BOUNDS[name],
     };
     const exists = await bus.jsm.streams.info(name).then(
       () => true,

@@ -3,15 +3,29 @@
 // serial, sealing secrets, pushing, the fleet view, the sealed move). It knows the vocabulary (with the
 // envelope and the sealing) and the nats client, nothing of the host's layers; none of them imports it, and the
 // Android build leaves it out. Only src/cli/mesh/ and the tests import this surface.
+
+export {
+  type AccountKeys,
+  accountId,
+  accountJwt,
+  enrolUserJwt,
+  makeAccountKeys,
+  NODE_SERVICES,
+  nodeUserJwt,
+  operatorJwt,
+  serviceUserJwt,
+  userOfIdentity,
+} from "./accounts.ts";
 export { type Bus, connectBus, ensureNodeConsumer, ensureStreams, jsCall } from "./bus.ts";
-export { meshUsers, type ServerUser, serverConf, usersConf } from "./conf.ts";
-export { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
+export { type Revoke, revokeUsers, serviceAuthenticator } from "./claims.ts";
+export { authLines, serverConf } from "./conf.ts";
+export { answerable, consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 export { LockBusy, writeAtomic } from "./files.ts";
 export { age, type FleetRow, fleetRows, fleetTable } from "./fleet.ts";
 export { type InitOptions, initMesh } from "./init.ts";
 export { type MeshConfig, MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
 export { markMoved, prepareMove } from "./move.ts";
-export { addNode, checkNodeName, codeOf, removeNode } from "./nodes.ts";
+export { addNode, checkExpires, checkNodeName, removeNode } from "./nodes.ts";
 export { enrolPermissions, nodePermissions, type Permissions } from "./permissions.ts";
 export {
   type Composed,
@@ -22,7 +36,7 @@ export {
   publishAndWait,
   targetsOf,
 } from "./push.ts";
-export { natsServerPath, reloadUsers, runningServers } from "./servers.ts";
+export { natsServerPath, runningServers } from "./servers.ts";
 export { writeUnits } from "./units.ts";
 export { type UpOptions, up } from "./up.ts";
 export { type Heard, watch } from "./watch.ts";

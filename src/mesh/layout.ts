@@ -1,10 +1,11 @@
 // The mesh directory (0700): what `init` made and what every other command reads and keeps.
 //   mesh.json            the servers, the certificate's fingerprint, the mesh's public key
-//   secrets.json  0600   the controller's and the routes' passwords
+//   accounts.json 0600   the seeds of the bus's operator and accounts (SYS, MESH, NODES): every JWT is signed by one
 //   signing.key   0600   the mesh's Ed25519 private key (PKCS#8 PEM)
 //   tls/cert.pem, tls/key.pem (0600)   the bus's certificate: its fingerprint is what nodes pin
-//   servers/<i>/         server.conf, users.conf (rendered), server.pid, server.log, jetstream/
-//   nodes/<n>.json 0600  each node: its password, its pending token, its public keys, its serial
+//   servers/<i>/         server.conf (the operator's and accounts' JWTs in it), server.pid, server.log, jetstream/,
+//                        jwt/ (the server's account resolver: the accounts' newest claims, revocations and all)
+//   nodes/<n>.json 0600  each node: its pending enrolling user, its public keys, its serial
 //   fleet.json           what `up` heard last from each node
 import { createPrivateKey, type KeyObject } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, unlinkSync } from "node:fs";
@@ -12,6 +13,7 @@ import { join } from "node:path";
 import * as z from "zod";
 import { MESH_FORMAT } from "../defaults.ts";
 import { NodeName } from "../vocabulary/index.ts";
+import { type AccountKeys, keysOfSeeds } from "./accounts.ts";
 import { syncDir, writeAtomic } from "./files.ts";
 
 /** Bad or stale input to a mesh command: one line, exit 2, nothing changed. */
@@ -31,8 +33,9 @@ export const MeshConfig = z.strictObject({
 });
 export type MeshConfig = z.infer<typeof MeshConfig>;
 
-export const MeshSecrets = z.strictObject({ controller: z.string().min(16), route: z.string().min(16) });
-export type MeshSecrets = z.infer<typeof MeshSecrets>;
+const Seed = z.string().regex(/^S[A-Z2-7]{57}$/);
+export const MeshSeeds = z.strictObject({ operator: Seed, system: Seed, mesh: Seed, nodes: Seed });
+export type MeshSeeds = z.infer<typeof MeshSeeds>;
 
 export const Push = z.strictObject({
   serial: z.number().int().min(1),
@@ -45,9 +48,8 @@ export type Push = z.infer<typeof Push>;
 export const NodeRecord = z.strictObject({
   format: z.literal(MESH_FORMAT),
   node: NodeName,
-  password: z.string().min(16),
-  /** The one-time enrolment token, until the node is heard as itself. */
-  token: z.string().min(16).nullable(),
+  /** The code's enrolling user (its public nkey) and when it expires, until the code is spent. */
+  enrol: z.strictObject({ user: z.string().regex(/^U[A-Z2-7]{55}$/), expires_at: z.string() }).nullable(),
   added_at: z.string(),
   enrolled_at: z.string().nullable(),
   keys: z.strictObject({ identity: B64Key, sealing: B64Key, overlay: B64Key }).nullable(),
@@ -107,8 +109,16 @@ export class MeshDir {
     return this.parsed(file, MeshConfig);
   }
 
-  secrets(): MeshSecrets {
-    return this.parsed(this.path("secrets.json"), MeshSecrets);
+  /** The operator's and accounts' keys; a directory made by an older `init` (passwords) is refused, never misread. */
+  accountKeys(): AccountKeys {
+    const file = this.path("accounts.json");
+    if (!existsSync(file))
+      throw new MeshRefused(
+        `${this.dir} has no accounts.json: it was made by an older mesh-host (passwords, not keys); make the mesh again with \`mesh-host mesh init\``,
+      );
+    const keys = keysOfSeeds(this.parsed(file, MeshSeeds));
+    if (!keys) throw new MeshRefused(`${file} holds a seed that is not an Ed25519 nkey seed`);
+    return keys;
   }
 
   signingKey(): KeyObject {

@@ -5,13 +5,14 @@
 // hold it) until `node rm`.
 import { resolve } from "node:path";
 import { seal } from "../vocabulary/index.ts";
+import { nodeUserJwt, userOfIdentity } from "./accounts.ts";
 import { ensureNodeConsumer } from "./bus.ts";
 import { membershipOf } from "./controller.ts";
 import { lockMesh } from "./files.ts";
 import { MeshDir, MeshRefused } from "./layout.ts";
 import { newRecord, withBus } from "./nodes.ts";
 import { type Composed, compose, preparePush } from "./push.ts";
-import { reloadUsers, runningServers } from "./servers.ts";
+import { runningServers } from "./servers.ts";
 
 export async function prepareMove(
   mesh: MeshDir,
@@ -31,9 +32,10 @@ export async function prepareMove(
   if (to.dir === resolve(mesh.dir) || toConfig.mesh_key === mesh.config().mesh_key)
     throw new MeshRefused(`--to ${toDir} is this mesh`);
   if (to.node(name)) throw new MeshRefused(`node ${name} is already in the mesh at ${to.dir}`);
+  const user = userOfIdentity(record.keys.identity);
+  if (!user) throw new MeshRefused(`node ${name}'s identity key is not an Ed25519 public key`);
   const placed = {
     ...newRecord(name),
-    token: null,
     keys: record.keys,
     facts: record.facts,
     enrolled_at: new Date().toISOString(),
@@ -42,7 +44,8 @@ export async function prepareMove(
     servers: to.urls(),
     fingerprint: toConfig.fingerprint,
     meshKey: toConfig.mesh_key,
-    password: placed.password,
+    // the target mesh's NODES account issues the node's user there, for the same identity key
+    jwt: nodeUserJwt(to.accountKeys(), name, user),
   });
   const sealed = seal(Buffer.from(JSON.stringify(membership)), record.keys.sealing);
   const input = { file: record.last_body, secrets: new Map<string, Uint8Array>() };
@@ -57,7 +60,6 @@ export async function prepareMove(
       try {
         if (to.node(name)) throw new MeshRefused(`node ${name} is already in the mesh at ${to.dir}`);
         to.writeNode(placed);
-        await reloadUsers(to);
       } finally {
         lock.release();
       }

@@ -1,5 +1,7 @@
 // What the mesh grants a node's user and its enrolling user (protocol.md "The node's permissions"), and no
-// more. test/fixtures/node-permissions.json states the same sets; a test holds this file to it.
+// more. test/fixtures/node-permissions.json states the same sets; a test holds this file to it. A node subscribes
+// `mesh.plan.<n>` (the mesh asks it for a plan there) and answers on the request's reply (its user JWT allows one
+// response per request).
 
 export interface Permissions {
   publish: { allow: string[] };
@@ -18,7 +20,7 @@ export function nodePermissions(node: string): Permissions {
         `$JS.ACK.DECLARE.node-${node}.>`,
       ],
     },
-    subscribe: { allow: [`_INBOX.node.${node}.>`] },
+    subscribe: { allow: [`_INBOX.node.${node}.>`, `mesh.plan.${node}`] },
   };
 }
 

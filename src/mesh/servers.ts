@@ -1,11 +1,10 @@
-// Debian's nats-server, as `mesh up`'s children: started in the foreground, known ready by their log, reloaded
-// by SIGHUP (a user list changes; a server is never restarted for it), stopped by SIGTERM.
+// Debian's nats-server, as `mesh up`'s children: started in the foreground, known ready by their log, stopped by
+// SIGTERM. Never reloaded: users are JWTs, and a revocation reaches the servers over the system account.
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { SERVER_LOG_POLL_MS, SERVER_RELOAD_MS, SERVER_START_MS, SERVER_STOP_MS } from "../defaults.ts";
-import { meshUsers, usersConf } from "./conf.ts";
-import { alive, writeAtomic } from "./files.ts";
+import { alive } from "./files.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 
 /** Debian installs it in /usr/sbin, which a user's PATH may not hold; MESH_NATS_SERVER names another. */
@@ -85,7 +84,6 @@ async function awaitLog(
 
 /** Start server `i`; resolves once it says it is ready (its log, not a guess at time). */
 export async function startServer(mesh: MeshDir, i: number): Promise<RunningServer> {
-  writeUsers(mesh);
   const log = logFile(mesh, i);
   const from = logSize(log);
   const child = spawn(natsServerPath(), ["-c", join(mesh.serverDir(i), "server.conf")], {
@@ -125,14 +123,6 @@ export async function stopServer(server: RunningServer): Promise<void> {
   clearTimeout(timer);
 }
 
-/** Render the user list from the node records into every server's directory. */
-export function writeUsers(mesh: MeshDir): void {
-  const text = usersConf(meshUsers(mesh.secrets(), mesh.nodes()));
-  mesh.config().servers.forEach((_, j) => {
-    writeAtomic(join(mesh.serverDir(j + 1), "users.conf"), text);
-  });
-}
-
 /** A running server of this mesh, by its pid file: the pid alive and running this server's configuration. */
 function runningPid(mesh: MeshDir, i: number): number | null {
   let pid: number;
@@ -156,34 +146,4 @@ export function runningServers(mesh: MeshDir): number[] {
     .config()
     .servers.map((_, j) => j + 1)
     .filter((i) => runningPid(mesh, i) !== null);
-}
-
-/**
- * Rewrite the user list and have every running server read it again: SIGHUP, then its log saying it reloaded.
- * Returns how many were reloaded; a server that is down reads the list when it starts.
- */
-export async function reloadUsers(mesh: MeshDir): Promise<number> {
-  writeUsers(mesh);
-  const pids = mesh
-    .config()
-    .servers.map((_, j) => ({ i: j + 1, pid: runningPid(mesh, j + 1) }))
-    .filter((s): s is { i: number; pid: number } => s.pid !== null);
-  await Promise.all(
-    pids.map(async ({ i, pid }) => {
-      const log = logFile(mesh, i);
-      const from = logSize(log);
-      process.kill(pid, "SIGHUP");
-      await awaitLog(
-        log,
-        from,
-        "Reloaded server configuration",
-        /Failed to reload|\[FTL\]/,
-        SERVER_RELOAD_MS,
-        () => !alive(pid),
-      ).catch((e: Error) => {
-        throw new Error(`server ${i} did not take the new user list: ${e.message}`);
-      });
-    }),
-  );
-  return pids.length;
 }

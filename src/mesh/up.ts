@@ -3,21 +3,25 @@
 // rest and exits 1 (the unit restarts it); stopped by a signal, it stops them and exits 0.
 import type { JsMsg } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
-import { FLEET_WRITE_MS } from "../defaults.ts";
+import { ENROL_REVOKE_DELAY_MS, FLEET_WRITE_MS } from "../defaults.ts";
 import {
   ENROL_CONSUMER,
   EnrolQuestion,
   Heartbeat,
+  type Membership,
   parseJsonBytes,
+  printable,
   REPORTS_CONSUMER,
   Report,
 } from "../vocabulary/index.ts";
+import { nodeUserJwt, userOfIdentity } from "./accounts.ts";
 import { awaitStreams, type Bus, connectBus, ensureNodeConsumer, sweepConsumers } from "./bus.ts";
-import { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
+import { type Revoke, revokeOnBus } from "./claims.ts";
+import { answerable, consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 import { lockMesh } from "./files.ts";
 import { heardHeartbeat, heardReport } from "./fleet.ts";
-import { type Fleet, type MeshDir, MeshRefused } from "./layout.ts";
-import { type RunningServer, reloadUsers, runningServers, startServer, stopServer } from "./servers.ts";
+import { type Fleet, type MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
+import { type RunningServer, runningServers, startServer, stopServer } from "./servers.ts";
 
 export interface UpOptions {
   /** Only server I (from 1, in init's order); all of them when null. */
@@ -82,7 +86,7 @@ class Controller {
   private loops: Promise<void>[] = [];
   private fleet: Fleet;
   private fleetTimer: NodeJS.Timeout | null = null;
-  private readonly spent = new Set<string>();
+  private readonly spent: Revoke[] = [];
   private spendTimer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -142,39 +146,71 @@ class Controller {
       return;
     }
     const q = parsed.data;
-    const refusal = await this.admit(q, m.subject);
-    if (refusal) await reply(this.bus.nc, q.reply, refusedAnswer(refusal));
-    else {
-      const record = this.mesh.known(q.node);
-      const config = this.mesh.config();
-      const membership = membershipOf(q.node, {
-        servers: this.mesh.urls(),
-        fingerprint: config.fingerprint,
-        meshKey: config.mesh_key,
-        password: record.password,
-      });
-      await reply(this.bus.nc, q.reply, sealedAnswer(q, membership));
-    }
+    const admitted = await this.admit(q, m.subject);
+    const answer = typeof admitted === "string" ? refusedAnswer(admitted) : sealedAnswer(q, admitted);
+    if (!(await reply(this.bus.nc, q.node, q.reply, answer)))
+      this.warn(
+        `an enrolment question for ${q.node} names the reply ${printable(q.reply, 80)}, not its enrolment inbox: refused, unanswered`,
+      );
     m.ack();
   }
 
   /**
-   * Record the question's public keys while the node's token is unspent; why not, otherwise. The token is spent
-   * when the node is first heard as itself (removing the enrol user at once would cut the answer's connection).
+   * The membership for a question asked on its own node's subject with an unspent, unexpired code — the code
+   * spent at once, so a second question (a race, a replay) is refused — or why not. The answer's reply is checked
+   * first: a question naming another reply spends nothing.
    */
-  private async admit(q: EnrolQuestion, subject: string): Promise<string | null> {
+  private async admit(q: EnrolQuestion, subject: string): Promise<Membership | string> {
     if (subject !== `mesh.enrol.${q.node}`) return `asked on ${subject} for node ${q.node}`;
+    if (!answerable(q.node, q.reply)) return "not answerable";
+    const user = userOfIdentity(q.keys.identity);
+    if (!user) return "the identity key is not an Ed25519 public key";
     const lock = await lockMesh(this.mesh.dir);
+    let spent: NonNullable<NodeRecord["enrol"]>;
     try {
       const record = this.mesh.node(q.node);
       if (!record) return `node ${q.node} is not in this mesh`;
-      if (!record.token) return `node ${q.node} has enrolled already`;
-      this.mesh.writeNode({ ...record, keys: q.keys, facts: q.facts, enrolled_at: new Date().toISOString() });
+      if (!record.enrol) return `node ${q.node} has enrolled already: its code is spent`;
+      if (Date.parse(record.enrol.expires_at) <= Date.now()) return `node ${q.node}'s code has expired`;
+      spent = record.enrol;
+      this.mesh.writeNode({
+        ...record,
+        enrol: null,
+        keys: q.keys,
+        facts: q.facts,
+        enrolled_at: new Date().toISOString(),
+      });
     } finally {
       lock.release();
     }
+    this.revokeLater(spent);
     await ensureNodeConsumer(this.bus, q.node);
-    return null;
+    const config = this.mesh.config();
+    return membershipOf(q.node, {
+      servers: this.mesh.urls(),
+      fingerprint: config.fingerprint,
+      meshKey: config.mesh_key,
+      jwt: nodeUserJwt(this.mesh.accountKeys(), q.node, user),
+    });
+  }
+
+  /**
+   * A spent code's enrolling user is revoked: batched, a moment after the answer (revoking at once would cut the
+   * connection the answer is on), one push for every code spent within ENROL_REVOKE_DELAY_MS.
+   */
+  private revokeLater(spent: NonNullable<NodeRecord["enrol"]>): void {
+    this.spent.push({
+      user: spent.user,
+      at: Math.ceil(Date.parse(spent.expires_at) / 1000),
+      enrolling: true,
+    });
+    this.spendTimer ??= setTimeout(() => {
+      this.spendTimer = null;
+      const revoke = this.spent.splice(0);
+      void revokeOnBus(this.mesh, revoke).catch((e: Error) =>
+        this.warn(`cannot revoke spent enrolling users (their codes are spent all the same): ${e.message}`),
+      );
+    }, ENROL_REVOKE_DELAY_MS);
   }
 
   private async heard(subject: string, data: Uint8Array, kind: "report" | "heartbeat"): Promise<void> {
@@ -196,40 +232,6 @@ class Controller {
       heardHeartbeat(this.fleet, h.data);
     }
     this.scheduleFleet();
-    if (record.token && record.enrolled_at) this.spendToken(node);
-  }
-
-  /**
-   * The node spoke as itself: its one-time enrol user goes from every server. Batched, one reload for all the
-   * nodes first heard within FLEET_WRITE_MS: a fleet enrolling at once would otherwise reload the servers once
-   * a node, and a reload briefly leaves the account's JetStream API unanswered.
-   */
-  private spendToken(node: string): void {
-    this.spent.add(node);
-    this.spendTimer ??= setTimeout(() => {
-      this.spendTimer = null;
-      const nodes = [...this.spent];
-      this.spent.clear();
-      void this.spendTokens(nodes).catch((e: Error) =>
-        this.warn(`cannot spend enrolment tokens: ${e.message}`),
-      );
-    }, FLEET_WRITE_MS);
-  }
-
-  private async spendTokens(nodes: string[]): Promise<void> {
-    const lock = await lockMesh(this.mesh.dir);
-    try {
-      let changed = false;
-      for (const node of nodes) {
-        const record = this.mesh.node(node);
-        if (!record?.token || !record.enrolled_at) continue;
-        this.mesh.writeNode({ ...record, token: null });
-        changed = true;
-      }
-      if (changed && !this.stopped()) await reloadUsers(this.mesh);
-    } finally {
-      lock.release();
-    }
   }
 
   private scheduleFleet(): void {

@@ -6,6 +6,7 @@ export * from "./declaration.ts";
 export * from "./envelope.ts";
 export * from "./json.ts";
 export * from "./names.ts";
+export * from "./nkeys.ts";
 export * from "./raw-keys.ts";
 export * from "./refusal.ts";
 export * from "./resources.ts";

@@ -106,8 +106,7 @@ export const leastPrivilege: Scenario = {
           const dialled = await dial({
             servers: m.servers,
             fingerprint: m.fingerprint,
-            user: m.user,
-            password: m.password,
+            auth: mesh.nodeAuth(NODE),
             inboxPrefix: `_INBOX.node.${NODE}`,
           });
           if (!dialled.ok) {

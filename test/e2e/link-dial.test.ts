@@ -2,6 +2,7 @@
 // before a byte of credentials is sent. Proved against a listener that speaks just enough NATS to be
 // dialled (an INFO asking for TLS, then TLS with another certificate) and records every byte it is sent
 // — with a control showing that, given its own fingerprint, the same listener does receive CONNECT.
+import { generateKeyPairSync } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { connect, createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
@@ -9,6 +10,7 @@ import { join } from "node:path";
 import { createServer as createTlsServer } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dial, openLink } from "../../src/link/index.ts";
+import { Membership } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS, freePort, type MadeCert, MeshDouble, makeCert, waitFor } from "../mesh/index.ts";
 
 interface Impostor {
@@ -108,8 +110,7 @@ describe("dialling with a pinned certificate", () => {
       const result = await dial({
         servers: [fake.url],
         fingerprint: mesh.fingerprint,
-        user: "node.alpha",
-        password: "the-password-123",
+        auth: { kind: "password", user: "node.alpha", password: "the-password-123" },
         inboxPrefix: "_INBOX.node.alpha",
       });
       expect(result.ok).toBe(false);
@@ -137,8 +138,7 @@ describe("dialling with a pinned certificate", () => {
       const dialling = dial({
         servers: [fake.url],
         fingerprint: other.fingerprint,
-        user: "node.alpha",
-        password: "the-password-123",
+        auth: { kind: "password", user: "node.alpha", password: "the-password-123" },
         inboxPrefix: "_INBOX.node.alpha",
         timeoutMs: EVENT_WAIT_MS,
       });
@@ -155,13 +155,13 @@ describe("dialling with a pinned certificate", () => {
 
   it("refuses the real server when another fingerprint is pinned", async () => {
     const membership = { ...(await mesh.admit("pinned")), fingerprint: other.fingerprint };
-    const opened = await openLink(membership, "pinned");
+    const opened = await openLink(membership, "pinned", { identity: mesh.identityKey("pinned") });
     expect(opened).toMatchObject({ ok: false, kind: "pin" });
-    if (!opened.ok) expect(opened.reason).not.toContain(membership.password);
   });
 
-  it("says a wrong password as an authentication error naming the user, never the password", async () => {
-    const membership = { ...(await mesh.admit("wrongpw")), password: "not-the-password-xyz" };
+  it("says a wrong password (a v1 membership) as an authentication error naming the user, never the password", async () => {
+    const { jwt: _jwt, ...bus } = (await mesh.admit("wrongpw")) as { jwt: string } & Record<string, unknown>;
+    const membership = Membership.parse({ ...bus, password: "not-the-password-xyz" });
     const opened = await openLink(membership, "wrongpw");
     expect(opened.ok).toBe(false);
     if (opened.ok) return;
@@ -169,20 +169,34 @@ describe("dialling with a pinned certificate", () => {
     expect(opened.reason).toContain("authentication error");
     expect(opened.reason).toContain("node.wrongpw");
     expect(opened.reason).not.toContain("not-the-password-xyz");
-    expect(opened.reason).not.toContain(mesh.passwords.get("wrongpw"));
+  });
+
+  it("signs in with the identity key the user JWT names, and with no other", async () => {
+    const membership = await mesh.admit("signer");
+    const other = generateKeyPairSync("ed25519").privateKey;
+    const wrong = await openLink(membership, "signer", { identity: other });
+    expect(wrong).toMatchObject({ ok: false, kind: "membership" });
+    const none = await openLink(membership, "signer");
+    expect(none).toMatchObject({ ok: false, kind: "membership" });
+    const good = await openLink(membership, "signer", { identity: mesh.identityKey("signer") });
+    expect(good.ok).toBe(true);
+    if (good.ok) await good.link.close();
   });
 
   it("dials as the membership's user, never the bare name", async () => {
     const membership = await mesh.admit("exact");
-    const opened = await openLink({ ...membership, user: "node.other" }, "exact");
+    const identity = mesh.identityKey("exact");
+    const opened = await openLink({ ...membership, user: "node.other" }, "exact", { identity });
     expect(opened).toMatchObject({ ok: false, kind: "membership" });
-    const good = await openLink(membership, "exact");
+    const good = await openLink(membership, "exact", { identity });
     expect(good.ok).toBe(true);
     if (good.ok) {
       const connz = (await (await fetch(`${mesh.monitorUrl}/connz?auth=true`)).json()) as {
         connections: { authorized_user?: string; name?: string }[];
       };
-      expect(connz.connections.map((c) => c.authorized_user)).toContain("node.exact");
+      // a JWT user is its nkey on the server: the node's identity key, as a user nkey
+      const user = mesh.server.users.find((u) => u.user === "node.exact")?.nkey;
+      expect(connz.connections.map((c) => c.authorized_user)).toContain(user);
       await good.link.close();
     }
   });
@@ -193,8 +207,7 @@ describe("dialling with a pinned certificate", () => {
     const result = await dial({
       servers: [`nats://127.0.0.1:${port}`],
       fingerprint: mesh.fingerprint,
-      user: "node.alpha",
-      password: "pw",
+      auth: { kind: "password", user: "node.alpha", password: "pw" },
       inboxPrefix: "_INBOX.node.alpha",
       timeoutMs: EVENT_WAIT_MS,
     });

@@ -18,11 +18,18 @@ async function asking(
   const { code } = await mesh.enrolmentCode(node);
   const decoded = decodeCode(code);
   if (!decoded.ok) throw new Error(decoded.reason);
-  const { servers, fingerprint, transport, token } = decoded.value;
+  if (!("jwt" in decoded.value)) throw new Error("the double makes v2 codes");
+  const { servers, fingerprint, transport, jwt, seed } = decoded.value;
   const keys = makeKeys();
   return {
     approach: { servers, fingerprint, transport },
-    asked: { node, token, keys: publicKeys(keys), sealing: keys.sealing.privateKey, facts },
+    asked: {
+      node,
+      credential: { jwt, seed },
+      keys: publicKeys(keys),
+      sealing: keys.sealing.privateKey,
+      facts,
+    },
   };
 }
 
@@ -105,27 +112,35 @@ describe("enrolment", () => {
     );
   });
 
-  it("a wrong token is an authentication error that never quotes the token", async () => {
+  it("a wrong seed is an authentication error that never quotes the seed", async () => {
     const { approach, asked } = await asking(mesh, "badtoken");
-    const answered = await ask(approach, { ...asked, token: "wrong-token-secret-42" });
+    const { asked: other } = await asking(mesh, "badtoken2");
+    const seed = (other.credential as { seed: string }).seed;
+    const answered = await ask(approach, { ...asked, credential: { ...asked.credential, seed } as never });
     expect(answered.ok).toBe(false);
     if (answered.ok) return;
     expect(answered.kind).toBe("auth");
     expect(answered.reason).toContain("authentication error");
     expect(answered.reason).toContain("enrol.badtoken");
-    expect(answered.reason).not.toContain("wrong-token-secret-42");
-    expect(answered.reason).not.toContain(asked.token);
+    expect(answered.reason).not.toContain(seed);
+    expect(answered.reason).not.toContain((asked.credential as { seed: string }).seed);
+  });
+
+  it("a v1 code (a password) still dials, and a wrong one is an authentication error never quoting it", async () => {
+    const { approach, asked } = await asking(mesh, "oldcode");
+    const answered = await ask(approach, { ...asked, credential: { token: "wrong-token-secret-42" } });
+    expect(answered).toMatchObject({ ok: false, kind: "auth" });
+    expect(JSON.stringify(answered)).not.toContain("wrong-token-secret-42");
   });
 
   it("the enrolling user may ask for itself only, and listen only under its own inbox", async () => {
     const { approach, asked } = await asking(mesh, "gamma");
-    // another node's token does not open this node's user
-    expect(await ask(approach, { ...asked, node: "delta" })).toMatchObject({ ok: false, kind: "auth" });
+    // another node's code asks for nothing but its own node
+    expect(await ask(approach, { ...asked, node: "delta" })).toMatchObject({ ok: false });
     const dialled = await dial({
       servers: approach.servers,
       fingerprint: approach.fingerprint,
-      user: "enrol.gamma",
-      password: asked.token,
+      auth: mesh.enrolAuth("gamma", (await mesh.enrolmentCode("gamma")).code),
       inboxPrefix: "_INBOX.enrol.gamma",
     });
     expect(dialled.ok).toBe(true);
@@ -146,7 +161,7 @@ describe("enrolment", () => {
     const { approach, asked } = await asking(mesh, "quiet");
     mesh.setEnrolPolicy("quiet", { answer: "ignore" });
     const answered = await ask(approach, asked, { timeoutMs: 200 });
-    expect(JSON.stringify(answered)).not.toContain(asked.token);
+    expect(JSON.stringify(answered)).not.toContain((asked.credential as { seed: string }).seed);
   });
 
   // last: it takes the mesh's ENROL stream away

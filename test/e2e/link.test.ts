@@ -61,7 +61,8 @@ describe("the link", () => {
   const links: Link[] = [];
 
   async function linked(node: string, membership?: Membership): Promise<Link> {
-    const opened = await openLink(membership ?? (await mesh.admit(node)), node, { pullExpiresMs: 5_000 });
+    const m = membership ?? (await mesh.admit(node));
+    const opened = await openLink(m, node, { pullExpiresMs: 5_000, identity: mesh.identityKey(node) });
     if (!opened.ok) throw new Error(opened.reason);
     links.push(opened.link);
     return opened.link;
@@ -153,8 +154,7 @@ describe("the link", () => {
       const dialled = await dial({
         servers: m.servers,
         fingerprint: m.fingerprint,
-        user: m.user,
-        password: m.password,
+        auth: mesh.nodeAuth("narrow"),
         inboxPrefix: "_INBOX.node.narrow",
       });
       if (!dialled.ok) throw new Error(dialled.reason);

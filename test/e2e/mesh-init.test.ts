@@ -36,15 +36,16 @@ describe("mesh init", () => {
     const r = await mesh(dir, ["init", "--server", "127.0.0.1:4999"]);
     expect(r.code, r.stderr).toBe(0);
     expect(mode(dir)).toBe(0o700);
-    for (const f of ["signing.key", "secrets.json", "tls/key.pem", "servers/1/users.conf"])
+    for (const f of ["signing.key", "accounts.json", "tls/key.pem", "servers/1/server.conf"])
       expect(mode(join(dir, f)), f).toBe(0o600);
     const m = new MeshDir(dir);
     const config = m.config();
     expect(config.servers).toEqual([{ host: "127.0.0.1", port: 4999 }]);
     expect(r.stdout).toContain(config.fingerprint);
-    const secrets = m.secrets();
-    for (const s of [secrets.controller, secrets.route, readFileSync(join(dir, "signing.key"), "utf8")])
-      expect(r.stdout + r.stderr).not.toContain(s.trim());
+    const seeds = Object.values(JSON.parse(readFileSync(join(dir, "accounts.json"), "utf8")) as object);
+    expect(seeds).toHaveLength(4);
+    for (const s of [...seeds, readFileSync(join(dir, "signing.key"), "utf8")])
+      expect(r.stdout + r.stderr).not.toContain(String(s).trim());
     const test = spawnSync(NATS_SERVER, ["-c", join(serverDir(dir, 1), "server.conf"), "-t"], {
       encoding: "utf8",
     });
@@ -53,9 +54,16 @@ describe("mesh init", () => {
     expect(conf).toMatch(/tls \{/);
     expect(conf).not.toMatch(/verify/);
     expect(conf).not.toMatch(/cluster/);
+    // decentralized: the operator, the system account, the full resolver; no user, no password, no seed
+    expect(conf).toMatch(/^operator: "ey/m);
+    expect(conf).toMatch(/resolver: \{ type: full/);
+    expect(conf).not.toMatch(/password|users|include/);
+    // no monitoring port: nothing but the clients' (and a cluster's routes') listens
+    expect(conf).not.toMatch(/^\s*(http|https|monitor_port)\s*:/m);
+    for (const s of seeds) expect(conf).not.toContain(String(s));
   });
 
-  it("--servers 3 makes a cluster: routes to the two others, authenticated, over TLS trusting the mesh's certificate", async () => {
+  it("--servers 3 makes a cluster: routes to the two others, authenticated by TLS with the mesh's own certificate", async () => {
     const dir = join(tempDir(), "m");
     const r = await mesh(dir, ["init", "--servers", "3"]);
     expect(r.code, r.stderr).toBe(0);
@@ -63,9 +71,7 @@ describe("mesh init", () => {
     expect(new Set(ports).size).toBe(3);
     for (const i of [1, 2, 3]) {
       const conf = readFileSync(join(serverDir(dir, i), "server.conf"), "utf8");
-      const routes = [...conf.matchAll(/nats-route:\/\/route:[^@]+@127\.0\.0\.1:(\d+)/g)].map((m) =>
-        Number(m[1]),
-      );
+      const routes = [...conf.matchAll(/nats-route:\/\/127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]));
       expect(routes.sort()).toEqual(
         ports
           .filter((_, j) => j !== i - 1)
@@ -73,6 +79,8 @@ describe("mesh init", () => {
           .sort(),
       );
       expect(conf).toMatch(/ca_file/);
+      expect(conf).toMatch(/verify: true/);
+      expect(conf).not.toMatch(/password/);
       const test = spawnSync(NATS_SERVER, ["-c", join(serverDir(dir, i), "server.conf"), "-t"], {
         encoding: "utf8",
       });
@@ -118,20 +126,34 @@ describe("mesh node add and rm, without the bus", () => {
       servers: ["nats://127.0.0.1:4997"],
       fingerprint: config.fingerprint,
     });
+    if (!("jwt" in code.value)) throw new Error("a v1 code");
     const record = new MeshDir(dir).known("web-1");
-    expect(record.token).toBe(code.value.token);
     expect(mode(join(dir, "nodes/web-1.json"))).toBe(0o600);
-    // the node's user and its enrolling user, with exactly protocol.md's permissions
-    const users = readFileSync(join(serverDir(dir, 1), "users.conf"), "utf8");
-    expect(users).toContain(
-      JSON.stringify({
-        user: "node.web-1",
-        password: record.password,
-        permissions: nodePermissions("web-1"),
-      }),
-    );
-    expect(users).toContain(
-      JSON.stringify({ user: "enrol.web-1", password: record.token, permissions: enrolPermissions("web-1") }),
+    // the code's enrolling user: exactly protocol.md's enrolling grants, expiring with the code (24 h)
+    const claims = JSON.parse(Buffer.from(code.value.jwt.split(".")[1]!, "base64url").toString()) as {
+      sub: string;
+      name: string;
+      exp: number;
+      nats: { pub: { allow: string[] }; sub: { allow: string[] } };
+    };
+    expect(claims.sub).toBe(record.enrol?.user);
+    expect(claims.name).toBe("enrol.web-1");
+    expect({ publish: claims.nats.pub, subscribe: claims.nats.sub }).toEqual(enrolPermissions("web-1"));
+    expect(Math.abs(claims.exp - (Date.now() / 1000 + 24 * 3600))).toBeLessThan(120);
+    expect(Date.parse(record.enrol!.expires_at)).toBe(claims.exp * 1000);
+    // nothing of the node's reached a server's configuration: no file is rewritten per node
+    expect(readFileSync(join(serverDir(dir, 1), "server.conf"), "utf8")).not.toContain("web-1");
+    expect(readFileSync(join(dir, "nodes/web-1.json"), "utf8")).not.toContain(code.value.seed);
+    const short = await mesh(dir, ["node", "add", "web-9", "--expires", "30m"]);
+    const shortCode = decodeCode(short.stdout);
+    if (!shortCode.ok || !("jwt" in shortCode.value)) throw new Error("no v2 code");
+    const exp = JSON.parse(Buffer.from(shortCode.value.jwt.split(".")[1]!, "base64url").toString()).exp;
+    expect(Math.abs(exp - (Date.now() / 1000 + 1800))).toBeLessThan(120);
+    await refused(dir, ["node", "add", "web-8", "--expires", "99d"], /--expires must be from 1m to 30d/);
+    await refused(
+      dir,
+      ["node", "add", "web-8", "--expires", "soon"],
+      /--expires must be a number and a unit/,
     );
   });
 
@@ -145,7 +167,7 @@ describe("mesh node add and rm, without the bus", () => {
     expect(mode(file)).toBe(0o600);
     const code = decodeCode(readFileSync(file, "utf8"));
     if (!code.ok) throw new Error(code.reason);
-    expect(r.stdout + r.stderr).not.toContain(code.value.token);
+    expect(r.stdout + r.stderr).not.toContain((code.value as { seed: string }).seed);
     expect(r.stdout).not.toContain("mesh1.");
     await refused(dir, ["node", "add", "web-3", "--code-file", file], /exists: not overwritten/);
   });

@@ -36,6 +36,13 @@ async function enrolOnA(node: string) {
   return { state, root };
 }
 
+/** The node's identity public key, as its store holds it: B issues the node's user for this key. */
+function identityOf(state: string): string {
+  const keys = loadKeys(state);
+  if (!keys.ok) throw new Error(keys.reason);
+  return publicKeys(keys.keys).identity;
+}
+
 function sealedTo(state: string, value: object): string {
   const keys = loadKeys(state);
   if (!keys.ok) throw new Error(keys.reason);
@@ -56,7 +63,7 @@ describe("moving a node to another bus", () => {
   it("applies, reports on A, saves B keeping A beside it, exits 0; restarted, it holds on B and discards A", async () => {
     const node = "mover";
     const { state, root } = await enrolOnA(node);
-    const onB: Membership = await b.admit(node);
+    const onB: Membership = await b.admit(node, { identity: identityOf(state) });
     await a.declare(node, decl(node, "on A\n", { membership: sealedTo(state, onB) }));
     const first = await runUntilExit(state, root);
     expect(first.code).toBe(0);
@@ -68,7 +75,6 @@ describe("moving a node to another bus", () => {
     expect(existsSync(join(state, "membership.previous.json"))).toBe(true);
     const status = await runCli(["status", "--state", state, "--root", root]);
     expect(status.stdout).toMatch(/move: +to nats:\/\/127\.0\.0\.1:\d+ since .*back to/);
-    expect(status.stdout).not.toContain(onB.password);
     // restarted by the service manager: dials B
     const host = startRun(state, root);
     try {
@@ -81,13 +87,14 @@ describe("moving a node to another bus", () => {
     } finally {
       await host.stop();
     }
-    for (const out of [first.stdout, first.stderr, status.stderr]) expect(out).not.toContain(onB.password);
   });
 
   it("returns to A when B refuses it within the grace, and says why on A", async () => {
     const node = "stranded";
     const { state, root } = await enrolOnA(node);
-    const wrong = { ...(await b.admit(node)), password: "not-the-password" };
+    // B's address with A's user JWT: B's servers trust no account of A's, so B refuses the sign-in
+    const onB = await b.admit(node, { identity: identityOf(state) });
+    const wrong = { ...onB, jwt: (a.membershipOf(node) as { jwt: string }).jwt };
     await a.declare(node, decl(node, "on A\n", { membership: sealedTo(state, wrong) }));
     expect((await runUntilExit(state, root, 2)).code).toBe(0);
     // restarted: tries B, is refused past the grace, goes back to A and exits to be restarted there
@@ -96,7 +103,6 @@ describe("moving a node to another bus", () => {
     expect(JSON.parse(readFileSync(join(state, "membership.json"), "utf8")).membership.servers).toEqual([
       a.url,
     ]);
-    expect(`${second.stdout}${second.stderr}`).not.toContain("not-the-password");
     const host = startRun(state, root);
     try {
       // the first report on A after the return carries the note of why
@@ -117,7 +123,7 @@ describe("moving a node to another bus", () => {
     const { state, root } = await enrolOnA(node);
     const onA = JSON.parse(readFileSync(join(state, "membership.json"), "utf8")).membership;
     // the state a kill leaves right after the save: B is the identity, A kept beside it
-    beginMove(new State(state), await b.admit(node), onA);
+    beginMove(new State(state), await b.admit(node, { identity: identityOf(state) }), onA);
     const host = startRun(state, root);
     try {
       await b.declare(node, decl(node, "on B\n"));
@@ -132,7 +138,7 @@ describe("moving a node to another bus", () => {
     const node = "sealed-wrong";
     const { state, root } = await enrolOnA(node);
     const other = await enrolOnA("someone-else");
-    const onB = await b.admit(node);
+    const onB = await b.admit(node, { identity: identityOf(state) });
     await a.declare(node, decl(node, "x\n", { membership: sealedTo(other.state, onB) }));
     const host = startRun(state, root);
     try {

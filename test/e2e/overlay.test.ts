@@ -84,7 +84,9 @@ const quiet = { info() {}, warn() {}, error() {}, debug() {} };
 function hold(m: Machine, stateDir: string, node: string): Hold {
   const state = new State(stateDir);
   const membership = state.readMembership()!;
-  const dial = () => openBound(membership, node);
+  const keys = loadKeys(stateDir);
+  const identity = keys.ok ? keys.keys.identity.privateKey : undefined;
+  const dial = () => openBound(membership, node, { identity });
   const ports = { root: m.root, exec: m.exec, rootless: false, log: quiet, stateDir };
   return new Hold({
     deps: {

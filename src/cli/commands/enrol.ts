@@ -31,7 +31,7 @@ export async function enrolCommand(ctx: Context): Promise<number> {
       { servers: code.servers, fingerprint: code.fingerprint, transport: code.transport },
       {
         node: code.node,
-        token: code.token,
+        credential: "token" in code ? { token: code.token } : { jwt: code.jwt, seed: code.seed },
         keys: publicKeys(keys.keys),
         sealing: keys.keys.sealing.privateKey,
         facts: { os: ctx.host.kind, arch: arch(), hostname: hostname(), version: BUILD.version },

@@ -4,6 +4,7 @@ import { openBound } from "../../link/index.ts";
 import {
   beginMove,
   finishMove,
+  loadKeys,
   moveInProgress,
   Outbox,
   pendingNotes,
@@ -27,6 +28,8 @@ export async function runCommand(ctx: Context): Promise<number> {
   const running = runningBinary();
   const binaries = binariesAtStart(running, process.env.MESH_HOST_BIN ?? running);
   const record = new RunRecord(ctx.state);
+  const keys = loadKeys(ctx.state.dir);
+  const identity = keys.ok ? keys.keys.identity.privateKey : undefined;
   let confirmed: Promise<void> = Promise.resolve();
   const hold = new Hold({
     deps: {
@@ -39,7 +42,8 @@ export async function runCommand(ctx: Context): Promise<number> {
       node: node.node,
       membership,
     },
-    dial: () => openBound(membership, node.node),
+    // a v2 membership signs in with the identity key; the link says so in words when the key cannot be read
+    dial: () => openBound(membership, node.node, { identity }),
     log: ctx.log,
     heartbeatS: ctx.args.heartbeatS,
     driftS: ctx.args.driftS,

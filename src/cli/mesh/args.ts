@@ -50,6 +50,8 @@ export interface MeshArgs {
   unit: boolean;
   unitDir: string;
   codeFile: string | null;
+  /** `--expires`, in seconds; null: the default. */
+  expiresS: number | null;
   all: boolean;
   secret: string[];
   waitS: number;
@@ -62,6 +64,19 @@ function count(flag: string, value: string | undefined, min: number): number | n
   if (!/^\d{1,6}$/.test(value) || Number(value) < min || Number(value) > 86_400)
     throw new UsageError(`--${flag} must be a whole number from ${min}, not "${printable(value)}"`);
   return Number(value);
+}
+
+const SECONDS_PER_UNIT: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+/** `30m`, `12h`, `7d`: seconds; refused in one line naming the flag otherwise. */
+function durationS(flag: string, value: string | undefined): number | null {
+  if (value === undefined) return null;
+  const m = /^(\d{1,6})([smhd])$/.exec(value);
+  if (!m)
+    throw new UsageError(
+      `--${flag} must be a number and a unit (s, m, h or d), like 24h, not "${printable(value)}"`,
+    );
+  return Number(m[1]) * SECONDS_PER_UNIT[m[2]!]!;
 }
 
 export function parseMesh(argv: string[]): MeshArgs {
@@ -84,6 +99,7 @@ export function parseMesh(argv: string[]): MeshArgs {
     unit: v.unit === true,
     unitDir: one("unit-dir") ?? FLAGS["unit-dir"].default,
     codeFile: one("code-file") ?? null,
+    expiresS: durationS("expires", one("expires")),
     all: v.all === true,
     secret: (v.secret as string[] | undefined) ?? [],
     waitS: count("wait-s", one("wait-s"), 0) ?? PUSH_WAIT_S,

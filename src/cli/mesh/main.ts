@@ -5,6 +5,7 @@ import { resolve } from "node:path";
 import { SECRET_FILE_MODE } from "../../defaults.ts";
 import {
   addNode,
+  checkExpires,
   checkNodeName,
   fleetRows,
   fleetTable,
@@ -118,10 +119,11 @@ async function nodeAddCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   const [name, ...extra] = args.positionals;
   if (extra.length) throw new UsageError("mesh node add takes one NAME");
   checkNodeName(name);
+  const expiresS = checkExpires(args.expiresS ?? undefined);
   mesh.config();
   if (args.codeFile && existsSync(args.codeFile))
     throw new UsageError(`--code-file ${args.codeFile} exists: not overwritten`);
-  const code = await addNode(mesh, name!);
+  const code = await addNode(mesh, name!, expiresS);
   if (args.codeFile) {
     writeAtomic(resolve(args.codeFile), `${code}\n`, SECRET_FILE_MODE);
     writeOut(`added ${name}: its enrolment code is in ${args.codeFile}`);
@@ -135,7 +137,7 @@ async function nodeRmCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   checkNodeName(name);
   mesh.config();
   await removeNode(mesh, name!);
-  writeOut(`removed ${name}: its users, consumer and record are gone`);
+  writeOut(`removed ${name}: its user is revoked (cut off now), its consumer and record are gone`);
   return 0;
 }
 

@@ -2,30 +2,34 @@
 // executable against a real nats-server running the mesh's own accounts (src/mesh: operator, SYS, MESH, NODES), A's
 // membership and identity key read from A's store, and every trick played with them. Each failed on the one-account
 // bus; each must fail now, and what was held must stay held.
-import { mkdirSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPORTS_PER_NODE } from "../../src/defaults.ts";
 import { dial, membershipAuth } from "../../src/link/dial.ts";
-import { loadKeys, State } from "../../src/store/index.ts";
+import { loadKeys, makeKeys, publicKeys, State } from "../../src/store/index.ts";
 import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
 import { runCli } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
-import { tempDir } from "../support/tmp.ts";
 
 let mesh: MeshDouble;
+const bases: string[] = [];
 beforeAll(async () => {
   process.env.MESH_HOST_BIN ??= ensureSea();
   mesh = await MeshDouble.start();
 }, 600_000);
 afterAll(async () => {
   await mesh?.stop();
+  for (const b of bases) rmSync(b, { recursive: true, force: true });
 });
 
 /** Enrol `node` through the executable; its state directory: all an attacker holding it has. */
 async function enrolled(node: string): Promise<string> {
-  const base = tempDir();
+  // kept for the whole file (tempDir's go after each test): a describe's nodes outlive its first test
+  const base = mkdtempSync(join(tmpdir(), "bus-attacks-"));
+  bases.push(base);
   const state = join(base, "state");
   mkdirSync(join(base, "root"));
   const { code } = await mesh.enrolmentCode(node);
@@ -144,7 +148,7 @@ describe("the enrolment question's reply is answered only at the node's own inbo
       v: 1,
       node,
       reply: "$JS.API.STREAM.PURGE.REPORTS",
-      keys: { identity: "A".repeat(43) + "=", sealing: "B".repeat(43) + "=", overlay: "C".repeat(43) + "=" },
+      keys: publicKeys(makeKeys()),
       facts: { os: "linux", arch: "x64", hostname: "h", version: "0" },
     };
     const seen = mesh.enrolments.length;
@@ -189,13 +193,19 @@ describe("held (issue 28's list)", () => {
     await settle(again);
     expect(await mesh.reportCount("held-b")).toBe(count);
     await again.close().catch(() => undefined);
-    // A's membership saying user node.held-b: the JWT still names A's grants, and the link refuses it in words
-    const membership = { ...new State(a).readMembership()!, user: "node.held-b" };
+    // A's membership renamed to B, B's consumer named: the server still knows A's key and A's grants alone
+    const membership = {
+      ...new State(a).readMembership()!,
+      user: "node.held-b",
+      consumer: "node-held-b",
+      subject: "mesh.declare.held-b",
+    };
     const keys = loadKeys(a);
     if (!keys.ok) throw new Error(keys.reason);
-    const { openLink } = await import("../../src/link/index.ts");
-    const opened = await openLink(membership, "held-b", { identity: keys.keys.identity.privateKey });
+    const { openBound } = await import("../../src/link/index.ts");
+    const opened = await openBound(membership, "held-b", { identity: keys.keys.identity.privateKey });
     expect(opened.ok).toBe(false);
+    if (!opened.ok) expect(opened.reason).toMatch(/permission|refused|authoriz/i);
   });
 
   it("node rm cuts A's live connection at once, and A cannot sign in again", async () => {

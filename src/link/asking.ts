@@ -158,7 +158,12 @@ async function publish(nc: NatsConnection, node: string, question: string): Prom
       };
     if (isPermissionViolation(e))
       return { ok: false, kind: "protocol", reason: `the server refused the question: ${messageOf(e)}` };
-    return { ok: false, kind: "unreachable", reason: `the question was not acknowledged: ${messageOf(e)}` };
+    // across the bus's accounts a missing ENROL stream is no "no responders": the question is just not acknowledged
+    return {
+      ok: false,
+      kind: "unreachable",
+      reason: `the question was not acknowledged (${messageOf(e)}): is the mesh taking enrolments here?`,
+    };
   }
 }
 

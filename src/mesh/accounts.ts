@@ -49,6 +49,11 @@ export const NODE_SERVICES: readonly { subject: string; stream?: true }[] = [
   // releases: a node reads its own with a direct get on the object store's stream, creating nothing on the bus
   { subject: "$JS.API.DIRECT.GET.OBJ_mesh-releases" },
   { subject: "$JS.API.DIRECT.GET.OBJ_mesh-releases.>" },
+  // No node is granted it. Imported so that NODES gets no JetStream API of its own: nats-server gives every
+  // account without JetStream an import of `$JS.API.>` that answers "JetStream not enabled" — first, racing MESH's
+  // real answer to a node's consumer info — unless an import already covers `$JS.API.INFO` (2.9's
+  // enableJetStreamInfoServiceImportOnly). Tried: without it a node's bind failed.
+  { subject: "$JS.API.INFO" },
 ];
 /** The enrolment answers: published in MESH, delivered in NODES (a stream: no reply rides along). */
 export const ENROL_ANSWERS = "_INBOX.enrol.>";

@@ -36,7 +36,7 @@ export function serverConf(mesh: MeshDir, config: MeshConfig, keys: AccountKeys,
   const dir = mesh.serverDir(i);
   const q = JSON.stringify;
   const lines = [
-    "# Written by `mesh-host mesh init`; nothing rewrites it (users are JWTs, revocations reach the resolver).",
+    "# Written by `mesh-host mesh init`; nothing rewrites it: clients sign in with JWTs, revoked in the resolver.",
     `server_name: ${q(`mesh-${i}`)}`,
     `listen: ${q(`${bindOf(me.host)}:${me.port}`)}`,
     `pid_file: ${q(`${dir}/server.pid`)}`,

@@ -2,7 +2,7 @@
 // enrolled through the built executable and linked; then every file of the mesh directory and of the node's state,
 // and every process of it (the servers, `mesh up`, the node's `run`: argv and environ), is read for a password
 // (there is none to find) and for each private key and seed, which may stand only in its own 0600 file.
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
@@ -24,6 +24,7 @@ beforeAll(async () => {
   expect(added.code, added.stderr).toBe(0);
   state = join(base, "state");
   const root = join(base, "root");
+  mkdirSync(root);
   const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: added.stdout });
   expect(enrol.code, enrol.stderr).toBe(0);
   const run = startRun(state, root);

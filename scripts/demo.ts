@@ -16,6 +16,8 @@ import { ensureSea } from "../test/support/sea.ts";
 const NODE = "demo";
 const REPO = join(import.meta.dirname, "..");
 const stay = process.argv.includes("--stay");
+/** A bound on the wait for the fleet view to settle, never a pace: the demo moves on as soon as it has. */
+const SETTLE_MS = 60_000;
 
 function say(text: string): void {
   process.stdout.write(`${text}\n`);
@@ -47,11 +49,13 @@ async function background(
  * Someone who can publish on the bus (a leaked controller credential, the bus's operator) replays the first
  * declaration's exact signed bytes: the signature holds, the serial is older, and the node refuses it.
  */
-async function replay(bus: Bus, first: Uint8Array): Promise<void> {
+async function replay(bus: Bus, first: Uint8Array, up: Running): Promise<void> {
   const report = new Promise<Report>((resolve) => {
     const sub = bus.nc.subscribe(`mesh.report.${NODE}`, {
       callback: (_e, m) => {
-        const r = Report.safeParse(JSON.parse(new TextDecoder().decode(m.data)));
+        // a signed node message (protocol.md): the report is its body; `mesh up` is the one that verifies it
+        const signed = JSON.parse(new TextDecoder().decode(m.data)) as { body?: string };
+        const r = Report.safeParse(JSON.parse(signed.body ?? "null"));
         if (r.success && r.data.outcome === "refused") {
           sub.unsubscribe();
           resolve(r.data);
@@ -60,10 +64,34 @@ async function replay(bus: Bus, first: Uint8Array): Promise<void> {
     });
   });
   await bus.nc.flush();
-  const seq = (await bus.js.publish(`mesh.declare.${NODE}`, first)).seq;
-  say(`\nsomeone on the bus replays web.json's exact signed bytes (stream seq ${seq})`);
+  await bus.js.publish(`mesh.declare.${NODE}`, first);
+  say("\nsomeone on the bus replays web.json's exact signed bytes (serial 1)");
   const refused = await report;
   say(`  report: ${refused.outcome}: ${refused.refusals.map((r) => r.reason).join("; ")}`);
+  await awaitOutput(
+    up,
+    (o) => o.stderr.includes(`node ${NODE} refused serial 1`),
+    "mesh up saying the refusal",
+  );
+  const line = up
+    .output()
+    .stderr.split("\n")
+    .find((l) => l.includes(`node ${NODE} refused serial 1`));
+  say(`  and mesh up says: ${line}`);
+}
+
+/**
+ * Until the fleet view holds what the node holds now (the second push applied, its binary confirmed by the
+ * first reconcile after its start): `mesh nodes` then shows the node as it is, not as it was a heartbeat ago.
+ */
+async function fleetSettled(meshDir: string): Promise<void> {
+  const deadline = Date.now() + SETTLE_MS;
+  while (Date.now() < deadline) {
+    const r = await runCli(["mesh", "nodes", "--mesh", meshDir, "--json"]);
+    const row = JSON.parse(r.stdout).nodes[0];
+    if (row?.report?.serial === 2 && row.confirmed) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
 
 async function main(): Promise<void> {
@@ -119,11 +147,12 @@ async function main(): Promise<void> {
     await bus.nc.flush();
     for (const file of ["examples/web.json", "examples/web-v2.json"])
       await type(["mesh", "push", NODE, file, "--mesh", meshDir]);
-    await replay(bus, sent[0]!);
+    await replay(bus, sent[0]!, up);
     await bus.close();
     say(
       `\n/etc/motd after the mesh let it go: ${JSON.stringify(readFileSync(join(root, "etc/motd"), "utf8"))}`,
     );
+    await fleetSettled(meshDir);
     await type(["mesh", "nodes", "--mesh", meshDir]);
     await type(["status", "--state", state, "--root", root]);
     if (stay) {

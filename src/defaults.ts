@@ -141,7 +141,9 @@ export const GETPROP_TIMEOUT_MS = 1_000;
 export const DEFAULT_MESH_DIR = "/var/lib/mesh-host-mesh";
 export const MESH_DIR_MODE = 0o700;
 export const MESH_FILE_MODE = 0o600;
-export const MESH_FORMAT = 1;
+/** 2: the nodes, codes and fleet view live on the bus (KV); 1: they were files, which `mesh migrate` moves. */
+export const MESH_FORMAT = 2;
+export const MESH_FORMAT_FILES = 1;
 /** `mesh init` with no `--server`: one server on this machine, the next ones on the ports after it. */
 export const DEFAULT_MESH_HOST = "127.0.0.1";
 export const DEFAULT_MESH_PORT = 4222;
@@ -157,10 +159,6 @@ export const SERVER_RELOAD_MS = 15_000;
 export const SERVER_STOP_MS = 10_000;
 /** How often a server's log is read again while one waits for its word. */
 export const SERVER_LOG_POLL_MS = 25;
-/** How long a command waits for the mesh directory's lock (another `mesh` command holding it). */
-export const MESH_LOCK_WAIT_MS = 30_000;
-/** How often a held mesh lock is tried again. */
-export const MESH_LOCK_POLL_MS = 20;
 /** JetStream answers once the servers agree on a leader: a cluster coming up takes a few seconds. */
 export const JETSTREAM_READY_MS = 60_000;
 export const MESH_CONNECT_TIMEOUT_MS = 5_000;
@@ -168,7 +166,22 @@ export const MESH_CONNECT_TIMEOUT_MS = 5_000;
 export const JS_RELOAD_MS = 15_000;
 /** A JetStream call that met a reload, or a cluster not yet ready, is tried again after this. */
 export const JS_RETRY_MS = 100;
+/** How long a new consumer's leader election is waited for before its node is told of it (a cluster's). */
+export const CONSUMER_LEADER_MS = 30_000;
+/** The controller's credentials refused (a cluster reloading its user list): tried this often, this far apart. */
+export const CONTROLLER_AUTH_TRIES = 5;
+export const CONTROLLER_AUTH_RETRY_MS = 500;
 export const JETSTREAM_READY_POLL_MS = 250;
+/**
+ * How long a message of ENROL or REPORTS handed to one controller waits for its ack before another controller
+ * is handed it (a controller that died with its machine never acks); answering one takes well under this.
+ */
+export const SHARED_ACK_WAIT_MS = 5_000;
+/**
+ * A controller's pull on a shared durable lasts this long before it asks again: the server keeps a pull of a
+ * controller that died until it expires, and hands it messages meanwhile (each then waits SHARED_ACK_WAIT_MS).
+ */
+export const SHARED_PULL_EXPIRES_MS = 5_000;
 /** A consume loop whose consumer failed starts again after this. */
 export const CONSUME_RETRY_MS = 250;
 // The bus's accounts and their bounds (protocol.md "Accounts" and "Limits" say why each is what it is).
@@ -208,14 +221,66 @@ export const PUSH_WAIT_S = 60;
 export const PROGRESS_REDRAW_MS = 1_000;
 /** The fleet view is written at most this often, however many heartbeats a second arrive. */
 export const FLEET_WRITE_MS = 1_000;
+/** A cell of `mesh nodes` shows at most this much of what a node said (its version): a table stays a table. */
+export const FLEET_CELL_CHARS = 64;
+/** `mesh up` says the same line (a node repeating a wrong message) at most once this often, counting the rest. */
+export const UP_SAID_REPEAT_MS = 60_000;
 /** How many pushes a node's record remembers (serial, stream seq, digest), to name a report's serial. */
 export const PUSHES_KEPT = 20;
+/** The controller's KV buckets: one copy a server up to this many (a majority of 3 outlives one machine). */
+export const KV_REPLICAS_MAX = 3;
+/** A compare-and-set lost to another writer is read again and tried again, this many times in all. */
+export const KV_CAS_TRIES = 50;
+/** Listing a bucket: how many keys are read at once. */
+export const KV_LIST_BATCH = 200;
+/** `mesh up` looks at the node and code buckets this often, besides being told of each change as it happens. */
+export const KV_RESYNC_MS = 5_000;
+/** A change to the buckets is acted on after this quiet, so a burst of node adds costs one user-list reload. */
+export const KV_SETTLE_MS = 100;
+/** `mesh node add --expires`: how long an enrolment code is good for, unless the operator says. */
+export const CODE_EXPIRES_S = 24 * 3600;
+/** The longest `--expires` taken: a code is a key to the mesh, and a year-old one is a forgotten one. */
+export const CODE_EXPIRES_MAX_S = 30 * 24 * 3600;
+/**
+ * `node add`/`rm` wait this long for every running `mesh up` to render the change into its servers' user list
+ * (while servers authenticate by a list), asking each this often (a tenth of a second: a reload takes about that).
+ */
+export const USERS_LIVE_MS = 30_000;
+export const USERS_LIVE_POLL_MS = 100;
+/**
+ * Heartbeats a node may have handled per window (a node sends one every HEARTBEAT_S): past it, its heartbeats
+ * are dropped unread and counted, so a flood costs that node's entries, never another's or the controller's link.
+ */
+export const HEARTBEAT_BUDGET = 20;
+export const HEARTBEAT_WINDOW_MS = 10_000;
+/** How often `mesh up` says which nodes' heartbeats it dropped (and adds them to their fleet entries). */
+export const FLOOD_LOG_MS = 60_000;
+/** `mesh report --serial`: the longest a read through the node's reports may take. */
+export const REPORT_READ_MS = 30_000;
+/** `mesh rollout`: the health gate looks at the heartbeats heard this often. */
+export const ROLLOUT_POLL_MS = 200;
+/** `mesh rollout` defaults: the waves, the gate, how many nodes may fail before it halts. */
+export const ROLLOUT_WAVES = "10%,50%,100%";
+export const ROLLOUT_GATE_S = 120;
+/** `mesh-jobs` keeps this many jobs (push, plan, rollout), the newest. */
+export const JOBS_KEPT = 200;
+/** A push refused for what it removes names this many resources a node, then how many more. */
+export const REMOVALS_NAMED = 5;
+/** `mesh plan --wait-s`: how long a node connected to the bus has to answer; an offline node is said at once. */
+export const PLAN_WAIT_S = 20;
+/**
+ * A node's plan answer fits one core message (the server's max_payload is 1 MB): past this, the diffs and then
+ * the unchanged lines are left out, and the answer says so.
+ */
+export const MAX_PLAN_ANSWER_BYTES = 768 * 1024;
 /** REPORTS keeps a month: the fleet view needs the newest, an operator's inquiry a little more. */
 export const REPORTS_MAX_AGE_S = 30 * 24 * 3600;
 // The link: its timeouts (the names protocol.md composes are src/vocabulary/subjects.ts).
 
 /** One server: TCP, the server's INFO, the TLS handshake and CONNECT, each dial. */
 export const DIAL_TIMEOUT_MS = 5_000;
+/** The pin's preflight, its certificate read, closes politely; past this it is cut off regardless. */
+export const PREFLIGHT_CLOSE_MS = 2_000;
 /** The client's own pings find a server that went away without closing; the hold then dials again. */
 export const PING_INTERVAL_MS = 20_000;
 export const MAX_PINGS_OUT = 2;
@@ -232,3 +297,18 @@ export const PULL_FAILURES_MAX = 5;
 export const SERVER_ACK_TIMEOUT_MS = 5_000;
 /** The longest INFO line a preflight reads before deciding it is not talking to a NATS server. */
 export const MAX_INFO_BYTES = 64 * 1024;
+// Releases (protocol.md "Releases"): the mesh's object store of host releases, and a node fetching from it.
+
+/** A release object's chunk: the NATS object stores' own default, well under any server's max_payload. */
+export const RELEASE_CHUNK_BYTES = 128 * 1024;
+/** How many chunks `mesh release add` has in flight at once. */
+export const RELEASE_PUBLISH_WINDOW = 8;
+/** One direct get of a release's meta or chunk: waits this long for the server. */
+export const RELEASE_GET_TIMEOUT_MS = 10_000;
+/** A fetch records where it stands every this many chunks (1 MiB), so a cut one resumes near where it stood. */
+export const RELEASE_PROGRESS_CHUNKS = 8;
+/** Room a release must leave on the disk beyond its own bytes, so installing it never fills the disk. */
+export const RELEASE_SPACE_MARGIN_BYTES = 32 * 1024 * 1024;
+
+/** How many entries a plan's line names (what a purge removes) before it says how many more: a line, not a listing. */
+export const PLAN_NAMES_MAX = 10;

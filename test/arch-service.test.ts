@@ -180,6 +180,25 @@ describe("service: undeclared, given back as found", () => {
     expect(existsSync(unitAt("mesh-fb.service"))).toBe(true);
   });
 
+  it("enabled and state first declared in a later apply: what was found then is recorded and given back (issue 27, item 18)", async () => {
+    const m = fresh();
+    await plant("mesh-fl.service", unitFile("fl"));
+    // first declared with neither: nothing of its state is the mesh's yet
+    const first = await m.apply(decl([{ id: "fl", type: "service", unit: "mesh-fl.service" }]));
+    expect(first.exit, JSON.stringify(first.report.steps)).toBe(0);
+    expect((await state("mesh-fl.service")).active).toBe("inactive");
+    const later = await m.apply(
+      decl([{ id: "fl", type: "service", unit: "mesh-fl.service", enabled: true, state: "running" }]),
+    );
+    expect(later.exit, JSON.stringify(later.report.steps)).toBe(0);
+    expect(m.records().fl).toMatchObject({ found: { enabled: "disabled", active: "inactive" } });
+    expect((await state("mesh-fl.service")).active).toBe("active");
+    const gone = await m.apply(nothing);
+    expect(dids(gone)).toEqual(["fl:restored"]);
+    const s = await state("mesh-fl.service");
+    expect([s.file, s.active]).toEqual(["disabled", "inactive"]);
+  });
+
   it("nothing is started on the way out: found running, stopped by the mesh, stays stopped", async () => {
     const m = fresh();
     await plant("mesh-fc.service", unitFile("fc"), "start");

@@ -293,6 +293,8 @@ const IMPORT_EXCEPTIONS: Record<string, string> = {
     "enrolment is its own seam of the link (architecture.md)",
   "src/cli/commands/overlay.ts -> src/link/rekey.ts":
     "loaded with import() only when a rekey is told: `status` loads this file and no bus client",
+  "src/cli/output.ts -> src/vocabulary/printable.ts":
+    "the one sanitiser, for every text the CLI prints, loaded at start: vocabulary/index.ts would load zod",
   "src/cli/commands/version.ts -> src/hosts/kind.ts":
     "`version` needs the host's kind, not its appliers (hosts/kind.ts says why it stands apart)",
 };

@@ -284,6 +284,30 @@ function containerSuite(rt: TestRuntime, index: number) {
     expect(await idOf("store")).toBe(created);
   });
 
+  it("a container whose id changes while its name stays is adopted in place, never stopped and recreated (issue 27, item 16)", async () => {
+    const m = fresh();
+    // the design records' `store` → `postgres.server`: the bundle's id, then the mesh's, for one container
+    const store = (id: string) => ({ id, type: "container", name: "store", image: IMAGE, command: SLEEPER });
+    const first = await m.apply(decl([store("store")]));
+    expect(dids(first)).toEqual(["store:created"]);
+    const created = await idOf("store");
+    const started = await out("container", "inspect", "--format", "{{.State.StartedAt}}", "store");
+    const renamed = decl([store("postgres.server")]);
+    const plan = await m.apply(renamed, { dryRun: true });
+    const applied = await m.apply(renamed);
+    expect(applied.exit, JSON.stringify(applied.report.steps)).toBe(0);
+    // the new id takes the container over; the old id's removal removes nothing
+    expect(dids(applied)).toEqual(["postgres.server:unchanged", "store:unchanged"]);
+    expect(plan.plan.map((s) => `${s.id}:${s.did}`)).toEqual(dids(applied));
+    expect(detail(applied, "store")).toContain("postgres.server");
+    expect(await idOf("store")).toBe(created);
+    expect(await out("container", "inspect", "--format", "{{.State.StartedAt}}", "store")).toBe(started);
+    // and the mesh owns it under its new id: undeclared, it goes
+    const gone = await m.apply(decl([], { owns_nothing: true }));
+    expect(dids(gone)).toEqual(["postgres.server:removed"]);
+    expect(await exists("container", "store")).toBe(false);
+  });
+
   it("removes a container that failed to start after create, rather than leave it Created; the apply goes on past it", async () => {
     const m = fresh();
     const r = await m.apply(

@@ -146,14 +146,14 @@ describe("verifyEnvelope", () => {
   it("refuses a huge message by its size, before decoding it", () => {
     const huge = Buffer.alloc(MAX_ENVELOPE_BYTES + 1, 0x20);
     expect(refusalsOf(huge)[0]!.reason).toBe(
-      `the message is ${MAX_ENVELOPE_BYTES + 1} bytes, more than the ${MAX_ENVELOPE_BYTES} allowed`,
+      `the message is ${MAX_ENVELOPE_BYTES + 1} bytes, more than the ${MAX_ENVELOPE_BYTES} bytes allowed`,
     );
   });
 
   it("refuses a signed body over the body limit, though its message fits", () => {
     const body = bodyFor(NODE, { pad: "x".repeat(MAX_BODY_BYTES) });
     const refusals = refusalsOf(bytesOf(signEnvelope(body, mesh.privateKey)));
-    expect(refusals[0]!.reason).toMatch(/^the body is \d+ bytes, more than the \d+ allowed$/);
+    expect(refusals[0]!.reason).toMatch(/^the body is \d+ bytes, more than the \d+ bytes allowed$/);
   });
 
   it("refuses a message nested too deep without overflowing the stack", () => {

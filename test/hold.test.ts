@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { type Delivery, Hold, type Link } from "../src/hold/index.ts";
 import { makeHost } from "../src/hosts/index.ts";
-import { Outbox, State, StoreOriginals } from "../src/store/index.ts";
+import { ensureKeys, Outbox, publicKeys, State, StoreOriginals } from "../src/store/index.ts";
 import { localExec } from "../src/system/index.ts";
 
 import { makeMeshKey, type Report, signEnvelope } from "../src/vocabulary/index.ts";
@@ -21,10 +21,13 @@ describe("the hold, one link's life", () => {
     mkdirSync(join(base, "root"));
     const state = new State(join(base, "state"));
     const mesh = makeMeshKey();
+    const keys = ensureKeys(state.ensure().dir);
+    if (!keys.ok) throw new Error(keys.reason);
     const body = (c: string, serial: number) =>
       JSON.stringify({
         v: 1,
         node: "n1",
+        to: publicKeys(keys.keys).identity,
         serial,
         issued_at: new Date().toISOString(),
         mode: "converged",

@@ -1,7 +1,7 @@
 // The overlay where systemd runs it: a container with systemd as PID 1 on a private network, its found tunnel
 // run by wg-quick@wg0, a spoke in a network namespace dialling it. The unit-level parts of a takeover: the
 // found unit stopped and disabled, the mesh's enabled and started, and put back when the mesh's will not start.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { tempDir } from "./support/tmp.ts";
@@ -109,6 +109,104 @@ describe("overlay under systemd (wg-quick@)", () => {
     expect(existsSync(join(hub.root, "etc/wireguard/mesh0.conf"))).toBe(false);
     // retired: not written back, its unit not started
     expect(await unitState(hub, "wg-quick@wg0")).toEqual({ active: "inactive", enabled: "disabled" });
+  });
+
+  it("a found unit started again by hand beside the mesh's is said, never stopped (issue 27, item 18)", async () => {
+    await found();
+    const node = overlayNode(hub, tempDir("mesh-wg-state-"), hubKey);
+    const taken = await node.apply(takes());
+    expect(taken.exit, detail(taken)).toBe(0);
+    // someone starts the found tunnel again, on a port of its own (on the mesh's it could not listen)
+    const conf = join(hub.root, "etc/wireguard/wg0.conf");
+    writeFileSync(conf, readFileSync(conf, "utf8").replace(/ListenPort\s*=\s*51820/, "ListenPort = 51829"));
+    await hub.must("systemctl", "start", "wg-quick@wg0");
+    expect(await unitState(hub, "wg-quick@wg0")).toMatchObject({ active: "active" });
+    const again = await node.apply(takes());
+    expect(again.exit, detail(again)).toBe(0);
+    expect(detail(again)).toContain(
+      "wg-quick@wg0 was started again by hand beside mesh0: it is left running, not stopped",
+    );
+    expect(await unitState(hub, "wg-quick@wg0")).toMatchObject({ active: "active" });
+    expect(await isUp(hub, "wg0")).toBe(true);
+    expect(await unitState(hub, "wg-quick@mesh0")).toEqual({ active: "active", enabled: "enabled" });
+  });
+
+  it("retirement's guards: a configuration turned into a link, or a path the mesh writes, is kept and said (issue 27, item 18)", async () => {
+    await found();
+    const node = overlayNode(hub, tempDir("mesh-wg-state-"), hubKey);
+    expect((await node.apply(takes())).exit).toBe(0);
+    const conf = join(hub.root, "etc/wireguard/wg0.conf");
+    // a link where the found configuration was: never followed, never removed, nor what it points at
+    const elsewhere = join(hub.root, "root/wg0.conf");
+    mkdirSync(join(hub.root, "root"), { recursive: true });
+    writeFileSync(elsewhere, readFileSync(conf));
+    rmSync(conf);
+    symlinkSync("/root/wg0.conf", conf);
+    const linked = await node.apply(takes());
+    expect(detail(linked)).toContain("wg0's configuration kept:");
+    expect(detail(linked)).toContain("symbolic link");
+    expect(lstatSync(conf).isSymbolicLink()).toBe(true);
+    expect(existsSync(elsewhere)).toBe(true);
+    // put back, but now a path the mesh itself writes: kept, and said
+    rmSync(conf);
+    writeFileSync(conf, readFileSync(elsewhere), { mode: 0o600 });
+    const declared = takes();
+    declared.resources.push({
+      id: "wg0-conf",
+      type: "file",
+      path: "/etc/wireguard/wg0.conf",
+      content: readFileSync(elsewhere, "utf8"),
+      mode: "0600",
+    } as never);
+    const written = await node.apply(declared);
+    expect(detail(written)).toContain(
+      "wg0's configuration kept: /etc/wireguard/wg0.conf is a path the mesh writes",
+    );
+    expect(existsSync(conf)).toBe(true);
+  });
+
+  it("wg not answering keeps the found configuration and says why, in the plan and the report (issue 27, item 18)", async () => {
+    await found();
+    const node = overlayNode(hub, tempDir("mesh-wg-state-"), hubKey);
+    expect((await node.apply(takes())).exit).toBe(0);
+    const conf = join(hub.root, "etc/wireguard/wg0.conf");
+    const wg = join(hub.root, "usr/bin/wg");
+    const real = readFileSync(wg);
+    // a wg that cannot say anything: no handshake can be proven, so nothing may be retired
+    writeFileSync(wg, "#!/bin/sh\necho 'Unable to access interface: Protocol error' >&2\nexit 1\n", {
+      mode: 0o755,
+    });
+    try {
+      const kept =
+        /wg0's configuration kept: wg does not answer \(wg show mesh0 did not answer: Unable to access interface: Protocol error\)/;
+      const plan = await node.apply(takes(), { dryRun: true });
+      expect(plan.plan[0]?.detail).toMatch(kept);
+      const r = await node.apply(takes());
+      expect(detail(r)).toMatch(kept);
+      expect(existsSync(conf)).toBe(true);
+    } finally {
+      writeFileSync(wg, real, { mode: 0o755 });
+    }
+  });
+
+  it("retirement removes only <wireguard dir>/<if>.conf: a takeover record naming another path (a tampered state) removes nothing (issue 27, item 18)", async () => {
+    await found();
+    const stateDir = tempDir("mesh-wg-state-");
+    const node = overlayNode(hub, stateDir, hubKey);
+    expect((await node.apply(takes())).exit).toBe(0);
+    // whoever holds the state directory points the takeover at a file the machine needs
+    const precious = join(hub.root, "etc/precious");
+    writeFileSync(precious, "keep me\n");
+    const recordsFile = join(stateDir, "records.json");
+    const records = JSON.parse(readFileSync(recordsFile, "utf8"));
+    records.records.overlay.takeover.path = "/etc/precious";
+    writeFileSync(recordsFile, JSON.stringify(records));
+    const r = await node.apply(takes());
+    expect(detail(r)).toContain(
+      "wg0's configuration kept: /etc/precious is not /etc/wireguard/<interface>.conf",
+    );
+    expect(readFileSync(precious, "utf8")).toBe("keep me\n");
+    expect(existsSync(join(hub.root, "etc/wireguard/wg0.conf"))).toBe(true);
   });
 
   it("a mesh unit that fails to start puts wg-quick@wg0 back, enabled and active, and the spoke still pings", async () => {

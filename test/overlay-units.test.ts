@@ -2,7 +2,7 @@
 // found `[Interface]` say, the config the mesh writes, and the rekey's signature over its fixed text.
 import { createPrivateKey } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { rekeySigned, signRekey, verifyRekey } from "../src/link/rekey.ts";
+import { signRekey, verifyRekey } from "../src/link/rekey.ts";
 import { publicB64 } from "../src/store/index.ts";
 import { parseConfig, parseDump, rangeOf, renderConfig } from "../src/system/arch/wireguard.ts";
 import { type OverlayResource, parseDeclaration } from "../src/vocabulary/index.ts";
@@ -41,7 +41,7 @@ describe("the overlay schema", () => {
     expect(refusals(overlay({ interface: "a-very-long-name0" }))).toEqual([
       "interface: must be at most 15 characters (an interface name)",
     ]);
-    expect(refusals(overlay({ interface: "../wg0" }))[0]).toMatch(/^interface: must match/);
+    expect(refusals(overlay({ interface: "../wg0" }))[0]).toMatch(/^interface: "..\/wg0" is not a name: /);
     expect(refusals(overlay({ address: "10.78.0.1" }))[0]).toContain(
       "address: must be an address with a prefix length",
     );
@@ -179,23 +179,31 @@ describe("the rekey", () => {
     },
   };
 
-  it("signs a fixed text, not JSON: one value a line, in protocol.md's order", () => {
-    expect(rekeySigned(body).toString("utf8")).toBe(
-      `mesh rekey v1\nhub\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n${KEY}\nwg0\n51820\n10.78.0.1\n10.78.0.0/24\n1\n1380\n`,
-    );
+  const bytes = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+
+  it("is a signed node message: {v:2, body, sig}, the body the rekey's JSON, signed the same way twice", () => {
     const signed = signRekey(body, identity);
-    expect(signed).toEqual({ ...body, sig: expect.stringMatching(/^[A-Za-z0-9+/]{86}==$/) });
-    expect(signRekey(body, identity).sig).toBe(signed.sig);
+    expect(signed.body).toEqual(body);
+    expect(signed.signed).toEqual({
+      v: 2,
+      body: JSON.stringify(body),
+      sig: expect.stringMatching(/^[A-Za-z0-9+/]{86}==$/),
+    });
+    expect(signRekey(body, identity).signed.sig).toBe(signed.signed.sig);
   });
 
   it("verifies against the identity key, and nothing changed verifies", () => {
-    const signed = signRekey(body, identity);
-    expect(verifyRekey(signed, identityPublic)).toEqual({ ok: true, rekey: signed });
-    expect(verifyRekey({ ...signed, taken: body.left }, identityPublic)).toMatchObject({ ok: false });
-    expect(verifyRekey({ ...signed, tunnel: { ...body.tunnel, mtu: 1420 } }, identityPublic)).toMatchObject({
+    const { signed } = signRekey(body, identity);
+    expect(verifyRekey(bytes(signed), "hub", identityPublic)).toEqual({ ok: true, rekey: body });
+    const changed = (b: object) => bytes({ ...signed, body: JSON.stringify({ ...body, ...b }) });
+    expect(verifyRekey(changed({ taken: body.left }), "hub", identityPublic)).toMatchObject({ ok: false });
+    expect(
+      verifyRekey(changed({ tunnel: { ...body.tunnel, mtu: 1420 } }), "hub", identityPublic),
+    ).toMatchObject({
       ok: false,
-      reason: "the signature does not verify against the node's identity key",
+      reason: "the signature does not verify against hub's enrolled identity key",
     });
-    expect(verifyRekey({ ...signed, extra: 1 }, identityPublic)).toMatchObject({ ok: false });
+    expect(verifyRekey(bytes({ ...signed, extra: 1 }), "hub", identityPublic)).toMatchObject({ ok: false });
+    expect(verifyRekey(bytes(signed), "other", identityPublic)).toMatchObject({ ok: false });
   });
 });

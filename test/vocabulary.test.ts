@@ -174,6 +174,6 @@ describe("a declaration on arrival", () => {
     expect(reason("{nope")).toContain("not JSON");
     expect(reason(new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]))).toContain("UTF-8");
     expect(reason("[".repeat(10_000) + "]".repeat(10_000))).toContain("deeper");
-    expect(reason(Buffer.alloc(17 * 1024 * 1024, 32))).toContain("bytes");
+    expect(reason(Buffer.alloc(17 * 1024 * 1024, 32))).toContain("is 17 MiB, more than the 16 MiB allowed");
   });
 });

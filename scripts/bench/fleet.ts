@@ -1,8 +1,11 @@
-// `npm run bench:fleet [-- --nodes N]`: what one bus carries. For a mesh of one server, then a three-server
+// `npm run bench:fleet [-- --nodes N]`: what one bus carries (`-- --upgrade`: a fleet upgraded, upgrade.ts). For a mesh of one server, then a three-server
 // cluster (each server under its own `mesh up --only I`, as the units run them): N real `mesh-host run`
 // processes (default 100), each with its own temporary root and state, each added with `mesh node add` and
 // enrolled with its code on stdin. Measured and printed:
 //   enrol      every node added and enrolled
+//   node add   `mesh node add` then `mesh node rm` of one more node, at 10 nodes and at N (the records are keys
+//              in the mesh-nodes bucket: no file is rewritten per node; each `mesh up` still renders its servers'
+//              user list while the servers authenticate by one)
 //   push       `mesh push --all` of a 10-file declaration: publish (the DECLARE message's own time) → each report
 //   restart    the bus stopped right after a push and started again (for the cluster: the REPORTS stream's leader
 //              killed and started again): until every node heartbeats again, the reconnects a second (the
@@ -13,15 +16,17 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connectBus, jsCall, MeshDir } from "../../src/mesh/index.ts";
-import { Heartbeat, parseJsonBytes, Report } from "../../src/vocabulary/index.ts";
+import { Heartbeat, parseJsonBytes, Report, SignedMessage } from "../../src/vocabulary/index.ts";
 import { awaitOutput, freePortPairs, mesh } from "../../test/mesh/operator.ts";
 import { type Running, runCli, startCli } from "../../test/support/cli.ts";
 import { ensureSea } from "../../test/support/sea.ts";
 import { vmRssKb } from "./proc.ts";
 import { formatKb, formatMs, percentile } from "./stats.ts";
+import { upgradeBench } from "./upgrade.ts";
 
 const HEARTBEAT_S = 5;
 const ENROL_AT_ONCE = 8;
+const ADD_RM_TRIES = 3;
 const EVENT_WAIT_MS = 10 * 60_000;
 /** A report not in by then is counted lost (the outbox retries every link, so a late one is a slow one). */
 const REPORTS_LOST_AFTER_MS = 5 * 60_000;
@@ -74,13 +79,37 @@ async function until(check: () => boolean, what: string, ms = EVENT_WAIT_MS): Pr
   }
 }
 
-async function enrolAll(base: string, dir: string, n: number): Promise<Running[]> {
+/** `mesh node add` then `mesh node rm` of a node not in the fleet: the median of ADD_RM_TRIES each. */
+async function addRmMs(dir: string): Promise<{ add: number; rm: number }> {
+  const add: number[] = [];
+  const rm: number[] = [];
+  for (let i = 0; i < ADD_RM_TRIES; i++) {
+    for (const [args, into] of [
+      [["node", "add", "probe"], add],
+      [["node", "rm", "probe"], rm],
+    ] as const) {
+      const start = Date.now();
+      const r = await mesh(dir, [...args]);
+      if (r.code !== 0) throw new Error(`${args.join(" ")}: ${r.stderr}`);
+      into.push(Date.now() - start);
+    }
+  }
+  return { add: percentile(add, 50), rm: percentile(rm, 50) };
+}
+
+async function enrolAll(
+  base: string,
+  dir: string,
+  n: number,
+  atTen: (ms: { add: number; rm: number }) => void,
+): Promise<Running[]> {
   const names = Array.from({ length: n }, (_, i) => `n${String(i + 1).padStart(4, "0")}`);
   const codes: string[] = [];
-  for (const name of names) {
+  for (const [i, name] of names.entries()) {
     const r = await mesh(dir, ["node", "add", name]);
     if (r.code !== 0) throw new Error(`node add ${name}: ${r.stderr}`);
     codes.push(r.stdout);
+    if (i + 1 === Math.min(10, n)) atTen(await addRmMs(dir));
   }
   const runs: Running[] = [];
   let next = 0;
@@ -110,23 +139,29 @@ async function enrolAll(base: string, dir: string, n: number): Promise<Running[]
   return runs;
 }
 
+/** A node's signed message's body, unverified: the bench times what arrives, `mesh up` judges it. */
+function bodyOf(data: Uint8Array): unknown {
+  const j = parseJsonBytes(data);
+  const signed = j.ok ? SignedMessage.safeParse(j.value) : null;
+  const body = signed?.success ? parseJsonBytes(signed.data.body) : null;
+  return body?.ok ? body.value : null;
+}
+
 /** The bench's own eyes on the bus: the time each node was last heard, and each node's last report. */
 async function listen(fleet: Fleet): Promise<() => Promise<void>> {
   const bus = await connectBus(new MeshDir(fleet.dir), { reconnect: true, name: "bench:fleet" });
   bus.nc.subscribe("mesh.heartbeat.>", {
     callback: (_e, m) => {
-      const j = parseJsonBytes(m.data);
-      const h = j.ok ? Heartbeat.safeParse(j.value) : null;
-      if (!h?.success) return;
+      const h = Heartbeat.safeParse(bodyOf(m.data));
+      if (!h.success) return;
       fleet.heard.set(h.data.node, Date.now());
       if (!fleet.firstAfter.has(h.data.node)) fleet.firstAfter.set(h.data.node, Date.now());
     },
   });
   bus.nc.subscribe("mesh.report.>", {
     callback: (_e, m) => {
-      const j = parseJsonBytes(m.data);
-      const r = j.ok ? Report.safeParse(j.value) : null;
-      if (r?.success) fleet.reports.set(r.data.node, { at: Date.now(), digest: r.data.declaration.digest });
+      const r = Report.safeParse(bodyOf(m.data));
+      if (r.success) fleet.reports.set(r.data.node, { at: Date.now(), digest: r.data.declaration.digest });
     },
   });
   await bus.nc.flush();
@@ -219,10 +254,15 @@ async function scenario(servers: number, n: number): Promise<void> {
     fleet.ups = await raise(dir, servers);
     stopListening = await listen(fleet);
     const enrolStart = Date.now();
-    fleet.runs = await enrolAll(base, dir, n);
+    let atTen = { add: 0, rm: 0 };
+    fleet.runs = await enrolAll(base, dir, n, (ms) => (atTen = ms));
     const enrolMs = Date.now() - enrolStart;
     await until(() => fleet.heard.size >= n, "a heartbeat from every node");
+    const atN = await addRmMs(dir);
     say(`\n## ${servers === 1 ? "one server" : `${servers}-server cluster`}, ${n} nodes`);
+    say(
+      `node add / node rm (median of ${ADD_RM_TRIES}): at ${Math.min(10, n)} nodes ${formatMs(atTen.add)} / ${formatMs(atTen.rm)}, at ${n} nodes ${formatMs(atN.add)} / ${formatMs(atN.rm)}`,
+    );
     say(
       `enrol of all ${n} (node add, enrol, run until heard): ${formatMs(Date.now() - enrolStart)} (add+enrol ${formatMs(enrolMs)})`,
     );
@@ -273,8 +313,10 @@ async function leaderOf(dir: string): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  const n = flagValue("nodes", 100);
   process.env.MESH_HOST_BIN ??= ensureSea();
+  // `--upgrade`: the fleet upgraded from the mesh's releases instead (scripts/bench/upgrade.ts)
+  if (process.argv.includes("--upgrade")) return await upgradeBench(flagValue("nodes", 20));
+  const n = flagValue("nodes", 100);
   say(
     `# bench:fleet — ${new Date().toISOString().slice(0, 10)}, ${n} nodes, heartbeat every ${HEARTBEAT_S} s`,
   );

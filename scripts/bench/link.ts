@@ -128,7 +128,9 @@ class RunningHost {
       callback: (_err: Error | null, m: Msg) => {
         const at = performance.now();
         try {
-          const seq = (m.json() as { declaration?: { seq?: number } }).declaration?.seq;
+          // a signed node message: the report is its body (the double verifies it; here only the time counts)
+          const body = (m.json() as { body?: string }).body ?? "{}";
+          const seq = (JSON.parse(body) as { declaration?: { seq?: number } }).declaration?.seq;
           if (typeof seq === "number" && !this.reports.has(seq)) this.reports.set(seq, at);
         } catch {
           // not a report we can read: the double records it

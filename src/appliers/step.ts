@@ -1,4 +1,5 @@
 // Building an applier's steps and carrying them out by action: the one place a step's action meets its data.
+import { errnoWords } from "../store/index.ts";
 import type { DecideContext, Executed, Executors, Step, StepFor } from "./types.ts";
 
 /**
@@ -33,10 +34,15 @@ export function failedKeeping<Rec>(detail: string, record: Rec | undefined): Exe
   return { did: "failed", detail, record: record ?? null };
 }
 
-/** What a throw while a step was carried out says: its errno code and its message's first line. */
+/**
+ * What a throw while a step was carried out says: its message's first line, a raw errno ("ENOSPC: no space
+ * left on device, write") in our words; an error of ours already says its path and cause.
+ */
 export function thrownLine(e: unknown): string {
-  const code = e instanceof Error && "code" in e && typeof e.code === "string" ? e.code : "error";
-  return `${code}: ${(e instanceof Error ? e.message : String(e)).split("\n")[0]}`;
+  const message = (e instanceof Error ? e.message : String(e)).split("\n")[0]!;
+  const code = e instanceof Error && "code" in e && typeof e.code === "string" ? e.code : undefined;
+  if (code && message.startsWith(`${code}:`)) return errnoWords(code);
+  return message;
 }
 
 /** The executor of a step its decision failed (`fail`, `refuse`): it fails again, touching nothing. */

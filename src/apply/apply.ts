@@ -51,6 +51,8 @@ export interface ApplyRequest {
 export interface ApplyResult {
   plan: PlanLine[];
   report: Report;
+  /** The release of mesh-host a signed declaration names for the host; taken by the hold after the report. */
+  release?: string;
   /** The bus this declaration moves the node to, unsealed and checked; taken by the hold after the report. */
   moveTo?: Membership;
   /** 0 applied (or nothing to do), 1 failed, 2 refused. */
@@ -254,9 +256,9 @@ async function carryOut(req: ApplyRequest, p: Planned): Promise<CarriedOut> {
   // owed before anything changes: a kill between a change and what is `on` it must not forget the dependent
   const changing = p.steps.filter((s) => CHANGING.has(s.did)).map((s) => s.id);
   if (changing.length) req.state.writeOwed([...new Set([...p.owed, ...changing])]);
-  await journal(req.host, req.state, req.originals, next, p.order, p.steps);
+  const unheld = await journal(req.host, req.state, req.originals, next, p.order, p.steps);
   const saveRecords = () => req.state.writeRecords(next, orderOf(req.declaration, p.order, next));
-  const run = { records: next, saveRecords, onStep: req.onStep, signal: req.signal };
+  const run = { records: next, saveRecords, onStep: req.onStep, signal: req.signal, unheld };
   const executed = await execute(p.steps, p.input, run);
   logSteps(req.ports.log, executed);
   const interrupted = interruption(executed);

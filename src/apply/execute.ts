@@ -22,6 +22,8 @@ export interface Execution {
   /** Told each time a step is done, with how many of how many. */
   onStep?: (done: number, total: number) => void;
   signal?: AbortSignal;
+  /** Steps whose found original could not be held (the journal's reason): failed, never carried out. */
+  unheld?: ReadonlyMap<string, string>;
 }
 
 /**
@@ -70,6 +72,8 @@ async function runOne(
   if (stop.by)
     return { ...planLine(step), did: "not-reached", detail: `not reached: action ${stop.by} failed` };
   if (run.signal?.aborted) return { ...planLine(step), did: "not-reached", detail: INTERRUPTED };
+  const unheld = step.resource && run.unheld?.get(step.id);
+  if (unheld) return { ...planLine(step), did: "failed", detail: unheld };
   const { records } = run;
   const applier = host.appliers.get(step.type)!;
   // an id that named something else until the removal just before: its new record is journalled now

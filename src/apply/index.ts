@@ -4,4 +4,5 @@
 // machine only through the host's appliers and keeps its records in the store; it knows nothing of the bus.
 export * from "./apply.ts";
 export { CHANGING, declaredPaths, planSteps } from "./plan.ts";
+export { planAsked } from "./planned.ts";
 export * from "./sources.ts";

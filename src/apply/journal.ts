@@ -2,8 +2,9 @@
 // left swept before writing anew, and which id holds each original, for the report. Each asks the applier of a
 // type what its resources, steps and records say (its traits): nothing here names a type.
 import { dirname } from "node:path";
+import type { KeptOriginal } from "../appliers/index.ts";
 import type { Host } from "../hosts/index.ts";
-import type { Records, State, StoreOriginals } from "../store/index.ts";
+import { errnoWords, type Records, type State, type StoreOriginals } from "../store/index.ts";
 import { sweepTempsAt } from "../system/index.ts";
 import type { Declaration, Report } from "../vocabulary/index.ts";
 import { type PlannedStep, traitsOf } from "./plan.ts";
@@ -21,15 +22,23 @@ export async function journal(
   next: Records,
   order: string[],
   steps: PlannedStep[],
-): Promise<void> {
+): Promise<Map<string, string>> {
   let intents = 0;
+  const unheld = new Map<string, string>();
   for (const s of steps) {
     const traits = traitsOf(host, s.type);
     const secretAt = s.resource && traits.secretAt?.(s.resource);
     if (secretAt) kept.markSecret(secretAt);
     const { intent, original } = traits.journal?.(s) ?? {};
-    if (original && s.resource)
-      await kept.keep(original.path, original.bytes, original.meta, original.secret);
+    if (original && s.resource) {
+      const why = await keptOrWhy(kept, original);
+      // an original the state has no room for (a full disk) fails its own step, the found file untouched:
+      // written over without its original held, it could never be given back
+      if (why) {
+        unheld.set(s.id, why);
+        continue;
+      }
+    }
     // an id still recorded as something else keeps that record until its removal has run
     if (s.record || !intent || next[s.id]) continue;
     // pending until its step has run: a file an interrupted apply never wrote is then created, not repaired
@@ -37,6 +46,19 @@ export async function journal(
     intents++;
   }
   if (intents) state.writeRecords(next, [...new Set([...Object.keys(next), ...order])]);
+  return unheld;
+}
+
+/** Keep `original`; null once kept, or why it could not be (an errno of the state's file system, said). */
+async function keptOrWhy(kept: StoreOriginals, original: KeptOriginal): Promise<string | null> {
+  try {
+    await kept.keep(original.path, original.bytes, original.meta, original.secret);
+    return null;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (typeof code !== "string") throw e;
+    return `${original.path}: its original could not be held in the state directory: ${errnoWords(code)}; it is left as found`;
+  }
 }
 
 /** Temporary files a crash left beside declared or recorded files: swept before writing anew. */

@@ -136,11 +136,30 @@ function contextMaker(input: PlanInput, live: Records): Decider["context"] {
   };
 }
 
-/** The removals of everything recorded and no longer declared, last declared first. */
+/**
+ * `ids` (last declared first) with whatever lies under a path going before it: a directory declared after a
+ * file in it was removed first, found not empty, and left there with the file's parents for good.
+ */
+function innermostFirst(host: Host, records: Records, ids: string[]): string[] {
+  const pathOf = (id: string) => recordPath(host, records[id]!);
+  const out: string[] = [];
+  const place = (id: string) => {
+    if (out.includes(id)) return;
+    const p = pathOf(id);
+    if (p !== undefined)
+      for (const other of ids) if (other !== id && pathOf(other)?.startsWith(`${p}/`)) place(other);
+    out.push(id);
+  };
+  for (const id of ids) place(id);
+  return out;
+}
+
+/** The removals of everything recorded and no longer declared, last declared first, what is under a path before it. */
 async function removalsOf(input: PlanInput, ctx: DecideContext): Promise<PlannedStep[]> {
   const { declaration, records, order, host } = input;
   const declaredIds = new Set(declaration.resources.map((r) => r.id));
-  const gone = [...order].reverse().filter((id) => !declaredIds.has(id) && records[id]);
+  const last = [...order].reverse().filter((id) => !declaredIds.has(id) && records[id]);
+  const gone = innermostFirst(host, records, last);
   const steps: PlannedStep[] = [];
   for (const id of gone) {
     const record = records[id]!;

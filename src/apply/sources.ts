@@ -2,7 +2,7 @@
 // timer, `reconcile`), given as a file (`apply`, `plan`, `genesis`). This is the one place that takes the state
 // lock for an apply, for every caller, and the one place a signed envelope is verified: once per delivery, its
 // bytes parsed once, so no caller can forget either or do it twice.
-import { acquireLock, admitInOrder, type State } from "../store/index.ts";
+import { acquireLock, admitInOrder, loadIdentity, publicB64, type State } from "../store/index.ts";
 import {
   type Declaration,
   digestOf,
@@ -36,7 +36,18 @@ export interface Delivered {
  */
 export async function applyDelivered(node: NodeParts, d: Delivered): Promise<ApplyResult> {
   const meshKey = node.membership.mesh_key;
-  const verified = verifyEnvelope(d.data, { meshKey, node: node.node, support: node.host.support });
+  const identity = loadIdentity(node.state.dir);
+  // a node without its identity key cannot tell what is addressed to it: every delivery is refused, said why
+  if (!identity.ok)
+    return refused(node, d.seq, digestOf(d.data), [
+      { id: "declaration", field: "to", reason: identity.reason },
+    ]);
+  const verified = verifyEnvelope(d.data, {
+    meshKey,
+    node: node.node,
+    identity: publicB64(identity.pair.publicKey),
+    support: node.host.support,
+  });
   // superseded whatever it holds: a newer one waits, and this one is settled unapplied
   if (d.superseded) return refused(node, d.seq, verified.digest, [], "superseded");
   if (!verified.ok) return refused(node, d.seq, verified.digest, verified.refusals);
@@ -107,14 +118,15 @@ async function underLock<T>(state: State, dryRun: boolean | undefined, fn: () =>
   }
 }
 
-function applySigned(
+/** A signed declaration applied; the release it names for the host itself is the hold's to fetch (hold/upgrade.ts). */
+async function applySigned(
   node: NodeParts,
   declaration: Declaration,
   seq: number,
   digest: string,
   opts: ApplyOptions,
 ): Promise<ApplyResult> {
-  return applyDeclaration({
+  const result = await applyDeclaration({
     ...machineOf(node),
     ...optionsOf(opts),
     declaration,
@@ -122,6 +134,7 @@ function applySigned(
     digest,
     source: "link",
   });
+  return declaration.host ? { ...result, release: declaration.host.release } : result;
 }
 
 function refused(

@@ -1,6 +1,7 @@
 // What the steps of an apply came to, said: as a plan's line, in the log, as an interruption, as one line for a
 // step that threw.
 import type { Logger } from "../appliers/index.ts";
+import { errnoWords } from "../store/index.ts";
 import type { ReportStep } from "../vocabulary/index.ts";
 import type { PlannedStep } from "./plan.ts";
 
@@ -33,10 +34,15 @@ export function logSteps(log: Logger, steps: ReportStep[]): void {
   }
 }
 
-/** One line for an executor that threw: the declared path, never the temp file beside it, and the code once. */
+/**
+ * One line for an executor that threw: the declared path, never the temp file beside it, and the code once;
+ * a raw errno from Node ("ENOSPC: no space left on device, write") in our words with the path declared.
+ */
 export function failureDetail(e: unknown, step: PlannedStep): string {
   const err = e as NodeJS.ErrnoException;
   const path = step.resource && "path" in step.resource ? step.resource.path : undefined;
+  if (err.code && /^E[A-Z]+$/.test(err.code) && err.message?.startsWith(`${err.code}:`))
+    return `${path ? `${path}: ` : ""}${errnoWords(err.code)}`;
   let message = (err.message ?? String(e))
     .split("\n")[0]!
     .replace(/'[^']*\.mesh-tmp-[^']*'/g, path ? `'${path}'` : "a temporary file");

@@ -9,6 +9,7 @@ import {
   REDIAL_SPREAD_S,
 } from "../defaults.ts";
 import type { HostKind } from "../hosts/index.ts";
+import { printable } from "./output.ts";
 import { COMMANDS, type Command, commandSpec, FLAGS, type Flag, type FlagName, flagsOf } from "./table.ts";
 
 export type { Command } from "./table.ts";
@@ -38,6 +39,8 @@ export interface Args {
   token?: string;
   /** `enrol --code-file F`: the enrolment code read from F, never from argv. */
   codeFile?: string;
+  /** `enrol --replace`: enrol an enrolled node again, with new keys, keeping its records and holds. */
+  replace: boolean;
   /** `overlay take --tunnel <if>`: the found WireGuard interface whose key becomes the overlay key. */
   tunnel?: string;
   mode?: "adopted" | "converged";
@@ -64,6 +67,8 @@ export type Given = [Flag, string | true, string];
 export function tokens(
   argv: string[],
   hint: (first: string | undefined) => string = helpHint,
+  /** The flags by name, when a group spells one otherwise (`mesh release add --version V`). */
+  byName: Record<string, Flag> = FLAGS,
 ): { given: Given[]; positionals: string[] } {
   const given: Given[] = [];
   const positionals: string[] = [];
@@ -80,11 +85,11 @@ export function tokens(
     const eq = a.startsWith("--") ? a.indexOf("=") : -1;
     const spelt = eq > 0 ? a.slice(0, eq) : a;
     const f = a.startsWith("--")
-      ? (FLAGS as Record<string, Flag>)[spelt.slice(2)]
+      ? byName[spelt.slice(2)]
       : spelt.length === 2
-        ? byShort.get(spelt.slice(1))
+        ? byName[byShort.get(spelt.slice(1))?.name ?? ""]
         : undefined;
-    if (!f) throw new UsageError(`unknown flag ${printable(spelt)}${hint(positionals[0])}`);
+    if (!f) throw new UsageError(`unknown flag ${printable(spelt, 60)}${hint(positionals[0])}`);
     if (!f.value) {
       if (eq > 0) throw new UsageError(`--${f.name} takes no value${hint(positionals[0])}`);
       given.push([f, true, spelt]);
@@ -104,12 +109,6 @@ function helpHint(command: string | undefined): string {
   return command && commandSpec(command) ? ` (see \`mesh-host help ${command}\`)` : " (see `mesh-host help`)";
 }
 
-/** A value from argv fit for one line: no control characters, not endless. */
-export function printable(s: string): string {
-  const safe = s.replace(/[\u0000-\u001f\u007f-\u009f]/g, "?");
-  return safe.length > 60 ? `${safe.slice(0, 60)}…` : safe;
-}
-
 export function parseCli(argv: string[]): Args {
   const { given, positionals } = tokens(argv);
   const [first, ...rest] = positionals;
@@ -123,7 +122,7 @@ export function parseCli(argv: string[]): Args {
   if (values.version) return { ...argsOf(values), command: "version", positionals: [] };
   if (first !== undefined && !commandSpec(first))
     throw new UsageError(
-      `unknown command "${printable(first)}" (commands: ${COMMANDS.map((c) => c.name).join(", ")}; see \`mesh-host help\`)`,
+      `unknown command "${printable(first, 60)}" (commands: ${COMMANDS.map((c) => c.name).join(", ")}; see \`mesh-host help\`)`,
     );
   const command = (first ?? "help") as Command;
   if (values.help || command === "help") return helpArgs(command === "help" ? rest[0] : command);
@@ -140,7 +139,7 @@ export function parseCli(argv: string[]): Args {
     }
     if (f.choices && typeof v === "string" && !f.choices.includes(v))
       throw new UsageError(
-        `--${f.name} must be ${f.choices.join(" or ")}, not "${printable(v)}"${helpHint(command)}`,
+        `--${f.name} must be ${f.choices.join(" or ")}, not "${printable(v, 60)}"${helpHint(command)}`,
       );
   }
   return { ...argsOf(values), command, positionals: rest };
@@ -149,7 +148,7 @@ export function parseCli(argv: string[]): Args {
 function helpArgs(topic: string | undefined): Args {
   if (topic !== undefined && !commandSpec(topic))
     throw new UsageError(
-      `no help for "${printable(topic)}": it is not a command (commands: ${COMMANDS.map((c) => c.name).join(", ")})`,
+      `no help for "${printable(topic, 60)}": it is not a command (commands: ${COMMANDS.map((c) => c.name).join(", ")})`,
     );
   return { ...argsOf({}), command: "help", helpFor: topic as Command | undefined, positionals: [] };
 }
@@ -159,7 +158,7 @@ function seconds(name: FlagName, value: string | undefined, fallback: number): n
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0 || n > 86_400)
     throw new UsageError(
-      `--${name} must be a number of seconds between 0 and 86400, not "${printable(value)}"`,
+      `--${name} must be a number of seconds between 0 and 86400, not "${printable(value, 60)}"`,
     );
   return n;
 }
@@ -182,6 +181,7 @@ function argsOf(v: Values): Omit<Args, "command" | "positionals"> {
     node: one("node"),
     token: one("token"),
     codeFile: one("code-file"),
+    replace: v.replace === true,
     tunnel: one("tunnel"),
     mode: one("mode") as Args["mode"],
     secret: many("secret"),

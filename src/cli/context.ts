@@ -3,7 +3,7 @@ import { readFileSync, readSync, statSync } from "node:fs";
 import type { Unseal } from "../apply/index.ts";
 import { DEFAULT_ANDROID_STATE_DIR, MAX_BODY_BYTES } from "../defaults.ts";
 import { detectHostKind, type Host, makeHost } from "../hosts/index.ts";
-import { faultLine, State, StoreOriginals, stateFault } from "../store/index.ts";
+import { deniedFault, errnoWords, faultLine, State, StoreOriginals, stateFault } from "../store/index.ts";
 import { localExec } from "../system/index.ts";
 import {
   type Declaration,
@@ -11,6 +11,8 @@ import {
   parseDeclarationBody,
   type Refusal,
   refusalLine,
+  sizeWords,
+  tooBig,
 } from "../vocabulary/index.ts";
 import { type Args, UsageError } from "./args.ts";
 import { type Log, makeLog } from "./log.ts";
@@ -31,11 +33,7 @@ export interface Context {
 export function makeContext(args: Args): Context {
   const host = makeHost(args.host ?? detectHostKind());
   const stateDir = !args.stateGiven && host.kind === "android" ? DEFAULT_ANDROID_STATE_DIR : args.state;
-  try {
-    if (!statSync(args.root).isDirectory()) throw new Error();
-  } catch {
-    throw new UsageError(`--root ${args.root} is not a directory`);
-  }
+  rootIsDirectory(args.root);
   stateIsDirectory(stateDir);
   const log = makeLog({ format: args.logFormat });
   const state = new State(stateDir);
@@ -51,6 +49,24 @@ export function makeContext(args: Args): Context {
     given,
     unseal: unsealerFor(state, given),
   };
+}
+
+/** A --root that is no directory, or that this user may not reach, is refused in its own words. */
+function rootIsDirectory(root: string): void {
+  let st: ReturnType<typeof statSync>;
+  try {
+    st = statSync(root);
+  } catch (e) {
+    // permission denied was once worded "is not a directory": the answer to it is who runs the command
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") throw new UsageError(`--root ${root} does not exist`);
+    if (deniedFault(e))
+      throw new UsageError(
+        `--root ${root}: permission denied; run as root, or give a --root this user may read`,
+      );
+    throw new UsageError(`--root ${root}: ${errnoWords(code)}`);
+  }
+  if (!st.isDirectory()) throw new UsageError(`--root ${root} is not a directory`);
 }
 
 /** A --state that names a file (or lies under one) is refused before anything reads a path inside it. */
@@ -100,8 +116,7 @@ export function readDeclarationFile(path: string, host: Host): { declaration: De
 function readSized(path: string): Buffer {
   try {
     const size = statSync(path).size;
-    if (size > MAX_BODY_BYTES)
-      throw new UsageError(`${path} is ${size} bytes, more than the ${MAX_BODY_BYTES} allowed`);
+    if (size > MAX_BODY_BYTES) throw new UsageError(`${path} is ${tooBig(size, MAX_BODY_BYTES)}`);
     return readFileSync(path);
   } catch (e) {
     if (e instanceof UsageError) throw e;
@@ -130,7 +145,7 @@ function readStdin(): Buffer {
     if (n === 0) break;
     total += n;
     if (total > MAX_BODY_BYTES)
-      throw new UsageError(`standard input is more than the ${MAX_BODY_BYTES} bytes allowed`);
+      throw new UsageError(`standard input is more than the ${sizeWords(MAX_BODY_BYTES)} allowed`);
     chunks.push(Buffer.from(chunk.subarray(0, n)));
   }
   if (!total) throw new UsageError("standard input is empty: give the declaration there, or a FILE");

@@ -3,6 +3,11 @@
 import type { PlanLine } from "../apply/index.ts";
 import { PROGRESS_AFTER_MS, PROGRESS_EVERY_MS } from "../defaults.ts";
 import type { Report } from "../vocabulary/index.ts";
+// the one sanitiser (defined in the vocabulary, beside what it guards), alone: this file is loaded at start,
+// before zod. Every text output of the CLI takes it from here.
+import { printable } from "../vocabulary/printable.ts";
+
+export { printable };
 
 type Line = PlanLine | Report["steps"][number];
 
@@ -14,8 +19,18 @@ export function writeJson(doc: unknown): void {
   writeOut(JSON.stringify(doc, null, 2));
 }
 
-export function table(lines: readonly Line[]): string {
-  if (!lines.length) return "  (nothing declared)\n";
+/**
+ * One line a step. Every cell is shown escaped: a report may come from a node (`mesh push`), and what a node
+ * says must not drive the operator's terminal; a local apply's own words pass unchanged.
+ */
+export function table(given: readonly Line[]): string {
+  if (!given.length) return "  (nothing declared)\n";
+  const lines = given.map((l) => ({
+    did: printable(l.did),
+    type: printable(l.type),
+    id: printable(l.id),
+    detail: printable(l.detail),
+  }));
   const w = (k: "did" | "type" | "id") => Math.max(...lines.map((l) => l[k].length));
   const [dw, tw, iw] = [w("did"), w("type"), w("id")];
   return lines
@@ -57,7 +72,7 @@ export function summary(report: Report): string {
   for (const s of report.steps) counts.set(s.did, (counts.get(s.did) ?? 0) + 1);
   const parts = [...counts].map(([did, n]) => `${n} ${did}`);
   const holds = report.holds.length ? `; ${report.holds.length} held` : "";
-  return `${report.outcome}: ${parts.join(", ") || "nothing to do"}${holds}`;
+  return printable(`${report.outcome}: ${parts.join(", ") || "nothing to do"}${holds}`);
 }
 
 export interface Progress {

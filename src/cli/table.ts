@@ -10,18 +10,10 @@ import {
   DRIFT_S,
   HEARTBEAT_S,
   MOVE_GRACE_S,
-  PUSH_WAIT_S,
   REDIAL_SPREAD_S,
 } from "../defaults.ts";
-import {
-  ENROL_EXITS,
-  type Exit,
-  HOST_EXITS,
-  MESH_EXITS,
-  MOVE_EXITS,
-  PUSH_EXITS,
-  STATUS_EXITS,
-} from "./exits.ts";
+import { ENROL_EXITS, type Exit, HOST_EXITS, MESH_EXITS, STATUS_EXITS } from "./exits.ts";
+import { MESH_COMMANDS, MESH_FLAGS } from "./table-mesh.ts";
 
 export interface Flag {
   /** The long name, without `--`. */
@@ -42,8 +34,13 @@ export interface Flag {
 
 export const LOG_FORMATS = ["json", "text"] as const;
 export const HOST_KIND_NAMES = ["arch", "android", "linux"] as const;
-
 const flag = (f: Flag): Flag => f;
+const seconds = (name: string, v: number, help: string): Flag => ({
+  name,
+  value: "S",
+  default: `${v}`,
+  help,
+});
 /** The default of a flag a command cannot go without: usage shows it unbracketed. */
 export const REQUIRED = "none: required";
 
@@ -126,6 +123,7 @@ export const FLAGS = {
     default: "standard input",
     help: "the enrolment token (readable by every local user while it runs: better on standard input)",
   }),
+  replace: flag({ name: "replace", default: "off", help: "enrol again with new keys, records kept" }),
   "code-file": flag({
     name: "code-file",
     value: "F",
@@ -139,18 +137,8 @@ export const FLAGS = {
     default: "none: required",
     help: "the WireGuard interface whose key becomes the overlay key",
   }),
-  "heartbeat-s": flag({
-    name: "heartbeat-s",
-    value: "S",
-    default: String(HEARTBEAT_S),
-    help: "seconds between heartbeats",
-  }),
-  "drift-s": flag({
-    name: "drift-s",
-    value: "S",
-    default: String(DRIFT_S),
-    help: "seconds between drift checks (the kept declaration applied again)",
-  }),
+  "heartbeat-s": seconds("heartbeat-s", HEARTBEAT_S, "seconds between heartbeats"),
+  "drift-s": seconds("drift-s", DRIFT_S, "seconds between drift checks (the kept declaration applied again)"),
   "move-grace-s": flag({
     name: "move-grace-s",
     value: "S",
@@ -182,13 +170,7 @@ export const FLAGS = {
     complete: "dir",
   }),
   all: flag({ name: "all", default: "off", help: "every enrolled node, no NAME given" }),
-  expires: flag({ name: "expires", value: "DURATION", default: "24h", help: "how long the code works" }),
-  "wait-s": flag({
-    name: "wait-s",
-    value: "S",
-    default: String(PUSH_WAIT_S),
-    help: "seconds to wait for the reports",
-  }),
+  expires: flag({ name: "expires", value: "DURATION", default: "24h", help: "the code's life, at most 30d" }),
   to: flag({
     name: "to",
     value: "DIR2",
@@ -196,10 +178,10 @@ export const FLAGS = {
     help: "the other mesh's directory",
     complete: "dir",
   }),
+  ...MESH_FLAGS,
 } as const satisfies Record<string, Flag>;
 
 export type FlagName = keyof typeof FLAGS;
-
 /** Taken by every command. */
 export const GLOBAL_FLAGS: readonly FlagName[] = [
   "state",
@@ -263,7 +245,7 @@ export const COMMANDS = [
       "of it) or from a file (the code-file flag), never shown. A code given as an argument still works, but every local " +
       "user can read it in /proc and take the answer with it, and mesh-host says so. Prints the node's name " +
       "and the bus. The parts of the code may be given one by one instead (the token then on standard input).",
-    flags: ["code-file", "node", "server", "fingerprint", "token"],
+    flags: ["code-file", "node", "server", "fingerprint", "token", "replace"],
     exits: ENROL_EXITS,
   }),
   command({
@@ -326,56 +308,7 @@ export function flagsOf(spec: CommandSpec): Flag[] {
 /** Taken by every operator's command. */
 export const MESH_GLOBAL_FLAGS: readonly FlagName[] = ["mesh", "help"];
 
-/** The operator's commands, `mesh-host mesh NAME …` (src/cli/mesh/): two words for `node add` and `node rm`. */
-export const MESH_COMMANDS: readonly CommandSpec[] = [
-  command({
-    name: "init",
-    summary: "a new mesh: signing key, TLS certificate, nats-server configuration",
-    flags: ["server", "servers", "json"],
-    means: {
-      server: { value: "HOST:PORT", default: `127.0.0.1:4222`, help: "a server of the mesh, in order" },
-    },
-  }),
-  command({
-    name: "up",
-    summary: "run the servers and the controller until stopped (or write units)",
-    flags: ["only", "unit", "unit-dir"],
-  }),
-  command({
-    name: "node add",
-    args: "NAME",
-    summary: "add a node; prints its enrolment code (or writes it to F, 0600)",
-    flags: ["code-file", "expires"],
-    means: { "code-file": { default: "standard output", help: "write the enrolment code to the file F" } },
-  }),
-  command({
-    name: "node rm",
-    args: "NAME",
-    summary: "revoke a node: its users, consumer and record",
-    flags: [],
-  }),
-  command({
-    name: "push",
-    args: "NAME... FILE",
-    summary: "sign and push a declaration, wait for the reports",
-    about:
-      "FILE is checked with the host's own vocabulary after node, serial, issued_at and each secret are filled " +
-      "in per node; then it is signed, published, and each node's report is printed as apply prints it. " +
-      "While it waits, a terminal shows how many nodes have reported.",
-    flags: ["all", "secret", "wait-s", "json"],
-    exits: PUSH_EXITS,
-    means: { secret: { value: "KEY=FILE", help: "a secret sealed to each node, read from FILE" } },
-  }),
-  command({ name: "nodes", summary: "the fleet at a glance, silent nodes first", flags: ["json"] }),
-  command({ name: "watch", summary: "reports and heartbeats as they arrive", flags: ["json"] }),
-  command({
-    name: "move",
-    args: "NAME",
-    summary: "move a node to another mesh made by init",
-    flags: ["to", "wait-s", "json"],
-    exits: MOVE_EXITS,
-  }),
-];
+export { MESH_COMMANDS };
 
 const isMeshCommand = (spec: CommandSpec): boolean => MESH_COMMANDS.includes(spec);
 

@@ -1,14 +1,17 @@
 // The run loop: dial, hear, apply one step at a time, report, heartbeat, look for drift; exit cleanly to be restarted.
 
 import type { Logger } from "../appliers/index.ts";
-import { applyDelivered, applyKept, CHANGING, type NodeParts } from "../apply/index.ts";
+import { applyDelivered, applyKept, CHANGING, type NodeParts, planAsked } from "../apply/index.ts";
 import { BUILD } from "../build-info.ts";
 import { UPGRADE_CHECK_MS, UPGRADE_SETTLE_MS, WORKING_ACK_INTERVAL_MS } from "../defaults.ts";
-import type { Delivered, Sent, Settled } from "../link/index.ts";
+import type { Delivered, ReleaseSource, Sent, Settled } from "../link/index.ts";
 import type { Outbox, PendingNotes } from "../store/index.ts";
-import type { Heartbeat, Membership, Report } from "../vocabulary/index.ts";
+import type { Heartbeat, Membership, PlanAnswer, Report } from "../vocabulary/index.ts";
 import { backoffMs } from "./backoff.ts";
+import { heartbeatNow } from "./beat.ts";
 import { type BinaryAtStart, digestOfFile, fileStamp } from "./binary.ts";
+import { sayLost } from "./lost.ts";
+import { type Upgraded, withStep } from "./upgrade.ts";
 
 /** The node's parts an apply is handed, and the outbox its reports wait in. */
 export type NodeDeps = NodeParts & { outbox: Outbox };
@@ -22,11 +25,15 @@ export interface Link {
   report(r: Report): Promise<Sent>;
   /** May be lost, costs nothing: what it says is not waited on. */
   heartbeat(h: Heartbeat): void;
+  /** The mesh's plan requests, answered while the link is up (a link that takes none leaves this out). */
+  plans?(answer: (request: Uint8Array) => Promise<PlanAnswer>): void;
+  /** Releases read by direct get (link/fetch-release.ts): a link that cannot has none. */
+  releases?(): ReleaseSource;
   close(): Promise<void>;
 }
 
 /** A dial answered: the link, or why there is none (refused, unreachable, its consumer missing). */
-export type LinkOpened = { ok: true; link: Link } | { ok: false; reason: string };
+export type LinkOpened = { ok: true; link: Link } | { ok: false; reason: string; kind?: string };
 export type Dial = () => Promise<LinkOpened>;
 
 export interface HoldOptions {
@@ -39,6 +46,8 @@ export interface HoldOptions {
   redialSpreadS: number;
   /** The installed binary as it started: when pacman replaces it, the host finishes its step and exits 0 for the new one. */
   binary?: BinaryAtStart;
+  /** The release a verified declaration names fetched, verified and swapped in (upgrade.ts), or why not. */
+  upgrade?: (version: string, source: ReleaseSource) => Promise<Upgraded>;
   /** Called once the first reconcile completed: the launcher's "confirmed". */
   onConfirmed?: () => void;
   /** Notes to carry in the first report (the launcher's rollback note, a failed move), cleared once it is kept. */
@@ -84,6 +93,12 @@ export class Hold {
   private notes: string[];
   /** A bus to move to once this step's report is out. */
   private pendingMove: Membership | null = null;
+  /** The last dial's credentials were refused, and that was said. */
+  private refusedSaid = false;
+  /** The release the kept declaration names; a release installed (exit once its report is out); ones refused. */
+  private wantedRelease: string | null = null;
+  private pendingUpgrade = false;
+  private readonly refusedReleases = new Set<string>();
 
   constructor(private readonly o: HoldOptions) {
     this.notes = [...(o.notes?.notes ?? [])];
@@ -141,11 +156,12 @@ export class Hold {
       this.o.log.debug({ attempt, servers: this.o.deps.membership.servers }, "dialling the bus");
       const dialled = await this.o.dial();
       if (!dialled.ok) {
-        this.lost(dialled.reason);
+        this.lost(dialled.reason, dialled.kind === "auth");
         return false;
       }
       this.link = dialled.link;
       up = true;
+      this.refusedSaid = false;
       this.o.log.info({ attempt: 0 }, "link up");
       this.o.onLink?.({ up: true });
       const lost = await this.hear(dialled.link);
@@ -160,9 +176,10 @@ export class Hold {
     return up;
   }
 
-  /** A link refused or lost (and why): said, shown to `status`, and asked whether to go on dialling. */
-  private lost(reason: string): void {
-    this.o.log.warn({ err: reason }, "link lost or refused");
+  /** A link refused or lost (and why): said (lost.ts), shown to `status`, and asked whether to go on dialling. */
+  private lost(reason: string, credentialsRefused = false): void {
+    sayLost(this.o.log, reason, credentialsRefused, this.refusedSaid);
+    this.refusedSaid = credentialsRefused;
     this.o.onLink?.({ up: false, error: reason });
     if (this.o.onDialFailed?.(reason) === "stop") this.stop("moved");
   }
@@ -173,8 +190,11 @@ export class Hold {
    */
   private async hear(link: Link): Promise<string | null> {
     await this.flush(link);
+    // one step at a time, as an apply is: a plan never reads a machine an apply is halfway through
+    link.plans?.((request) => this.serial(() => planAsked(this.o.deps, request)));
+    await this.serial(() => this.resumeRelease(link));
     const beat = () => {
-      const h = this.heartbeat();
+      const h = heartbeatNow(this.o.deps, this.started);
       link.heartbeat(h);
       this.o.log.debug({ last: h.last?.outcome ?? null }, "heartbeat sent");
       this.o.onHeartbeat?.(h.at);
@@ -184,11 +204,12 @@ export class Hold {
     beat();
     const heartbeats = setInterval(beat, this.o.heartbeatS * 1000);
     try {
-      for await (const d of link.declarations()) {
+      // a release installed on this link's first look: its report is out, nothing more is heard
+      for await (const d of this.pendingUpgrade ? [] : link.declarations()) {
         const settled = await this.serial(() => this.settle(d));
         if (!settled.ok) return settled.reason;
         await this.flush(link);
-        if (this.pendingMove || (await this.upgraded())) break;
+        if (this.pendingMove || this.pendingUpgrade || (await this.upgraded())) break;
         if (this.stopped) break;
       }
     } finally {
@@ -197,7 +218,7 @@ export class Hold {
     if (this.pendingMove) {
       this.o.onMove?.(this.pendingMove);
       this.stop("moved");
-    } else if (await this.upgraded()) this.stop("upgraded");
+    } else if (this.pendingUpgrade || (await this.upgraded())) this.stop("upgraded");
     return null;
   }
 
@@ -218,9 +239,14 @@ export class Hold {
     if (!superseded)
       this.o.log.debug({ seq: d.seq, bytes: d.data.length }, "declaration heard: verifying and applying it");
     const alive = setInterval(() => d.working(), WORKING_ACK_INTERVAL_MS);
-    const applied = await applyDelivered(this.o.deps, { seq: d.seq, data: d.data, superseded }).finally(() =>
-      clearInterval(alive),
-    );
+    const applied = await applyDelivered(this.o.deps, { seq: d.seq, data: d.data, superseded })
+      .then(async (a) => {
+        if (a.report.outcome !== "applied" && a.report.outcome !== "failed") return a;
+        this.wantedRelease = a.release ?? null;
+        const step = await this.releaseStep(true);
+        return step ? { ...a, report: withStep(a.report, step) } : a;
+      })
+      .finally(() => clearInterval(alive));
     this.putReport(applied.report);
     const settled = applied.report.outcome === "refused" ? await d.term() : await d.ack();
     if (!settled.ok) return settled;
@@ -239,10 +265,49 @@ export class Hold {
     const applied = await applyKept(this.o.deps);
     if (!applied) return;
     const { report } = applied;
+    this.wantedRelease = applied.release ?? null;
     const did = report.outcome !== "applied" || report.steps.some((s) => CHANGING.has(s.did));
     if (did || this.notes.length) this.putReport(report);
     this.logSettled("reconciled the kept declaration", report, { why, changed: did });
     if (why === "drift" && this.link) await this.flush(this.link);
+  }
+
+  /**
+   * The named release, when it is not this build's: fetched, verified and installed through the link (upgrade.ts),
+   * its step for the report; null when there is nothing to do. A release refused in this process is tried again
+   * only when a declaration names it again (`named`), never on every link.
+   */
+  private async releaseStep(named: boolean): Promise<Upgraded["step"] | null> {
+    const version = this.wantedRelease;
+    const source = this.link?.releases?.();
+    if (!version || version === BUILD.version || !source || !this.o.upgrade) return null;
+    if (!named && this.refusedReleases.has(version)) return null;
+    const done = await this.o.upgrade(version, source).catch(
+      (e: Error): Upgraded => ({
+        step: {
+          id: "host.release",
+          type: "release",
+          did: "failed",
+          detail: `release ${version}: ${e.message}`,
+        },
+        restart: false,
+      }),
+    );
+    if (done.refusedObject) this.refusedReleases.add(version);
+    else this.refusedReleases.delete(version);
+    if (done.restart) this.pendingUpgrade = true;
+    if (done.step.did === "failed")
+      this.o.log.warn({ release: version, err: done.step.detail }, "release not installed");
+    return done.step;
+  }
+
+  /** On a link up: a release the kept declaration names and this host does not run yet, fetched (or resumed). */
+  private async resumeRelease(link: Link): Promise<void> {
+    const step = await this.releaseStep(false);
+    const last = this.o.deps.state.readLastReport();
+    if (!step || step.did === "unchanged" || !last) return;
+    this.putReport(withStep({ ...last, steps: [], notes: undefined }, step));
+    await this.flush(link);
   }
 
   /** An apply's end: info when applied, warn naming each failed step (id and reason) when not. */
@@ -287,19 +352,6 @@ export class Hold {
 
   /** Set when a flush stopped at a report the bus did not take. */
   private reportsWaiting = false;
-
-  private heartbeat(): Heartbeat {
-    const last = this.o.deps.state.readLast();
-    return {
-      v: 1,
-      node: this.o.deps.node,
-      at: new Date().toISOString(),
-      version: BUILD.version,
-      uptime_s: Math.floor((Date.now() - this.started) / 1000),
-      last: last ? { seq: last.seq, outcome: last.outcome, at: last.at } : null,
-      confirmed: this.o.deps.state.readText("confirmed") !== null,
-    };
-  }
 
   /** Whether pacman replaced the binary; one look at a time, since a replaced binary is hashed. */
   private upgraded(): Promise<boolean> {

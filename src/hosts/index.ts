@@ -8,6 +8,7 @@ import { archAppliers } from "./arch.ts";
 
 import type { HostKind } from "./kind.ts";
 
+export { hostFacts } from "./facts.ts";
 export { detectHostKind, HOST_KINDS, type HostKind } from "./kind.ts";
 
 export interface Host {

@@ -42,7 +42,7 @@ export interface Asking {
   keys: { identity: string; sealing: string; overlay: string };
   /** The private half of `keys.sealing`: the answer's membership is sealed to it. */
   sealing: KeyObject;
-  facts: { os: string; arch: string; hostname: string; version: string };
+  facts: EnrolQuestion["facts"];
   /** Only when a WireGuard interface was found and taken (overlay.md). */
   tunnel?: NonNullable<EnrolQuestion["tunnel"]>;
 }
@@ -78,7 +78,10 @@ export async function ask(approach: Approach, asking: Asking, opts: AskOptions =
     timeoutMs: opts.dialTimeoutMs,
   });
   if (!dialled.ok) {
-    const hint = dialled.kind === "auth" ? ": the code is wrong, used, expired or withdrawn" : "";
+    const hint =
+      dialled.kind === "auth"
+        ? ": the enrolment code is wrong, already used, expired or withdrawn; ask the operator for a new one"
+        : "";
     return { ok: false, kind: dialled.kind, reason: `cannot enrol: ${dialled.reason}${hint}` };
   }
   try {

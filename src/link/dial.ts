@@ -15,8 +15,15 @@ import { createHash, type KeyObject, sign, X509Certificate } from "node:crypto";
 import { isIP, connect as netConnect, type Socket } from "node:net";
 import { type PeerCertificate, type TLSSocket, connect as tlsConnect } from "node:tls";
 import { type Authenticator, connect, errors, type NatsConnection } from "@nats-io/transport-node";
-import { DIAL_TIMEOUT_MS, MAX_INFO_BYTES, MAX_PINGS_OUT, PING_INTERVAL_MS } from "../defaults.ts";
+import {
+  DIAL_TIMEOUT_MS,
+  MAX_INFO_BYTES,
+  MAX_PINGS_OUT,
+  PING_INTERVAL_MS,
+  PREFLIGHT_CLOSE_MS,
+} from "../defaults.ts";
 import { type Membership, nkeyOf } from "../vocabulary/index.ts";
+import { credentialRefusal, isCredentialRefused, reachWords } from "./failures.ts";
 
 export interface DialOptions {
   /** `nats://host:port`, tried in order; the first that passes the pin and takes the credential wins. */
@@ -191,8 +198,11 @@ export function peerCertificate(host: string, port: number, timeoutMs: number): 
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      tlsSocket?.destroy();
-      socket.destroy();
+      if (result.ok && tlsSocket) hangUp(tlsSocket, socket);
+      else {
+        tlsSocket?.destroy();
+        socket.destroy();
+      }
       resolve(result);
     };
     const timer = setTimeout(
@@ -206,7 +216,7 @@ export function peerCertificate(host: string, port: number, timeoutMs: number): 
     );
     socket.setNoDelay(true);
     socket.on("error", (e: NodeJS.ErrnoException) =>
-      finish({ ok: false, kind: "unreachable", reason: `cannot reach ${server}: ${e.code ?? e.message}` }),
+      finish({ ok: false, kind: "unreachable", reason: `cannot reach ${server}: ${reachWords(e)}` }),
     );
     socket.on("close", () =>
       finish({
@@ -219,6 +229,26 @@ export function peerCertificate(host: string, port: number, timeoutMs: number): 
       tlsSocket = handshake(socket, host, server, finish);
     });
   });
+}
+
+/**
+ * A completed handshake is closed as TLS closes (close_notify, after the client's last handshake flight is
+ * flushed): destroyed at once, the server saw the handshake cut short and logged `TLS handshake error: EOF` at
+ * every dial, an error to the operator reading it. Destroyed anyway if the server does not close in time.
+ */
+function hangUp(tlsSocket: TLSSocket, socket: Socket): void {
+  tlsSocket.on("error", () => undefined);
+  socket.on("error", () => undefined);
+  const cut = setTimeout(() => {
+    tlsSocket.destroy();
+    socket.destroy();
+  }, PREFLIGHT_CLOSE_MS);
+  cut.unref();
+  tlsSocket.once("close", () => {
+    clearTimeout(cut);
+    socket.destroy();
+  });
+  tlsSocket.end();
 }
 
 /** The server's INFO line, read before any TLS: a server that is no NATS server, or not one requiring TLS, is refused. */
@@ -248,7 +278,7 @@ function handshake(socket: Socket, host: string, server: string, finish: (r: Fet
     servername: isIP(host) ? undefined : host,
   });
   upgraded.on("error", (e: NodeJS.ErrnoException) =>
-    finish({ ok: false, kind: "tls", reason: `TLS with ${server} failed: ${e.code ?? e.message}` }),
+    finish({ ok: false, kind: "tls", reason: `TLS with ${server} failed: ${reachWords(e)}` }),
   );
   upgraded.once("secureConnect", () => {
     const cert = upgraded.getPeerCertificate(true);
@@ -273,12 +303,7 @@ function infoProblem(line: string): string | null {
 
 function failureOf(e: unknown, server: string, user: string): Dialled {
   const err = e as Error & { code?: string; cause?: { code?: string; message?: string } };
-  if (err instanceof errors.AuthorizationError)
-    return {
-      ok: false,
-      kind: "auth",
-      reason: `authentication error: ${server} refused user ${user} (${err.message})`,
-    };
+  if (isCredentialRefused(err)) return { ok: false, kind: "auth", reason: credentialRefusal(server, user) };
   const code = err.code ?? err.cause?.code;
   const message = err.message || err.cause?.message || String(e);
   if (message.includes("not the pinned") || (code && /CERT|SIGNATURE|ISSUER|ALTNAME/.test(code)))
@@ -289,7 +314,11 @@ function failureOf(e: unknown, server: string, user: string): Dialled {
     };
   if (err instanceof errors.TimeoutError)
     return { ok: false, kind: "unreachable", reason: `${server} did not answer in time` };
-  return { ok: false, kind: "unreachable", reason: `${server}: ${message}` };
+  return {
+    ok: false,
+    kind: "unreachable",
+    reason: `${server}: ${code ? reachWords(err.code ? err : err.cause) : message}`,
+  };
 }
 
 export function hostPort(server: string): { host: string; port: number } | null {

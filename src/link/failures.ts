@@ -19,6 +19,28 @@ export function isNoResponders(e: unknown): boolean {
   return /no responders/i.test(messageOf(e));
 }
 
+/**
+ * The server no longer takes this user's credentials: a password refused, a user revoked or expired. Not an
+ * authentication timeout, which is a slow link. For a node's own user that means it was removed from its mesh
+ * (or its credentials replaced by a reissue); for an enrolling user, that its code is spent or was never valid.
+ */
+export function isCredentialRefused(e: unknown): boolean {
+  if (e instanceof errors.UserAuthenticationExpiredError) return true;
+  const said = messageOf(e);
+  if (/authentication timeout/i.test(said)) return false;
+  return e instanceof errors.AuthorizationError || /authorization violation|revoked/i.test(said);
+}
+
+/**
+ * Why the server refused `user` at `server`, in the link's words (never the library's, never a secret). A node's
+ * own user refused means it was removed from its mesh, or its credentials replaced; an enrolling user's, that the
+ * code is spent or withdrawn (the enrolment says so itself).
+ */
+export function credentialRefusal(server: string, user: string): string {
+  if (user.startsWith("enrol.")) return credentialsRefused(server, user);
+  return `${credentialsRefused(server, user)}: this node was removed from its mesh, or its credentials were replaced (\`mesh-host mesh node reissue NAME\` on the mesh, then \`mesh-host enrol --replace\` here)`;
+}
+
 export function isPermissionViolation(e: unknown): boolean {
   return e instanceof errors.PermissionViolationError || /Permissions Violation/.test(messageOf(e));
 }
@@ -75,4 +97,31 @@ export function bindFailure(
 /** The consumer the mesh makes at enrolment is not there: the mesh's to answer, never quietly created. */
 export function missingConsumer({ stream, consumer }: Membership): string {
   return `consumer ${consumer} on ${stream} does not exist: the mesh creates it at enrolment`;
+}
+
+/** A socket's errno, said: "ECONNREFUSED" alone reached the node's log and the enrolling user. */
+const REACH_WORDS: Record<string, string> = {
+  ECONNREFUSED: "nothing listens there (connection refused)",
+  ECONNRESET: "the connection was cut (reset by the other end)",
+  EHOSTUNREACH: "no route to that host (host unreachable)",
+  ENETUNREACH: "no route to that network (network unreachable)",
+  ETIMEDOUT: "it did not answer (timed out)",
+  ENOTFOUND: "the name does not resolve (not found)",
+  EAI_AGAIN: "the name could not be looked up now (temporary failure)",
+  EPIPE: "the connection was closed while writing (broken pipe)",
+  EACCES: "this machine does not allow the connection (permission denied)",
+};
+
+/** Why a connection to the bus failed, in words, the errno after them for a search; never the bare code. */
+export function reachWords(e: unknown): string {
+  const err = e as Failure;
+  const code = typeof err?.code === "string" ? err.code : undefined;
+  if (code && REACH_WORDS[code]) return REACH_WORDS[code];
+  if (code && /^E[A-Z_]+$/.test(code)) return `the connection failed (${code})`;
+  return messageOf(e).split("\n")[0] ?? "the connection failed";
+}
+
+/** The bus refused a user's credentials: said without nats' "(Authorization Violation)". */
+export function credentialsRefused(server: string, user: string): string {
+  return `authentication error: ${server} refused ${user}'s credentials`;
 }

@@ -1,8 +1,9 @@
 // link: the node's one outbound connection to the bus — dialling (pinned TLS, a password), hearing
-// declarations, saying reports and heartbeats, the rekey; enrolment (asking.ts) is its own seam. It knows the
+// declarations, saying reports and heartbeats, the rekey, reading releases by direct get; enrolment (asking.ts) is its own seam. It knows the
 // vocabulary it speaks and the nats client, nothing of the host. Other layers import only this.
 export { type Answered, type Approach, type Asking, type AskOptions, ask } from "./asking.ts";
 export { type DialFailure, type Dialled, type DialOptions, dial, fingerprintOf } from "./dial.ts";
+export { type Chunk, type ReleaseSource, releaseSource } from "./fetch-release.ts";
 export {
   type Bound,
   type Delivered,

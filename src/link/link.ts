@@ -23,6 +23,7 @@ import {
   nodeUser,
   Report,
   reportSubject,
+  signMessage,
 } from "../vocabulary/index.ts";
 import { type DialFailure, dial, membershipAuth } from "./dial.ts";
 import {
@@ -34,10 +35,10 @@ import {
   messageOf,
   missingConsumer,
 } from "./failures.ts";
+import { type ReleaseSource, releaseSource } from "./fetch-release.ts";
+import { answerPlans, type PlanAnswer } from "./plans.ts";
 
 export interface LinkOptions {
-  /** The node's identity private key (the store's): a v2 membership signs the server's nonce with it. */
-  identity?: KeyObject;
   dialTimeoutMs?: number;
   /** A pull request's life; the server's idle heartbeats keep it honest meanwhile. */
   pullExpiresMs?: number;
@@ -83,22 +84,30 @@ export interface Link {
   declarations(): AsyncIterable<Delivered>;
   /** How many declarations wait on the consumer now (consumer info); null when it cannot be asked. */
   waiting(): Promise<number | null>;
-  /** JetStream publish to `mesh.report.<n>`, settled when the server acknowledges it. */
-  report(report: Report | Uint8Array): Promise<Reported>;
-  /** Core publish to `mesh.heartbeat.<n>`: may be lost, costs nothing. */
+  /** Signed by the identity key, JetStream publish to `mesh.report.<n>`, settled when the server acknowledges it. */
+  report(report: Report): Promise<Reported>;
+  /** Signed by the identity key, core publish to `mesh.heartbeat.<n>`: may be lost, costs nothing. */
   heartbeat(heartbeat: Heartbeat): Sent;
+  /** Answer the mesh's plan requests on `mesh.plan.<n>` while the link is up (plans.ts). */
+  plans(answer: (request: Uint8Array) => Promise<PlanAnswer>): void;
+  /** Releases, read by direct get on the mesh's release stream (fetch-release.ts). */
+  releases(): ReleaseSource;
   /** Resolves, with why, when the link closes for any reason. */
   closed(): Promise<string>;
   close(reason?: string): Promise<void>;
 }
 
 const enc = new TextEncoder();
-const dec = new TextDecoder();
 
-/** Dial as the membership's user, exactly as the mesh composed it, with inbox prefix `_INBOX.node.<n>`. */
+/**
+ * Dial as the membership's user, exactly as the mesh composed it, with inbox prefix `_INBOX.node.<n>`.
+ * `identity` is the node's Ed25519 identity private key: every report and heartbeat is signed with it, and a v2
+ * membership signs the server's nonce with it.
+ */
 export async function openLink(
   membership: Membership,
   node: string,
+  identity: KeyObject,
   opts: LinkOptions = {},
 ): Promise<Opened> {
   if (membership.transport !== "nats" && membership.transport !== "")
@@ -114,7 +123,7 @@ export async function openLink(
       kind: "membership",
       reason: `the membership's user is ${membership.user}, not ${nodeUser(node)}`,
     };
-  const auth = membershipAuth(membership, opts.identity);
+  const auth = membershipAuth(membership, identity);
   if ("refused" in auth) return { ok: false, kind: "membership", reason: auth.refused };
   const dialled = await dial({
     servers: membership.servers,
@@ -125,16 +134,17 @@ export async function openLink(
     timeoutMs: opts.dialTimeoutMs,
   });
   if (!dialled.ok) return dialled;
-  return { ok: true, link: new NatsLink(dialled.nc, dialled.server, membership, node, opts) };
+  return { ok: true, link: new NatsLink(dialled.nc, dialled.server, membership, node, identity, opts) };
 }
 
 /** Dial, then bind: a link that cannot bind its consumer is no link (the mesh's to answer, said plainly). */
 export async function openBound(
   membership: Membership,
   node: string,
+  identity: KeyObject,
   opts: LinkOptions = {},
 ): Promise<Opened> {
-  const opened = await openLink(membership, node, opts);
+  const opened = await openLink(membership, node, identity, opts);
   if (!opened.ok) return opened;
   const bound = await opened.link.bind();
   if (bound.ok) return opened;
@@ -154,6 +164,7 @@ class NatsLink implements Link {
     readonly server: string,
     private readonly membership: Membership,
     readonly node: string,
+    private readonly identity: KeyObject,
     private readonly opts: LinkOptions,
   ) {
     // jetstream() makes no API call of its own (only jetstreamManager() asks $JS.API.INFO, not ours to ask)
@@ -172,6 +183,10 @@ class NatsLink implements Link {
 
   closed(): Promise<string> {
     return this.whenClosed;
+  }
+
+  releases(): ReleaseSource {
+    return releaseSource(this.nc);
   }
 
   async close(reason = "closed by the host"): Promise<void> {
@@ -320,10 +335,12 @@ class NatsLink implements Link {
     };
   }
 
-  async report(report: Report | Uint8Array): Promise<Reported> {
-    const data = report instanceof Uint8Array ? report : enc.encode(JSON.stringify(report));
-    const problem = reportProblem(data, this.node);
+  async report(report: Report): Promise<Reported> {
+    const problem = reportProblem(report, this.node);
     if (problem) return { ok: false, reason: problem };
+    // signed as it is sent, not as it is kept: the outbox holds what the node said, and the key that signs it is
+    // the one the node holds now. Ed25519 is deterministic, so a retry sends the same bytes.
+    const data = enc.encode(JSON.stringify(signMessage(report, this.identity)));
     const subject = reportSubject(this.node);
     const h = headers();
     // the same bytes sent again (an outbox retry after a lost ack) are one message to the stream
@@ -349,6 +366,10 @@ class NatsLink implements Link {
     }
   }
 
+  plans(answer: (request: Uint8Array) => Promise<PlanAnswer>): void {
+    answerPlans(this.nc, this.node, this.identity, answer);
+  }
+
   heartbeat(heartbeat: Heartbeat): Sent {
     const parsed = Heartbeat.safeParse(heartbeat);
     if (!parsed.success)
@@ -356,7 +377,7 @@ class NatsLink implements Link {
     if (parsed.data.node !== this.node)
       return { ok: false, reason: `the heartbeat is for node ${parsed.data.node}, not ${this.node}` };
     try {
-      this.nc.publish(heartbeatSubject(this.node), JSON.stringify(heartbeat));
+      this.nc.publish(heartbeatSubject(this.node), JSON.stringify(signMessage(parsed.data, this.identity)));
       return { ok: true };
     } catch (e) {
       return { ok: false, reason: `the heartbeat was not sent: ${messageOf(e)}` };
@@ -368,14 +389,8 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
-function reportProblem(data: Uint8Array, node: string): string | null {
-  let json: unknown;
-  try {
-    json = JSON.parse(dec.decode(data));
-  } catch {
-    return "the report is not JSON";
-  }
-  const parsed = Report.safeParse(json);
+function reportProblem(report: Report, node: string): string | null {
+  const parsed = Report.safeParse(report);
   if (!parsed.success) return `the report is malformed: ${firstIssue(parsed.error)}`;
   if (parsed.data.node !== node) return `the report is for node ${parsed.data.node}, not ${node}`;
   return null;

@@ -252,9 +252,10 @@ export function userOfIdentity(identityB64: string): string | null {
 
 /** A node's user: its identity key as the nkey, exactly its grants, answers to one request at a time (plans). */
 export function nodeUserJwt(keys: AccountKeys, node: string, user: string): string {
+  const granted = nodePermissions(node);
   return userJwt(nodeUser(node), user, keys.nodes.privateKey, {
-    ...grants(nodePermissions(node)),
-    resp: { max: 1, ttl: 0 },
+    ...grants(granted),
+    ...(granted.allow_responses ? { resp: { max: 1, ttl: 0 } } : {}),
     subs: NODE_MAX_SUBS,
     payload: NODE_MAX_PAYLOAD,
     data: -1,

@@ -10,8 +10,11 @@ import {
   jetstreamManager,
   StorageType,
 } from "@nats-io/jetstream";
-import { connect, type NatsConnection, nanos } from "@nats-io/transport-node";
+import { connect, errors, type NatsConnection, nanos } from "@nats-io/transport-node";
 import {
+  CONSUMER_LEADER_MS,
+  CONTROLLER_AUTH_RETRY_MS,
+  CONTROLLER_AUTH_TRIES,
   DECLARE_MAX_BYTES,
   ENROL_MAX_AGE_S,
   ENROL_MAX_BYTES,
@@ -27,6 +30,7 @@ import {
   REPORTS_MAX_AGE_S,
   REPORTS_MAX_BYTES,
   REPORTS_PER_NODE,
+  SHARED_ACK_WAIT_MS,
   STREAM_MAX_MSG_BYTES,
 } from "../defaults.ts";
 import {
@@ -40,6 +44,12 @@ import {
 } from "../vocabulary/index.ts";
 import { serviceAuthenticator } from "./claims.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
+
+/**
+ * No server of the mesh answered: the state lives on the bus, so nothing can be read or done (exit 1, one line);
+ * never a stale copy read instead.
+ */
+export class BusDown extends Error {}
 
 export interface Bus {
   nc: NatsConnection;
@@ -56,37 +66,60 @@ export async function connectBus(
   mesh: MeshDir,
   opts: { reconnect?: boolean; name?: string; system?: boolean } = {},
 ): Promise<Bus> {
-  const name = opts.name ?? CONTROLLER_USER;
-  const keys = mesh.accountKeys();
-  let nc: NatsConnection;
-  try {
-    nc = await connect({
-      servers: mesh.urls(),
-      authenticator: serviceAuthenticator(keys, opts.system ? "system" : "mesh", name),
-      name,
-      tls: { ca: mesh.certPem() },
-      timeout: MESH_CONNECT_TIMEOUT_MS,
-      reconnect: opts.reconnect ?? false,
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 250,
-    });
-  } catch (e) {
-    if (e instanceof MeshRefused) throw e;
-    throw new MeshRefused(
-      `the mesh's bus does not answer at ${mesh.urls().join(", ")} (is \`mesh-host mesh up\` running?): ${firstLine(e)}`,
-    );
-  }
+  const nc = await dialController(mesh, opts);
   // no API check here: a cluster still electing its leaders answers JetStream later, and `up` waits for that
   const jsm = await jetstreamManager(nc, { timeout: MESH_CONNECT_TIMEOUT_MS, checkAPI: false });
   return { nc, js: jetstream(nc), jsm, close: () => nc.close().catch(() => undefined) };
 }
 
-/** While a server reloads its user list, the account's JetStream API goes unanswered for a moment. */
-function reloading(e: unknown): boolean {
-  return /no responders|not enabled|503/i.test(firstLine(e));
+/**
+ * The controller's connection (a MESH user, or a SYS one for revocations), signed in with a key made for it.
+ * A refusal is tried again a few times (a server still loading its accounts), then said in our words rather than
+ * the server's "Authorization Violation".
+ */
+async function dialController(
+  mesh: MeshDir,
+  opts: { reconnect?: boolean; name?: string; system?: boolean },
+): Promise<NatsConnection> {
+  const where = mesh.urls().join(", ");
+  const name = opts.name ?? CONTROLLER_USER;
+  const authenticator = serviceAuthenticator(mesh.accountKeys(), opts.system ? "system" : "mesh", name);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await connect({
+        servers: mesh.urls(),
+        authenticator,
+        name,
+        tls: { ca: mesh.certPem() },
+        timeout: MESH_CONNECT_TIMEOUT_MS,
+        reconnect: opts.reconnect ?? false,
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 250,
+      });
+    } catch (e) {
+      if (e instanceof MeshRefused) throw e;
+      if (!(e instanceof errors.AuthorizationError))
+        throw new BusDown(
+          `the mesh's bus does not answer at ${where} (is \`mesh-host mesh up\` running?): ${firstLine(e)}`,
+        );
+      if (attempt >= CONTROLLER_AUTH_TRIES)
+        throw new BusDown(
+          `the mesh's bus at ${where} refuses the controller's credentials of ${mesh.dir}: its servers were made from another mesh directory`,
+        );
+    }
+    await new Promise((r) => setTimeout(r, CONTROLLER_AUTH_RETRY_MS));
+  }
 }
 
-/** A JetStream call, tried again while the servers are reloading (up to JS_RELOAD_MS); any other failure at once. */
+/**
+ * While a server reloads its user list, the account's JetStream API goes unanswered for a moment; while a cluster
+ * that lost a server elects new leaders, its requests time out or say JetStream is unavailable for a moment.
+ */
+function reloading(e: unknown): boolean {
+  return /no responders|not enabled|503|timeout|temporarily unavailable/i.test(firstLine(e));
+}
+
+/** A JetStream call, tried again while the servers reload or elect (up to JS_RELOAD_MS); any other failure at once. */
 export async function jsCall<T>(call: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + JS_RELOAD_MS;
   for (;;) {
@@ -144,8 +177,20 @@ export async function ensureStreams(bus: Bus, replicas: number): Promise<void> {
     if (exists) await bus.jsm.streams.update(name, config);
     else await bus.jsm.streams.add(config);
   }
-  await bus.jsm.consumers.add("ENROL", { durable_name: ENROL_CONSUMER, ack_policy: AckPolicy.Explicit });
-  await bus.jsm.consumers.add("REPORTS", { durable_name: REPORTS_CONSUMER, ack_policy: AckPolicy.Explicit });
+  await sharedConsumer(bus, "ENROL", ENROL_CONSUMER);
+  await sharedConsumer(bus, "REPORTS", REPORTS_CONSUMER);
+}
+
+/**
+ * A durable every controller pulls from. A message handed to a controller that died (its machine with it) is
+ * handed to another after SHARED_ACK_WAIT_MS, not the server's default 30 s: a node waiting for its enrolment
+ * answer waits no longer than that. Brought to this configuration when an older mesh made it otherwise.
+ */
+async function sharedConsumer(bus: Bus, stream: string, durable: string): Promise<void> {
+  const config = { ack_policy: AckPolicy.Explicit, ack_wait: nanos(SHARED_ACK_WAIT_MS) };
+  const info = await bus.jsm.consumers.info(stream, durable).catch(() => null);
+  if (!info) await bus.jsm.consumers.add(stream, { durable_name: durable, ...config });
+  else if (info.config.ack_wait !== config.ack_wait) await bus.jsm.consumers.update(stream, durable, config);
 }
 
 /**
@@ -157,12 +202,15 @@ export async function awaitStreams(
   replicas: number,
   stopped: () => boolean,
   warn: (line: string) => void,
+  /** More the mesh makes once JetStream answers (the buckets of the controller's state). */
+  also: () => Promise<void> = async () => {},
 ): Promise<boolean> {
   const slow = Date.now() + JETSTREAM_READY_MS;
   let said = false;
   while (!stopped()) {
     try {
       await ensureStreams(bus, replicas);
+      await also();
       return true;
     } catch (e) {
       if (!said && Date.now() > slow) {
@@ -177,7 +225,10 @@ export async function awaitStreams(
   return false;
 }
 
-/** The node's durable pull consumer on DECLARE, filtered on its subject, ack explicit (protocol.md). */
+/**
+ * The node's durable pull consumer on DECLARE, filtered on its subject, ack explicit (protocol.md), returned
+ * once it can deliver (consumerLed).
+ */
 export async function ensureNodeConsumer(bus: Bus, node: string): Promise<void> {
   await jsCall(() =>
     bus.jsm.consumers.add("DECLARE", {
@@ -186,6 +237,23 @@ export async function ensureNodeConsumer(bus: Bus, node: string): Promise<void> 
       ack_policy: AckPolicy.Explicit,
     }),
   );
+  await consumerLed(bus, "DECLARE", nodeConsumer(node));
+}
+
+/**
+ * Until a consumer of a replicated stream has its leader (up to CONSUMER_LEADER_MS). Its info is answered before
+ * it has one, so a node told of it binds at once; but the pull it then sends has no leader to take it, and the
+ * node learns so only from missed heartbeats a minute and more later: a node moved onto a cluster with a server
+ * down was up there, and the first push to it said "no report within 60 s" (issue 27, item 9). One server: no
+ * cluster, nothing to wait for.
+ */
+async function consumerLed(bus: Bus, stream: string, name: string): Promise<void> {
+  const deadline = Date.now() + CONSUMER_LEADER_MS;
+  while (Date.now() < deadline) {
+    const info = await bus.jsm.consumers.info(stream, name).catch(() => null);
+    if (info && (!info.cluster || info.cluster.leader)) return;
+    await new Promise((r) => setTimeout(r, JS_RETRY_MS));
+  }
 }
 
 /** A revoked node: its consumer and its declarations (which hold secrets sealed to it) go. */
@@ -194,13 +262,21 @@ export async function dropNode(bus: Bus, node: string): Promise<void> {
   await bus.jsm.streams.purge("DECLARE", { filter: declareSubject(node) }).catch(() => undefined);
 }
 
-/** Consumers of DECLARE whose node has no record: left by a `node rm` made while the bus was down. */
-export async function sweepConsumers(bus: Bus, known: Set<string>): Promise<string[]> {
+/**
+ * Consumers of DECLARE whose node has no record: left by a `node rm` made while the bus was down. Each is looked
+ * up again before it goes: another operator may have added the node since `known` was read.
+ */
+export async function sweepConsumers(bus: Bus, known: (node: string) => Promise<boolean>): Promise<string[]> {
   const gone: string[] = [];
   for await (const info of bus.jsm.consumers.list("DECLARE")) {
     const node = info.name.startsWith("node-") ? info.name.slice(5) : null;
-    if (node && !known.has(node)) gone.push(node);
+    if (node) gone.push(node);
   }
-  for (const node of gone) await dropNode(bus, node);
-  return gone;
+  const swept: string[] = [];
+  for (const node of gone)
+    if (!(await known(node))) {
+      await dropNode(bus, node);
+      swept.push(node);
+    }
+  return swept;
 }

@@ -31,7 +31,12 @@ export function authLines(keys: AccountKeys, resolverDir: string): string[] {
 }
 
 /** Server `i` (from 1, in `init`'s order). Quoted strings are literal in the config language: no `$` surprises. */
-export function serverConf(mesh: MeshDir, config: MeshConfig, keys: AccountKeys, i: number): string {
+export function serverConf(
+  mesh: MeshDir,
+  config: Pick<MeshConfig, "servers">,
+  keys: AccountKeys,
+  i: number,
+): string {
   const me = config.servers[i - 1]!;
   const dir = mesh.serverDir(i);
   const q = JSON.stringify;

@@ -3,7 +3,7 @@
 // `mesh up` runs it; the test double in test/mesh/ uses it too.
 import type { JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { CONSUME_RETRY_MS } from "../defaults.ts";
+import { CONSUME_RETRY_MS, SHARED_PULL_EXPIRES_MS } from "../defaults.ts";
 import {
   declareSubject,
   type EnrolQuestion,
@@ -91,7 +91,8 @@ export async function consumeLoop(
     try {
       const consumer = await bus.js.consumers.get(stream, durable);
       said = false;
-      const messages = await consumer.consume({ max_messages: 100 });
+      // short-lived pulls: one left by a controller that died (its machine with it) stops taking messages soon
+      const messages = await consumer.consume({ max_messages: 100, expires: SHARED_PULL_EXPIRES_MS });
       for await (const m of messages) {
         if (stopped()) break;
         try {

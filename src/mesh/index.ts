@@ -1,6 +1,6 @@
 // The operator's half (`mesh-host mesh …`): the bus's configuration and its servers, enrolment codes, the
 // controller's half of the protocol (answering enrolments with a sealed membership, signing with each node's
-// serial, sealing secrets, pushing, the fleet view, the sealed move). It knows the vocabulary (with the
+// serial, sealing secrets, pushing, the fleet view, the sealed move, the releases in the object store). It knows the vocabulary (with the
 // envelope and the sealing) and the nats client, nothing of the host's layers; none of them imports it, and the
 // Android build leaves it out. Only src/cli/mesh/ and the tests import this surface.
 
@@ -16,17 +16,34 @@ export {
   serviceUserJwt,
   userOfIdentity,
 } from "./accounts.ts";
-export { type Bus, connectBus, ensureNodeConsumer, ensureStreams, jsCall } from "./bus.ts";
+export { type Bus, BusDown, connectBus, ensureNodeConsumer, ensureStreams, jsCall } from "./bus.ts";
 export { type Revoke, revokeUsers, serviceAuthenticator } from "./claims.ts";
 export { authLines, serverConf } from "./conf.ts";
 export { answerable, consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
-export { LockBusy, writeAtomic } from "./files.ts";
+export { writeAtomic } from "./files.ts";
 export { age, type FleetRow, fleetRows, fleetTable } from "./fleet.ts";
+export { type HeardFrom, heardFrom, identityOf } from "./heard.ts";
 export { type InitOptions, initMesh } from "./init.ts";
-export { type MeshConfig, MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
+export {
+  type Job,
+  JobLog,
+  type JobNode,
+  jobsBucket,
+  listJobs,
+  newJob,
+  newJobId,
+  outcomeCounts,
+  saveJob,
+  startJob,
+} from "./jobs.ts";
+export { Bucket, Conflict, type Entry } from "./kv.ts";
+export { FACT_KEYS, fieldsOf, labelNode, matchingNodes, parseLabels, selectedNodes } from "./labels.ts";
+export { type MeshConfig, MeshDir, MeshRefused } from "./layout.ts";
+export { migrate } from "./migrate.ts";
 export { markMoved, prepareMove } from "./move.ts";
-export { addNode, checkExpires, checkNodeName, removeNode } from "./nodes.ts";
+export { addNode, checkNodeName, codeOf, reissueNode, removeNode, revokesOf } from "./nodes.ts";
 export { enrolPermissions, nodePermissions, type Permissions } from "./permissions.ts";
+export { askPlans, composePlans, type PlanAsked, type PlanHeard } from "./plan.ts";
 export {
   type Composed,
   exitOf,
@@ -36,7 +53,30 @@ export {
   publishAndWait,
   targetsOf,
 } from "./push.ts";
+export {
+  addRelease,
+  listReleases,
+  type ReleaseInput,
+  type ReleaseRow,
+  removeRelease,
+  storeRelease,
+} from "./release.ts";
+export { reportOf } from "./reports.ts";
+export { checkRollout, checkUpgrade, progressOf, runRollout, wavesOf } from "./rollout.ts";
 export { natsServerPath, runningServers } from "./servers.ts";
+export {
+  allNodes,
+  BUCKETS,
+  type CodeRecord,
+  type FleetEntry,
+  fleetOf,
+  knownNode,
+  type NodeRecord,
+  openState,
+  type State,
+  stateOf,
+  withState,
+} from "./state.ts";
 export { writeUnits } from "./units.ts";
 export { type UpOptions, up } from "./up.ts";
 export { type Heard, watch } from "./watch.ts";

@@ -102,7 +102,7 @@ export function initMesh(opts: InitOptions): MeshConfig {
 
 function makeMesh(mesh: MeshDir, servers: ServerEntry[]): MeshConfig {
   chmodSync(mesh.dir, MESH_DIR_MODE);
-  for (const sub of ["tls", "nodes", "servers"]) mkdirSync(mesh.path(sub), { mode: MESH_DIR_MODE });
+  for (const sub of ["tls", "servers"]) mkdirSync(mesh.path(sub), { mode: MESH_DIR_MODE });
   const fingerprint = makeCert(mesh, servers);
   const key = makeMeshKey();
   writeAtomic(mesh.path("signing.key"), key.privateKey.export({ format: "pem", type: "pkcs8" }));
@@ -161,6 +161,10 @@ function makeCert(mesh: MeshDir, servers: ServerEntry[]): string {
       { stdio: ["ignore", "ignore", "pipe"] },
     );
   } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT")
+      throw new MeshRefused(
+        "openssl is not installed, and mesh init makes the bus's certificate with it (Debian: apt install openssl)",
+      );
     const said = String((e as { stderr?: Buffer }).stderr ?? "")
       .trim()
       .split("\n")[0];

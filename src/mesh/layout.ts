@@ -5,16 +5,15 @@
 //   tls/cert.pem, tls/key.pem (0600)   the bus's certificate: its fingerprint is what nodes pin
 //   servers/<i>/         server.conf (the operator's and accounts' JWTs in it), server.pid, server.log, jetstream/,
 //                        jwt/ (the server's account resolver: the accounts' newest claims, revocations and all)
-//   nodes/<n>.json 0600  each node: its pending enrolling user, its public keys, its serial
-//   fleet.json           what `up` heard last from each node
+// The nodes, their codes and serials, and the fleet view are on the bus (state.ts), never here: a copy of this
+// directory on another machine is an equal operator console. A directory of format 1 kept them in nodes/*.json
+// and fleet.json; `mesh migrate` moves them (migrate.ts), and nothing else reads them.
 import { createPrivateKey, type KeyObject } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, unlinkSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import * as z from "zod";
-import { MESH_FORMAT } from "../defaults.ts";
-import { NodeName } from "../vocabulary/index.ts";
+import { MESH_FORMAT, MESH_FORMAT_FILES } from "../defaults.ts";
 import { type AccountKeys, keysOfSeeds } from "./accounts.ts";
-import { syncDir, writeAtomic } from "./files.ts";
 
 /** Bad or stale input to a mesh command: one line, exit 2, nothing changed. */
 export class MeshRefused extends Error {}
@@ -32,63 +31,31 @@ export const MeshConfig = z.strictObject({
   created_at: z.string(),
 });
 export type MeshConfig = z.infer<typeof MeshConfig>;
+/** The same file made by a mesh-host whose node records were files (format 1): `mesh migrate` moves them. */
+export const MeshConfigFiles = MeshConfig.extend({ format: z.literal(MESH_FORMAT_FILES) });
+export type MeshConfigFiles = z.infer<typeof MeshConfigFiles>;
+const FormatOnly = z.looseObject({ format: z.unknown() });
 
 const Seed = z.string().regex(/^S[A-Z2-7]{57}$/);
 export const MeshSeeds = z.strictObject({ operator: Seed, system: Seed, mesh: Seed, nodes: Seed });
 export type MeshSeeds = z.infer<typeof MeshSeeds>;
 
-export const Push = z.strictObject({
-  serial: z.number().int().min(1),
-  digest: z.string(),
-  seq: z.number().int().nullable(),
-  at: z.string(),
-});
-export type Push = z.infer<typeof Push>;
+const denied = (code: string | undefined) => code === "EACCES" || code === "EPERM";
 
-export const NodeRecord = z.strictObject({
-  format: z.literal(MESH_FORMAT),
-  node: NodeName,
-  /** The code's enrolling user (its public nkey) and when it expires, until the code is spent. */
-  enrol: z.strictObject({ user: z.string().regex(/^U[A-Z2-7]{55}$/), expires_at: z.string() }).nullable(),
-  added_at: z.string(),
-  enrolled_at: z.string().nullable(),
-  keys: z.strictObject({ identity: B64Key, sealing: B64Key, overlay: B64Key }).nullable(),
-  facts: z.record(z.string(), z.string()).nullable(),
-  /** The highest serial this mesh has signed for the node: the next push takes one more. */
-  serial: z.number().int().min(0),
-  pushes: z.array(Push),
-  /** The last declaration pushed, as given (sealed secrets and all, no serial): what a move carries. */
-  last_body: z.record(z.string(), z.unknown()).nullable(),
-  moved_to: z.string().nullable(),
-});
-export type NodeRecord = z.infer<typeof NodeRecord>;
+/** A mesh directory is 0700, its files 0600: read by anyone else, it is a question of who runs the command. */
+function deniedLine(path: string): string {
+  return `cannot read ${path}: permission denied (a mesh directory is its owner's alone: run this as that user)`;
+}
 
-export const FleetEntry = z.strictObject({
-  heartbeat: z
-    .strictObject({
-      at: z.string(),
-      version: z.string(),
-      uptime_s: z.number(),
-      confirmed: z.boolean(),
-    })
-    .nullable(),
-  report: z
-    .strictObject({
-      at: z.string(),
-      outcome: z.string(),
-      seq: z.number().int(),
-      digest: z.string(),
-      serial: z.number().int().nullable(),
-      mode: z.string().nullable(),
-    })
-    .nullable(),
-});
-export type FleetEntry = z.infer<typeof FleetEntry>;
-export const Fleet = z.strictObject({
-  format: z.literal(MESH_FORMAT),
-  nodes: z.record(z.string(), FleetEntry),
-});
-export type Fleet = z.infer<typeof Fleet>;
+/** Why mesh.json is not there: no mesh at all, or one this user may not look into (stat says which). */
+function absentWhy(dir: string, file: string): string {
+  try {
+    statSync(file);
+  } catch (e) {
+    if (denied((e as NodeJS.ErrnoException).code)) return deniedLine(dir);
+  }
+  return `${dir} is not a mesh (no mesh.json): run \`mesh-host mesh init\``;
+}
 
 export class MeshDir {
   constructor(readonly dir: string) {}
@@ -104,9 +71,19 @@ export class MeshDir {
   /** The mesh as `init` made it; refused in one line when the directory is not a mesh. */
   config(): MeshConfig {
     const file = this.path("mesh.json");
-    if (!existsSync(file))
-      throw new MeshRefused(`${this.dir} is not a mesh (no mesh.json): run \`mesh-host mesh init\``);
+    if (!existsSync(file)) throw new MeshRefused(absentWhy(this.dir, file));
+    if (this.parsed(file, FormatOnly).format === MESH_FORMAT_FILES)
+      throw new MeshRefused(
+        `${this.dir} keeps its nodes in files (format ${MESH_FORMAT_FILES}): run \`mesh-host mesh migrate\` once to move them onto the bus`,
+      );
     return this.parsed(file, MeshConfig);
+  }
+
+  /** mesh.json of either format: only `mesh migrate` reads a format-1 directory. */
+  anyConfig(): MeshConfig | MeshConfigFiles {
+    const file = this.path("mesh.json");
+    if (!existsSync(file)) throw new MeshRefused(absentWhy(this.dir, file));
+    return this.parsed(file, z.union([MeshConfig, MeshConfigFiles]));
   }
 
   /** The operator's and accounts' keys; a directory made by an older `init` (passwords) is refused, never misread. */
@@ -114,7 +91,7 @@ export class MeshDir {
     const file = this.path("accounts.json");
     if (!existsSync(file))
       throw new MeshRefused(
-        `${this.dir} has no accounts.json: it was made by an older mesh-host (passwords, not keys); make the mesh again with \`mesh-host mesh init\``,
+        `${this.dir} has no accounts.json: it was made by an older mesh-host (passwords, not keys): \`mesh-host mesh migrate\` makes it`,
       );
     const keys = keysOfSeeds(this.parsed(file, MeshSeeds));
     if (!keys) throw new MeshRefused(`${file} holds a seed that is not an Ed25519 nkey seed`);
@@ -129,60 +106,22 @@ export class MeshDir {
     return readFileSync(this.path("tls", "cert.pem"), "utf8");
   }
 
+  /** The servers, of a directory of either format (migrate reaches the bus of a format-1 one). */
+  servers(): ServerEntry[] {
+    return this.anyConfig().servers;
+  }
+
   urls(): string[] {
-    return this.config().servers.map((s) => `nats://${s.host}:${s.port}`);
+    return this.servers().map((s) => `nats://${s.host}:${s.port}`);
   }
 
-  node(name: string): NodeRecord | null {
-    const file = this.nodeFile(name);
-    return existsSync(file) ? this.parsed(file, NodeRecord) : null;
-  }
-
-  /** The node's record, or a refusal naming it. */
-  known(name: string): NodeRecord {
-    const record = this.node(name);
-    if (!record) throw new MeshRefused(`node ${name} is not in this mesh (${this.dir})`);
-    return record;
-  }
-
-  nodes(): NodeRecord[] {
-    const dir = this.path("nodes");
-    if (!existsSync(dir)) return [];
-    return readdirSync(dir)
-      .filter((f) => f.endsWith(".json") && !f.startsWith("."))
-      .sort()
-      .map((f) => this.parsed(join(dir, f), NodeRecord));
-  }
-
-  writeNode(record: NodeRecord): void {
-    writeAtomic(this.nodeFile(record.node), `${JSON.stringify(NodeRecord.parse(record), null, 2)}\n`);
-  }
-
-  removeNode(name: string): void {
-    unlinkSync(this.nodeFile(name));
-    syncDir(this.path("nodes"));
-  }
-
-  fleet(): Fleet {
-    const file = this.path("fleet.json");
-    return existsSync(file) ? this.parsed(file, Fleet) : { format: MESH_FORMAT, nodes: {} };
-  }
-
-  writeFleet(fleet: Fleet): void {
-    writeAtomic(this.path("fleet.json"), `${JSON.stringify(fleet)}\n`);
-  }
-
-  private nodeFile(name: string): string {
-    return this.path("nodes", `${name}.json`);
-  }
-
-  private parsed<T>(file: string, schema: z.ZodType<T>): T {
+  parsed<T>(file: string, schema: z.ZodType<T>): T {
     let json: unknown;
     try {
       json = JSON.parse(readFileSync(file, "utf8"));
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      throw new MeshRefused(`cannot read ${file}: ${code ?? "not JSON"}`);
+      throw new MeshRefused(denied(code) ? deniedLine(file) : `cannot read ${file}: ${code ?? "not JSON"}`);
     }
     const parsed = schema.safeParse(json);
     if (!parsed.success) {

@@ -1,25 +1,26 @@
 // `mesh move NAME --to DIR2`: the sealed membership move of protocol.md. The node's place in the other mesh
-// (made by `init`) is made first, with the public keys this mesh recorded; then this mesh pushes the node's
-// last declaration once more, carrying the new membership sealed to it. The node applies it, reports here, and
-// restarts dialling the other bus; this mesh keeps its record (the node comes back if the other bus will not
-// hold it) until `node rm`.
+// (made by `init`, its bus up) is made first, in that mesh's buckets, with the public keys this mesh recorded;
+// then this mesh pushes the node's last declaration once more, carrying the new membership sealed to it. The
+// node applies it, reports here, and restarts dialling the other bus; this mesh keeps its record (the node comes
+// back if the other bus will not hold it) until `node rm`.
 import { resolve } from "node:path";
 import { seal } from "../vocabulary/index.ts";
 import { nodeUserJwt, userOfIdentity } from "./accounts.ts";
 import { ensureNodeConsumer } from "./bus.ts";
 import { membershipOf } from "./controller.ts";
-import { lockMesh } from "./files.ts";
+import { Conflict } from "./kv.ts";
 import { MeshDir, MeshRefused } from "./layout.ts";
-import { newRecord, withBus } from "./nodes.ts";
+import { newRecord } from "./nodes.ts";
 import { type Composed, compose, preparePush } from "./push.ts";
-import { runningServers } from "./servers.ts";
+import { changeNode, knownNode, type State, withState } from "./state.ts";
 
 export async function prepareMove(
   mesh: MeshDir,
+  state: State,
   name: string,
   toDir: string,
-): Promise<{ composed: Composed[]; bus: Awaited<ReturnType<typeof preparePush>>["bus"]; to: MeshDir }> {
-  const record = mesh.known(name);
+): Promise<{ composed: Composed[]; to: MeshDir }> {
+  const record = (await knownNode(state, name)).value;
   if (!record.keys) throw new MeshRefused(`node ${name} has not enrolled yet: it has nothing to move`);
   if (record.moved_to)
     throw new MeshRefused(`node ${name} has moved already, to the mesh at ${record.moved_to}`);
@@ -31,13 +32,13 @@ export async function prepareMove(
   const toConfig = to.config();
   if (to.dir === resolve(mesh.dir) || toConfig.mesh_key === mesh.config().mesh_key)
     throw new MeshRefused(`--to ${toDir} is this mesh`);
-  if (to.node(name)) throw new MeshRefused(`node ${name} is already in the mesh at ${to.dir}`);
   const user = userOfIdentity(record.keys.identity);
   if (!user) throw new MeshRefused(`node ${name}'s identity key is not an Ed25519 public key`);
   const placed = {
     ...newRecord(name),
     keys: record.keys,
     facts: record.facts,
+    labels: record.labels,
     enrolled_at: new Date().toISOString(),
   };
   const membership = membershipOf(name, {
@@ -50,33 +51,25 @@ export async function prepareMove(
   const sealed = seal(Buffer.from(JSON.stringify(membership)), record.keys.sealing);
   const input = { file: record.last_body, secrets: new Map<string, Uint8Array>() };
   compose(record, input, { membership: sealed });
-  const { bus, composed } = await preparePush(
-    mesh,
+  const composed = await preparePush(
+    state,
     [name],
     input,
     () => ({ membership: sealed }),
-    async () => {
-      const lock = await lockMesh(to.dir);
-      try {
-        if (to.node(name)) throw new MeshRefused(`node ${name} is already in the mesh at ${to.dir}`);
-        to.writeNode(placed);
-      } finally {
-        lock.release();
-      }
-      if (runningServers(to).length)
-        await withBus(to, (b) => ensureNodeConsumer(b, name)).catch(() => undefined);
-    },
+    () =>
+      withState(to, async (other) => {
+        await other.nodes.create(name, placed).catch((e) => {
+          if (e instanceof Conflict)
+            throw new MeshRefused(`node ${name} is already in the mesh at ${to.dir}`);
+          throw e;
+        });
+        await ensureNodeConsumer(other.bus, name);
+      }),
   );
-  return { composed, bus, to };
+  return { composed, to };
 }
 
 /** Once the node has applied the move: this mesh stops counting it among its own. */
-export async function markMoved(mesh: MeshDir, name: string, to: MeshDir): Promise<void> {
-  const lock = await lockMesh(mesh.dir);
-  try {
-    const record = mesh.known(name);
-    mesh.writeNode({ ...record, moved_to: to.dir });
-  } finally {
-    lock.release();
-  }
+export async function markMoved(state: State, name: string, to: MeshDir): Promise<void> {
+  await changeNode(state, name, (record) => ({ value: { ...record, moved_to: to.dir }, result: undefined }));
 }

@@ -1,16 +1,16 @@
-// `mesh node add` and `node rm`: a node's record, its enrolling user, its consumer — made or revoked under the
-// directory's lock. No server file is rewritten and no server reloaded: the code carries the enrolling user's JWT
-// (signed by NODES' key), and `rm` revokes through NODES' revocations, pushed over the system account.
+// `mesh node add` and `node rm`: a node's record and its enrolment code in the mesh's buckets, its consumer on
+// the bus; from any copy of the mesh directory. No server file is rewritten and no server reloaded: the code
+// carries an enrolling user's JWT (signed by NODES' key, expiring with the code), and `rm` revokes through NODES'
+// revocations, pushed over the system account.
 import { generateKeyPairSync } from "node:crypto";
-
-import { ENROL_EXPIRES_MAX_S, ENROL_EXPIRES_S, MESH_FORMAT } from "../defaults.ts";
+import { CODE_EXPIRES_S, MESH_FORMAT } from "../defaults.ts";
 import { encodeCode, NodeName, nkeyOf, printable, seedOf } from "../vocabulary/index.ts";
 import { enrolUserJwt, userOfIdentity } from "./accounts.ts";
-import { connectBus, dropNode, ensureNodeConsumer } from "./bus.ts";
+import { dropNode, ensureNodeConsumer } from "./bus.ts";
 import { type Revoke, revokeOnBus } from "./claims.ts";
-import { lockMesh } from "./files.ts";
-import { type MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
-import { runningServers } from "./servers.ts";
+import { Conflict } from "./kv.ts";
+import { type MeshDir, MeshRefused } from "./layout.ts";
+import { type CodeRecord, knownNode, type NodeRecord, withState } from "./state.ts";
 
 export function checkNodeName(name: string | undefined): string {
   if (!name) throw new MeshRefused("a NAME is needed");
@@ -21,14 +21,15 @@ export function checkNodeName(name: string | undefined): string {
   return name;
 }
 
-export function newRecord(node: string, enrol: NodeRecord["enrol"] = null): NodeRecord {
+export function newRecord(node: string, now = new Date(), enrol: NodeRecord["enrol"] = null): NodeRecord {
   return {
     format: MESH_FORMAT,
     node,
     enrol,
-    added_at: new Date().toISOString(),
+    added_at: now.toISOString(),
     enrolled_at: null,
     keys: null,
+    labels: {},
     facts: null,
     serial: 0,
     pushes: [],
@@ -37,52 +38,36 @@ export function newRecord(node: string, enrol: NodeRecord["enrol"] = null): Node
   };
 }
 
-/** A new enrolling user for `node`: its key made now, its JWT expiring with the code. */
-function enrolling(mesh: MeshDir, node: string, expiresS: number) {
+/** A new code: its enrolling user's key made now, its JWT expiring with it. The record keeps the user alone. */
+export function newCode(mesh: MeshDir, node: string, expiresS = CODE_EXPIRES_S, now = new Date()) {
   const pair = generateKeyPairSync("ed25519");
   const user = nkeyOf("user", pair.publicKey);
-  const exp = Math.floor(Date.now() / 1000) + expiresS;
+  const exp = Math.floor(now.getTime() / 1000) + expiresS;
+  const record: CodeRecord = {
+    node,
+    user,
+    added_at: now.toISOString(),
+    expires_at: new Date(exp * 1000).toISOString(),
+    spent: null,
+  };
   const jwt = enrolUserJwt(mesh.accountKeys(), node, user, exp);
-  return { user, exp, jwt, seed: seedOf("user", pair.privateKey) };
+  return { record, credential: { jwt, seed: seedOf("user", pair.privateKey) } };
+}
+
+/** The record's note of its pending enrolling user. */
+export function enrolOf(code: CodeRecord): NonNullable<NodeRecord["enrol"]> {
+  return { user: code.user, expires_at: code.expires_at };
 }
 
 /** Its enrolment code: where, which certificate, which bus, and the enrolling user (cli.md). Never logged. */
-function codeOf(mesh: MeshDir, node: string, credential: { jwt: string; seed: string }): string {
-  const config = mesh.config();
+export function codeOf(mesh: MeshDir, node: string, credential: { jwt: string; seed: string }): string {
   return encodeCode({
     node,
     servers: mesh.urls(),
-    fingerprint: config.fingerprint,
+    fingerprint: mesh.config().fingerprint,
     transport: "nats",
     ...credential,
   });
-}
-
-/** `--expires`: seconds, within the bounds; refused in one line otherwise. */
-export function checkExpires(seconds: number | undefined): number {
-  const s = seconds ?? ENROL_EXPIRES_S;
-  if (!Number.isInteger(s) || s < 60 || s > ENROL_EXPIRES_MAX_S)
-    throw new MeshRefused(`--expires must be from 1m to ${ENROL_EXPIRES_MAX_S / 86400}d`);
-  return s;
-}
-
-/** Add the node; the code that enrols it. Nothing is left behind when the servers will not take the list. */
-export async function addNode(mesh: MeshDir, name: string, expiresS?: number): Promise<string> {
-  checkNodeName(name);
-  const life = checkExpires(expiresS);
-  mesh.config();
-  const lock = await lockMesh(mesh.dir);
-  const user = enrolling(mesh, name, life);
-  try {
-    if (mesh.node(name)) throw new MeshRefused(`node ${name} is already in this mesh`);
-    mesh.writeNode(newRecord(name, { user: user.user, expires_at: new Date(user.exp * 1000).toISOString() }));
-  } finally {
-    lock.release();
-  }
-  // made now when the bus is up; otherwise `up` makes it when the node asks
-  if (runningServers(mesh).length)
-    await withBus(mesh, (bus) => ensureNodeConsumer(bus, name)).catch(() => undefined);
-  return codeOf(mesh, name, { jwt: user.jwt, seed: user.seed });
 }
 
 /** What revoking a node's record cuts off: its own user, and its enrolling user while the code is unspent. */
@@ -100,33 +85,86 @@ export function revokesOf(record: NodeRecord, at = Math.floor(Date.now() / 1000)
 }
 
 /**
- * Revoke the node on the running bus (its live connection is cut at once), then forget it; its consumer and
- * declarations go from the bus. A bus that does not answer is refused with nothing changed: a record removed
+ * Add the node: its record made only if the name is free (compare-and-set: two operators adding one name get
+ * one node and one refusal), its code beside it, its consumer. The code works at once: its enrolling user is a
+ * JWT the servers check against NODES' key, no list to render.
+ */
+export async function addNode(
+  mesh: MeshDir,
+  name: string,
+  expiresS = CODE_EXPIRES_S,
+  labels: Record<string, string> = {},
+): Promise<string> {
+  checkNodeName(name);
+  mesh.config();
+  const code = newCode(mesh, name, expiresS);
+  return await withState(mesh, async (state) => {
+    const record = { ...newRecord(name, new Date(), enrolOf(code.record)), labels };
+    await state.nodes.create(name, record).catch((e) => {
+      if (e instanceof Conflict) throw new MeshRefused(`node ${name} is already in this mesh`);
+      throw e;
+    });
+    try {
+      await state.codes.put(name, code.record);
+      await ensureNodeConsumer(state.bus, name);
+    } catch (e) {
+      await state.nodes.remove(name).catch(() => undefined);
+      throw e;
+    }
+    return codeOf(mesh, name, code.credential);
+  });
+}
+
+/**
+ * Revoke the node on the running bus (its live connection is cut at once), then forget it: its record, code and
+ * fleet entry go from the buckets, its consumer and declarations from the bus. Revoked first: a record removed
  * without its revocation would leave a user nobody can revoke.
  */
 export async function removeNode(mesh: MeshDir, name: string): Promise<void> {
   checkNodeName(name);
-  const lock = await lockMesh(mesh.dir);
-  try {
-    const record = mesh.known(name);
-    const revokes = revokesOf(record);
+  mesh.config();
+  await withState(mesh, async (state) => {
+    const { value, revision } = await knownNode(state, name);
+    const revokes = revokesOf(value);
     if (revokes.length) await revokeOnBus(mesh, revokes);
-    mesh.removeNode(name);
-  } finally {
-    lock.release();
-  }
-  // with the bus down, `up` sweeps the consumer of a node that has no record when it starts
-  if (runningServers(mesh).length) await withBus(mesh, (bus) => dropNode(bus, name)).catch(() => undefined);
+    await state.nodes.remove(name, revision).catch((e) => {
+      if (e instanceof Conflict)
+        throw new MeshRefused(`node ${name} changed while it was removed: try again`);
+      throw e;
+    });
+    await state.codes.remove(name);
+    await state.fleet.remove(name);
+    await dropNode(state.bus, name);
+  });
 }
 
-export async function withBus<T>(
+/**
+ * A new one-time code for a node whose code was lost, expired or never used, or whose machine enrols again (its
+ * state lost, or `enrol --replace` after a removal undone by `node add`): a new enrolling user. An enrolled node's
+ * user (its identity key) is revoked too, and an earlier code's enrolling user, so whoever holds the old machine's
+ * state or the old code can no longer dial; its keys stay until the next enrolment replaces them, and its serial
+ * goes on.
+ */
+export async function reissueNode(
   mesh: MeshDir,
-  use: (bus: Awaited<ReturnType<typeof connectBus>>) => Promise<T>,
-): Promise<T> {
-  const bus = await connectBus(mesh);
-  try {
-    return await use(bus);
-  } finally {
-    await bus.close();
-  }
+  name: string,
+  expiresS = CODE_EXPIRES_S,
+): Promise<{ code: string; enrolled: boolean }> {
+  checkNodeName(name);
+  mesh.config();
+  return await withState(mesh, async (state) => {
+    const { value, revision } = await knownNode(state, name);
+    if (value.moved_to)
+      throw new MeshRefused(`node ${name} has moved to the mesh at ${value.moved_to}: reissue it there`);
+    const code = newCode(mesh, name, expiresS);
+    const revokes = revokesOf(value);
+    if (revokes.length) await revokeOnBus(mesh, revokes);
+    await state.nodes.update(name, { ...value, enrol: enrolOf(code.record) }, revision).catch((e) => {
+      if (e instanceof Conflict)
+        throw new MeshRefused(`node ${name} changed while it was reissued: try again`);
+      throw e;
+    });
+    await state.codes.put(name, code.record);
+    return { code: codeOf(mesh, name, code.credential), enrolled: value.keys !== null };
+  });
 }

@@ -3,9 +3,13 @@
 // `mesh.plan.<n>` (the mesh asks it for a plan there) and answers on the request's reply (its user JWT allows one
 // response per request).
 
+import { RELEASE_DIRECT_GET } from "../vocabulary/index.ts";
+
 export interface Permissions {
   publish: { allow: string[] };
   subscribe: { allow: string[] };
+  /** May answer a request it received, once, on the request's reply address (a plan's answer). */
+  allow_responses?: boolean;
 }
 
 export function nodePermissions(node: string): Permissions {
@@ -18,9 +22,13 @@ export function nodePermissions(node: string): Permissions {
         `$JS.API.CONSUMER.INFO.DECLARE.node-${node}`,
         `$JS.API.CONSUMER.MSG.NEXT.DECLARE.node-${node}`,
         `$JS.ACK.DECLARE.node-${node}.>`,
+        // releases: direct gets on the release stream, the one JetStream read that creates nothing
+        RELEASE_DIRECT_GET,
       ],
     },
+    // the mesh's plan requests, answered on their reply address and nowhere else
     subscribe: { allow: [`_INBOX.node.${node}.>`, `mesh.plan.${node}`] },
+    allow_responses: true,
   };
 }
 

@@ -8,24 +8,27 @@ import {
   type Declaration,
   declareSubject,
   digestOf,
+  INSTALLER_SECRET,
   parseDeclarationBody,
-  parseJsonBytes,
   type Report,
-  Report as ReportSchema,
   refusalLine,
   reportSubject,
   seal,
   signEnvelope,
 } from "../vocabulary/index.ts";
-import { type Bus, connectBus, firstLine, jsCall } from "./bus.ts";
-import { lockMesh } from "./files.ts";
-import { type MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
+import { firstLine, jsCall } from "./bus.ts";
+import { heardFrom } from "./heard.ts";
+import { type MeshDir, MeshRefused } from "./layout.ts";
+import { droppedBy, refuseRemovals } from "./removals.ts";
+import { allNodes, changeNode, knownNode, type NodeRecord, type State } from "./state.ts";
 
 export interface PushInput {
   /** FILE's JSON: a declaration without (or with this node's) `node`; push sets `serial` and `issued_at`. */
   file: Record<string, unknown>;
   /** `--secret KEY=FILE`: the value alone, sealed per node under `secrets.KEY`. */
   secrets: ReadonlyMap<string, Uint8Array>;
+  /** `--allow-removals`: a push may leave out resources the node last had (else it is refused: removals.ts). */
+  allowRemovals?: boolean;
 }
 
 export interface Composed {
@@ -33,6 +36,8 @@ export interface Composed {
   serial: number;
   body: string;
   digest: string;
+  /** The node's identity key: what the body is addressed to, and what its report must be signed by. */
+  to: string;
   /** What a later move carries again: the declaration as pushed, without its order. */
   kept: Record<string, unknown>;
 }
@@ -43,18 +48,15 @@ export interface Pushed extends Composed {
 }
 
 /** Every target named and enrolled, or a refusal naming the first that is not. */
-export function targetsOf(mesh: MeshDir, names: string[], all: boolean): string[] {
+export async function targetsOf(state: State, names: string[], all: boolean): Promise<string[]> {
   if (all) {
-    const enrolled = mesh
-      .nodes()
-      .filter((r) => r.keys && !r.moved_to)
-      .map((r) => r.node);
+    const enrolled = (await allNodes(state)).filter((r) => r.keys && !r.moved_to).map((r) => r.node);
     if (!enrolled.length) throw new MeshRefused("--all: no node of this mesh has enrolled yet");
     return enrolled;
   }
   if (new Set(names).size !== names.length) throw new MeshRefused("a node is named twice");
   for (const n of names) {
-    const r = mesh.known(n);
+    const r = (await knownNode(state, n)).value;
     if (!r.keys) throw new MeshRefused(`node ${n} has not enrolled yet: there is no key to seal to`);
     if (r.moved_to) throw new MeshRefused(`node ${n} has moved to the mesh at ${r.moved_to}`);
   }
@@ -75,7 +77,7 @@ export function compose(
     throw new MeshRefused(
       `the declaration names node ${JSON.stringify(named).slice(0, 70)}, not ${node}: push it to that node, or leave "node" out`,
     );
-  const { serial: _s, issued_at: _i, ...rest } = input.file;
+  const { serial: _s, issued_at: _i, to: _t, ...rest } = input.file;
   const secrets = { ...((rest.secrets as Record<string, unknown> | undefined) ?? {}) };
   for (const [name, value] of input.secrets) secrets[name] = seal(value, record.keys.sealing);
   const kept: Record<string, unknown> = {
@@ -88,6 +90,9 @@ export function compose(
   const body = JSON.stringify({
     ...kept,
     ...extra,
+    // addressed to the key the node enrolled with: after `node rm` and `node add`, nothing signed for the
+    // name's earlier life (whose serials this one repeats) applies to the node enrolled now
+    to: record.keys.identity,
     serial,
     issued_at: now.toISOString().replace(/\.\d{3}Z$/, "Z"),
   });
@@ -97,7 +102,8 @@ export function compose(
     throw new MeshRefused(`refused for node ${node}: ${refusalLine(parsed.refusals[0]!)}${more}`);
   }
   checkSecretsUsed(parsed.value, input.secrets);
-  return { node, serial, body, digest: digestOf(body), kept };
+  checkNoInstallerSecret(parsed.value, node);
+  return { node, serial, body, digest: digestOf(body), to: record.keys.identity, kept };
 }
 
 /** A `--secret` no file resource names would be sealed and sent for nothing: a misspelt name, most likely. */
@@ -108,45 +114,50 @@ function checkSecretsUsed(declaration: Declaration, given: ReadonlyMap<string, U
 }
 
 /**
- * Compose for every target (refused: nothing happened), then, under the lock and with the bus reached, take the
- * serials, keep them durably, and publish. The serial is written before the publish: a push that dies between
- * the two leaves a gap in the order, never one serial on two bodies.
+ * `"installer"` stands for a secret handed to genesis on the machine: a node never opens one that arrives over
+ * the link, so sending it would only use a serial for a refusal. `--secret NAME=FILE` seals the value instead.
+ */
+function checkNoInstallerSecret(declaration: Declaration, node: string): void {
+  const name = Object.entries(declaration.secrets ?? {}).find(([, v]) => v === INSTALLER_SECRET)?.[0];
+  if (name !== undefined)
+    throw new MeshRefused(
+      `refused for node ${node}: secret "${name}" is "${INSTALLER_SECRET}", which only genesis on the machine is given; seal it with --secret ${name}=FILE`,
+    );
+}
+
+/**
+ * Compose for every target (refused: nothing happened), then take each node's next serial by compare-and-set on
+ * its record (another operator pushing at the same moment takes the one after: never one serial on two bodies),
+ * keeping the push in the record before anything is published: a push that dies between the two leaves a gap in
+ * the order, never a serial used twice.
  */
 export async function preparePush(
-  mesh: MeshDir,
+  state: State,
   targets: string[],
   input: PushInput,
   extra: (record: NodeRecord) => Record<string, unknown> = () => ({}),
-  /** Runs once every check has passed and the bus answers, before any serial is taken (a move's other mesh). */
+  /** Runs once every check has passed, before any serial is taken (a move's other mesh). */
   beforeCommit: () => Promise<void> = async () => {},
-): Promise<{ bus: Bus; composed: Composed[] }> {
-  for (const n of targets) compose(mesh.known(n), input, extra(mesh.known(n)));
-  const bus = await connectBus(mesh);
-  let lock: Awaited<ReturnType<typeof lockMesh>> | null = null;
-  let composed: Composed[];
-  try {
-    await beforeCommit();
-    lock = await lockMesh(mesh.dir);
-    composed = targets.map((n) => compose(mesh.known(n), input, extra(mesh.known(n))));
-    for (const c of composed) {
-      const record = mesh.known(c.node);
-      mesh.writeNode({
-        ...record,
-        serial: c.serial,
-        last_body: c.kept,
-        pushes: [
-          ...record.pushes,
-          { serial: c.serial, digest: c.digest, seq: null, at: new Date().toISOString() },
-        ].slice(-PUSHES_KEPT),
-      });
-    }
-  } catch (e) {
-    await bus.close();
-    throw e;
-  } finally {
-    lock?.release();
+): Promise<Composed[]> {
+  const dropped: { node: string; gone: ReturnType<typeof droppedBy> }[] = [];
+  for (const n of targets) {
+    const record = (await knownNode(state, n)).value;
+    const c = compose(record, input, extra(record));
+    dropped.push({ node: n, gone: droppedBy(record, c.kept) });
   }
-  return { bus, composed };
+  if (!input.allowRemovals) refuseRemovals(dropped);
+  await beforeCommit();
+  const composed: Composed[] = [];
+  for (const n of targets)
+    composed.push(
+      await changeNode(state, n, (record) => {
+        const c = compose(record, input, extra(record));
+        const push = { serial: c.serial, digest: c.digest, seq: null, at: new Date().toISOString() };
+        const pushes = [...record.pushes, push].slice(-PUSHES_KEPT);
+        return { value: { ...record, serial: c.serial, last_body: c.kept, pushes }, result: c };
+      }),
+    );
+  return composed;
 }
 
 /** Listen for the targets' reports, then publish each signed envelope; the stream sequence of each. */
@@ -155,11 +166,12 @@ export type ReportHeard = (reported: number, of: number, node: string | null, ou
 
 export async function publishAndWait(
   mesh: MeshDir,
-  bus: Bus,
+  state: State,
   composed: Composed[],
   waitMs: number,
   heard: ReportHeard = () => {},
 ): Promise<Pushed[]> {
+  const bus = state.bus;
   const byDigest = new Map<string, Report>();
   const wanted = new Set(composed.map((c) => c.digest));
   let done: () => void = () => {};
@@ -168,12 +180,12 @@ export async function publishAndWait(
     bus.nc.subscribe(reportSubject(c.node), {
       callback: (err, m) => {
         if (err) return;
-        const json = parseJsonBytes(m.data);
-        const r = json.ok ? ReportSchema.safeParse(json.value) : null;
-        if (!r?.success || !wanted.has(r.data.declaration.digest) || r.data.node !== c.node) return;
-        const first = !byDigest.has(r.data.declaration.digest);
-        byDigest.set(r.data.declaration.digest, r.data);
-        if (first) heard(byDigest.size, wanted.size, c.node, r.data.outcome);
+        // only the node's own signed word answers a push: a forged report is no answer
+        const r = heardFrom(c.node, c.to, m.data, "report");
+        if (!r.ok || !wanted.has(r.value.declaration.digest)) return;
+        const first = !byDigest.has(r.value.declaration.digest);
+        byDigest.set(r.value.declaration.digest, r.value);
+        if (first) heard(byDigest.size, wanted.size, c.node, r.value.outcome);
         if (byDigest.size === wanted.size) done();
       },
     }),
@@ -193,7 +205,7 @@ export async function publishAndWait(
         throw new Error(`publishing to node ${c.node} failed: ${firstLine(e)}`);
       }
     }
-    await recordSeqs(mesh, composed, seqs);
+    await recordSeqs(state, composed, seqs);
     if (waitMs > 0) {
       if (byDigest.size < wanted.size) heard(byDigest.size, wanted.size, null);
       let timer: NodeJS.Timeout | undefined;
@@ -206,22 +218,20 @@ export async function publishAndWait(
   }
 }
 
-async function recordSeqs(mesh: MeshDir, composed: Composed[], seqs: Map<string, number>): Promise<void> {
-  const lock = await lockMesh(mesh.dir);
-  try {
-    for (const c of composed) {
-      const record = mesh.node(c.node);
-      if (!record) continue;
-      mesh.writeNode({
+/** Each push's stream sequence into its record (a node removed meanwhile has none to keep it). */
+async function recordSeqs(state: State, composed: Composed[], seqs: Map<string, number>): Promise<void> {
+  for (const c of composed)
+    await changeNode(state, c.node, (record) => ({
+      value: {
         ...record,
         pushes: record.pushes.map((p) =>
           p.digest === c.digest ? { ...p, seq: seqs.get(c.node) ?? null } : p,
         ),
-      });
-    }
-  } finally {
-    lock.release();
-  }
+      },
+      result: undefined,
+    })).catch((e) => {
+      if (!(e instanceof MeshRefused)) throw e;
+    });
 }
 
 /** 0 every node applied; 2 one refused; 1 one failed or was set aside; 3 one said nothing in time. */

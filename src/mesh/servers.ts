@@ -1,10 +1,11 @@
 // Debian's nats-server, as `mesh up`'s children: started in the foreground, known ready by their log, stopped by
 // SIGTERM. Never reloaded: users are JWTs, and a revocation reaches the servers over the system account.
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { SERVER_LOG_POLL_MS, SERVER_RELOAD_MS, SERVER_START_MS, SERVER_STOP_MS } from "../defaults.ts";
-import { alive } from "./files.ts";
+import { MESH_DIR_MODE, SERVER_LOG_POLL_MS, SERVER_START_MS, SERVER_STOP_MS } from "../defaults.ts";
+import { serverConf } from "./conf.ts";
+import { alive, writeAtomic } from "./files.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 
 /** Debian installs it in /usr/sbin, which a user's PATH may not hold; MESH_NATS_SERVER names another. */
@@ -84,6 +85,12 @@ async function awaitLog(
 
 /** Start server `i`; resolves once it says it is ready (its log, not a guess at time). */
 export async function startServer(mesh: MeshDir, i: number): Promise<RunningServer> {
+  // the configuration follows the directory wherever it was copied: the accounts' JWTs from its accounts.json
+  mkdirSync(join(mesh.serverDir(i), "jwt"), { recursive: true, mode: MESH_DIR_MODE });
+  writeAtomic(
+    join(mesh.serverDir(i), "server.conf"),
+    serverConf(mesh, { servers: mesh.servers() }, mesh.accountKeys(), i),
+  );
   const log = logFile(mesh, i);
   const from = logSize(log);
   const child = spawn(natsServerPath(), ["-c", join(mesh.serverDir(i), "server.conf")], {
@@ -143,7 +150,7 @@ function runningPid(mesh: MeshDir, i: number): number | null {
 /** The servers of this mesh running on this machine now, by index. */
 export function runningServers(mesh: MeshDir): number[] {
   return mesh
-    .config()
-    .servers.map((_, j) => j + 1)
+    .servers()
+    .map((_, j) => j + 1)
     .filter((i) => runningPid(mesh, i) !== null);
 }

@@ -1,27 +1,42 @@
 // `mesh up`: the mesh's servers in the foreground, and the controller's long-running half — answering
-// enrolments, keeping the fleet view from reports and heartbeats. When one of its servers dies it stops the
-// rest and exits 1 (the unit restarts it); stopped by a signal, it stops them and exits 0.
+// enrolments, keeping the fleet view from reports and heartbeats. Run once on each server's machine (`--only I`),
+// every controller shares the work: one durable consumer each for ENROL and REPORTS, one queue group for
+// heartbeats, the state in the mesh's buckets (state.ts) — losing a machine loses nothing but its server. When
+// one of its servers dies it stops the rest and exits 1 (the unit restarts it); stopped by a signal, it stops
+// them and exits 0.
 import type { JsMsg } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
-import { ENROL_REVOKE_DELAY_MS, FLEET_WRITE_MS } from "../defaults.ts";
+import { ENROL_REVOKE_DELAY_MS, FLOOD_LOG_MS } from "../defaults.ts";
 import {
   ENROL_CONSUMER,
   EnrolQuestion,
-  Heartbeat,
-  type Membership,
+  type Heartbeat,
   parseJsonBytes,
   printable,
   REPORTS_CONSUMER,
-  Report,
+  type Report,
 } from "../vocabulary/index.ts";
 import { nodeUserJwt, userOfIdentity } from "./accounts.ts";
 import { awaitStreams, type Bus, connectBus, ensureNodeConsumer, sweepConsumers } from "./bus.ts";
 import { type Revoke, revokeOnBus } from "./claims.ts";
 import { answerable, consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
-import { lockMesh } from "./files.ts";
-import { heardHeartbeat, heardReport } from "./fleet.ts";
-import { type Fleet, type MeshDir, MeshRefused, type NodeRecord } from "./layout.ts";
+import { admit } from "./enrolments.ts";
+import { reportOf, serialOf } from "./fleet.ts";
+import { heardFrom, identityOf } from "./heard.ts";
+import { Budget, FleetWriter, takeHeartbeats } from "./heartbeats.ts";
+import { Keeper } from "./keeper.ts";
+import { type MeshDir, MeshRefused } from "./layout.ts";
+import { recordLine, Said, subjectNode } from "./said.ts";
 import { type RunningServer, runningServers, startServer, stopServer } from "./servers.ts";
+import {
+  type CodeRecord,
+  changeNode,
+  ensureBuckets,
+  type NodeRecord,
+  replicasOf,
+  type State,
+  stateOf,
+} from "./state.ts";
 
 export interface UpOptions {
   /** Only server I (from 1, in init's order); all of them when null. */
@@ -51,6 +66,7 @@ export async function up(mesh: MeshDir, opts: UpOptions): Promise<number> {
   let stopped = false;
   let controller: Controller | null = null;
   let bus: Bus | null = null;
+  let hbBus: Bus | null = null;
   try {
     for (const i of indices) {
       servers.push(await startServer(mesh, i));
@@ -59,7 +75,8 @@ export async function up(mesh: MeshDir, opts: UpOptions): Promise<number> {
     }
     const died = Promise.race(servers.map((s) => s.exited.then((how) => ({ index: s.index, how }))));
     bus = await connectBus(mesh, { reconnect: true, name: "mesh-host mesh up" });
-    const running = new Controller(mesh, bus, opts.warn, () => stopped);
+    hbBus = await connectBus(mesh, { reconnect: true, name: "mesh-host mesh up (heartbeats)" });
+    const running = new Controller(mesh, bus, hbBus, { say: opts.say, warn: opts.warn }, () => stopped);
     controller = running;
     void running
       .start(config.servers.length)
@@ -75,130 +92,145 @@ export async function up(mesh: MeshDir, opts: UpOptions): Promise<number> {
     return 0;
   } finally {
     stopped = true;
-    await controller?.stop();
+    await controller?.stop().catch((e: Error) => opts.warn(e.message));
+    await hbBus?.close();
     await bus?.close();
     await Promise.all(servers.map(stopServer));
   }
 }
 
 class Controller {
+  private readonly state: State;
+  private readonly keeper: Keeper;
+  private readonly budget = new Budget();
+  private readonly writer: FleetWriter;
   private heartbeats: Subscription | null = null;
   private loops: Promise<void>[] = [];
-  private fleet: Fleet;
-  private fleetTimer: NodeJS.Timeout | null = null;
+  private floodTimer: NodeJS.Timeout | null = null;
+  private readonly withdrawing = new Set<string>();
+  /** Nodes whose new facts are being written: one write at a time a node. */
+  private readonly refacting = new Set<string>();
+  private readonly warn: (line: string) => void;
+  /** What it heard and did, for the operator: a line each, the same one not repeated within a minute. */
+  private readonly said: Said;
+  /** What went wrong with a node's message: on stderr, the same one not repeated within a minute. */
+  private readonly refused: Said;
   private readonly spent: Revoke[] = [];
   private spendTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly mesh: MeshDir,
     private readonly bus: Bus,
-    private readonly warn: (line: string) => void,
+    /** The heartbeats' own connection: a flood that makes the server cut it leaves `bus` alone. */
+    private readonly hbBus: Bus,
+    lines: { say(line: string): void; warn(line: string): void },
     private readonly stopped: () => boolean,
   ) {
-    this.fleet = mesh.fleet();
+    this.warn = lines.warn;
+    this.said = new Said(lines.say);
+    this.refused = new Said(lines.warn);
+    this.state = stateOf(bus);
+    this.keeper = new Keeper(this.state, this.warn, (node, change) =>
+      this.said.say(`${change}:${node}`, recordLine(node, change)),
+    );
+    this.writer = new FleetWriter(this.state, this.warn);
   }
 
   /** False when stopped before JetStream answered. */
-  async start(replicas: number): Promise<boolean> {
-    if (!(await awaitStreams(this.bus, replicas, this.stopped, this.warn))) return false;
-    const records = this.mesh.nodes();
-    for (const r of records) await ensureNodeConsumer(this.bus, r.node);
-    await sweepConsumers(this.bus, new Set(records.map((r) => r.node)));
-    this.heartbeats = this.bus.nc.subscribe("mesh.heartbeat.>", {
-      callback: (err, m) => {
-        if (!err) void this.heard(m.subject, m.data, "heartbeat").catch((e: Error) => this.warn(e.message));
+  async start(servers: number): Promise<boolean> {
+    const made = await awaitStreams(this.bus, servers, this.stopped, this.warn, () =>
+      ensureBuckets(this.state, replicasOf(servers)),
+    );
+    if (!made) return false;
+    await this.keeper.start();
+    for (const node of this.keeper.nodes.keys()) await ensureNodeConsumer(this.bus, node);
+    await sweepConsumers(
+      this.bus,
+      async (node) => this.keeper.nodes.has(node) || (await this.state.nodes.get(node)) !== null,
+    );
+    this.heartbeats = takeHeartbeats(
+      this.hbBus.nc,
+      (node) => this.keeper.nodes.get(node),
+      this.budget,
+      this.writer,
+      (node, heartbeat) => {
+        this.withdraw(node);
+        this.followFacts(node, heartbeat.facts);
       },
-    });
+      {
+        refused: (subject, why) => this.refusedMessage(subject, "heartbeat", why),
+        unverified: (node, why) => this.unverified(node, "heartbeat", why),
+      },
+    );
     this.loops.push(
       consumeLoop(this.bus, "ENROL", ENROL_CONSUMER, (m) => this.answer(m), this.stopped, this.warn),
+      consumeLoop(this.bus, "REPORTS", REPORTS_CONSUMER, (m) => this.report(m), this.stopped, this.warn),
     );
-    this.loops.push(
-      consumeLoop(
-        this.bus,
-        "REPORTS",
-        REPORTS_CONSUMER,
-        async (m) => {
-          await this.heard(m.subject, m.data, "report");
-          m.ack();
-        },
-        this.stopped,
-        this.warn,
-      ),
-    );
-    await this.bus.nc.flush();
+    this.floodTimer = setInterval(() => this.sayFloods(), FLOOD_LOG_MS);
+    await Promise.all([this.bus.nc.flush(), this.hbBus.nc.flush()]);
     return true;
   }
 
   async stop(): Promise<void> {
     this.heartbeats?.unsubscribe();
-    if (this.fleetTimer) clearTimeout(this.fleetTimer);
-    if (this.spendTimer) clearTimeout(this.spendTimer);
-    this.flushFleet();
+    this.keeper.stop();
+    if (this.floodTimer) clearInterval(this.floodTimer);
+    this.sayFloods();
+    await this.writer.flush();
   }
 
   /** An enrolment question: answered with the membership sealed to its key, or refused with a reason. */
   private async answer(m: JsMsg): Promise<void> {
+    // handed to this controller: the others are not handed it again while it works (SHARED_ACK_WAIT_MS)
+    m.working();
     const json = parseJsonBytes(m.data);
     const parsed = json.ok ? EnrolQuestion.safeParse(json.value) : null;
     if (!parsed?.success) {
-      this.warn(`a malformed enrolment question on ${m.subject}: ignored`);
+      this.refused.say(`malformed:${m.subject}`, `a malformed enrolment question on ${m.subject}: ignored`);
       m.ack();
       return;
     }
     const q = parsed.data;
-    const admitted = await this.admit(q, m.subject);
-    const answer = typeof admitted === "string" ? refusedAnswer(admitted) : sealedAnswer(q, admitted);
-    if (!(await reply(this.bus.nc, q.node, q.reply, answer)))
-      this.warn(
+    // the reply is checked before anything is spent: a question naming another address spends nothing
+    if (!answerable(q.node, q.reply)) {
+      this.refused.say(
+        `enrol-reply:${q.node}`,
         `an enrolment question for ${q.node} names the reply ${printable(q.reply, 80)}, not its enrolment inbox: refused, unanswered`,
       );
-    m.ack();
-  }
-
-  /**
-   * The membership for a question asked on its own node's subject with an unspent, unexpired code — the code
-   * spent at once, so a second question (a race, a replay) is refused — or why not. The answer's reply is checked
-   * first: a question naming another reply spends nothing.
-   */
-  private async admit(q: EnrolQuestion, subject: string): Promise<Membership | string> {
-    if (subject !== `mesh.enrol.${q.node}`) return `asked on ${subject} for node ${q.node}`;
-    if (!answerable(q.node, q.reply)) return "not answerable";
-    const user = userOfIdentity(q.keys.identity);
-    if (!user) return "the identity key is not an Ed25519 public key";
-    const lock = await lockMesh(this.mesh.dir);
-    let spent: NonNullable<NodeRecord["enrol"]>;
-    try {
-      const record = this.mesh.node(q.node);
-      if (!record) return `node ${q.node} is not in this mesh`;
-      if (!record.enrol) return `node ${q.node} has enrolled already: its code is spent`;
-      if (Date.parse(record.enrol.expires_at) <= Date.now()) return `node ${q.node}'s code has expired`;
-      spent = record.enrol;
-      this.mesh.writeNode({
-        ...record,
-        enrol: null,
-        keys: q.keys,
-        facts: q.facts,
-        enrolled_at: new Date().toISOString(),
-      });
-    } finally {
-      lock.release();
+      m.ack();
+      return;
     }
-    this.revokeLater(spent);
-    await ensureNodeConsumer(this.bus, q.node);
-    const config = this.mesh.config();
-    return membershipOf(q.node, {
-      servers: this.mesh.urls(),
-      fingerprint: config.fingerprint,
-      meshKey: config.mesh_key,
-      jwt: nodeUserJwt(this.mesh.accountKeys(), q.node, user),
-    });
+    const user = userOfIdentity(q.keys.identity);
+    const admitted = user
+      ? await admit(this.state, q, m.subject)
+      : "the identity key is not an Ed25519 public key";
+    if (typeof admitted === "string") {
+      this.refused.say(`enrol:${q.node}`, `refused an enrolment as node ${q.node}: ${admitted}`);
+      await reply(this.bus.nc, q.node, q.reply, refusedAnswer(admitted));
+    } else {
+      this.revokeLater(admitted);
+      await ensureNodeConsumer(this.bus, q.node);
+      const config = this.mesh.config();
+      const membership = membershipOf(q.node, {
+        servers: this.mesh.urls(),
+        fingerprint: config.fingerprint,
+        meshKey: config.mesh_key,
+        jwt: nodeUserJwt(this.mesh.accountKeys(), q.node, user!),
+      });
+      await reply(this.bus.nc, q.node, q.reply, sealedAnswer(q, membership));
+      this.said.say(
+        `enrolled:${q.node}:${q.keys.identity}`,
+        `enrolled node ${q.node} (${printable(q.facts.hostname ?? "?", 64)})`,
+      );
+    }
+    m.ack();
   }
 
   /**
    * A spent code's enrolling user is revoked: batched, a moment after the answer (revoking at once would cut the
    * connection the answer is on), one push for every code spent within ENROL_REVOKE_DELAY_MS.
    */
-  private revokeLater(spent: NonNullable<NodeRecord["enrol"]>): void {
+  private revokeLater(spent: CodeRecord): void {
     this.spent.push({
       user: spent.user,
       at: Math.ceil(Date.parse(spent.expires_at) / 1000),
@@ -213,39 +245,101 @@ class Controller {
     }, ENROL_REVOKE_DELAY_MS);
   }
 
-  private async heard(subject: string, data: Uint8Array, kind: "report" | "heartbeat"): Promise<void> {
-    const node = subject.split(".")[2] ?? "";
-    const record = this.mesh.node(node);
+  /** A report, read once across every controller (REPORTS' one durable): the fleet entry written at once. */
+  private async report(m: JsMsg): Promise<void> {
+    const record = (await this.state.nodes.get(m.subject.slice("mesh.report.".length)))?.value ?? null;
+    const why = this.reportRefusal(m, record);
+    if (why) this.refusedMessage(m.subject, "report", why);
+    m.ack();
+  }
+
+  /** Why a report is not kept (said), or null once it is. */
+  private reportRefusal(m: JsMsg, record: NodeRecord | null): string | null {
     // a node removed is no longer read
-    if (!record) return;
-    const json = parseJsonBytes(data);
-    if (!json.ok) return;
-    if (kind === "report") {
-      const r = Report.safeParse(json.value);
-      if (!r.success || r.data.node !== node) return;
-      heardReport(this.fleet, r.data, record);
-      // a report is what an operator looks for right after a push: written now, not with the next batch
-      this.flushFleet();
-    } else {
-      const h = Heartbeat.safeParse(json.value);
-      if (!h.success || h.data.node !== node) return;
-      heardHeartbeat(this.fleet, h.data);
+    if (!record) return "from no node of this mesh (removed?)";
+    if (!record.keys) return "from a node that has not enrolled";
+    // the node's only when signed by the key it enrolled with (heard.ts): anything else is dropped and counted
+    const r = heardFrom(record.node, identityOf(record), m.data, "report");
+    if (!r.ok) {
+      this.writer.heard(record.node, { unverified: 1 }, true);
+      return this.unverified(record.node, "report", r.reason);
     }
-    this.scheduleFleet();
+    // a report is what an operator looks for right after a push: written now, not with the next batch
+    this.writer.heard(record.node, { report: reportOf(r.value, record) }, true);
+    if (r.value.outcome === "refused") this.nodeRefused(r.value, record);
+    this.withdraw(record.node);
+    return null;
   }
 
-  private scheduleFleet(): void {
-    this.fleetTimer ??= setTimeout(() => {
-      this.fleetTimer = null;
-      this.flushFleet();
-    }, FLEET_WRITE_MS);
+  private refusedMessage(subject: string, kind: string, why: string): void {
+    this.refused.say(`${kind}:${subject}`, `refused a ${kind} on ${subjectNode(subject)}'s subject: ${why}`);
   }
 
-  private flushFleet(): void {
-    try {
-      this.mesh.writeFleet(this.fleet);
-    } catch (e) {
-      this.warn(`cannot write the fleet view: ${(e as Error).message}`);
-    }
+  /**
+   * A message on a node's subject that the node did not sign: someone is speaking as it (a forgery, a replay
+   * from another key, a v1 node's unsigned message). Counted in its fleet entry by the caller; said at once, then
+   * at most once a minute with how many more (Said).
+   */
+  private unverified(node: string, kind: string, why: string): null {
+    this.refused.say(
+      `unverified:${kind}:${node}`,
+      `dropped a ${kind} on ${node}'s subject, not signed by its identity key: ${printable(why, 200)}`,
+    );
+    return null;
   }
+
+  /** A node refused a declaration (a replay of an older one, a path unsafe on the node): said, with its serial. */
+  private nodeRefused(report: Report, record: NodeRecord): void {
+    const serial = serialOf(record, report.declaration.digest);
+    const why = report.refusals.map((r) => r.reason).join("; ") || report.outcome;
+    this.refused.say(
+      `node-refused:${report.node}:${report.declaration.digest}`,
+      `node ${report.node} ${report.outcome} ${serial === null ? "a declaration this mesh has no serial for" : `serial ${serial}`}: ${printable(why, 200)}`,
+    );
+  }
+
+  /**
+   * The node spoke as itself: its spent code goes from the bucket (its enrolling user was revoked a moment after
+   * the answer).
+   */
+  private withdraw(node: string): void {
+    const code = this.keeper.codes.get(node);
+    if (!code?.value.spent || this.withdrawing.has(node)) return;
+    this.withdrawing.add(node);
+    void this.state.codes
+      .remove(node, code.revision)
+      .catch(() => undefined)
+      .finally(() => {
+        this.withdrawing.delete(node);
+        this.keeper.changed();
+      });
+  }
+
+  /**
+   * The node's facts as its heartbeat says them now: its record follows when they differ (a kernel upgraded,
+   * memory added), so `--where` selects by what the node is, not what it was at enrolment. One write a change.
+   */
+  private followFacts(node: string, facts: Heartbeat["facts"]): void {
+    const record = this.keeper.nodes.get(node);
+    if (!facts || !record || this.refacting.has(node) || sameFacts(record.facts, facts)) return;
+    this.refacting.add(node);
+    void changeNode(this.state, node, (r) => ({ value: { ...r, facts: { ...facts } }, result: undefined }))
+      .catch((e: Error) => this.warn(`node ${node}'s facts not kept: ${e.message}`))
+      .finally(() => {
+        this.refacting.delete(node);
+        this.keeper.changed();
+      });
+  }
+
+  /** Once a minute at most: which nodes sent more heartbeats than their budget, and how many were dropped. */
+  private sayFloods(): void {
+    for (const [node, dropped] of this.budget.drained())
+      this.warn(`node ${node} sent heartbeats past its budget: ${dropped} dropped unread`);
+  }
+}
+
+/** The same facts, whatever their keys' order. */
+function sameFacts(a: Record<string, string> | null, b: Record<string, string>): boolean {
+  const sorted = (o: Record<string, string>) => JSON.stringify(Object.entries(o).sort());
+  return a !== null && sorted(a) === sorted(b);
 }

@@ -15,7 +15,19 @@ const WORDS: Record<string, string> = {
   EIO: "an input/output error",
   EBUSY: "it is busy",
   EXDEV: "it is on another file system",
+  EDQUOT: "over the disk quota",
+  ENOTEMPTY: "the directory is not empty",
+  ENFILE: "too many open files on this machine",
+  ETXTBSY: "the program is being written",
+  ENOEXEC: "not a program this machine can run",
 };
+
+/** `code` in words with the code after it, for a search ("no space left on the device (ENOSPC)"). */
+export function errnoWords(code: string | undefined): string {
+  if (!code) return "an error the system did not name";
+  const words = WORDS[code];
+  return words ? `${words} (${code})` : code;
+}
 
 const VERBS: Record<string, string> = {
   open: "open",
@@ -32,13 +44,17 @@ const VERBS: Record<string, string> = {
   fsync: "sync",
 };
 
-/** "cannot open /x: permission denied", or null when `e` is no errno error. */
-export function faultLine(e: unknown, doing?: string): string | null {
+/**
+ * "cannot open /x: permission denied", or null when `e` is no errno error. `path`: the file meant, where the
+ * error names none (a write's ENOSPC carries no path) or names a temporary beside it.
+ */
+export function faultLine(e: unknown, doing?: string, path?: string): string | null {
   const err = e as NodeJS.ErrnoException;
   if (!err || typeof err.code !== "string" || !/^E[A-Z]+$/.test(err.code)) return null;
   const words = WORDS[err.code] ?? err.code;
   const verb = doing ?? (err.syscall && VERBS[err.syscall]) ?? "use";
-  return err.path ? `cannot ${verb} ${err.path}: ${words}` : `${words} (${err.code})`;
+  const at = path ?? err.path;
+  return at ? `cannot ${verb} ${at}: ${words}` : `${words} (${err.code})`;
 }
 
 /** Whether the fault is one of permission: the answer is who runs the command. */

@@ -18,7 +18,7 @@ import {
 import { writeFileAtomicSync } from "./atomic.ts";
 
 export interface NodeKeys {
-  /** Ed25519: signs what the node says of itself (a rekey). */
+  /** Ed25519: signs what the node says of itself (reports, heartbeats, a rekey); declarations name its public half. */
   identity: KeyPair;
   /** X25519: the mesh seals secrets to it. */
   sealing: KeyPair;
@@ -137,7 +137,15 @@ export function ensureKeys(stateDir: string): EnsuredKeys {
   return { ok: true, keys: pairs as NodeKeys, made };
 }
 
-type LoadedKey = { ok: true; pair: KeyPair } | { ok: false; reason: string };
+export type LoadedKey = { ok: true; pair: KeyPair } | { ok: false; reason: string };
+
+/**
+ * The identity key alone: what the node signs its reports, heartbeats and rekeys with, and whose public half a
+ * declaration must be addressed to. Its file is never made here: a missing one is the node's to explain.
+ */
+export function loadIdentity(stateDir: string): LoadedKey {
+  return loadKey(stateDir, "identity");
+}
 
 // A reason names the file and never quotes its content: the content is the secret.
 function loadKey(stateDir: string, name: KeyName): LoadedKey {

@@ -55,6 +55,17 @@ export function admitInOrder(
   return { ok: true, as: "newer" };
 }
 
+/**
+ * A node enrolled again (`enrol --replace`) starts a new order with that mesh: a node removed and added again has
+ * a new record whose serials start at 1. Declarations of the old order were addressed to the old keys.
+ */
+export function forgetOrder(state: State, meshKey: string): void {
+  const meshes = { ...(state.readVersioned(ORDER_FILE, OrderFile)?.meshes ?? {}) };
+  if (!(meshKey in meshes)) return;
+  delete meshes[meshKey];
+  state.writeVersioned(ORDER_FILE, { meshes });
+}
+
 // Every mesh's order is kept, not only the current one's: a node moved away and back keeps refusing what the
 // first mesh superseded.
 function keep(state: State, meshKey: string, accepted: Accepted): void {

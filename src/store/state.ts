@@ -11,8 +11,8 @@ import { deniedFault, faultLine } from "./faults.ts";
 export class StateError extends Error {}
 
 /** An errno error on the state directory as what to do: run as root, or point --state elsewhere. */
-export function stateFault(e: unknown): Error {
-  const line = faultLine(e);
+export function stateFault(e: unknown, path?: string): Error {
+  const line = faultLine(e, path ? "write" : undefined, path);
   if (!line) return e as Error;
   return new StateError(deniedFault(e) ? `${line} (run as root or give --state DIR)` : line);
 }
@@ -193,7 +193,8 @@ export class State {
     try {
       writeFileAtomicSync(this.path(name), text, STATE_FILE_MODE, syncDir);
     } catch (e) {
-      throw stateFault(e);
+      // the state file meant, never the temporary beside it (nor no path at all: a write's ENOSPC has none)
+      throw stateFault(e, this.path(name));
     }
   }
 

@@ -1,5 +1,6 @@
 // The one way anything is run: argv without a shell, a timeout, output kept as a tail.
 import { ACTION_OUTPUT_TAIL_BYTES } from "../defaults.ts";
+import { errnoWords } from "../store/index.ts";
 
 /** The outcome of running a command; never thrown, so a failure is a value the report can carry. */
 export interface ExecResult {
@@ -27,6 +28,16 @@ export interface Exec {
 }
 
 const BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/** Why `program` could not be started, in words: a missing program says where it was looked for (never ENOENT alone). */
+export function startWords(program: string, code: string | undefined, searchPath: string): string {
+  if (code === "ENOENT")
+    return program.includes("/")
+      ? `${program} does not exist`
+      : `no program "${program}" on the search path (${searchPath})`;
+  if (code === "EACCES") return `${program} is not executable (permission denied)`;
+  return `${program}: ${errnoWords(code)}`;
+}
 
 /** Keeps only the last `max` bytes of a stream. */
 class Tail {
@@ -84,7 +95,7 @@ export function localExec(tailBytes = ACTION_OUTPUT_TAIL_BYTES * 32): Exec {
             stdout: "",
             stderr: "",
             timedOut,
-            spawnError: `${program}: ${e.code ?? e.message}`,
+            spawnError: startWords(program!, e.code, env.PATH ?? BASE_PATH),
           });
         });
         child.on("close", (code, signal) => {

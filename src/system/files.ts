@@ -21,9 +21,10 @@ import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
 import { fillTemp, fsPromises, isTempName, renameTemp, tempPathFor } from "../atomic.ts";
 import { SYNC_READ_MAX_BYTES } from "../defaults.ts";
-import { fsyncDirShared } from "../store/index.ts";
+import { errnoWords, fsyncDirShared } from "../store/index.ts";
 import {
   at,
+  type DirMaker,
   ENTRY_HANDLE,
   forgetUnder,
   keptDir,
@@ -61,7 +62,7 @@ const code = (e: unknown) => (e as NodeJS.ErrnoException).code ?? "error";
 /** An errno failure worded with the declared path, never the /proc/self/fd name it was done through. */
 function failure(path: string, verb: string, e: unknown): Error {
   if (e instanceof PathRefused) return e;
-  return new Error(`${code(e)}: could not ${verb} ${path}`);
+  return new Error(`could not ${verb} ${path}: ${errnoWords(code(e))}`);
 }
 
 /** The directory of `path` as a handle, and whether the caller closes it. */
@@ -170,8 +171,8 @@ export interface WriteOptions {
   mode: number;
   uid?: number;
   gid?: number;
-  /** The mode of each missing parent directory made on the way; none are made without it. */
-  dirMode?: number;
+  /** How each missing parent directory is made on the way; none are made without it. */
+  dirMode?: DirMaker;
 }
 
 /**
@@ -208,13 +209,13 @@ export async function writeFileAt(
 }
 
 /**
- * A fresh handle on declared directory `path` (made with `mode`, and its missing parents too, when `mode` is
- * given), never through a link. The caller closes it. Throws PathRefused, or when absent and not made.
+ * A fresh handle on declared directory `path` (made as `make` says, and its missing parents too, when `make`
+ * is given), never through a link. The caller closes it. Throws PathRefused, or when absent and not made.
  */
-export function openDirAt(root: string, path: string, mode?: number): number {
-  const { dir, name } = walkParent(root, path, mode);
+export function openDirAt(root: string, path: string, make?: DirMaker): number {
+  const { dir, name } = walkParent(root, path, make);
   try {
-    const opened = openChildDir(root, dir, name, path, path, mode);
+    const opened = openChildDir(root, dir, name, path, path, make);
     if ("problem" in opened) throw new PathRefused(opened.problem);
     if ("absent" in opened) throw new PathRefused(`${path} does not exist`);
     return opened.fd;

@@ -25,4 +25,12 @@ export {
   writeFileAt,
 } from "./files.ts";
 export * from "./paths.ts";
-export { forgetHandles, forgetUnder, handlesProblem, keptDir, PathRefused } from "./walk.ts";
+export {
+  type DirMaker,
+  forgetHandles,
+  forgetUnder,
+  handlesProblem,
+  keptDir,
+  type MadeDir,
+  PathRefused,
+} from "./walk.ts";

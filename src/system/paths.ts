@@ -50,6 +50,11 @@ export function resolveIds(root: string, owner?: string | number, group?: string
   return { uid, gid };
 }
 
+/** The field a `resolveIds` refusal is about: it names the user (`owner`) or the group (`group`) it could not find. */
+export function idsField(reason: string): "owner" | "group" {
+  return reason.startsWith("group") ? "group" : "owner";
+}
+
 function lookup(root: string, file: "passwd" | "group", who: string | number): number | string {
   if (typeof who === "number") return who;
   if (/^[0-9]+$/.test(who)) return Number(who);

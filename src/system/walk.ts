@@ -23,9 +23,20 @@
 //
 // /proc is the one dependency: without /proc/self/fd (a chroot or container that did not mount it) every
 // path is refused with one reason saying so, rather than acted on by name. Android mounts /proc for every app.
-import { closeSync, constants, lstatSync, mkdirSync, openSync, realpathSync, statSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  constants,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  realpathSync,
+  statSync,
+} from "node:fs";
 import { basename, dirname, sep } from "node:path";
 import { KEPT_DIR_HANDLES_MAX } from "../defaults.ts";
+import { errnoWords } from "../store/index.ts";
 
 /** Linux's O_PATH on x86, x86-64, arm and arm64 (every machine the host ships for); Node does not export it. */
 const O_PATH = 0o10000000;
@@ -112,9 +123,37 @@ export function openRoot(root: string): number {
 
 export type Opened = { fd: number } | { absent: true } | { problem: string };
 
+/** How a directory made on the way is made: its mode and, when given, its owner. */
+export interface MadeDir {
+  mode: number;
+  uid?: number;
+  gid?: number;
+}
+
 /**
- * Open directory `name` inside handle `dirFd`, never following a link; made with `mode` first when absent
- * and `mode` is given. `prefix` and `path` only word a refusal.
+ * How missing directories on a walk are made: one mode for every one (the state's own directories, which
+ * the umask may narrow), or, for the declared paths, each declared path's own way, set exactly on the handle
+ * whatever the umask (parents a file or directory needs: 0755 root:root, or as a `directory` declares them).
+ */
+export type DirMaker = number | ((path: string) => MadeDir);
+
+/** A directory made just now (through `fd`) set exactly as `make` says for `path`; a plain mode was mkdir's. */
+function setMadeOr(fd: number, make: DirMaker, path: string): Opened {
+  if (typeof make === "number") return { fd };
+  const how = make(path);
+  try {
+    chmodSync(at(fd), how.mode);
+    if (how.uid !== undefined || how.gid !== undefined) chownSync(at(fd), how.uid ?? -1, how.gid ?? -1);
+  } catch (e) {
+    closeSync(fd);
+    throw new Error(`could not set ${path} as made: ${errnoWords((e as NodeJS.ErrnoException).code)}`);
+  }
+  return { fd };
+}
+
+/**
+ * Open directory `name` inside handle `dirFd`, never following a link; made as `make` says first when absent
+ * and `make` is given. `prefix` (the declared path of `name`) and `path` word a refusal.
  */
 export function openChildDir(
   root: string,
@@ -122,36 +161,44 @@ export function openChildDir(
   name: string,
   prefix: string,
   path: string,
-  mode?: number,
+  make?: DirMaker,
 ): Opened {
+  let madeNow = false;
   for (let tries = 0; ; tries++) {
+    let fd: number;
     try {
-      return { fd: openSync(at(dirFd, name), DIR_HANDLE) };
+      fd = openSync(at(dirFd, name), DIR_HANDLE);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === "ENOTDIR" || code === "ELOOP")
         return { problem: blocked(root, dirFd, name, prefix, path) };
       // worded with the declared path, never the /proc/self/fd name the walk went through
-      if (code !== "ENOENT") return { problem: `${code}: ${prefix} cannot be walked through to ${path}` };
-      if (mode === undefined) return { absent: true };
+      if (code !== "ENOENT")
+        return { problem: `${prefix} cannot be walked through to ${path}: ${errnoWords(code)}` };
+      if (make === undefined) return { absent: true };
       // made, then gone again before it could be opened: someone is racing this walk; it does not chase them
       if (tries >= MAKE_TRIES) throw new PathRefused(`${prefix} keeps changing on the way to ${path}`);
+      fd = -1;
     }
+    if (fd >= 0) return madeNow && make !== undefined ? setMadeOr(fd, make, prefix) : { fd };
     try {
       // mkdir never follows its last component: a link planted here since is EEXIST, then refused above
-      mkdirSync(at(dirFd, name), mode);
+      mkdirSync(at(dirFd, name), typeof make === "number" ? make : make?.(prefix).mode);
+      madeNow = true;
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+      const code = (e as NodeJS.ErrnoException).code;
+      // worded with the declared path: a full disk or a read-only one says so, never the /proc/self/fd name
+      if (code !== "EEXIST") throw new Error(`could not make ${prefix}: ${errnoWords(code)}`);
     }
   }
 }
 
 /**
  * A fresh handle on declared directory `dir` under `root`, walked from the root now (what every effect
- * does), missing components made with `mode` when given; `target` (the declared path the walk is for) words
+ * does), missing components made as `make` says when given; `target` (the declared path the walk is for) words
  * a refusal. The caller closes the handle.
  */
-export function walkDir(root: string, dir: string, target = dir, mode?: number): Opened {
+export function walkDir(root: string, dir: string, target = dir, make?: DirMaker): Opened {
   const problem = handlesProblem();
   if (problem) return { problem };
   let fd = openRoot(root);
@@ -159,7 +206,7 @@ export function walkDir(root: string, dir: string, target = dir, mode?: number):
   try {
     for (const name of componentsOf(dir)) {
       prefix = `${prefix}/${name}`;
-      const next = openChildDir(root, fd, name, prefix, target, mode);
+      const next = openChildDir(root, fd, name, prefix, target, make);
       if (!("fd" in next)) {
         closeSync(fd);
         return next;
@@ -175,10 +222,10 @@ export function walkDir(root: string, dir: string, target = dir, mode?: number):
 }
 
 /** A fresh handle on the directory of declared `path`, and its last name: an effect's start. Throws PathRefused. */
-export function walkParent(root: string, path: string, mode?: number): { dir: number; name: string } {
+export function walkParent(root: string, path: string, make?: DirMaker): { dir: number; name: string } {
   const name = basename(path);
   if (!name) throw new PathRefused(`${path} names no entry below the root`);
-  const opened = walkDir(root, dirname(path), path, mode);
+  const opened = walkDir(root, dirname(path), path, make);
   if ("problem" in opened) throw new PathRefused(opened.problem);
   if ("absent" in opened) throw new PathRefused(`${path}: its directory is missing`);
   return { dir: opened.fd, name };

@@ -5,8 +5,10 @@ import { containerCrossChecks } from "./containers.ts";
 import { parseJsonBytes } from "./json.ts";
 import { nameProblem } from "./names.ts";
 import { overlayCrossChecks } from "./overlay.ts";
+import { printable } from "./printable.ts";
 import type { Parsed, Refusal } from "./refusal.ts";
-import { printable, refusalsFromIssues } from "./refusal.ts";
+import { refusalsFromIssues } from "./refusal.ts";
+import { ReleaseVersion } from "./release.ts";
 import {
   isResourceType,
   Name,
@@ -46,9 +48,19 @@ export const Serial = z.number().int().min(1);
 /** When the mesh signed it: RFC 3339 in UTC (`Z`). Recorded, never a reason to refuse: there is no expiry. */
 export const IssuedAt = z.iso.datetime({ message: "must be an RFC 3339 UTC time (2026-01-05T10:00:00Z)" });
 
+/**
+ * Whom the mesh addressed (protocol.md, "Addressed"): the node's Ed25519 identity public key, standard base64 of
+ * its raw 32 bytes. A name outlives its enrolments (`node rm` then `node add`), a key does not: what was signed
+ * for a name's earlier life names an earlier key. Optional here, as `serial` is; required over the link.
+ */
+export const AddressedTo = z
+  .string()
+  .regex(/^[A-Za-z0-9+/]{43}=$/, "must be an identity public key (standard base64 of 32 bytes)");
+
 export const DeclarationHead = z.strictObject({
   v: z.literal(1),
   node: NodeName,
+  to: AddressedTo.optional(),
   serial: Serial.optional(),
   issued_at: IssuedAt.optional(),
   mode: Mode,
@@ -56,6 +68,8 @@ export const DeclarationHead = z.strictObject({
   resources: z.array(z.unknown()),
   secrets: z.record(Name, SecretValue).optional(),
   membership: Sealed.optional(),
+  /** What the host itself runs: the release of mesh-host the mesh names (protocol.md "Releases"). */
+  host: z.strictObject({ release: ReleaseVersion }).optional(),
 });
 
 export type Declaration = Omit<z.infer<typeof DeclarationHead>, "resources"> & { resources: Resource[] };
@@ -72,7 +86,8 @@ export const ALL_TYPES: TypeSupport = { supports: () => true, reason: "" };
 /** Parse and check a declaration body (already JSON-decoded); every refusal names the resource and the field. */
 export function parseDeclaration(value: unknown, support: TypeSupport = ALL_TYPES): Parsed<Declaration> {
   const head = DeclarationHead.safeParse(value);
-  if (!head.success) return { ok: false, refusals: refusalsFromIssues("declaration", head.error.issues) };
+  if (!head.success)
+    return { ok: false, refusals: refusalsFromIssues("declaration", head.error.issues, [], DeclarationHead) };
   const refusals: Refusal[] = [];
   const resources: Resource[] = [];
   head.data.resources.forEach((raw, index) => {
@@ -126,7 +141,8 @@ function parseResource(raw: unknown, index: number, support: TypeSupport): Parse
       refusals: [{ id: name, field: "type", reason: `type ${quoted(type)}: ${support.reason}` }],
     };
   const parsed = RESOURCE_SCHEMAS[type].safeParse(raw);
-  if (!parsed.success) return { ok: false, refusals: refusalsFromIssues(name, parsed.error.issues) };
+  if (!parsed.success)
+    return { ok: false, refusals: refusalsFromIssues(name, parsed.error.issues, [], RESOURCE_SCHEMAS[type]) };
   return { ok: true, value: parsed.data as Resource };
 }
 

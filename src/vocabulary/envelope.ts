@@ -11,7 +11,7 @@ import {
   parseDeclarationBody,
   type TypeSupport,
 } from "./declaration.ts";
-import { parseJsonBytes } from "./json.ts";
+import { parseJsonBytes, tooBig } from "./json.ts";
 import { type Refusal, refusalsFromIssues } from "./refusal.ts";
 import { Envelope } from "./wire.ts";
 
@@ -23,6 +23,11 @@ export interface VerifyOptions {
   meshKey: string;
   /** This node's name. */
   node: string;
+  /**
+   * This node's identity public key (standard base64), when the body must be addressed to it: a delivery over the
+   * link. Absent for what was judged on arrival already (the kept declaration applied again).
+   */
+  identity?: string;
   support?: TypeSupport;
 }
 
@@ -72,8 +77,7 @@ export function verifyEnvelope(bytes: Uint8Array, opts: VerifyOptions): Verified
   const { body, sig } = envelope.data;
   // refused by its size before it is copied, checked for lone surrogates and hashed (the body check's words)
   const size = Buffer.byteLength(body, "utf8");
-  if (size > MAX_BODY_BYTES)
-    return refused(digest, "", `the body is ${size} bytes, more than the ${MAX_BODY_BYTES} allowed`);
+  if (size > MAX_BODY_BYTES) return refused(digest, "", `the body is ${tooBig(size, MAX_BODY_BYTES)}`);
   const bodyBytes = Buffer.from(body, "utf8");
   // a lone surrogate becomes U+FFFD in UTF-8, so two different bodies would share one signature
   if (bodyBytes.toString("utf8") !== body)
@@ -87,7 +91,20 @@ export function verifyEnvelope(bytes: Uint8Array, opts: VerifyOptions): Verified
   const declaration = parsed.value;
   if (declaration.node !== opts.node)
     return refused(digest, "node", `is for node ${declaration.node}, not this node ${opts.node}`);
+  const misaddressed = opts.identity === undefined ? null : addressProblem(declaration.to, opts.identity);
+  if (misaddressed) return refused(digest, "to", misaddressed);
   return { ok: true, declaration, body, digest, envelope: envelope.data };
+}
+
+/**
+ * Why a body is not addressed to this node's identity key, or null. No `to` is refused too: a mesh that signs
+ * without it signs for the name, and a name's earlier enrolment (or a v1 mesh's captured envelope) would apply.
+ */
+function addressProblem(to: string | undefined, identity: string): string | null {
+  if (to === undefined)
+    return "is required of a declaration from the mesh: it names the identity key the declaration is for";
+  if (to === identity) return null;
+  return `is addressed to identity key ${to.slice(0, 12)}…, not this node's ${identity.slice(0, 12)}…: signed for an earlier enrolment of this name, or for another node`;
 }
 
 /** The body's digest when the message carries one as a string (what a report names), else the bytes'. */

@@ -1,7 +1,28 @@
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from "../defaults.ts";
-import { printable } from "./refusal.ts";
+import { printable } from "./printable.ts";
 
 export type JsonResult = { ok: true; value: unknown } | { ok: false; reason: string };
+
+/** A size as a person reads it: "16 MiB", "19.1 MiB", "512 KiB", "900 bytes"; a limit in raw bytes said little. */
+export function sizeWords(bytes: number): string {
+  const units: [number, string][] = [
+    [1024 ** 3, "GiB"],
+    [1024 ** 2, "MiB"],
+    [1024, "KiB"],
+  ];
+  for (const [size, unit] of units)
+    if (bytes >= size) {
+      const n = Math.round((bytes / size) * 10) / 10;
+      return `${n} ${unit}`;
+    }
+  return `${bytes} bytes`;
+}
+
+/** "20 MiB, more than the 16 MiB allowed"; in bytes where the two would read the same once rounded. */
+export function tooBig(size: number, max: number): string {
+  const [a, b] = [sizeWords(size), sizeWords(max)];
+  return a === b ? `${size} bytes, more than the ${max} bytes allowed` : `${a}, more than the ${b} allowed`;
+}
 
 /**
  * Bytes to JSON, refusing by size before decoding, by encoding (UTF-8 only), and by depth before
@@ -9,7 +30,7 @@ export type JsonResult = { ok: true; value: unknown } | { ok: false; reason: str
  */
 export function parseJsonBytes(bytes: Uint8Array | string, maxBytes = MAX_BODY_BYTES): JsonResult {
   const size = typeof bytes === "string" ? Buffer.byteLength(bytes) : bytes.byteLength;
-  if (size > maxBytes) return { ok: false, reason: `is ${size} bytes, more than the ${maxBytes} allowed` };
+  if (size > maxBytes) return { ok: false, reason: `is ${tooBig(size, maxBytes)}` };
   let text: string;
   if (typeof bytes === "string") text = bytes;
   else {

@@ -1,5 +1,6 @@
 // The one rule for names and paths: checked on arrival and again before every removal.
 import * as z from "zod";
+import { printable } from "./printable.ts";
 
 /**
  * `net.isIP`, with node:net loaded at its first call rather than at start-up: only a declaration that names an
@@ -10,12 +11,15 @@ export function isIP(address: string): number {
 }
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+const NAME_RULE =
+  'a name starts with a lower-case letter or a digit and holds only those, ".", "_" and "-", at most 63 characters';
 
 /** Why `name` is not a valid resource/process/unit/container name, or null when it is. */
 export function nameProblem(name: unknown): string | null {
   if (typeof name !== "string") return "must be a string";
   if (name === "." || name === "..") return `"${name}" is not a name`;
-  if (!NAME.test(name)) return "must match ^[a-z0-9][a-z0-9._-]{0,62}$";
+  // the value itself, and the rule in words: a bare regex told nobody what was wrong with what they wrote
+  if (!NAME.test(name)) return `${JSON.stringify(printable(name, 64))} is not a name: ${NAME_RULE}`;
   return null;
 }
 

@@ -90,13 +90,28 @@ export const Tunnel = z.lazy(() =>
   }),
 );
 
+/** What a node says of itself (at enrolment, then on its heartbeats): what `--where` selects by beside labels. */
+export const NodeFacts = z.lazy(() =>
+  z.strictObject({
+    os: z.string().max(64),
+    arch: z.string().max(64),
+    hostname: z.string().max(253),
+    version: z.string().max(64),
+    kind: z.string().max(64).optional(),
+    kernel: z.string().max(128).optional(),
+    cpus: z.string().max(8).optional(),
+    memory_mb: z.string().max(16).optional(),
+  }),
+);
+export type NodeFacts = z.infer<typeof NodeFacts>;
+
 export const EnrolQuestion = z.lazy(() =>
   z.strictObject({
     v: z.literal(1),
     node: NodeName,
     reply: z.string(),
     keys: z.strictObject({ identity: B64Key, sealing: B64Key, overlay: B64Key }),
-    facts: z.strictObject({ os: z.string(), arch: z.string(), hostname: z.string(), version: z.string() }),
+    facts: NodeFacts,
     tunnel: Tunnel.optional(),
   }),
 );
@@ -161,6 +176,20 @@ export const Report = z.lazy(() =>
 );
 export type Report = z.infer<typeof Report>;
 
+/** A rekey (overlay.md): the overlay key the node left, the one it took from a found tunnel, and the tunnel. */
+export const RekeyBody = z.lazy(() =>
+  z.strictObject({
+    v: z.literal(1),
+    node: NodeName,
+    /** The overlay public key the node enrolled with (or last told), now given up. */
+    left: B64Key,
+    /** The overlay public key taken from the tunnel: the one the tunnel's peers already know. */
+    taken: B64Key,
+    tunnel: Tunnel,
+  }),
+);
+export type RekeyBody = z.infer<typeof RekeyBody>;
+
 export const Heartbeat = z.lazy(() =>
   z.strictObject({
     v: z.literal(1),
@@ -170,6 +199,8 @@ export const Heartbeat = z.lazy(() =>
     uptime_s: z.number().int().min(0),
     last: z.strictObject({ seq: z.number().int(), outcome: z.string(), at: z.string() }).nullable(),
     confirmed: z.boolean(),
+    /** Its facts as they are now: the mesh's record follows when they change (a kernel upgraded, memory added). */
+    facts: NodeFacts.optional(),
   }),
 );
 export type Heartbeat = z.infer<typeof Heartbeat>;

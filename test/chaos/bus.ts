@@ -20,9 +20,11 @@ export function protocolPermissions(n: string) {
         `$JS.API.CONSUMER.INFO.DECLARE.node-${n}`,
         `$JS.API.CONSUMER.MSG.NEXT.DECLARE.node-${n}`,
         `$JS.ACK.DECLARE.node-${n}.>`,
+        "$JS.API.DIRECT.GET.OBJ_mesh-releases",
       ],
     },
     subscribe: { allow: [`_INBOX.node.${n}.>`, `mesh.plan.${n}`] },
+    allow_responses: true,
   };
 }
 

@@ -7,7 +7,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AckPolicy, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection, nanos } from "@nats-io/transport-node";
-import { ensureKeys, State } from "../../src/store/index.ts";
+import { ensureKeys, publicKeys, State } from "../../src/store/index.ts";
 import {
   makeMeshKey,
   type Report,
@@ -258,6 +258,7 @@ export async function clusterLeaderKilled(notes: string[] = []): Promise<string[
       const body = JSON.stringify({
         v: 1,
         node: NODE,
+        to: publicKeys(keys.keys).identity,
         serial,
         issued_at: new Date().toISOString(),
         mode: "converged",

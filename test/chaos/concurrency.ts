@@ -6,7 +6,7 @@
 // files), which places `reconcile` between two deliveries exactly, with no bus timing in the way.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { State } from "../../src/store/index.ts";
+import { ensureKeys, publicKeys, State } from "../../src/store/index.ts";
 import { digestOf, makeMeshKey, signEnvelope } from "../../src/vocabulary/index.ts";
 import { BusNode, until, withMesh } from "./bus.ts";
 import {
@@ -102,6 +102,8 @@ function serialized(p: { log: string }): string[] {
 /** A node that holds a membership, a mode, and `tag`'s declaration kept as delivered with `seq`. */
 function enrolledWith(p: Place, tag: string, seq: number): void {
   const state = new State(p.state).ensure();
+  // its keys, as enrolment leaves them: a delivery is addressed to the identity key
+  if (!ensureKeys(p.state).ok) throw new Error(`cannot make the node's keys in ${p.state}`);
   state.writeMembership({
     transport: "nats",
     servers: ["nats://127.0.0.1:4222"],
@@ -126,7 +128,10 @@ function enrolledWith(p: Place, tag: string, seq: number): void {
 /** A delivery as the mesh signs it: its serial rises with its seq (protocol.md, "The signed order"). */
 function envelopeFile(p: Place, tag: string, seq: number): string {
   const path = join(p.base, `envelope-${seq}.json`);
-  const body = { ...declaration(p, tag), serial: seq, issued_at: new Date().toISOString() };
+  const keys = ensureKeys(p.state);
+  if (!keys.ok) throw new Error(keys.reason);
+  const to = publicKeys(keys.keys).identity;
+  const body = { ...declaration(p, tag), to, serial: seq, issued_at: new Date().toISOString() };
   writeFileSync(path, JSON.stringify(signEnvelope(JSON.stringify(body), p.key.privateKey)));
   return `${seq}:${path}`;
 }

@@ -341,7 +341,12 @@ const CASES: Case[] = [
     "a 64 MiB body, signed (refused by size)",
     async (b) => {
       const body = JSON.stringify(decl([file("big", "/srv/big", { content: "x".repeat(64 * MiB) })]));
-      return refusedByLink(b, signed(b, body), { reason: /bytes/ }, { maxMs: 5_000 });
+      return refusedByLink(
+        b,
+        signed(b, body),
+        { reason: /MiB, more than the 16 MiB allowed/ },
+        { maxMs: 5_000 },
+      );
     },
   ],
   [
@@ -352,7 +357,7 @@ const CASES: Case[] = [
       return refusedByLink(
         b,
         Buffer.from(JSON.stringify(env)),
-        { reason: /signature|bytes/ },
+        { reason: /signature|MiB, more than the/ },
         { maxMs: 5_000 },
       );
     },
@@ -369,7 +374,7 @@ const CASES: Case[] = [
       const ms = await fastestMs(first, 50, async () => timed().ms);
       b.notes.push(`parseDeclarationBody refused 64 MiB in ${ms.toFixed(2)} ms`);
       const problems = parsed.ok ? ["accepted"] : lineProblems(parsed.refusals);
-      if (!parsed.ok && !/bytes, more than/.test(parsed.refusals[0]!.reason))
+      if (!parsed.ok && !/MiB, more than the/.test(parsed.refusals[0]!.reason))
         problems.push(`refused for: ${parsed.refusals[0]!.reason}`);
       if (ms > 50) problems.push(`took ${ms.toFixed(1)} ms: it was not refused before parsing`);
       return problems;
@@ -377,7 +382,7 @@ const CASES: Case[] = [
   ],
   [
     "a 64 MiB declaration FILE (the CLI)",
-    (b) => refusedByCli(b, Buffer.alloc(64 * MiB, 0x20), /bytes, more than/, 3_000),
+    (b) => refusedByCli(b, Buffer.alloc(64 * MiB, 0x20), /MiB, more than the 16 MiB allowed/, 3_000),
   ],
   [
     "JSON nested 10,000 deep, signed",

@@ -213,7 +213,9 @@ describe("the Android host as an unprivileged user, offline", () => {
     write(file, decl("droid", [{ id: "sys", type: "file", path: "/system/mesh.conf", content: "no\n" }]));
     const r = await host(["apply", file, "--host", "android", "--root", root, "--state", state]);
     expect(r.code).toBe(1);
-    expect(r.stdout).toMatch(/^\s+failed\s+file\s+sys\s+.*EACCES.*\/system\//m);
+    expect(r.stdout).toMatch(
+      /^\s+failed\s+file\s+sys\s+could not write \/system\/mesh\.conf: permission denied \(EACCES\)$/m,
+    );
     expect(`${r.stdout}${r.stderr}`).not.toMatch(STACK);
     expect(existsSync(join(root, "system/mesh.conf"))).toBe(false);
 
@@ -490,3 +492,95 @@ describe("run, held in a mesh, as the unprivileged user", () => {
     if (AS_ROOT) expect(statSync(join(state, "confirmed")).uid).toBe(UID);
   });
 });
+
+describe.skipIf(!MKSH)(
+  "an Android node upgraded from the mesh's releases, under mksh, as the unprivileged user",
+  () => {
+    let mesh: MeshDouble;
+    beforeAll(async () => {
+      mesh = await MeshDouble.start();
+    });
+    afterAll(async () => {
+      await mesh?.stop();
+    });
+
+    /** init's part: the launcher under mksh as the service's user, started again whenever it exits. */
+    function restarting(bin: string, flags: string[]) {
+      const exits: (number | string)[] = [];
+      let child: ChildProcess | null = null;
+      let stopping = false;
+      const done = (async () => {
+        while (!stopping) {
+          child = spawnUnprivileged([MKSH, LAUNCH, "run", ...flags], { MESH_HOST_BIN: bin });
+          child.stdout!.resume();
+          child.stderr!.resume();
+          const c = child;
+          exits.push(
+            await new Promise<number | string>((r) => c.on("exit", (code, s) => r(code ?? s ?? -1))),
+          );
+          if (!stopping) await new Promise((r) => setTimeout(r, 100));
+        }
+      })();
+      const stop = async () => {
+        stopping = true;
+        child?.kill("SIGTERM");
+        await done;
+      };
+      return { exits, stop };
+    }
+
+    it("fetches the android release into /data/mesh-host/bin, swaps it in as that user, exits 0; the launcher starts it and it confirms", async () => {
+      const node = "droid-up";
+      const base = owned("root", "state/bin", "releases");
+      const [root, state] = [join(base, "root"), join(base, "state")];
+      const bin = join(state, "bin/mesh-host");
+      copyFileSync(ANDROID_SEA, bin);
+      chmodSync(bin, 0o700);
+      if (AS_ROOT) chownSync(bin, UID, UID);
+      const flags = ["--host", "android", "--root", root, "--state", state];
+      const { code } = await mesh.enrolmentCode(node);
+      expect((await host(["enrol", code, ...flags])).code).toBe(0);
+      // the next release: the Android executable with a digest of its own
+      const next = join(base, "releases/mesh-host-0.2.0-android-x64");
+      copyFileSync(ANDROID_SEA, next);
+      writeFileSync(next, "\nmesh-host test variant 0.2.0\n", { flag: "a" });
+      const manifest = await mesh.storeRelease({ file: next, version: "0.2.0", kind: "android" });
+      expect(manifest).toMatchObject({ kind: "android", arch: "x64", encoding: expect.any(String) });
+      const sha = (f: string) => createHash("sha256").update(readFileSync(f)).digest("hex");
+      const confirmed = () => readFileSync(join(state, "confirmed"), { flag: "a+" }).toString().trim();
+      const loop = restarting(bin, [
+        ...flags,
+        "--heartbeat-s",
+        "1",
+        "--redial-spread-s",
+        "1",
+        "--drift-s",
+        "600",
+      ]);
+      try {
+        const first = sha(bin);
+        await waitFor(() => confirmed() === first, EVENT_WAIT_MS, "the installed release confirmed");
+        await mesh.declare(node, {
+          ...decl(node, [{ id: "f", type: "file", path: "/hello", content: "hi\n" }]),
+          host: { release: "0.2.0" },
+        });
+        const report = (await mesh.awaitReport(1, { node })).value!;
+        expect(report.steps.find((s) => s.id === "host.release")).toMatchObject({
+          did: "updated",
+          detail: "release 0.2.0 installed: restarting onto it",
+        });
+        await waitFor(
+          () => confirmed() === sha(next),
+          EVENT_WAIT_MS,
+          "0.2.0 started by the launcher, confirmed",
+        );
+        expect(sha(bin)).toBe(sha(next));
+        expect(loop.exits[0]).toBe(0);
+        expect(readdirSync(join(state, "bin"))).toEqual(["mesh-host"]);
+        if (AS_ROOT) expect(statSync(bin).uid).toBe(UID);
+      } finally {
+        await loop.stop();
+      }
+    });
+  },
+);

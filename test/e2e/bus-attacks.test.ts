@@ -203,7 +203,7 @@ describe("held (issue 28's list)", () => {
     const keys = loadKeys(a);
     if (!keys.ok) throw new Error(keys.reason);
     const { openBound } = await import("../../src/link/index.ts");
-    const opened = await openBound(membership, "held-b", { identity: keys.keys.identity.privateKey });
+    const opened = await openBound(membership, "held-b", keys.keys.identity.privateKey);
     expect(opened.ok).toBe(false);
     if (!opened.ok) expect(opened.reason).toMatch(/permission|refused|authoriz/i);
   });

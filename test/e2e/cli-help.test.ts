@@ -69,7 +69,7 @@ describe("help from the one table", () => {
     expect(push).toContain("3  a node said nothing within --wait-s");
     const node = await runCli(["mesh", "node", "--help"]);
     expect(node.code).toBe(0);
-    expect(node.stdout).toMatch(/^usage: mesh-host mesh node add\|rm NAME/);
+    expect(node.stdout).toMatch(/^usage: mesh-host mesh node add\|rm\|reissue\|label NAME/);
     expect((await runCli(["help", "mesh"])).stdout).toBe(group);
     const none = await runCli(["mesh", "help", "frobnicate"]);
     expect(none.code).toBe(2);
@@ -80,7 +80,8 @@ describe("help from the one table", () => {
     const status = (await runCli(["status", "--help"])).stdout;
     expect(status).toContain("exit status:\n  0  all is well\n  1  the last apply failed");
     const enrol = (await runCli(["enrol", "--help"])).stdout;
-    expect(enrol).toMatch(/ 1 {2}the bus could not be reached or did not answer \(a spent code/);
+    expect(enrol).toMatch(/ 1 {2}the bus could not be reached or did not answer\n/);
+    expect(enrol).toMatch(/ 2 {2}refused: .*a node already enrolled \(without --replace\)/);
   });
 
   it("`help` lists every command and the global flags; no command is the same as help", async () => {
@@ -148,11 +149,7 @@ describe("a mistake is one line in our words, exit 2", () => {
       ["enrol"],
       /enrol reads the enrolment code from standard input \(or --code-file F\), and it was empty/,
     ],
-    [
-      "enrol garbage",
-      ["enrol", "garbage"],
-      /not a valid enrolment code: enrolment code prefix: must start with "mesh1\."/,
-    ],
+    ["enrol garbage", ["enrol", "garbage"], /^mesh-host: enrolment code prefix: must start with "mesh1\."/m],
     ["a flag of enrol missing", ["enrol", "--node", "web-1"], /enrol --server is missing/],
     ["seconds that are not", ["run", "--drift-s", "soon"], /--drift-s must be a number of seconds/],
   ];

@@ -1,4 +1,5 @@
 // The node held in its mesh, against a real nats-server with the node's exact permissions.
+import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,7 +8,11 @@ import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
 import { type Running, runCli, startRun } from "../support/cli.ts";
 import { untilFileArgv } from "../support/events.ts";
 import { confDecl as decl } from "../support/offline.ts";
+import { useBuiltExecutable } from "../support/sea.ts";
 import { tempDir } from "../support/tmp.ts";
+
+// the built executable: only it confirms itself (from a checkout the running binary is Node, and none is)
+useBuiltExecutable();
 
 let mesh: MeshDouble;
 beforeAll(async () => {
@@ -48,12 +53,16 @@ describe("mesh-host enrol and run against a real bus", () => {
     const host = run(state, root);
     try {
       const hb = await mesh.awaitHeartbeat(1);
-      expect(hb.value).toMatchObject({
-        v: 1,
-        node,
-        version: expect.any(String),
-        confirmed: expect.any(Boolean),
-      });
+      expect(hb.value).toMatchObject({ v: 1, node, version: expect.any(String) });
+      // once the first reconcile completed, the binary is confirmed: the heartbeat says so, and the state
+      // holds the digest of the executable that ran (a value, not merely a boolean of either kind)
+      await waitFor(
+        () => mesh.heartbeats.some((h) => h.value?.confirmed === true),
+        EVENT_WAIT_MS,
+        "confirmed",
+      );
+      const digest = createHash("sha256").update(readFileSync(process.env.MESH_HOST_BIN!)).digest("hex");
+      expect(readFileSync(join(state, "confirmed"), "utf8")).toBe(`${digest}\n`);
       const seq = await mesh.declare(node, decl(node, "one\n"));
       const report = await mesh.awaitReport(1, { node });
       expect(report.value).toMatchObject({ node, outcome: "applied", declaration: { seq } });
@@ -70,6 +79,43 @@ describe("mesh-host enrol and run against a real bus", () => {
     const { stdout, stderr } = host.output();
     for (const secret of [token, membership.password]) expect(`${stdout}${stderr}`).not.toContain(secret);
     expect(existsSync(join(state, "lock"))).toBe(false);
+  });
+
+  it("the recorded mode flips only on the mesh's signed word: an offline apply and a forged envelope leave it (issue 27, item 17)", async () => {
+    const node = "hold-flip";
+    const { state, root } = await enrolled(node);
+    const modeOf = () => JSON.parse(readFileSync(join(state, "node.json"), "utf8")).mode;
+    const file = (mode: string) => {
+      const f = join(tempDir(), `${mode}.json`);
+      writeFileSync(f, JSON.stringify(decl(node, `${mode}\n`, { mode })));
+      return f;
+    };
+    const adopted = await runCli(["apply", file("adopted"), "--state", state, "--root", root]);
+    expect(adopted.code, adopted.stderr).toBe(0);
+    expect(modeOf()).toBe("adopted");
+    const offline = await runCli(["apply", file("converged"), "--state", state, "--root", root]);
+    expect(offline.code).toBe(2);
+    expect(modeOf()).toBe("adopted");
+    const host = run(state, root);
+    try {
+      // converged, signed by a key that is not the mesh's: refused, the mode kept
+      await mesh.publishEnvelope(
+        node,
+        signEnvelope(JSON.stringify(decl(node, "forged\n", { mode: "converged" })), makeMeshKey().privateKey),
+      );
+      expect((await mesh.awaitReport(1, { node })).value).toMatchObject({ outcome: "refused" });
+      expect(modeOf()).toBe("adopted");
+      // the mesh's own signed declaration: applied, and the recorded mode is converged
+      await mesh.declare(node, decl(node, "mesh\n", { mode: "converged" }));
+      expect((await mesh.awaitReport(2, { node })).value).toMatchObject({
+        outcome: "applied",
+        mode: "converged",
+      });
+      expect(modeOf()).toBe("converged");
+      expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("mesh\n");
+    } finally {
+      await host.stop();
+    }
   });
 
   it("refuses, reports and terminates a forged declaration, a declaration for another node, and a body that fails the schema", async () => {

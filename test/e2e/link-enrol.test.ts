@@ -6,9 +6,13 @@ import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ENROL_TIMEOUT_MS, VERSION } from "../../src/defaults.ts";
 import { type Asking, ask, dial, openLink } from "../../src/link/index.ts";
+import { reply, sealedAnswer } from "../../src/mesh/index.ts";
 import { makeKeys, publicKeys } from "../../src/store/keys.ts";
 import { decodeCode } from "../../src/vocabulary/index.ts";
-import { MeshDouble } from "../mesh/index.ts";
+import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
+
+/** How long the second attempt waits: far longer than a stale answer published at once takes to arrive. */
+const STALE_WAIT_MS = 5_000;
 
 const facts = { os: platform(), arch: arch(), hostname: hostname(), version: VERSION };
 
@@ -73,7 +77,7 @@ describe("enrolment", () => {
     expect(JSON.stringify(seen.question)).not.toMatch(/private|seed/);
 
     // the node signs in with the identity key the question carried: the membership's JWT names it
-    const opened = await openLink(answered.membership, "alpha", { identity });
+    const opened = await openLink(answered.membership, "alpha", identity);
     expect(opened.ok).toBe(true);
     if (!opened.ok) return;
     expect(await opened.link.bind()).toEqual({ ok: true });
@@ -87,6 +91,23 @@ describe("enrolment", () => {
     expect((await ask(approach, asked)).ok).toBe(true);
     const [a, b] = mesh.enrolments.slice(before);
     expect(a?.question?.reply).not.toBe(b?.question?.reply);
+  });
+
+  it("a stale answer, sent to an earlier attempt's reply tail, is ignored (issue 27, item 17)", async () => {
+    const { approach, asked } = await asking(mesh, "stale");
+    mesh.setEnrolPolicy("stale", { answer: "ignore" });
+    const before = mesh.enrolments.length;
+    const first = await ask(approach, asked, { timeoutMs: 300 });
+    expect(first.ok || first.kind).toBe("timeout");
+    const old = mesh.enrolments[before]!.question!;
+    // the second attempt, the mesh still silent; while it waits, the answer to the first attempt arrives
+    const second = ask(approach, asked, { timeoutMs: STALE_WAIT_MS });
+    await waitFor(() => mesh.enrolments.length >= before + 2, EVENT_WAIT_MS, "the second question");
+    expect(mesh.enrolments[before + 1]!.question!.reply).not.toBe(old.reply);
+    await reply(mesh.nc, "stale", old.reply, sealedAnswer(old, await mesh.admit("stale")));
+    const answered = await second;
+    // the membership it carried was a real one, sealed to this node's key: only the tail tells it apart
+    expect(answered.ok || answered.kind).toBe("timeout");
   });
 
   it("says the mesh's refusal with its reason", async () => {
@@ -123,8 +144,9 @@ describe("enrolment", () => {
     expect(answered.ok).toBe(false);
     if (answered.ok) return;
     expect(answered.kind).toBe("auth");
-    expect(answered.reason).toContain("authentication error");
-    expect(answered.reason).toContain("enrol.badtoken");
+    expect(answered.reason).toContain("refused enrol.badtoken's credentials");
+    expect(answered.reason).toContain("the enrolment code is wrong, already used, expired or withdrawn");
+    expect(answered.reason).not.toMatch(/Authorization Violation/i);
     expect(answered.reason).not.toContain(seed);
     expect(answered.reason).not.toContain((asked.credential as { seed: string }).seed);
   });

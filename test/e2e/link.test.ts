@@ -1,5 +1,6 @@
 // The link against a real nats-server configured with exactly the node's permissions (the fixture):
 // enough to bind, hear, settle, report and beat — and not one act wider.
+import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -7,9 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Delivered, dial, type Link, openLink } from "../../src/link/index.ts";
 import {
   Heartbeat,
+  keyPairFromRaw,
   type Membership,
   makeMeshKey,
   Report,
+  rawPublicOf,
   signEnvelope,
   verifyEnvelope,
 } from "../../src/vocabulary/index.ts";
@@ -18,6 +21,13 @@ import { EVENT_WAIT_MS, MeshDouble, waitForAsync } from "../mesh/index.ts";
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/${name}`, import.meta.url), "utf8");
 const wire = (name: string) => JSON.stringify(JSON.parse(fixture(name)));
 const dec = new TextDecoder();
+/** web-1 signs with the fixture identity key, so what it says is the signed fixtures; every other node its own. */
+const fixtureIdentity = JSON.parse(fixture("identity-key.json")) as { seed: string };
+function identityOf(node: string): KeyObject {
+  if (node === "web-1")
+    return keyPairFromRaw("ed25519", Buffer.from(fixtureIdentity.seed, "base64")).privateKey;
+  return generateKeyPairSync("ed25519").privateKey;
+}
 
 const declaration = (node: string, n: number) => ({
   v: 1,
@@ -61,8 +71,10 @@ describe("the link", () => {
   const links: Link[] = [];
 
   async function linked(node: string, membership?: Membership): Promise<Link> {
-    const m = membership ?? (await mesh.admit(node));
-    const opened = await openLink(m, node, { pullExpiresMs: 5_000, identity: mesh.identityKey(node) });
+    const identity = identityOf(node);
+    // the double verifies what the node says by the key it enrolled with, and issues its user for that key
+    const m = membership ?? (await mesh.admit(node, { identity: rawPublicOf(identity).toString("base64") }));
+    const opened = await openLink(m, node, identity, { pullExpiresMs: 5_000 });
     if (!opened.ok) throw new Error(opened.reason);
     links.push(opened.link);
     return opened.link;
@@ -104,7 +116,9 @@ describe("the link", () => {
     const said = await link.report(report);
     expect(said).toMatchObject({ ok: true, duplicate: false });
     const got = await mesh.awaitReport(1, { node: "web-1" });
-    expect(dec.decode(got.data)).toBe(JSON.stringify(report));
+    // signed by the node's identity key: the body is the report as the node made it
+    expect(JSON.parse(dec.decode(got.data))).toMatchObject({ v: 2, body: JSON.stringify(report) });
+    expect(got.value).toEqual(report);
     expect(got.value?.declaration).toEqual({ seq, digest: verified.digest });
 
     const beat = Heartbeat.parse(JSON.parse(fixture("heartbeat.json")));
@@ -113,23 +127,23 @@ describe("the link", () => {
     expect(heard.subject).toBe("mesh.heartbeat.web-1");
   });
 
-  it("produces the report and heartbeat fixtures byte for byte", async () => {
+  it("produces the signed report and heartbeat fixtures byte for byte", async () => {
     const link = await bound("web-1", mesh.membershipOf("web-1"));
     const before = mesh.reports.filter((r) => r.subject === "mesh.report.web-1").length;
     const beats = mesh.heartbeats.length;
     expect(await link.report(Report.parse(JSON.parse(fixture("report.json"))))).toMatchObject({ ok: true });
     expect(link.heartbeat(Heartbeat.parse(JSON.parse(fixture("heartbeat.json"))))).toEqual({ ok: true });
     expect(dec.decode((await mesh.awaitReport(before + 1, { node: "web-1" })).data)).toBe(
-      wire("report.json"),
+      wire("report.signed.json"),
     );
-    expect(dec.decode((await mesh.awaitHeartbeat(beats + 1)).data)).toBe(wire("heartbeat.json"));
+    expect(dec.decode((await mesh.awaitHeartbeat(beats + 1)).data)).toBe(wire("heartbeat.signed.json"));
   });
 
   it("the same report sent again (an outbox retry) is one message on the stream", async () => {
     const link = await bound("retry");
     const report = reportFor("retry", 1, "0".repeat(64));
     const first = await link.report(report);
-    const again = await link.report(new TextEncoder().encode(JSON.stringify(report)));
+    const again = await link.report(structuredClone(report));
     expect(first).toMatchObject({ ok: true, duplicate: false });
     expect(again).toMatchObject({ ok: true, duplicate: true });
     if (first.ok && again.ok) expect(again.seq).toBe(first.seq);

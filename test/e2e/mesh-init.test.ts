@@ -1,14 +1,28 @@
-// `mesh init` and the mesh commands that need no bus, through the built executable: what init makes and
-// refuses, `node add`'s code and its file, and every wrong or stale input: one line, exit 2, nothing changed.
+// `mesh init`, the mesh commands without the bus (one line, exit 1: the state is on the bus, never read from a
+// stale file), and `node add`/`rm` with it, through the built executable: what init makes and refuses, the code
+// and its file, and every wrong or stale input: one line, exit 2, nothing changed.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
-import { enrolPermissions, MeshDir, nodePermissions } from "../../src/mesh/index.ts";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { enrolPermissions, MeshDir } from "../../src/mesh/index.ts";
 import { decodeCode } from "../../src/vocabulary/index.ts";
 import { NATS_SERVER } from "../mesh/index.ts";
-import { initMesh, mesh, serverDir } from "../mesh/operator.ts";
+import { freePortPairs, initMesh, mesh, meshUp, serverDir } from "../mesh/operator.ts";
+import { codeRecord, hasNode, nodeRecord } from "../mesh/state.ts";
+import { type Running, runCli } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
+import { runMarkerEnv } from "../support/strays.ts";
 import { snapshot, tempDir } from "../support/tmp.ts";
 
 beforeAll(() => {
@@ -36,6 +50,7 @@ describe("mesh init", () => {
     const r = await mesh(dir, ["init", "--server", "127.0.0.1:4999"]);
     expect(r.code, r.stderr).toBe(0);
     expect(mode(dir)).toBe(0o700);
+    expect(existsSync(join(dir, "nodes"))).toBe(false);
     for (const f of ["signing.key", "accounts.json", "tls/key.pem", "servers/1/server.conf"])
       expect(mode(join(dir, f)), f).toBe(0o600);
     const m = new MeshDir(dir);
@@ -111,10 +126,96 @@ describe("mesh init", () => {
   });
 });
 
-describe("mesh node add and rm, without the bus", () => {
-  it("prints the enrolment code and nothing else; the code pins the mesh's certificate", async () => {
+describe("the operator's errors in our words (issue 27, items 14 and 15)", () => {
+  it("init without openssl says so, in one line, and makes nothing", async () => {
+    const base = tempDir();
+    const dir = join(base, "m");
+    const noTools = join(base, "bin");
+    mkdirSync(noTools);
+    const r = await mesh(dir, ["init", "--server", "127.0.0.1:4993"], { env: { PATH: noTools } });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toBe(
+      "mesh-host: openssl is not installed, and mesh init makes the bus's certificate with it (Debian: apt install openssl)\n",
+    );
+    expect(r.stderr).not.toMatch(/ENOENT|spawnSync/);
+    expect(readdirSync(base)).toEqual(["bin"]);
+  });
+
+  it.runIf(process.getuid?.() === 0)(
+    "a mesh another user may not read is permission denied, not 'not a mesh'",
+    async () => {
+      const base = tempDir();
+      chmodSync(base, 0o755);
+      const dir = join(base, "m");
+      await initMesh(dir, [4992]);
+      const r = spawnSync(
+        "setpriv",
+        [
+          "--reuid=65534",
+          "--regid=65534",
+          "--clear-groups",
+          "--",
+          process.env.MESH_HOST_BIN!,
+          "mesh",
+          "--mesh",
+          dir,
+          "nodes",
+        ],
+        { encoding: "utf8", env: { PATH: "/usr/bin:/bin", ...runMarkerEnv() } },
+      );
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr).toBe(
+        `mesh-host: cannot read ${dir}: permission denied (a mesh directory is its owner's alone: run this as that user)\n`,
+      );
+    },
+  );
+});
+
+describe("without the bus: the commands that need the mesh's state say so", () => {
+  it("node add, node rm, nodes, push and watch: one line, exit 1, nothing changed, no stale file read", async () => {
     const dir = join(tempDir(), "m");
-    await initMesh(dir, [4997]);
+    await initMesh(dir, [4995]);
+    const before = snapshot(dir);
+    for (const args of [
+      ["node", "add", "web-1"],
+      ["node", "rm", "web-1"],
+      ["nodes"],
+      ["push", "web-1", "/nonexistent.json"],
+      ["watch"],
+    ]) {
+      const r = await mesh(dir, args);
+      expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(1);
+      expect(r.stdout).toBe("");
+      expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
+      expect(r.stderr).toMatch(
+        /the mesh's bus does not answer at nats:\/\/127\.0\.0\.1:4995 \(is `mesh-host mesh up` running\?\)/,
+      );
+    }
+    expect(snapshot(dir)).toEqual(before);
+    // bad input is still refused before the bus is looked for
+    await refused(dir, ["node", "add", "Web.1"], /node name "Web.1" must match/);
+    await refused(
+      dir,
+      ["node", "add", "web-1", "--expires", "forever"],
+      /--expires must be a number and s, m, h or d/,
+    );
+    await refused(dir, ["node", "add", "web-1", "--expires", "31d"], /--expires must be .* to 30d/);
+  });
+});
+
+describe("mesh node add and rm, with the bus", () => {
+  let dir: string;
+  let up: Running;
+  beforeAll(async () => {
+    dir = join(mkdtempSync(join(tmpdir(), "mesh-init-")), "m");
+    await initMesh(dir, await freePortPairs(1));
+    up = await meshUp(dir);
+  }, 300_000);
+  afterAll(async () => {
+    await up?.stop();
+  });
+
+  it("prints the enrolment code and nothing else; the code pins the mesh's certificate", async () => {
     const r = await mesh(dir, ["node", "add", "web-1"]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.trimEnd().split("\n")).toHaveLength(1);
@@ -123,12 +224,14 @@ describe("mesh node add and rm, without the bus", () => {
     const config = new MeshDir(dir).config();
     expect(code.value).toMatchObject({
       node: "web-1",
-      servers: ["nats://127.0.0.1:4997"],
+      servers: [new MeshDir(dir).urls()[0]],
       fingerprint: config.fingerprint,
     });
     if (!("jwt" in code.value)) throw new Error("a v1 code");
-    const record = new MeshDir(dir).known("web-1");
-    expect(mode(join(dir, "nodes/web-1.json"))).toBe(0o600);
+    const stored = await codeRecord(dir, "web-1");
+    // nothing of the node in the mesh directory: its record and code are on the bus
+    expect(existsSync(join(dir, "nodes"))).toBe(false);
+    const record = await nodeRecord(dir, "web-1");
     // the code's enrolling user: exactly protocol.md's enrolling grants, expiring with the code (24 h)
     const claims = JSON.parse(Buffer.from(code.value.jwt.split(".")[1]!, "base64url").toString()) as {
       sub: string;
@@ -137,77 +240,87 @@ describe("mesh node add and rm, without the bus", () => {
       nats: { pub: { allow: string[] }; sub: { allow: string[] } };
     };
     expect(claims.sub).toBe(record.enrol?.user);
+    expect(claims.sub).toBe(stored?.user);
     expect(claims.name).toBe("enrol.web-1");
     expect({ publish: claims.nats.pub, subscribe: claims.nats.sub }).toEqual(enrolPermissions("web-1"));
     expect(Math.abs(claims.exp - (Date.now() / 1000 + 24 * 3600))).toBeLessThan(120);
     expect(Date.parse(record.enrol!.expires_at)).toBe(claims.exp * 1000);
-    // nothing of the node's reached a server's configuration: no file is rewritten per node
+    expect(Date.parse(stored!.expires_at)).toBe(claims.exp * 1000);
+    // nothing of the node's reached a server's configuration, nor its seed the bus: no file is rewritten per node
     expect(readFileSync(join(serverDir(dir, 1), "server.conf"), "utf8")).not.toContain("web-1");
-    expect(readFileSync(join(dir, "nodes/web-1.json"), "utf8")).not.toContain(code.value.seed);
+    expect(JSON.stringify(stored)).not.toContain(code.value.seed);
+    expect(JSON.stringify(record)).not.toContain(code.value.seed);
     const short = await mesh(dir, ["node", "add", "web-9", "--expires", "30m"]);
     const shortCode = decodeCode(short.stdout);
     if (!shortCode.ok || !("jwt" in shortCode.value)) throw new Error("no v2 code");
     const exp = JSON.parse(Buffer.from(shortCode.value.jwt.split(".")[1]!, "base64url").toString()).exp;
     expect(Math.abs(exp - (Date.now() / 1000 + 1800))).toBeLessThan(120);
-    await refused(dir, ["node", "add", "web-8", "--expires", "99d"], /--expires must be from 1m to 30d/);
-    await refused(
-      dir,
-      ["node", "add", "web-8", "--expires", "soon"],
-      /--expires must be a number and a unit/,
-    );
+    await refused(dir, ["node", "add", "web-8", "--expires", "99d"], /--expires must be a number/);
   });
 
-  it("--code-file writes the code 0600 and prints no token", async () => {
-    const base = tempDir();
-    const dir = join(base, "m");
-    await initMesh(dir, [4996]);
-    const file = join(base, "web-2.code");
-    const r = await mesh(dir, ["node", "add", "web-2", "--code-file", file]);
+  it("--code-file writes the code 0600 and prints no token; --expires sets the code's expiry", async () => {
+    const file = join(dirname(dir), "web-2.code");
+    const r = await mesh(dir, ["node", "add", "web-2", "--code-file", file, "--expires", "90m"]);
     expect(r.code, r.stderr).toBe(0);
     expect(mode(file)).toBe(0o600);
     const code = decodeCode(readFileSync(file, "utf8"));
     if (!code.ok) throw new Error(code.reason);
     expect(r.stdout + r.stderr).not.toContain((code.value as { seed: string }).seed);
     expect(r.stdout).not.toContain("mesh1.");
+    const left = Date.parse((await codeRecord(dir, "web-2"))!.expires_at) - Date.now();
+    expect(left).toBeGreaterThan(80 * 60_000);
+    expect(left).toBeLessThanOrEqual(90 * 60_000);
     await refused(dir, ["node", "add", "web-3", "--code-file", file], /exists: not overwritten/);
   });
 
   it("refuses a wrong or stale node: one line, exit 2, nothing changed", async () => {
-    const dir = join(tempDir(), "m");
-    await initMesh(dir, [4995]);
-    expect((await mesh(dir, ["node", "add", "web-1"])).code).toBe(0);
-    await refused(dir, ["node", "add", "web-1"], /node web-1 is already in this mesh/);
+    expect((await mesh(dir, ["node", "add", "web-4"])).code).toBe(0);
+    await refused(dir, ["node", "add", "web-4"], /node web-4 is already in this mesh/);
     await refused(dir, ["node", "add", "Web.1"], /node name "Web.1" must match/);
     await refused(dir, ["node", "add"], /a NAME is needed/);
     await refused(dir, ["node", "add", "a", "b"], /takes one NAME/);
     await refused(dir, ["node", "rm", "nobody"], /node nobody is not in this mesh/);
-    await refused(dir, ["node", "move", "web-1"], /mesh node takes add or rm/);
+    await refused(dir, ["node", "move", "web-4"], /mesh node takes add or rm or reissue/);
     await refused(dir, ["frobnicate"], /unknown mesh command "frobnicate"/);
     await refused(dir, ["nodes", "--bogus"], /unknown flag --bogus/);
+    await refused(dir, ["push", "web-4"], /mesh push web-4 needs FILE after it, the declaration to push/);
     await refused(dir, ["push", "nobody", "/nonexistent.json"], /node nobody is not in this mesh/);
-    await refused(dir, ["push", "web-1", "/nonexistent.json"], /node web-1 has not enrolled yet/);
-    await refused(dir, ["push", "--all", "/nonexistent.json"], /no node of this mesh has enrolled yet/);
-    await refused(dir, ["move", "web-1", "--to", dir], /node web-1 has not enrolled yet/);
+    await refused(dir, ["push", "web-4", "/nonexistent.json"], /node web-4 has not enrolled yet/);
+    await refused(dir, ["move", "web-4", "--to", dir], /node web-4 has not enrolled yet/);
     await refused(dir, ["up", "--only", "2"], /--only must be a server from 1 to 1/);
     await refused(dir, ["watch", "extra"], /takes no argument/);
-    // the bus is not up: the commands that need it say so
-    await refused(
-      dir,
-      ["watch"],
-      /the mesh's bus does not answer at nats:\/\/127\.0\.0\.1:4995 \(is `mesh-host mesh up` running\?\)/,
-    );
     await refused(dir, ["up", "--unit", "--unit-dir", join(dir, "nowhere")], /--unit-dir .* does not exist/);
   });
 
-  it("node rm without the bus is refused in one line, nothing changed: a record gone unrevoked would leave its user", async () => {
-    const dir = join(tempDir(), "m");
-    await initMesh(dir, [4994]);
+  it("refuses an enrolment with a code past its --expires", async () => {
+    const added = await mesh(dir, ["node", "add", "late", "--expires", "1s"]);
+    expect(added.code, added.stderr).toBe(0);
+    const expires = Date.parse((await codeRecord(dir, "late"))!.expires_at);
+    while (Date.now() <= expires + 1000) await new Promise((r) => setTimeout(r, 100));
+    const base = dirname(dir);
+    mkdirSync(join(base, "late-root"));
+    const enrol = await runCli(
+      ["enrol", "--state", join(base, "late-state"), "--root", join(base, "late-root")],
+      {
+        input: added.stdout,
+      },
+    );
+    // refused by the bus (the enrolling user's JWT expired with the code), or by the controller (its record)
+    if (enrol.code === 2) expect(enrol.stderr).toMatch(/node late's code expired at /);
+    else {
+      expect(enrol.code, enrol.stderr).toBe(1);
+      expect(enrol.stderr).toMatch(/credentials|authori[sz]ation/i);
+    }
+    expect((await nodeRecord(dir, "late")).keys).toBeNull();
+  });
+
+  it("node rm revokes the node and takes its record and code away", async () => {
     expect((await mesh(dir, ["node", "add", "gone"])).code).toBe(0);
     const r = await mesh(dir, ["node", "rm", "gone"]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/does not answer .*so nothing could be revoked/);
-    expect(r.stderr.trim().split("\n")).toHaveLength(1);
-    expect(new MeshDir(dir).node("gone")).not.toBeNull();
+    expect(r.code, r.stderr).toBe(0);
+    expect(await hasNode(dir, "gone")).toBe(false);
+    expect(await codeRecord(dir, "gone")).toBeNull();
+    expect(readFileSync(join(serverDir(dir, 1), "server.conf"), "utf8")).not.toMatch(/gone/);
   });
 });
 

@@ -73,7 +73,17 @@ describe("mesh up, one server", () => {
     const nc = await asUser(dir, url, asMesh(dir));
     const jsm = await jetstreamManager(nc);
     const names = (await jsm.streams.names().next()).sort();
-    expect(names).toEqual(["DECLARE", "ENROL", "REKEY", "REPORTS"]);
+    // and the controller's state: its four key-value buckets
+    expect(names).toEqual([
+      "DECLARE",
+      "ENROL",
+      "KV_mesh-codes",
+      "KV_mesh-fleet",
+      "KV_mesh-jobs",
+      "KV_mesh-nodes",
+      "REKEY",
+      "REPORTS",
+    ]);
     expect((await jsm.streams.info("DECLARE")).config.max_msgs_per_subject).toBe(1);
     // bounded per node and in all (protocol.md "Limits")
     const reports = (await jsm.streams.info("REPORTS")).config;
@@ -131,6 +141,8 @@ describe("mesh up, a three-server cluster", () => {
     const jsm = await jetstreamManager(nc);
     const info = await jsm.streams.info("REPORTS");
     expect(info.config.num_replicas).toBe(3);
+    for (const bucket of ["mesh-nodes", "mesh-codes", "mesh-fleet", "mesh-jobs"])
+      expect((await jsm.streams.info(`KV_${bucket}`)).config.num_replicas, bucket).toBe(3);
     await nc.close();
     const pids = [1, 2, 3].map((i) => pidOf(dir, i));
     const enrolling = await addAndTry(dir, "web-1");

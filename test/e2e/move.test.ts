@@ -36,7 +36,7 @@ async function enrolOnA(node: string) {
   return { state, root };
 }
 
-/** The node's identity public key, as its store holds it: B issues the node's user for this key. */
+/** The node's identity public key, as its store holds it: B issues the node's user for this key and addresses to it. */
 function identityOf(state: string): string {
   const keys = loadKeys(state);
   if (!keys.ok) throw new Error(keys.reason);

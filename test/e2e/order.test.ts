@@ -143,12 +143,13 @@ describe("the signed order over the link", () => {
           },
         ],
       });
-      // exact text: the double adds no order to it
-      await mesh.declare(node, JSON.stringify(decl(node, "unordered\n")));
+      // exact text: the double adds no order to it (nor its address: given here, so the order is what is judged)
+      const to = mesh.identities.get(node);
+      await mesh.declare(node, JSON.stringify({ ...decl(node, "unordered\n"), to }));
       expect((await n.report(3)).refusals).toEqual([
         { id: "declaration", field: "serial", reason: "is required of a declaration from the mesh" },
       ]);
-      await mesh.declare(node, JSON.stringify(decl(node, "untimed\n", { serial: 9 })));
+      await mesh.declare(node, JSON.stringify({ ...decl(node, "untimed\n", { serial: 9 }), to }));
       expect((await n.report(4)).refusals[0]).toMatchObject({ field: "issued_at" });
       expect(n.conf()).toBe("v1\n");
       // no expiry: a declaration signed long ago, but newer in order, is taken

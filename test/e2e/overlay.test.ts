@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Hold } from "../../src/hold/index.ts";
 import { openBound } from "../../src/link/index.ts";
 import { verifyRekey } from "../../src/link/rekey.ts";
-import { loadKeys, Outbox, publicB64, State, StoreOriginals } from "../../src/store/index.ts";
+import { loadIdentity, loadKeys, Outbox, publicB64, State, StoreOriginals } from "../../src/store/index.ts";
 import { MeshDouble } from "../mesh/index.ts";
 import { cliCommand } from "../support/cli.ts";
 import { hostExec } from "../support/systemd.ts";
@@ -84,9 +84,9 @@ const quiet = { info() {}, warn() {}, error() {}, debug() {} };
 function hold(m: Machine, stateDir: string, node: string): Hold {
   const state = new State(stateDir);
   const membership = state.readMembership()!;
-  const keys = loadKeys(stateDir);
-  const identity = keys.ok ? keys.keys.identity.privateKey : undefined;
-  const dial = () => openBound(membership, node, { identity });
+  const identity = loadIdentity(stateDir);
+  if (!identity.ok) throw new Error(identity.reason);
+  const dial = () => openBound(membership, node, identity.pair.privateKey);
   const ports = { root: m.root, exec: m.exec, rootless: false, log: quiet, stateDir };
   return new Hold({
     deps: {
@@ -209,9 +209,10 @@ describe("overlay through the mesh", () => {
 
     const msg = await mesh.jsm.streams.getMessage("REKEY", { last_by_subj: `mesh.rekey.${node}` });
     const json = JSON.parse(Buffer.from(msg!.data).toString("utf8"));
-    const verified = verifyRekey(json, publicB64(after.keys.identity.publicKey));
+    const verified = verifyRekey(msg!.data, node, publicB64(after.keys.identity.publicKey));
     expect(verified.ok, verified.ok ? "" : verified.reason).toBe(true);
-    expect(json).toMatchObject({
+    expect(json).toMatchObject({ v: 2, sig: expect.any(String) });
+    expect(JSON.parse(json.body)).toMatchObject({
       v: 1,
       node,
       left: minted,
@@ -226,7 +227,9 @@ describe("overlay through the mesh", () => {
       },
     });
     // a changed message no longer verifies
-    expect(verifyRekey({ ...json, taken: minted }, publicB64(after.keys.identity.publicKey)).ok).toBe(false);
+    const changed = { ...json, body: JSON.stringify({ ...JSON.parse(json.body), taken: minted }) };
+    const changedBytes = new TextEncoder().encode(JSON.stringify(changed));
+    expect(verifyRekey(changedBytes, node, publicB64(after.keys.identity.publicKey)).ok).toBe(false);
 
     // again: the same message told again (one message to the stream), nothing else changed
     const again = await cli(p.hub, "overlay", "take", "--tunnel", "wg0", "--state", state, "--root", "/");

@@ -5,7 +5,7 @@
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { State } from "../../src/store/index.ts";
+import { ensureKeys, State } from "../../src/store/index.ts";
 import { makeMeshKey, signEnvelope } from "../../src/vocabulary/index.ts";
 import { ensureSea } from "../support/sea.ts";
 import { bootContainer, type Container } from "../support/systemd.ts";
@@ -39,7 +39,10 @@ async function journal(): Promise<string[]> {
 
 /** What `mesh-host enrol` leaves, written by the same store code and in its order; the bus is nowhere. */
 function enrol(body?: string) {
-  const state = new State(join(c.root, "var/lib/mesh-host"));
+  const dir = join(c.root, "var/lib/mesh-host");
+  const state = new State(dir);
+  // its keys first, as enrol makes them: a node that cannot sign what it says does not start
+  if (!ensureKeys(dir).ok) throw new Error(`cannot make the node's keys in ${dir}`);
   const mesh = makeMeshKey();
   state.writeMembership({
     transport: "nats",

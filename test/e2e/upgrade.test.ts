@@ -1,17 +1,16 @@
 // Self-upgrade by a clean exit, and a rollback that happens once: the built executable under the real launcher,
 // with a restart loop standing in for systemd's Restart=always, against a real nats-server.
-import type { ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UPGRADE_CHECK_MS, UPGRADE_SETTLE_MS } from "../../src/defaults.ts";
 import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
-import { killGroup, spawnGroup } from "../support/processes.ts";
-import { ensureSea, REPO, seaVariant } from "../support/sea.ts";
+import { spawnGroup } from "../support/processes.ts";
+import { RestartLoop } from "../support/restart-loop.ts";
+import { ensureSea, seaVariant } from "../support/sea.ts";
 import { tempDir } from "../support/tmp.ts";
 
-const LAUNCH = join(REPO, "pkgbuild/launch");
 const sha = (p: string) => createHash("sha256").update(readFileSync(p)).digest("hex");
 
 let mesh: MeshDouble;
@@ -23,61 +22,8 @@ afterAll(async () => {
   await mesh?.stop();
 });
 
-/** systemd's part: start the launcher, and start it again whenever it exits, until told to stop. */
-class RestartLoop {
-  starts = 0;
-  exits: (number | string)[] = [];
-  private child: ChildProcess | null = null;
-  private stopping = false;
-  private done: Promise<void>;
-  log = "";
-
-  constructor(bin: string, state: string, root: string) {
-    this.done = (async () => {
-      while (!this.stopping) {
-        this.starts++;
-        const child = spawnGroup(
-          "sh",
-          [
-            LAUNCH,
-            "run",
-            "--state",
-            state,
-            "--root",
-            root,
-            "--heartbeat-s",
-            "1",
-            "--redial-spread-s",
-            "1",
-            "--drift-s",
-            "600",
-          ],
-          {
-            env: { ...process.env, MESH_HOST_BIN: bin },
-            stdio: ["ignore", "ignore", "pipe"],
-          },
-        );
-        this.child = child;
-        child.stderr!.on("data", (d) => (this.log += d));
-        this.exits.push(
-          await new Promise((r) =>
-            child.on("exit", (c, s) => {
-              killGroup(child.pid!);
-              r(c ?? s ?? -1);
-            }),
-          ),
-        );
-        if (!this.stopping) await new Promise((r) => setTimeout(r, 100));
-      }
-    })();
-  }
-
-  async stop(): Promise<void> {
-    this.stopping = true;
-    this.child?.kill("SIGTERM");
-    await this.done;
-  }
-}
+/** Each start: a heartbeat a second, redials within a second, no drift check to muddy the counts. */
+const LOOP_ARGS = ["--heartbeat-s", "1", "--redial-spread-s", "1", "--drift-s", "600"];
 
 async function installedNode(node: string) {
   const base = tempDir();
@@ -125,7 +71,7 @@ describe("upgrade and rollback under the launcher", () => {
     const node = "upgrader";
     const m = await installedNode(node);
     const v1 = sha(m.bin);
-    const loop = new RestartLoop(m.bin, m.state, m.root);
+    const loop = new RestartLoop(m.bin, m.state, m.root, LOOP_ARGS);
     try {
       await confirmedAs(m.state, v1, "v1 confirmed");
       await mesh.declare(node, decl(node, "from v1\n"));
@@ -154,7 +100,7 @@ describe("upgrade and rollback under the launcher", () => {
     const node = "rollbacker";
     const m = await installedNode(node);
     const v1 = sha(m.bin);
-    const loop = new RestartLoop(m.bin, m.state, m.root);
+    const loop = new RestartLoop(m.bin, m.state, m.root, LOOP_ARGS);
     try {
       await confirmedAs(m.state, v1, "v1 confirmed");
       await mesh.declare(node, decl(node, "from v1\n"));

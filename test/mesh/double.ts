@@ -29,11 +29,13 @@ import {
   ensureStreams,
   membershipOf,
   nodeUserJwt,
+  type ReleaseInput,
   refusedAnswer,
   reply,
   revokeUsers,
   sealedAnswer,
   serviceAuthenticator,
+  storeRelease,
   userOfIdentity,
 } from "../../src/mesh/index.ts";
 import {
@@ -42,19 +44,20 @@ import {
   type Envelope,
   encodeCode,
   type Heartbeat,
-  Heartbeat as HeartbeatSchema,
   keyPairOfSeed,
   type Membership,
   makeMeshKey,
+  type NodeMessageKind,
   nkeyOf,
   publicKeyFromRaw,
+  type ReleaseManifest,
   type Report,
-  Report as ReportSchema,
   rawKeyFromB64,
   rawPublicOf,
   STREAM_SUBJECTS,
   seedOf,
   signEnvelope,
+  verifyNodeMessage,
 } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS } from "../support/events.ts";
 import { type MadeCert, makeCert } from "./cert.ts";
@@ -216,6 +219,12 @@ export class MeshDouble {
     return { kind: "jwt", user: `enrol.${node}`, jwt: decoded.value.jwt, key: pair.privateKey };
   }
 
+  /** `node`'s identity public key as standard base64 of its raw 32 bytes: what declarations are addressed to. */
+  private identityB64(node: string): string | undefined {
+    const known = this.identities.get(node);
+    return known ? rawPublicOf(known.publicKey).toString("base64") : undefined;
+  }
+
   /** The identity private key the double made for `node` (admitted without enrolling): what the node dials with. */
   identityKey(node: string): KeyObject {
     const key = this.identities.get(node)?.privateKey;
@@ -227,16 +236,32 @@ export class MeshDouble {
   async revokeNode(node: string): Promise<void> {
     const identity = this.identities.get(node);
     if (!identity) throw new Error(`mesh double: node ${node} has no user`);
+    await this.revoke({
+      user: nkeyOf("user", identity.publicKey),
+      at: Math.floor(Date.now() / 1000),
+      enrolling: false,
+    });
+  }
+
+  /** Revoke a code's enrolling user, as the controller does once the code is spent. */
+  async revokeCode(code: string): Promise<void> {
+    const decoded = decodeCode(code);
+    if (!decoded.ok || !("jwt" in decoded.value)) throw new Error("mesh double: not a v2 code");
+    const claims = JSON.parse(Buffer.from(decoded.value.jwt.split(".")[1] ?? "", "base64url").toString()) as {
+      sub: string;
+      exp: number;
+    };
+    await this.revoke({ user: claims.sub, at: claims.exp, enrolling: true });
+  }
+
+  private async revoke(revoke: { user: string; at: number; enrolling: boolean }): Promise<void> {
     const sys = await connect({
       servers: this.url,
       authenticator: serviceAuthenticator(this.server.accounts, "system", "mesh-double-sys"),
       tls: { ca: this.cert.certPem },
     });
     try {
-      const user = nkeyOf("user", identity.publicKey);
-      await revokeUsers(sys, this.server.accounts, [
-        { user, at: Math.floor(Date.now() / 1000), enrolling: false },
-      ]);
+      await revokeUsers(sys, this.server.accounts, [revoke]);
     } finally {
       await sys.close();
     }
@@ -286,8 +311,9 @@ export class MeshDouble {
   }
 
   /**
-   * The envelope the mesh would send: a declaration given as an object carries the next serial for `node` and
-   * the time (protocol.md, "The signed order") unless it names its own; exact text is signed as it stands.
+   * The envelope the mesh would send: a declaration given as an object carries the next serial for `node`, the
+   * time (protocol.md, "The signed order") and `to`, the node's identity key when the double knows it, unless it
+   * names its own; exact text is signed as it stands.
    */
   sign(node: string, body: object | string): Envelope {
     const text = typeof body === "string" ? body : JSON.stringify(this.ordered(node, body));
@@ -295,10 +321,11 @@ export class MeshDouble {
   }
 
   private ordered(node: string, body: object): object {
-    const given = body as { serial?: unknown; issued_at?: unknown };
+    const given = body as { serial?: unknown; issued_at?: unknown; to?: unknown };
     const serial = typeof given.serial === "number" ? given.serial : (this.serials.get(node) ?? 0) + 1;
     this.serials.set(node, Math.max(serial, this.serials.get(node) ?? 0));
-    return { ...body, serial, issued_at: given.issued_at ?? new Date().toISOString() };
+    const to = given.to ?? this.identityB64(node);
+    return { ...body, ...(to ? { to } : {}), serial, issued_at: given.issued_at ?? new Date().toISOString() };
   }
 
   /** Publish anything on `mesh.declare.<node>` — a forged envelope, raw bytes; the stream seq. */
@@ -413,6 +440,11 @@ export class MeshDouble {
   }
 
   /** Close everything the double started and remove its directory. */
+  /** A release of mesh-host stored on the double's bus, its manifest signed by the double's mesh key. */
+  storeRelease(input: ReleaseInput): Promise<ReleaseManifest> {
+    return storeRelease(this.bus, this.meshKey.privateKey, 1, input);
+  }
+
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
@@ -437,13 +469,13 @@ export class MeshDouble {
     this.loops.push(this.consumeLoop("ENROL", "mesh-enrol", (m) => this.answer(m)));
     this.loops.push(
       this.consumeLoop("REPORTS", "mesh-reports", async (m) => {
-        this.reports.push(received(m.subject, m.seq, m.data, ReportSchema));
+        this.reports.push(this.received(m.subject, m.seq, m.data, "report"));
         m.ack();
       }),
     );
     this.heartbeatSub = this.nc.subscribe("mesh.heartbeat.>", {
       callback: (err, m) => {
-        if (!err) this.heartbeats.push(received(m.subject, 0, m.data, HeartbeatSchema));
+        if (!err) this.heartbeats.push(this.received(m.subject, 0, m.data, "heartbeat"));
       },
     });
   }
@@ -460,6 +492,27 @@ export class MeshDouble {
     );
   }
 
+  /** A node's message as the mesh reads it: its value only when signed by the node's identity key. */
+  private received<K extends "report" | "heartbeat">(
+    subject: string,
+    seq: number,
+    data: Uint8Array,
+    kind: K,
+  ): Received<K extends "report" ? Report : Heartbeat> {
+    const node = subject.split(".")[2] ?? "";
+    const identity = this.identityB64(node);
+    const verified = identity
+      ? verifyNodeMessage(Uint8Array.from(data), kind as NodeMessageKind, node, identity)
+      : { ok: false as const, reason: `the double knows no identity key of node ${node}` };
+    return {
+      subject,
+      seq,
+      data: Uint8Array.from(data),
+      value: verified.ok ? (verified.value as K extends "report" ? Report : Heartbeat) : null,
+      problem: verified.ok ? null : verified.reason,
+    };
+  }
+
   private async answer(m: JsMsg): Promise<void> {
     const transportReply = (m as unknown as { reply: string }).reply;
     const parsed = EnrolQuestion.safeParse(safeJson(m.data));
@@ -469,6 +522,9 @@ export class MeshDouble {
       return;
     }
     const question = parsed.data;
+    const raw = rawKeyFromB64(question.keys.identity);
+    if (m.subject === `mesh.enrol.${question.node}` && raw)
+      this.identities.set(question.node, { publicKey: publicKeyFromRaw("ed25519", raw) });
     const policy = this.policies.get(question.node) ?? { answer: "membership" };
     if (m.subject !== `mesh.enrol.${question.node}`) {
       await reply(
@@ -496,22 +552,6 @@ export class MeshDouble {
     }
     m.ack();
   }
-}
-
-function received<T>(
-  subject: string,
-  seq: number,
-  data: Uint8Array,
-  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: Error } },
-): Received<T> {
-  const parsed = schema.safeParse(safeJson(data));
-  return {
-    subject,
-    seq,
-    data: Uint8Array.from(data),
-    value: parsed.success ? parsed.data : null,
-    problem: parsed.success ? null : parsed.error.message,
-  };
 }
 
 function safeJson(data: Uint8Array): unknown {

@@ -77,3 +77,15 @@ export async function initMesh(dir: string, ports: number[]): Promise<void> {
   const r = await mesh(dir, ["init", ...ports.flatMap((p) => ["--server", `127.0.0.1:${p}`])]);
   if (r.code !== 0) throw new Error(`mesh init exited ${r.code}: ${r.stderr}`);
 }
+
+/**
+ * A set-up step (not the behaviour under test) run again when the bus refused the controller's CONNECT while a
+ * server was reloading its user list: nats-server 2.9 answers a CONNECT that lands mid-reload with an
+ * authentication error ("User \"\"" in its log), seen when a node add follows an enrolment's reload closely.
+ */
+export async function meshSetUp(dir: string, args: string[], tries = 3): Promise<CliResult> {
+  for (let i = 1; ; i++) {
+    const r = await mesh(dir, args);
+    if (r.code === 0 || i >= tries || !r.stderr.includes("Authorization Violation")) return r;
+  }
+}

@@ -15,7 +15,7 @@ function tail(result: ExecResult): string {
 }
 
 function outcome(result: ExecResult, timeoutS: number): { ok: boolean; said: string } {
-  if (result.spawnError) return { ok: false, said: `could not start ${result.spawnError}` };
+  if (result.spawnError) return { ok: false, said: `could not start: ${result.spawnError}` };
   if (result.timedOut) return { ok: false, said: `timed out after ${timeoutS} s${tail(result)}` };
   if (result.code === 0) return { ok: true, said: `exit 0${tail(result)}` };
   return {

@@ -2,11 +2,12 @@
 
 import { closeSync } from "node:fs";
 import { basename } from "node:path";
-import { DEFAULT_DIR_MODE } from "../../defaults.ts";
+import { DEFAULT_DIR_MODE, PLAN_NAMES_MAX } from "../../defaults.ts";
 import {
   chmodDirAt,
   entryAt,
   forgetUnder,
+  idsField,
   listAt,
   octal,
   openDirAt,
@@ -23,6 +24,15 @@ import type { DirectoryResource } from "../../vocabulary/index.ts";
 import { executeBy, failsAgain, forgets, keeps, stepsOf } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
 import { type Claim, claimOf } from "./claim.ts";
+import {
+  keptParents,
+  madeParents,
+  makingWords,
+  missingParents,
+  parentMaker,
+  removeParents,
+  removingWords,
+} from "./parents.ts";
 
 export interface DirectoryRecord extends RecordBase {
   type: "directory";
@@ -31,6 +41,8 @@ export interface DirectoryRecord extends RecordBase {
   /** The mode it had when the mesh first found it, to give back on undeclare. */
   found_mode?: string;
   mode?: string;
+  /** The parent directories the host made for it (absent before): removed with it when empty. */
+  parents?: string[];
 }
 
 interface DirData {
@@ -60,6 +72,13 @@ function unmanagedEntries(root: string, path: string, declared: ReadonlySet<stri
     .filter((p) => !keep(p));
 }
 
+/** What a purge removes, by name (the plan said only how many): the first few, then how many more. */
+function purgeWords(purge: string[]): string {
+  const named = purge.slice(0, PLAN_NAMES_MAX).join(", ");
+  const more = purge.length - PLAN_NAMES_MAX;
+  return more > 0 ? `${named} and ${more} more` : named;
+}
+
 /** The directory applier's steps, keyed by action (`restore` carries the mode found): each executor gets its own. */
 export type DirectoryStep =
   | StepOf<"make" | "adopt" | "none", DirData>
@@ -67,8 +86,6 @@ export type DirectoryStep =
   | StepOf<"remove" | "forget" | "fail" | "refuse">;
 
 const step = stepsOf<DirectoryStep>("directory");
-
-const refuse = (id: string, detail: string) => step(id, "failed", "refuse", detail);
 
 /** What is in the way at `path` fails this step alone (never followed); a path no host may act on refuses. */
 const blocked = (id: string, path: string, detail: string) =>
@@ -90,7 +107,8 @@ const executors: Executors<DirectoryStep, DirectoryResource, DirectoryRecord> = 
         detail: `${path} left in place: it holds what the mesh did not create`,
         record: null,
       };
-    return { did: "removed", detail: step.detail, record: null };
+    const detail = `${step.detail.split("; then ")[0]}${removeParents(record?.parents, ctx)}`;
+    return { did: "removed", detail, record: null };
   },
   restore: async (step, wanted, record, ctx) => {
     chmodDirAt(ctx.ports.root, pathOf(wanted, record), step.data);
@@ -116,28 +134,32 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord, Direc
     if (typeof found === "string") return blocked(wanted.id, wanted.path, found);
     const ids = rootless ? {} : resolveIds(root, wanted.owner, wanted.group);
     const ignored = ownerIgnored(rootless, wanted);
-    if (typeof ids === "string") return refuse(wanted.id, ids);
+    // the field that did not resolve is blamed, never `path`
+    if (typeof ids === "string") return step(wanted.id, "failed", "refuse", ids, undefined, idsField(ids));
     const mode = parseMode(wanted.mode);
     const purge = wanted.purge ? unmanagedEntries(root, wanted.path, ctx.declaredPaths) : [];
     // a path another id recorded is the mesh's already: never taken as found
     const prior: Claim | undefined = record ?? claimOf(ctx, wanted.path, wanted.id);
+    const made = found === null ? madeParents(ctx, missingParents(root, wanted.path)) : [];
     const intent: DirectoryRecord = {
       type: "directory",
       path: wanted.path,
       created: prior ? prior.created : found === null,
       mode: wanted.mode,
       found_mode: prior ? prior.found_mode : found ? octal(found.mode) : undefined,
+      parents: keptParents(record?.parents, made),
     };
     const data: DirData = { mode, ...ids, create: found === null, purge, intent };
     if (found === null) {
       const did = record?.created ? "repaired" : "created";
-      return step(wanted.id, did, "make", `${wanted.path} ${did}${ignored}`, data);
+      const making = makingWords(ctx, wanted.id, made);
+      return step(wanted.id, did, "make", `${wanted.path} ${did}${making}${ignored}`, data);
     }
     const wrong = [
       mode !== undefined && mode !== found.mode ? `mode ${octal(found.mode)} → ${octal(mode)}` : "",
       ids.uid !== undefined && ids.uid !== found.uid ? `owner ${found.uid} → ${ids.uid}` : "",
       ids.gid !== undefined && ids.gid !== found.gid ? `group ${found.gid} → ${ids.gid}` : "",
-      purge.length ? `purge ${purge.length} unmanaged entr${purge.length === 1 ? "y" : "ies"}` : "",
+      purge.length ? `purge ${purgeWords(purge)}` : "",
     ].filter(Boolean);
     if (!wrong.length)
       return step(
@@ -161,7 +183,13 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord, Direc
       return step(id, "unchanged", "forget", `${record.path} was already gone: nothing was removed`);
     if (typeof found === "string")
       return step(id, "unchanged", "forget", `${record.path} left in place: ${found}`);
-    if (record.created) return step(id, "removed", "remove", `${record.path} removed (the mesh created it)`);
+    if (record.created)
+      return step(
+        id,
+        "removed",
+        "remove",
+        `${record.path} removed (the mesh created it)${removingWords(record.parents, ctx)}`,
+      );
     const back = parseMode(record.found_mode);
     if (back !== undefined && back !== found.mode)
       return step(id, "restored", "restore", `${record.path} given back mode ${record.found_mode}`, back);
@@ -180,7 +208,10 @@ async function makeAndReadBack(
   const { root } = ctx.ports;
   // walked afresh and held as a handle: the chmod, chown and purge land on the directory the walk reached,
   // and a link swapped in anywhere on the path since the plan is refused, never followed
-  const fd = openDirAt(root, wanted.path, data.create ? (data.mode ?? DEFAULT_DIR_MODE) : undefined);
+  // the directory itself as declared (0755 when no mode is), whatever the umask; its parents as they are made
+  const parents = parentMaker(ctx);
+  const made = (p: string) => (p === wanted.path ? { mode: data.mode ?? DEFAULT_DIR_MODE } : parents(p));
+  const fd = openDirAt(root, wanted.path, data.create ? made : undefined);
   try {
     setOnHandle(fd, wanted.path, data);
     // a link among the entries is removed itself, never what it points at

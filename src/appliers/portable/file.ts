@@ -1,7 +1,8 @@
 // file: written atomically, read back by digest and mode; what was found is held, never lost.
 
-import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE } from "../../defaults.ts";
+import { DEFAULT_FILE_MODE } from "../../defaults.ts";
 import {
+  idsField,
   octal,
   ownerIgnored,
   parseMode,
@@ -18,6 +19,15 @@ import { executeBy, failsAgain, forgets, keeps, stepsOf } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
 import { type Claim, claimOf } from "./claim.ts";
 import { fileDiff } from "./file-diff.ts";
+import {
+  keptParents,
+  madeParents,
+  makingWords,
+  missingParents,
+  parentMaker,
+  removeParents,
+  removingWords,
+} from "./parents.ts";
 
 export interface FileRecord extends RecordBase {
   type: "file";
@@ -27,6 +37,8 @@ export interface FileRecord extends RecordBase {
   /** SHA-256 of what the host last wrote: a digest, never the content (it may be a secret). */
   wrote: string;
   mode?: string;
+  /** The parent directories the host made for it (absent before): removed with it when empty. */
+  parents?: string[];
 }
 
 interface Found {
@@ -80,8 +92,6 @@ function wantedBytes(wanted: FileResource, ctx: DecideContext): Uint8Array {
 
 const step = stepsOf<FileStep>("file");
 
-const refuse = (wanted: { id: string }, detail: string) => step(wanted.id, "failed", "refuse", detail);
-
 /** What is in the way at `path` fails this step alone (never followed); a path no host may act on refuses. */
 const blocked = (wanted: { id: string }, path: string, detail: string) =>
   step(wanted.id, "failed", placeRefuses(path) ? "refuse" : "fail", detail);
@@ -106,7 +116,8 @@ const executors: Executors<FileStep, FileResource, FileRecord> = {
   write: async (step, wanted, record, ctx) => writeAndReadBack(step, pathOf(wanted, record), ctx),
   remove: async (step, wanted, record, ctx) => {
     removeFileAt(ctx.ports.root, pathOf(wanted, record));
-    return { did: "removed", detail: step.detail, record: null };
+    const detail = `${step.detail.split("; then ")[0]}${removeParents(record?.parents, ctx)}`;
+    return { did: "removed", detail, record: null };
   },
   restore: async (step, wanted, record, ctx) => restoreOriginal(step, pathOf(wanted, record), ctx),
   forget: forgets,
@@ -148,7 +159,8 @@ export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
     const found = await readFound(root, wanted.path);
     if (typeof found === "string") return blocked(wanted, wanted.path, found);
     const ids = rootless ? {} : resolveIds(root, wanted.owner, wanted.group);
-    if (typeof ids === "string") return refuse(wanted, ids);
+    // the field that did not resolve is blamed, never `path`
+    if (typeof ids === "string") return step(wanted.id, "failed", "refuse", ids, undefined, idsField(ids));
     const bytes = wantedBytes(wanted, ctx);
     const sha = sha256(bytes);
     const mode = parseMode(wanted.mode) ?? found?.mode ?? DEFAULT_FILE_MODE;
@@ -172,26 +184,14 @@ export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
         created: prior?.created ?? false,
         wrote: sha,
         mode: wanted.mode,
+        parents: record?.parents,
       };
       // only a take-over holds what it found: an unchanged file of the mesh's own is no original
       const secret = wanted.secret !== undefined;
       const data = { hold: action === "adopt" ? found : undefined, sha, intent, secret };
       return step(wanted.id, "unchanged", action, `${wanted.path} is as declared${ignored}`, data);
     }
-    const did = writeDid(found, prior, sha, wanted.mode);
-    // the first original is the record's; content found later at a held path is kept once beside it
-    const hold = found && !prior?.created && found.sha !== prior?.wrote ? found : undefined;
-    const what =
-      did === "repaired"
-        ? "put back after a change the mesh did not make"
-        : did === "created"
-          ? "created"
-          : "rewritten";
-    const held = hold && !record ? "; the original is held" : "";
-    const created = prior ? prior.created : hold === undefined;
-    const intent: FileRecord = { type: "file", path: wanted.path, created, wrote: sha, mode: wanted.mode };
-    const data: WriteData = { bytes, sha, mode, ...ids, hold, intent, secret: wanted.secret !== undefined };
-    return step(wanted.id, did, "write", `${wanted.path} ${what}${held}${ignored}`, data);
+    return writeStep(wanted, { found, record, prior }, { bytes, sha, mode, ...ids }, ctx, ignored);
   },
 
   async decideRemoval(id, record, ctx) {
@@ -213,11 +213,47 @@ export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
         "forget",
         `${record.path} left in place: changed by hand since the mesh wrote it`,
       );
-    return step(id, "removed", "remove", `${record.path} removed (the mesh created it)`);
+    const parents = removingWords(record.parents, ctx);
+    return step(id, "removed", "remove", `${record.path} removed (the mesh created it)${parents}`);
   },
 
   execute: executeBy(executors),
 };
+
+/** The write that makes `path` as declared: the word for it, what it holds first, and the parents it makes. */
+function writeStep(
+  wanted: FileResource,
+  seen: { found: Found | null; record: FileRecord | undefined; prior: Claim | undefined },
+  w: { bytes: Uint8Array; sha: string; mode: number; uid?: number; gid?: number },
+  ctx: DecideContext,
+  ignored: string,
+): FileStep {
+  const { found, record, prior } = seen;
+  const did = writeDid(found, prior, w.sha, wanted.mode);
+  // the first original is the record's; content found later at a held path is kept once beside it
+  const hold = found && !prior?.created && found.sha !== prior?.wrote ? found : undefined;
+  const what =
+    did === "repaired"
+      ? "put back after a change the mesh did not make"
+      : did === "created"
+        ? "created"
+        : "rewritten";
+  const held = hold && !record ? "; the original is held" : "";
+  const created = prior ? prior.created : hold === undefined;
+  const made = found === null ? madeParents(ctx, missingParents(ctx.ports.root, wanted.path)) : [];
+  const parents = keptParents(record?.parents, made);
+  const intent: FileRecord = {
+    type: "file",
+    path: wanted.path,
+    created,
+    wrote: w.sha,
+    mode: wanted.mode,
+    parents,
+  };
+  const data: WriteData = { ...w, hold, intent, secret: wanted.secret !== undefined };
+  const making = makingWords(ctx, wanted.id, made);
+  return step(wanted.id, did, "write", `${wanted.path} ${what}${making}${held}${ignored}`, data);
+}
 
 async function writeAndReadBack(
   step: StepOf<"write", WriteData>,
@@ -230,7 +266,7 @@ async function writeAndReadBack(
     held = { path, original: await ctx.ports.originals.keep(path, data.hold.bytes, data.hold, data.secret) };
   const { root } = ctx.ports;
   const { mode, uid, gid } = data;
-  await writeFileAt(root, path, data.bytes, { mode, uid, gid, dirMode: DEFAULT_DIR_MODE });
+  await writeFileAt(root, path, data.bytes, { mode, uid, gid, dirMode: parentMaker(ctx) });
   // read back where the declared path is now, walked afresh: a swap since the write is seen, not trusted
   const back = await readFound(root, path, true);
   const next: FileRecord = data.intent;

@@ -33,7 +33,8 @@ export async function approachOf(ctx: Context): Promise<EnrolmentCode> {
   const text =
     given ?? (codeFile !== undefined ? readCodeFile(codeFile) : await readStdin("the enrolment code"));
   const decoded = decodeCode(text);
-  if (!decoded.ok) throw new UsageError(`not a valid enrolment code: ${decoded.reason}`);
+  // the reason names the code's part already ("enrolment code prefix: …"): said once, not twice
+  if (!decoded.ok) throw new UsageError(decoded.reason);
   // said once the code is taken: a refusal stays one line
   if (given !== undefined) warnArgv();
   return decoded.value;

@@ -1,10 +1,18 @@
 // `enrol` (the code on standard input, or --code-file F): make keys, ask the mesh, save the membership. The token
 // is never printed.
-import { arch, hostname } from "node:os";
 import { meshInterfaces, facts as tunnelFacts } from "../../appliers/arch/overlay/index.ts";
-import { BUILD } from "../../build-info.ts";
+import { hostFacts } from "../../hosts/index.ts";
 import { ask } from "../../link/asking.ts";
-import { acquireLock, ensureKeys, overlayKeyFromB64, publicKeys, saveKey } from "../../store/index.ts";
+import {
+  acquireLock,
+  ensureKeys,
+  forgetOrder,
+  makeKeyPair,
+  type NodeKeys,
+  overlayKeyFromB64,
+  publicKeys,
+  saveKey,
+} from "../../store/index.ts";
 import { type Found, findTunnel, type TunnelFacts } from "../../system/arch/index.ts";
 import { localExec } from "../../system/index.ts";
 import { UsageError } from "../args.ts";
@@ -15,17 +23,12 @@ import { approachOf } from "./enrol-code.ts";
 export async function enrolCommand(ctx: Context): Promise<number> {
   const code = await approachOf(ctx);
   const known = ctx.state.readNode();
-  if (known && known.node !== code.node)
-    throw new UsageError(`this node is "${known.node}"; the code is for "${code.node}"`);
-  if (ctx.state.readMembership())
-    throw new UsageError(
-      "this node is already enrolled (its membership is saved); a move comes from the mesh",
-    );
+  const replacing = enrolledAlready(ctx, code.node);
   const lock = await acquireLock(ctx.state.ensure().dir);
   try {
     const found = await foundTunnel(ctx);
     const tunnel = found.kind === "one" ? takeKey(ctx, found) : undefined;
-    const keys = ensureKeys(ctx.state.dir);
+    const keys = replacing ? renewedKeys(ctx.state.dir) : ensureKeys(ctx.state.dir);
     if (!keys.ok) throw new UsageError(keys.reason);
     const answer = await ask(
       { servers: code.servers, fingerprint: code.fingerprint, transport: code.transport },
@@ -34,16 +37,22 @@ export async function enrolCommand(ctx: Context): Promise<number> {
         credential: "token" in code ? { token: code.token } : { jwt: code.jwt, seed: code.seed },
         keys: publicKeys(keys.keys),
         sealing: keys.keys.sealing.privateKey,
-        facts: { os: ctx.host.kind, arch: arch(), hostname: hostname(), version: BUILD.version },
+        facts: hostFacts(ctx.host.kind),
         ...(tunnel ? { tunnel } : {}),
       },
     );
     if (!answer.ok) {
-      ctx.log.warn({ node: code.node, kind: answer.kind }, "enrolment refused");
-      if (answer.kind === "refused") throw new UsageError(answer.reason);
+      // the mesh's refusal and a code the bus refuses are refusals (exit 2); a bus not reached is a failure
+      const refused = answer.kind === "refused" || answer.kind === "auth";
+      ctx.log.warn(
+        { node: code.node, kind: answer.kind },
+        refused ? "enrolment refused" : "enrolment failed",
+      );
+      if (refused) throw new UsageError(answer.reason);
       process.stderr.write(`mesh-host: enrolment failed: ${answer.reason}\n`);
       return 1;
     }
+    if (replacing) keepRenewed(ctx, keys.keys, answer.membership.mesh_key);
     ctx.state.writeMembership(answer.membership);
     ctx.state.writeNode({ node: code.node, mode: known?.mode ?? null });
     ctx.log.info({ node: code.node, servers: answer.membership.servers }, "enrolled");
@@ -66,6 +75,36 @@ export async function enrolCommand(ctx: Context): Promise<number> {
   } finally {
     lock.release();
   }
+}
+
+/** The mesh now seals to these keys and knows the node by them: saved only once it has answered. */
+function keepRenewed(ctx: Context, keys: NodeKeys, meshKey: string): void {
+  saveKey(ctx.state.dir, "identity", keys.identity);
+  saveKey(ctx.state.dir, "sealing", keys.sealing);
+  forgetOrder(ctx.state, meshKey);
+}
+
+/** Whether this node is enrolled and --replace says to enrol it again; refused when it is and nothing says so. */
+function enrolledAlready(ctx: Context, node: string): boolean {
+  const known = ctx.state.readNode();
+  if (known && known.node !== node)
+    throw new UsageError(`this node is "${known.node}"; the code is for "${node}"`);
+  if (!ctx.state.readMembership()) return false;
+  if (ctx.args.replace) return true;
+  throw new UsageError(
+    "this node is already enrolled (its membership is saved): `mesh-host enrol --replace` enrols it again with new keys, keeping its records and holds, given a code from `mesh-host mesh node reissue NAME`; a move comes from the mesh",
+  );
+}
+
+/**
+ * `enrol --replace`: a new identity and sealing key, kept in memory until the mesh has answered (a refused
+ * question leaves the node as it was); the overlay key stays, its tunnels with it.
+ */
+function renewedKeys(stateDir: string) {
+  const kept = ensureKeys(stateDir);
+  if (!kept.ok) return kept;
+  const keys = { ...kept.keys, identity: makeKeyPair("ed25519"), sealing: makeKeyPair("x25519") };
+  return { ok: true as const, keys };
 }
 
 /** The WireGuard tunnels up besides the mesh's, where this host runs an overlay; none where it does not. */

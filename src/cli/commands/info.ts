@@ -1,10 +1,18 @@
 // `status`: what this node holds, and whether all is well with it.
 import { existsSync } from "node:fs";
 import * as z from "zod";
-import { moveInProgress, Outbox, type Records, type RunFile, readRun } from "../../store/index.ts";
+import {
+  acceptedOf,
+  type DeclaredFile,
+  moveInProgress,
+  Outbox,
+  type Records,
+  type RunFile,
+  readRun,
+} from "../../store/index.ts";
 import { MembershipBus, type Report } from "../../vocabulary/index.ts";
 import type { Context } from "../context.ts";
-import { writeJson, writeOut } from "../output.ts";
+import { printable, writeJson, writeOut } from "../output.ts";
 import { overlayStatus, overlayStatusLines } from "./overlay.ts";
 
 export function statusDoc(ctx: Context) {
@@ -20,9 +28,14 @@ export function statusDoc(ctx: Context) {
     state: ctx.state.dir,
     bus: membership,
     declaration: declared
-      ? { seq: declared.seq, digest: declared.digest, received_at: declared.received_at }
+      ? {
+          serial: serialOfDeclared(ctx, declared),
+          seq: declared.seq,
+          digest: declared.digest,
+          received_at: declared.received_at,
+        }
       : null,
-    last: ctx.state.readLast(),
+    last: lastOf(ctx, declared),
     report: reportSummary(ctx.state.readLastReport()),
     run: runSummary(run),
     link: membership ? linkOf(run) : null,
@@ -37,6 +50,20 @@ export function statusDoc(ctx: Context) {
       ? overlayStatus(ctx.state.dir, ctx.state.readRecords().records)
       : null,
   };
+}
+
+/** The serial the kept declaration was accepted at: what the operator's push said, not the stream's count. */
+function serialOfDeclared(ctx: Context, declared: DeclaredFile): number | null {
+  const accepted = declared.mesh_key ? acceptedOf(ctx.state, declared.mesh_key) : null;
+  return accepted?.digest === declared.digest ? accepted.serial : null;
+}
+
+/** The last apply, with the serial it applied when that was the mesh's kept declaration (a file has none). */
+function lastOf(ctx: Context, declared: DeclaredFile | null) {
+  const last = ctx.state.readLast();
+  if (!last) return null;
+  const serial = declared && last.seq === declared.seq ? serialOfDeclared(ctx, declared) : null;
+  return { ...last, serial };
 }
 
 /** The last apply's report, as much as says whether it failed and why: every failed step with its reason. */
@@ -129,10 +156,18 @@ export function statusCommand(ctx: Context): number {
   const doc = statusDoc(ctx);
   const problems = [...stateProblems(ctx.state.dir), ...problemsOf(doc)];
   if (ctx.args.json) writeJson({ ...doc, ok: problems.length === 0, problems });
-  else writeOut(statusLines(doc, problems).join("\n"));
+  // every line escaped: a step's detail and a report's notes may carry what a declaration or a tunnel said
+  else
+    writeOut(
+      statusLines(doc, problems)
+        .map((l) => printable(l))
+        .join("\n"),
+    );
   return problems.length ? 1 : 0;
 }
 
+// the serial is what a person reads (the operator's push said it); the stream's sequence is in --json alone
+const serialWords = (serial: number | null) => (serial === null ? "serial unknown" : `serial ${serial}`);
 const at = (label: string) => `${label}:`.padEnd(13);
 /** Lines after the first of a field, under its value. */
 const more = (lines: string[]) => lines.map((l, i) => (i ? `${" ".repeat(13)}${l}` : l));
@@ -152,8 +187,8 @@ function statusLines(doc: ReturnType<typeof statusDoc>, problems: string[]): str
           `${at("heartbeat")}${doc.heartbeat_at ? `last sent at ${doc.heartbeat_at}` : "(none sent)"}`,
         ]
       : []),
-    `${at("declaration")}${doc.declaration ? `seq ${doc.declaration.seq}, sha256:${doc.declaration.digest.slice(0, 12)}` : "(none from the mesh)"}`,
-    `${at("last")}${doc.last ? `${doc.last.outcome} at ${doc.last.at} (seq ${doc.last.seq})` : "(never applied)"}`,
+    `${at("declaration")}${doc.declaration ? `${serialWords(doc.declaration.serial)}, sha256:${doc.declaration.digest.slice(0, 12)}` : "(none from the mesh)"}`,
+    `${at("last")}${doc.last ? `${doc.last.outcome} at ${doc.last.at} (${doc.last.seq === 0 ? "a file" : serialWords(doc.last.serial)})` : "(never applied)"}`,
     ...(r?.failed.length
       ? more(r.failed.map((f) => `${f.id} (${f.type}): ${f.detail}`)).map((l, i) =>
           i ? l : `${at("failed")}${l}`,

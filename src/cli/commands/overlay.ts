@@ -33,7 +33,7 @@ export async function overlayCommand(ctx: Context): Promise<number> {
     const t = await tunnelToTake(ctx, iface);
     const told = readTold(ctx);
     const written = t.current === t.taken;
-    if (written && told?.taken !== t.taken) {
+    if (written && told?.body.taken !== t.taken) {
       // the key was taken at enrolment: the question carried it and the tunnel, so there is nothing to tell
       say(
         ctx,
@@ -44,7 +44,7 @@ export async function overlayCommand(ctx: Context): Promise<number> {
     }
     // the same message again when only the write was left undone; otherwise a fresh one over the key left
     const rekey: Rekey =
-      told && told.taken === t.taken && (written || told.left === t.current)
+      told && told.body.taken === t.taken && (written || told.body.left === t.current)
         ? told
         : signRekey({ v: 1, node, left: t.current, taken: t.taken, tunnel: t.tunnel }, t.identityKey);
     const said = await tellRekey(membership, rekey, { identity: t.identityKey });
@@ -113,14 +113,14 @@ function sayTaken(
   },
 ): void {
   const { iface, rekey, said, written } = o;
-  const t = rekey.tunnel;
+  const t = rekey.body.tunnel;
   say(
     ctx,
     {
       node: o.node,
       interface: iface,
-      taken: rekey.taken,
-      left: rekey.left,
+      taken: rekey.body.taken,
+      left: rekey.body.left,
       tunnel: t,
       told: { seq: said.seq, duplicate: said.duplicate },
       written: !written,
@@ -131,11 +131,13 @@ function sayTaken(
   );
 }
 
+/** The rekey last told, as signed; null when none was, or it was told in the unsigned form before v2. */
 function readTold(ctx: Context): Rekey | null {
   const text = ctx.state.readText(TOLD);
   if (!text) return null;
   try {
-    return (JSON.parse(text) as { rekey?: Rekey }).rekey ?? null;
+    const told = (JSON.parse(text) as { rekey?: Partial<Rekey> }).rekey;
+    return told?.body && told.signed?.v === 2 ? (told as Rekey) : null;
   } catch {
     return null;
   }

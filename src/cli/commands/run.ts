@@ -1,10 +1,10 @@
 // `run`: hold the node in its mesh until stopped; exits 0 to be restarted onto a new binary or a new bus.
-import { Hold, type HoldOptions } from "../../hold/index.ts";
+import { type BinaryAtStart, Hold, type HoldOptions, type UpgradeDeps, upgradeTo } from "../../hold/index.ts";
 import { openBound } from "../../link/index.ts";
 import {
   beginMove,
   finishMove,
-  loadKeys,
+  loadIdentity,
   moveInProgress,
   Outbox,
   pendingNotes,
@@ -24,12 +24,13 @@ export async function runCommand(ctx: Context): Promise<number> {
     throw new UsageError(
       `this node is not enrolled (no membership in ${ctx.state.dir}): run \`mesh-host enrol\` (the code on standard input) first`,
     );
+  // what every report and heartbeat is signed with: a node that cannot sign would only be dropped by the mesh
+  const identity = loadIdentity(ctx.state.dir);
+  if (!identity.ok) throw new UsageError(`this node cannot sign what it says: ${identity.reason}`);
   // the launcher names the installed path: after a rollback this process runs from a copy, which never changes
   const running = runningBinary();
   const binaries = binariesAtStart(running, process.env.MESH_HOST_BIN ?? running);
   const record = new RunRecord(ctx.state);
-  const keys = loadKeys(ctx.state.dir);
-  const identity = keys.ok ? keys.keys.identity.privateKey : undefined;
   let confirmed: Promise<void> = Promise.resolve();
   const hold = new Hold({
     deps: {
@@ -42,13 +43,15 @@ export async function runCommand(ctx: Context): Promise<number> {
       node: node.node,
       membership,
     },
-    // a v2 membership signs in with the identity key; the link says so in words when the key cannot be read
-    dial: () => openBound(membership, node.node, { identity }),
+    // signs what it says and, on a v2 membership, signs in with the identity key
+    dial: () => openBound(membership, node.node, identity.pair.privateKey),
     log: ctx.log,
     heartbeatS: ctx.args.heartbeatS,
     driftS: ctx.args.driftS,
     redialSpreadS: ctx.args.redialSpreadS,
     binary: binaries.installed ?? undefined,
+    upgrade: (version, source) =>
+      upgradeTo(version, source, upgradeDeps(ctx, membership, binaries.installed)),
     onConfirmed: () => {
       confirmed = confirmBinary(ctx.state, binaries.running).catch((e: Error) =>
         ctx.log.warn({ err: e.message }, "the confirmation could not be written"),
@@ -73,6 +76,29 @@ export async function runCommand(ctx: Context): Promise<number> {
   return 0;
 }
 
+/**
+ * `enrol --replace` ran while this process held the old membership (refused, most likely: the node was removed
+ * or reissued): it exits 0, as after a move, for its service manager to start it on the new one.
+ */
+function reEnrolled(ctx: Context, membership: Membership): boolean {
+  const now = ctx.state.readMembership();
+  if (!now || JSON.stringify(now) === JSON.stringify(membership)) return false;
+  ctx.log.info({ servers: now.servers }, "enrolled again: exiting to be started on the new membership");
+  return true;
+}
+
+/** What fetching and installing a release needs: the installed binary is what it replaces. */
+function upgradeDeps(ctx: Context, membership: Membership, installed: BinaryAtStart | null): UpgradeDeps {
+  return {
+    state: ctx.state,
+    kind: ctx.host.kind,
+    meshKey: membership.mesh_key,
+    exec: portsOf(ctx).exec,
+    installed,
+    log: ctx.log,
+  };
+}
+
 /** A move to another bus as the hold lives it: saved when declared, finished when heard there, undone when refused. */
 function moveSteps(
   ctx: Context,
@@ -88,7 +114,8 @@ function moveSteps(
     },
     onDialFailed: (reason) => {
       const move = moveInProgress(ctx.state);
-      if (!move || Date.now() - Date.parse(move.started_at) < ctx.args.moveGraceS * 1000) return "retry";
+      if (!move) return reEnrolled(ctx, membership) ? "stop" : "retry";
+      if (Date.now() - Date.parse(move.started_at) < ctx.args.moveGraceS * 1000) return "retry";
       returnFromMove(ctx.state, reason);
       ctx.log.warn({ reason }, "the new bus would not hold this node: returning to the previous one");
       return "stop";

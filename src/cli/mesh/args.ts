@@ -1,8 +1,17 @@
 // `mesh-host mesh …` flags, read by the host's own parser against the one table (src/cli/table.ts: FLAGS and
 // MESH_COMMANDS): each subcommand takes its own, anything else is refused in our words. The usage `mesh --help`
 // prints, the man page and the completions are made from the same table.
-import { DEFAULT_MESH_DIR, PUSH_WAIT_S } from "../../defaults.ts";
-import { type Given, printable, tokens, UsageError } from "../args.ts";
+import {
+  CODE_EXPIRES_MAX_S,
+  CODE_EXPIRES_S,
+  DEFAULT_MESH_DIR,
+  PLAN_WAIT_S,
+  PUSH_WAIT_S,
+  ROLLOUT_GATE_S,
+  ROLLOUT_WAVES,
+} from "../../defaults.ts";
+import { type Given, tokens, UsageError } from "../args.ts";
+import { printable } from "../output.ts";
 import {
   type CommandSpec,
   FLAGS,
@@ -32,11 +41,18 @@ export const MESH_USAGE = [
   "`mesh-host mesh COMMAND --help` gives a command's own flags, defaults and exit statuses.",
 ].join("\n");
 
-/** `mesh-host mesh node --help`: the two commands under `node`. */
+/** `mesh-host mesh release --help`: the three commands under `release`. */
+export const MESH_RELEASE_USAGE = [
+  "usage: mesh-host mesh release add|ls|rm [flags]",
+  ...MESH_COMMANDS.filter((c) => c.name.startsWith("release ")).map(usageOf),
+  "`mesh-host mesh release add --help` (or ls, rm) gives its own flags, defaults and exit statuses.",
+].join("\n");
+
+/** `mesh-host mesh node --help`: the commands under `node`. */
 export const MESH_NODE_USAGE = [
-  "usage: mesh-host mesh node add|rm NAME [flags]",
+  "usage: mesh-host mesh node add|rm|reissue|label NAME [flags]",
   ...MESH_COMMANDS.filter((c) => c.name.startsWith("node ")).map(usageOf),
-  "`mesh-host mesh node add --help` (or rm) gives its own flags, defaults and exit statuses.",
+  "`mesh-host mesh node add --help` (or rm, reissue, label) gives its own flags, defaults and exit statuses.",
 ].join("\n");
 
 export interface MeshArgs {
@@ -50,13 +66,61 @@ export interface MeshArgs {
   unit: boolean;
   unitDir: string;
   codeFile: string | null;
-  /** `--expires`, in seconds; null: the default. */
-  expiresS: number | null;
   all: boolean;
+  diff: boolean;
+  where: string | null;
+  serial: number | null;
+  label: string[];
+  allowRemovals: boolean;
+  canary: number;
+  waves: string;
+  gateS: number;
+  maxFailed: number;
+  onHalt: "revert" | "stop";
+  verbose: boolean;
   secret: string[];
   waitS: number;
   to: string | null;
+  expiresS: number;
+  /** `release add --version V` and `--host KIND`. */
+  version: string | null;
+  host: string | null;
   help: boolean;
+}
+
+/** The mesh's flags by name: `--version` takes a value here (a release's), the host's is a switch. */
+const MESH_FLAGS: Record<string, Flag> = {
+  ...FLAGS,
+  version: { ...FLAGS.version, short: undefined, value: "V" },
+};
+
+/** The words of a two-word command (`node add`, `release ls`), and the second words each takes. */
+const GROUPS: Record<string, readonly string[]> = {
+  node: ["add", "rm", "reissue", "label"],
+  release: ["add", "ls", "rm"],
+};
+
+const ROLLOUT_SUBS = ["status", "resume", "abort"];
+
+function onHaltOf(value: string | undefined): "revert" | "stop" {
+  if (value === undefined) return "revert";
+  if (value !== "revert" && value !== "stop")
+    throw new UsageError(`--on-halt must be revert or stop, not "${printable(value)}"`);
+  return value;
+}
+
+const SECONDS_IN: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+/** `--expires 30m`: seconds, from 1 s to CODE_EXPIRES_MAX_S. */
+function duration(value: string | undefined): number {
+  if (value === undefined) return CODE_EXPIRES_S;
+  const m = /^(\d{1,7})([smhd])$/.exec(value);
+  const s = m ? Number(m[1]) * SECONDS_IN[m[2]!]! : 0;
+  if (!m || s < 1 || s > CODE_EXPIRES_MAX_S)
+    throw new UsageError(
+      `--expires must be a number and s, m, h or d, from 1s to ${CODE_EXPIRES_MAX_S / 86_400}d, not "${printable(value)}"`,
+    );
+  return s;
 }
 
 function count(flag: string, value: string | undefined, min: number): number | null {
@@ -66,27 +130,14 @@ function count(flag: string, value: string | undefined, min: number): number | n
   return Number(value);
 }
 
-const SECONDS_PER_UNIT: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
-
-/** `30m`, `12h`, `7d`: seconds; refused in one line naming the flag otherwise. */
-function durationS(flag: string, value: string | undefined): number | null {
-  if (value === undefined) return null;
-  const m = /^(\d{1,6})([smhd])$/.exec(value);
-  if (!m)
-    throw new UsageError(
-      `--${flag} must be a number and a unit (s, m, h or d), like 24h, not "${printable(value)}"`,
-    );
-  return Number(m[1]) * SECONDS_PER_UNIT[m[2]!]!;
-}
-
 export function parseMesh(argv: string[]): MeshArgs {
-  const { given, positionals: words } = tokens(argv, () => SEE);
+  const { given, positionals: words } = tokens(argv, () => SEE, MESH_FLAGS);
   const v: Record<string, string | string[] | true> = {};
   for (const [f, value] of given)
     v[f.name] = f.multiple ? [...((v[f.name] as string[] | undefined) ?? []), value as string] : value;
   const help = v.help === true;
   const [command, positionals] = commandOf(words, help);
-  if (command !== "help" && command !== "node") checkFlags(command, given);
+  if (command !== "help" && !(command in GROUPS)) checkFlags(command, given);
   const one = (name: string) => v[name] as string | undefined;
   return {
     command,
@@ -99,11 +150,24 @@ export function parseMesh(argv: string[]): MeshArgs {
     unit: v.unit === true,
     unitDir: one("unit-dir") ?? FLAGS["unit-dir"].default,
     codeFile: one("code-file") ?? null,
-    expiresS: durationS("expires", one("expires")),
     all: v.all === true,
+    diff: v.diff === true,
+    where: one("where") ?? null,
+    serial: count("serial", one("serial"), 1),
+    label: (v.label as string[] | undefined) ?? [],
+    allowRemovals: v["allow-removals"] === true,
+    canary: count("canary", one("canary"), 0) ?? 0,
+    waves: one("waves") ?? ROLLOUT_WAVES,
+    gateS: count("gate-s", one("gate-s"), 1) ?? ROLLOUT_GATE_S,
+    maxFailed: count("max-failed", one("max-failed"), 0) ?? 0,
+    onHalt: onHaltOf(one("on-halt")),
+    verbose: v.verbose === true,
     secret: (v.secret as string[] | undefined) ?? [],
-    waitS: count("wait-s", one("wait-s"), 0) ?? PUSH_WAIT_S,
+    waitS: count("wait-s", one("wait-s"), 0) ?? (command === "plan" ? PLAN_WAIT_S : PUSH_WAIT_S),
     to: one("to") ?? null,
+    expiresS: duration(one("expires")),
+    version: one("version") ?? null,
+    host: one("host") ?? null,
     help: help || command === "help",
   };
 }
@@ -111,12 +175,18 @@ export function parseMesh(argv: string[]): MeshArgs {
 /** The subcommand (`node add` is two words) and the words after it; none is `help` (`node` alone, for help). */
 function commandOf(words: string[], help: boolean): [string, string[]] {
   let [command = "help", ...positionals] = words;
-  if (command === "node") {
-    if (help && positionals.length === 0) return ["node", []];
+  // `rollout TARGETS FILE` is a command of its own; `rollout status|resume|abort ID` are its three
+  if (command === "rollout" && ROLLOUT_SUBS.includes(positionals[0] ?? ""))
+    return [`rollout ${positionals[0]}`, positionals.slice(1)];
+  const subs = GROUPS[command];
+  if (subs) {
+    if (help && positionals.length === 0) return [command, []];
     const sub = positionals.shift();
-    if (sub !== "add" && sub !== "rm")
-      throw new UsageError(`mesh node takes add or rm, not ${sub ? `"${printable(sub)}"` : "nothing"}`);
-    command = `node ${sub}`;
+    if (!sub || !subs.includes(sub))
+      throw new UsageError(
+        `mesh ${command} takes ${subs.join(" or ")}, not ${sub ? `"${printable(sub)}"` : "nothing"}`,
+      );
+    command = `${command} ${sub}`;
   }
   if (command !== "help" && !meshCommandSpec(command))
     throw new UsageError(

@@ -1,34 +1,40 @@
 // `mesh push` and `mesh move`: what was sent to whom, and each node's report printed the way `apply` prints it.
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { MAX_BODY_BYTES } from "../../defaults.ts";
 import {
   exitOf,
+  JobLog,
   type MeshDir,
   markMoved,
+  newJob,
+  openState,
   type Pushed,
   prepareMove,
   preparePush,
   publishAndWait,
+  type State,
+  selectedNodes,
   targetsOf,
 } from "../../mesh/index.ts";
-import { parseJsonBytes } from "../../vocabulary/index.ts";
+import { faultLine } from "../../store/index.ts";
+import { parseJsonBytes, tooBig } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
-import { summary, table, writeJson, writeOut } from "../output.ts";
+import { printable, summary, table, writeJson, writeOut } from "../output.ts";
 import { progress } from "../progress.ts";
 import { readGivenSecrets } from "../unseal.ts";
 import type { MeshArgs } from "./args.ts";
+import { settledJob, warnLine } from "./jobs.ts";
 
 /** FILE as a JSON object, its size checked before it is read. */
-function readFile(path: string): Record<string, unknown> {
+export function readDeclaration(path: string): Record<string, unknown> {
   let bytes: Buffer;
   try {
     const size = statSync(path).size;
-    if (size > MAX_BODY_BYTES)
-      throw new UsageError(`${path} is ${size} bytes, more than the ${MAX_BODY_BYTES} allowed`);
+    if (size > MAX_BODY_BYTES) throw new UsageError(`${path} is ${tooBig(size, MAX_BODY_BYTES)}`);
     bytes = readFileSync(path);
   } catch (e) {
     if (e instanceof UsageError) throw e;
-    throw new UsageError(`cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? "error"}`);
+    throw new UsageError(faultLine(e, "read") ?? `cannot read ${path}`);
   }
   const json = parseJsonBytes(bytes);
   if (!json.ok) throw new UsageError(`${path}: the declaration ${json.reason}`);
@@ -37,24 +43,54 @@ function readFile(path: string): Record<string, unknown> {
   return json.value as Record<string, unknown>;
 }
 
-export async function pushCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
+/** `mesh push WORD`: a FILE with no node before it, or (far likelier when it is no file) a node with no FILE. */
+function oneWordWhy(verb: string, word: string): string {
+  return existsSync(word)
+    ? `mesh ${verb} needs a node NAME before FILE, or --all`
+    : `mesh ${verb} ${printable(word)} needs FILE after it, the declaration to ${verb} (mesh ${verb} NAME... FILE)`;
+}
+
+/** TARGETS FILE as words: the nodes named (or --all, or --where) and the file after them, checked before the bus. */
+export function wordsGiven(mesh: MeshDir, args: MeshArgs, verb: string): { names: string[]; file: string } {
   const file = args.positionals.at(-1);
   const names = args.positionals.slice(0, -1);
-  if (!file) throw new UsageError("mesh push needs NAME... FILE, or --all FILE");
-  if (args.all && names.length) throw new UsageError("mesh push takes NAME... or --all, not both");
-  if (!args.all && !names.length) throw new UsageError("mesh push needs a node NAME before FILE, or --all");
+  if (!file) throw new UsageError(`mesh ${verb} needs NAME... FILE, --all FILE or --where SELECTOR FILE`);
+  const ways = [names.length > 0, args.all, args.where !== null].filter(Boolean).length;
+  if (ways > 1) throw new UsageError(`mesh ${verb} takes NAME..., --all or --where, one of them`);
+  if (!ways) throw new UsageError(oneWordWhy(verb, file));
   mesh.config();
-  const targets = targetsOf(mesh, names, args.all);
-  const input = { file: readFile(file), secrets: readGivenSecrets(args.secret) };
-  const { bus, composed } = await preparePush(mesh, targets, input);
+  return { names, file };
+}
+
+/** The targets the words name, each enrolled; a selector's, or a refusal naming what is wrong. */
+export async function targetsGiven(state: State, args: MeshArgs, names: string[]): Promise<string[]> {
+  if (args.where !== null) return await selectedNodes(state, args.where);
+  return await targetsOf(state, names, args.all);
+}
+
+export async function pushCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
+  const { names, file } = wordsGiven(mesh, args, "push");
+  // the bus first, then the nodes, then FILE: a push without the bus says so whatever else is wrong
+  const state = await openState(mesh);
   try {
+    const targets = await targetsGiven(state, args, names);
+    const input = {
+      file: readDeclaration(file),
+      secrets: readGivenSecrets(args.secret),
+      allowRemovals: args.allowRemovals,
+    };
+    const composed = await preparePush(state, targets, input);
+    const jobs = await JobLog.open(mesh, state.bus, warnLine("mesh push"));
+    const job = newJob("push", input.file, composed);
+    await jobs.start(job);
     const wait = waiting("mesh push", composed);
-    const pushed = await publishAndWait(mesh, bus, composed, args.waitS * 1000, wait.heard);
+    const pushed = await publishAndWait(mesh, state, composed, args.waitS * 1000, wait.heard);
     wait.line.clear();
-    say(pushed, args);
+    await jobs.save(settledJob(job, pushed, args.waitS));
+    say(pushed, args, job.id);
     return args.waitS === 0 ? 0 : exitOf(pushed);
   } finally {
-    await bus.close();
+    await state.bus.close();
   }
 }
 
@@ -63,14 +99,15 @@ export async function moveCommand(mesh: MeshDir, args: MeshArgs): Promise<number
   if (!name || extra.length) throw new UsageError("mesh move takes one NAME");
   if (!args.to)
     throw new UsageError("mesh move needs --to DIR2: the other mesh, made by `mesh-host mesh init`");
-  mesh.known(name);
-  const { bus, composed, to } = await prepareMove(mesh, name, args.to);
+  mesh.config();
+  const state = await openState(mesh);
   try {
+    const { composed, to } = await prepareMove(mesh, state, name, args.to);
     const wait = waiting("mesh move", composed);
-    const pushed = await publishAndWait(mesh, bus, composed, args.waitS * 1000, wait.heard);
+    const pushed = await publishAndWait(mesh, state, composed, args.waitS * 1000, wait.heard);
     wait.line.clear();
     const code = exitOf(pushed);
-    if (code === 0) await markMoved(mesh, name, to);
+    if (code === 0) await markMoved(state, name, to);
     say(pushed, args);
     if (!args.json && code === 0)
       writeOut(
@@ -78,7 +115,7 @@ export async function moveCommand(mesh: MeshDir, args: MeshArgs): Promise<number
       );
     return code;
   } finally {
-    await bus.close();
+    await state.bus.close();
   }
 }
 
@@ -98,9 +135,10 @@ function waiting(prefix: string, composed: { node: string }[]) {
   return { line, heard };
 }
 
-function say(pushed: Pushed[], args: MeshArgs): void {
+function say(pushed: Pushed[], args: MeshArgs, job?: string): void {
   if (args.json) {
     writeJson({
+      ...(job ? { job } : {}),
       nodes: pushed.map((p) => ({
         node: p.node,
         serial: p.serial,
@@ -112,13 +150,18 @@ function say(pushed: Pushed[], args: MeshArgs): void {
     return;
   }
   for (const p of pushed) {
-    const head = `${p.node}: serial ${p.serial}, stream seq ${p.seq}`;
+    // the serial is what a person reads; the stream's sequence is in --json alone
+    const head = `${p.node}: serial ${p.serial}`;
     if (!p.report) writeOut(`${head}: ${args.waitS ? `no report within ${args.waitS} s` : "sent"}`);
     else writeOut(`${head}\n${table(p.report.steps)}${summary(p.report)}${refusals(p)}`);
   }
+  if (job) writeOut(`job ${job} (mesh-host mesh job ${job})`);
 }
 
 function refusals(p: Pushed): string {
   const r = p.report?.refusals ?? [];
-  return r.map((x) => `\n  refused: ${x.id}${x.field ? `.${x.field}` : ""}: ${x.reason}`).join("");
+  // the node's words: shown escaped, never obeyed by the terminal
+  return r
+    .map((x) => `\n  refused: ${printable(`${x.id}${x.field ? `.${x.field}` : ""}: ${x.reason}`)}`)
+    .join("");
 }

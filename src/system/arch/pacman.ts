@@ -1,5 +1,5 @@
 // pacman, reached only through the command port: what is installed, and pacman's own words when it refuses.
-import { PACMAN_QUERY_TIMEOUT_MS } from "../../defaults.ts";
+import { PACMAN_CHANGE_TIMEOUT_MS, PACMAN_QUERY_TIMEOUT_MS } from "../../defaults.ts";
 import { oneLine } from "../../vocabulary/index.ts";
 import type { Exec, ExecResult } from "../exec.ts";
 
@@ -72,3 +72,9 @@ export function versionMatches(installed: string, version: string): boolean {
 
 /** What `pacman -S` is asked for: the name, or `name=version` (pacman then takes only that version). */
 export const syncTarget = (name: string, version?: string): string => (version ? `${name}=${version}` : name);
+
+/** `pacman -U` of a package file (a release of mesh-host): null when installed, else pacman's own words. */
+export async function installPackageFile(exec: Exec, file: string): Promise<string | null> {
+  const r = await pacman(exec, ["-U", "--noconfirm", "--", file], PACMAN_CHANGE_TIMEOUT_MS);
+  return r.code === 0 ? null : pacmanError(r);
+}

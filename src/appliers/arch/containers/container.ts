@@ -32,7 +32,7 @@ import {
   uncertain,
   whatChanged,
 } from "./container-spec.ts";
-import { type Session, sessionOf } from "./session.ts";
+import { declaredElsewhere, type Session, sessionOf, takenOver } from "./session.ts";
 
 export type { ContainerRecord } from "./container-spec.ts";
 
@@ -195,6 +195,8 @@ export function containerApplier(
     },
 
     async decideRemoval(id, record, ctx) {
+      const by = declaredElsewhere(ctx, "container", record.name, id);
+      if (by) return step(id, "unchanged", "forget", takenOver(record.name, by));
       if (!record.created)
         return step(
           id,

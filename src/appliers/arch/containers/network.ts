@@ -23,6 +23,7 @@ import {
   removalStep,
   toCreate,
 } from "./made-objects.ts";
+import { declaredElsewhere, takenOver } from "./session.ts";
 
 export interface NetworkRecord extends MadeRecord {
   type: "network";
@@ -98,6 +99,8 @@ export function networkApplier(
     },
 
     async decideRemoval(id, record, ctx) {
+      const by = declaredElsewhere(ctx, "network", record.name, id);
+      if (by) return step(id, "unchanged", "forget", takenOver(record.name, by));
       if (!record.created)
         return step(id, "unchanged", "forget", `${record.name} left in place: the mesh did not create it`);
       return removalStep(

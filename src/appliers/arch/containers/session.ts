@@ -105,3 +105,16 @@ export function sessionOf(ctx: DecideContext, finder: RuntimeFinder): Session {
   }
   return s;
 }
+
+/**
+ * The id of another resource of `type` this declaration names `name` by: the object is its now (the design
+ * records' `store` → `postgres.server`), so the old id's removal must take nothing; it was stopped and
+ * recreated by the old id's removal after the new id had taken it over in place.
+ */
+export function declaredElsewhere(ctx: DecideContext, type: Resource["type"], name: string, id: string) {
+  return ctx.declared?.find((r) => r.type === type && r.id !== id && "name" in r && r.name === name)?.id;
+}
+
+/** What an old id's removal says of an object another id now declares. */
+export const takenOver = (name: string, by: string) =>
+  `${name} is now declared by ${by}: taken over in place, nothing removed`;

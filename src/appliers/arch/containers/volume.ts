@@ -16,6 +16,7 @@ import {
   removalStep,
   toCreate,
 } from "./made-objects.ts";
+import { declaredElsewhere, takenOver } from "./session.ts";
 
 export interface VolumeRecord extends MadeRecord {
   type: "volume";
@@ -75,6 +76,8 @@ export function volumeApplier(
     },
 
     async decideRemoval(id, record, ctx) {
+      const by = declaredElsewhere(ctx, "volume", record.name, id);
+      if (by) return step(id, "unchanged", "forget", takenOver(record.name, by));
       if (!record.created)
         return step(id, "unchanged", "forget", `${record.name} left in place: the mesh did not create it`);
       if (!record.remove_data)

@@ -243,6 +243,13 @@ async function applyStep(
   let record = d.record;
   let held: Executed<OverlayRecord>["held"];
   const said: string[] = [];
+  // a failure still says the decision's notes: why a found configuration was kept (wg not answering, say)
+  const failed = (why: string): Executed<OverlayRecord> => ({
+    did: "failed",
+    detail: [why, ...d.notes].join("; "),
+    record,
+    held,
+  });
   if (d.write?.hold)
     held = {
       path: record.path,
@@ -258,10 +265,10 @@ async function applyStep(
     if (d.write) await writeConfig(ctx.ports.root, record.path, d.write.bytes);
     if (d.bring !== "none") {
       const e = await bringUp(init, wanted.interface, d.bring === "restart");
-      if (e) return { did: "failed", detail: `${wanted.interface} did not start: ${e}`, record, held };
+      if (e) return failed(`${wanted.interface} did not start: ${e}`);
     }
     const back = await readBack(init.exec, wanted, key.public);
-    if (back) return { did: "failed", detail: `read back: ${back}`, record, held };
+    if (back) return failed(`read back: ${back}`);
   }
   if (d.retire && record.takeover) {
     const r = await retire(d.retire, record.takeover, wanted, ctx);

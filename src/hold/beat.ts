@@ -1,0 +1,20 @@
+// A heartbeat as the node says it now: its version and uptime, its last apply, whether its binary is confirmed,
+// and its facts (so the mesh's record of the node follows a change).
+import type { NodeParts } from "../apply/index.ts";
+import { BUILD } from "../build-info.ts";
+import { hostFacts } from "../hosts/index.ts";
+import type { Heartbeat } from "../vocabulary/index.ts";
+
+export function heartbeatNow(deps: Pick<NodeParts, "node" | "state" | "host">, startedMs: number): Heartbeat {
+  const last = deps.state.readLast();
+  return {
+    v: 1,
+    node: deps.node,
+    at: new Date().toISOString(),
+    version: BUILD.version,
+    uptime_s: Math.floor((Date.now() - startedMs) / 1000),
+    last: last ? { seq: last.seq, outcome: last.outcome, at: last.at } : null,
+    confirmed: deps.state.readText("confirmed") !== null,
+    facts: hostFacts(deps.host.kind),
+  };
+}

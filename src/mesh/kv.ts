@@ -1,0 +1,206 @@
+// JetStream key-value buckets, laid out as NATS's own KV (stream `KV_<bucket>`, subjects `$KV.<bucket>.<key>`,
+// a delete is a purge marker rolling the key up), so `nats kv` reads them too. The client's KV package is not
+// a dependency of ours: these few calls are all the controller needs. Every value is checked by its zod schema
+// when read; a value that does not parse is refused in one line naming the bucket and key, never guessed at.
+import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, StorageType } from "@nats-io/jetstream";
+import { headers, type MsgHdrs } from "@nats-io/transport-node";
+import type * as z from "zod";
+import { KV_LIST_BATCH } from "../defaults.ts";
+import { type Bus, jsCall } from "./bus.ts";
+import { MeshRefused } from "./layout.ts";
+
+export interface Entry<T> {
+  key: string;
+  value: T;
+  /** The key's last stream sequence: what a compare-and-set names. */
+  revision: number;
+}
+
+/** A compare-and-set that lost: another writer changed the key first (or made it, or removed it). */
+export class Conflict extends Error {}
+
+const OPERATION = "KV-Operation";
+const ROLLUP = "Nats-Rollup";
+
+function markerOf(h: MsgHdrs | undefined): boolean {
+  const op = h?.get(OPERATION) ?? "";
+  return op === "DEL" || op === "PURGE";
+}
+
+function lostRace(e: unknown): boolean {
+  return (
+    e instanceof JetStreamApiError &&
+    (e.code === JetStreamApiCodes.StreamWrongLastSequence || /wrong last sequence/i.test(e.message))
+  );
+}
+
+export class Bucket<T> {
+  readonly stream: string;
+
+  constructor(
+    private readonly bus: Bus,
+    readonly name: string,
+    private readonly schema: z.ZodType<T>,
+  ) {
+    this.stream = `KV_${name}`;
+  }
+
+  subject(key: string): string {
+    return `$KV.${this.name}.${key}`;
+  }
+
+  /** Made, or brought to this configuration: one value a key (history 1), replicated `replicas` times. */
+  async ensure(replicas: number): Promise<void> {
+    const config = {
+      name: this.stream,
+      subjects: [`$KV.${this.name}.>`],
+      storage: StorageType.File,
+      num_replicas: replicas,
+      max_msgs_per_subject: 1,
+      discard: DiscardPolicy.New,
+      allow_rollup_hdrs: true,
+      deny_delete: true,
+      deny_purge: false,
+      allow_direct: true,
+    };
+    const exists = await this.bus.jsm.streams.info(this.stream).then(
+      () => true,
+      () => false,
+    );
+    if (exists) await this.bus.jsm.streams.update(this.stream, config);
+    else await this.bus.jsm.streams.add(config);
+  }
+
+  /** The key's value and revision; null when it was never written or was removed. */
+  async get(key: string): Promise<Entry<T> | null> {
+    const sm = await jsCall(() =>
+      this.bus.jsm.streams.getMessage(this.stream, { last_by_subj: this.subject(key) }),
+    );
+    if (!sm || markerOf(sm.header)) return null;
+    return { key, value: this.parse(key, sm.data), revision: sm.seq };
+  }
+
+  /** Write whatever was there. */
+  async put(key: string, value: T): Promise<number> {
+    const ack = await jsCall(() => this.bus.js.publish(this.subject(key), this.encode(value)));
+    return ack.seq;
+  }
+
+  /** Write only if the key is still at `revision`; a Conflict otherwise. */
+  async update(key: string, value: T, revision: number): Promise<number> {
+    try {
+      // tried again after a timeout: a write that did land makes the next try a Conflict, never a double write
+      const ack = await jsCall(() =>
+        this.bus.js.publish(this.subject(key), this.encode(value), {
+          expect: { lastSubjectSequence: revision },
+        }),
+      );
+      return ack.seq;
+    } catch (e) {
+      if (lostRace(e)) throw new Conflict(`${this.name}/${key} was changed by another writer`);
+      throw e;
+    }
+  }
+
+  /** Write only if the key holds nothing (never written, or removed); a Conflict when it holds a value. */
+  async create(key: string, value: T): Promise<number> {
+    try {
+      return await this.update(key, value, 0);
+    } catch (e) {
+      if (!(e instanceof Conflict)) throw e;
+    }
+    const sm = await jsCall(() =>
+      this.bus.jsm.streams.getMessage(this.stream, { last_by_subj: this.subject(key) }),
+    );
+    if (sm && markerOf(sm.header)) return await this.update(key, value, sm.seq);
+    throw new Conflict(`${this.name}/${key} exists`);
+  }
+
+  /** The key and its history go (a purge marker rolls it up); `revision` makes it a compare-and-set. */
+  async remove(key: string, revision?: number): Promise<number> {
+    const h = headers();
+    h.set(OPERATION, "PURGE");
+    h.set(ROLLUP, "sub");
+    try {
+      const ack = await jsCall(() =>
+        this.bus.js.publish(this.subject(key), new Uint8Array(), {
+          headers: h,
+          ...(revision === undefined ? {} : { expect: { lastSubjectSequence: revision } }),
+        }),
+      );
+      return ack.seq;
+    } catch (e) {
+      if (lostRace(e)) throw new Conflict(`${this.name}/${key} was changed by another writer`);
+      throw e;
+    }
+  }
+
+  /**
+   * Every live key's value: the keys from the stream's own subject list, then each key's last message, KV_LIST_BATCH
+   * at a time. No consumer is made for it: a cluster that lost a server may place a new consumer on the lost one,
+   * and its creation then never answers.
+   */
+  async entries(): Promise<Entry<T>[]> {
+    const info = await jsCall(() =>
+      this.bus.jsm.streams.info(this.stream, { subjects_filter: `$KV.${this.name}.>` }),
+    );
+    const keys = Object.keys(info.state.subjects ?? {})
+      .map((subject) => subject.slice(this.name.length + 5))
+      .sort();
+    const out: Entry<T>[] = [];
+    for (let i = 0; i < keys.length; i += KV_LIST_BATCH) {
+      const got = await Promise.all(keys.slice(i, i + KV_LIST_BATCH).map((key) => this.get(key)));
+      for (const entry of got) if (entry) out.push(entry);
+    }
+    return out;
+  }
+
+  /** The bucket's last sequence: changed means some key changed (a cheap check before a whole listing). */
+  async lastSeq(): Promise<number> {
+    return (await jsCall(() => this.bus.jsm.streams.info(this.stream))).state.last_seq;
+  }
+
+  private encode(value: T): string {
+    return JSON.stringify(this.schema.parse(value));
+  }
+
+  private parse(key: string, data: Uint8Array): T {
+    let json: unknown;
+    try {
+      json = JSON.parse(new TextDecoder().decode(data));
+    } catch {
+      throw new MeshRefused(`the bus's ${this.name}/${key} is not JSON: not read`);
+    }
+    const parsed = this.schema.safeParse(json);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new MeshRefused(
+        `the bus's ${this.name}/${key} is not one this version of mesh-host reads (at ${issue?.path.join(".") || "the top"})`,
+      );
+    }
+    return parsed.data;
+  }
+}
+
+/**
+ * Read-modify-write with compare-and-set, read again and retried when another writer got there first: what
+ * raises a serial, spends a code, records a stream sequence. `change` returns the new value, or throws to refuse.
+ */
+export async function modify<T, R>(
+  bucket: Bucket<T>,
+  key: string,
+  change: (current: Entry<T> | null) => { value: T; result: R },
+  tries: number,
+): Promise<R> {
+  for (let i = 1; ; i++) {
+    const current = await bucket.get(key);
+    const { value, result } = change(current);
+    try {
+      if (current) await bucket.update(key, value, current.revision);
+      else await bucket.create(key, value);
+      return result;
+    } catch (e) {
+      if (!(e instanceof Conflict) || i >= tries) throw e;
+    }
+  }
+}

@@ -1,0 +1,86 @@
+// A node moved onto a three-server cluster one of whose servers is down: its link comes up there, and a push
+// to it is delivered within the default wait (issue 27, item 9). The node dialled the other bus as soon as the
+// move was applied, before the consumer made for it there had elected a leader: its first pull was lost, and
+// the node noticed only by missed heartbeats, a minute and more later.
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectBus, ensureNodeConsumer, MeshDir } from "../../src/mesh/index.ts";
+import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
+import { type Running, runCli, startRun } from "../support/cli.ts";
+import { ensureSea } from "../support/sea.ts";
+import { tempDir } from "../support/tmp.ts";
+
+const WAIT = ["--wait-s", "120"];
+const running: Running[] = [];
+function keep(r: Running): Running {
+  running.push(r);
+  return r;
+}
+
+beforeAll(() => {
+  process.env.MESH_HOST_BIN ??= ensureSea();
+}, 600_000);
+afterAll(async () => {
+  while (running.length) await running.pop()!.stop();
+});
+
+const declaration = (content: string) => ({
+  v: 1,
+  mode: "converged",
+  resources: [{ id: "conf", type: "file", path: "/etc/app.conf", content }],
+});
+
+function file(base: string, name: string, value: object): string {
+  const path = join(base, name);
+  writeFileSync(path, JSON.stringify(value));
+  return path;
+}
+
+async function runLinkUp(state: string, root: string): Promise<Running> {
+  const run = keep(startRun(state, root));
+  await awaitOutput(run, (o) => o.stderr.includes('"link up"'), "the node's link up");
+  return run;
+}
+
+describe("a move onto a cluster with a server down", () => {
+  it("delivers the next push there", async () => {
+    const base = tempDir("mesh-move-cluster-");
+    const a = join(base, "mesh-a");
+    const b = join(base, "mesh-b");
+    await initMesh(a, await freePortPairs(1));
+    await initMesh(b, await freePortPairs(3));
+    keep(await meshUp(a));
+    // the cluster in one `mesh up`; server 2 is killed, which stops it; brought back without server 2
+    const whole = keep(await meshUp(b));
+    process.kill(Number(readFileSync(join(b, "servers/2/server.pid"), "utf8")), "SIGKILL");
+    expect(await whole.exited).toBe(1);
+    await Promise.all([1, 3].map(async (i) => keep(await meshUp(b, ["--only", String(i)]))));
+    // a node's consumer is made, there, only once it can deliver: it has its leader when the making returns
+    const bus = await connectBus(new MeshDir(b));
+    try {
+      await ensureNodeConsumer(bus, "probe");
+      expect((await bus.jsm.consumers.info("DECLARE", "node-probe")).cluster?.leader).toBeTruthy();
+    } finally {
+      await bus.close();
+    }
+    const added = await mesh(a, ["node", "add", "web-1"]);
+    expect(added.code, added.stderr).toBe(0);
+    const state = join(base, "web-1", "state");
+    const root = join(base, "web-1", "root");
+    mkdirSync(root, { recursive: true });
+    const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: added.stdout });
+    expect(enrol.code, enrol.stderr).toBe(0);
+    let run = await runLinkUp(state, root);
+    const first = await mesh(a, ["push", "web-1", file(base, "a.json", declaration("on a\n")), ...WAIT]);
+    expect(first.code, first.stderr).toBe(0);
+    const moved = await mesh(a, ["move", "web-1", "--to", b, ...WAIT]);
+    expect(moved.code, moved.stderr).toBe(0);
+    expect(await run.exited).toBe(0);
+    run = await runLinkUp(state, root);
+    // the default wait (60 s): a pull lost to a consumer without a leader took longer than that to be noticed
+    const there = await mesh(b, ["push", "web-1", file(base, "b.json", declaration("on b\n"))]);
+    expect(there.code, `${there.stdout}${there.stderr}\n${run.output().stderr}`).toBe(0);
+    expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("on b\n");
+  });
+});

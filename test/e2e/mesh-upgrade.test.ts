@@ -1,0 +1,234 @@
+// `mesh upgrade TARGETS --to V` (issue 31) through the built executable against a real mesh (`mesh init`,
+// `mesh up`), three nodes installed from a throwaway root, each under the real launcher: refused in one line
+// before anything is sent (no declaration yet, V not stored); a good release goes to the canary, then the rest,
+// each node pushed its own declaration naming V, the gate passing a node only once the release it restarted onto
+// heartbeats confirmed; a release that cannot start halts at the canary (its launcher rolls it back, and says
+// so), exit 4, and the other nodes never fetch it; with --on-halt revert, the canary is pushed its previous
+// declaration again.
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EVENT_WAIT_MS, waitFor } from "../mesh/index.ts";
+import { freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
+import { nodeRecord } from "../mesh/state.ts";
+import { type Running, runCli } from "../support/cli.ts";
+import { RestartLoop } from "../support/restart-loop.ts";
+import { ensureSea } from "../support/sea.ts";
+
+const sha = (p: string) => createHash("sha256").update(readFileSync(p)).digest("hex");
+const LOOP_ARGS = ["--heartbeat-s", "1", "--redial-spread-s", "1", "--drift-s", "600"];
+const NAMES = ["u-1", "u-2", "u-3"];
+const SECRET = "hunter2-Up31";
+const REPO = fileURLToPath(new URL("../..", import.meta.url));
+/** Not the built executable's version: what the nodes heartbeat once they run the release. */
+const VERSION = "0.2.0";
+
+/**
+ * The executable built again from these sources as version `version` (a copy of what the build reads, its
+ * package.json saying that version): a release whose heartbeats say its version, as a real one's do. A test
+ * variant (seaVariant) would not: it runs exactly as the executable it was copied from.
+ */
+function builtAs(version: string): string {
+  const tree = join(base, `build-${version}`);
+  mkdirSync(tree);
+  for (const f of ["build", "src", "pkgbuild", "tsconfig.json"])
+    cpSync(join(REPO, f), join(tree, f), { recursive: true });
+  symlinkSync(join(REPO, "node_modules"), join(tree, "node_modules"));
+  const pkg = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8"));
+  writeFileSync(join(tree, "package.json"), JSON.stringify({ ...pkg, version }));
+  const built = spawnSync(process.execPath, ["build/build.mjs"], { cwd: tree, encoding: "utf8" });
+  expect(built.status, built.stderr).toBe(0);
+  const bin = join(base, `mesh-host-${version}-linux-x64`);
+  copyFileSync(join(tree, "dist", `mesh-host-${version}-linux-x64`), bin);
+  rmSync(tree, { recursive: true, force: true });
+  return bin;
+}
+
+let base: string;
+let dir: string;
+let up: Running;
+const loops: RestartLoop[] = [];
+
+interface Node {
+  name: string;
+  bin: string;
+  state: string;
+  root: string;
+  loop: RestartLoop;
+}
+let nodes: Node[];
+
+const confirmed = (state: string) => readFileSync(join(state, "confirmed"), { flag: "a+" }).toString().trim();
+
+/** A node as a package installs it: its own copy of the executable, enrolled, run by the launcher; confirmed. */
+async function launchedNode(name: string): Promise<Node> {
+  const added = await mesh(dir, ["node", "add", name]);
+  expect(added.code, added.stderr).toBe(0);
+  const bin = join(base, name, "usr/bin/mesh-host");
+  const state = join(base, name, "state");
+  const root = join(base, name, "root");
+  mkdirSync(dirname(bin), { recursive: true });
+  mkdirSync(root, { recursive: true });
+  copyFileSync(ensureSea(), bin);
+  chmodSync(bin, 0o755);
+  const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: added.stdout });
+  expect(enrol.code, enrol.stderr).toBe(0);
+  const loop = new RestartLoop(bin, state, root, LOOP_ARGS);
+  loops.push(loop);
+  await waitFor(() => confirmed(state) === sha(bin), EVENT_WAIT_MS, `${name} confirmed`);
+  return { name, bin, state, root, loop };
+}
+
+beforeAll(async () => {
+  process.env.MESH_HOST_BIN ??= ensureSea();
+  base = mkdtempSync(join(tmpdir(), "mesh-upgrade-"));
+  dir = join(base, "mesh");
+  await initMesh(dir, await freePortPairs(1));
+  up = await meshUp(dir);
+  nodes = [];
+  for (const n of NAMES) nodes.push(await launchedNode(n));
+}, 600_000);
+afterAll(async () => {
+  for (const l of loops) await l.stop();
+  await up?.stop();
+  rmSync(base, { recursive: true, force: true });
+});
+
+const upgrade = (to: string, extra: string[] = []) =>
+  mesh(dir, [
+    "upgrade",
+    ...NAMES,
+    "--to",
+    to,
+    "--canary",
+    "1",
+    "--waves",
+    "100%",
+    "--gate-s",
+    "300",
+    ...extra,
+  ]);
+
+describe("mesh upgrade", () => {
+  it("refuses in one line, exit 2, sending nothing: a node with no declaration yet, a release not stored", async () => {
+    const good = builtAs(VERSION);
+    expect((await mesh(dir, ["release", "add", good])).code).toBe(0);
+    const none = await upgrade(VERSION);
+    expect(none.code, none.stderr).toBe(2);
+    expect(none.stderr.trim().split("\n")).toHaveLength(1);
+    expect(none.stderr).toMatch(/node u-1 has had no declaration from this mesh/);
+    const file = join(base, "app.json");
+    const app = { id: "conf", type: "file", path: "/etc/app.conf", content: "app\n" };
+    const pw = { id: "pw", type: "file", path: "/etc/app.pw", secret: "pw", mode: "0600" };
+    writeFileSync(file, JSON.stringify({ v: 1, mode: "converged", resources: [app, pw] }));
+    writeFileSync(join(base, "pw"), `${SECRET}\n`);
+    const pushed = await mesh(dir, [
+      "push",
+      ...NAMES,
+      file,
+      "--secret",
+      `pw=${join(base, "pw")}`,
+      "--wait-s",
+      "300",
+    ]);
+    expect(pushed.code, pushed.stdout + pushed.stderr).toBe(0);
+    const absent = await upgrade("9.9.9");
+    expect(absent.code, absent.stderr).toBe(2);
+    expect(absent.stderr.trim().split("\n")).toHaveLength(1);
+    expect(absent.stderr).toMatch(/release 9\.9\.9 is not stored for node u-1 \(linux\/x64\)/);
+    const jobs = JSON.parse((await mesh(dir, ["jobs", "--json"])).stdout);
+    expect(JSON.stringify(jobs)).not.toMatch(/"rollout"/);
+  });
+
+  it("a good release: the canary, then the rest, each on it and confirmed, its own declaration kept; exit 0", async () => {
+    const good = join(base, `mesh-host-${VERSION}-linux-x64`);
+    const r = await upgrade(VERSION, ["--json"]);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/wave 1 of 2: u-1\n[\s\S]*wave 2 of 2: u-2, u-3/);
+    const job = JSON.parse(r.stdout);
+    // each node was pushed its own declaration again, its secret sealed to it as before: never shown, sealed or not
+    const sealed = JSON.stringify((await nodeRecord(dir, "u-1")).last_body).match(/"pw":"(v1:[^"]+)"/)![1]!;
+    expect(r.stdout + r.stderr).not.toContain(sealed);
+    expect(r.stdout + r.stderr).not.toContain(SECRET);
+    expect(job.rollout.previous["u-1"].secrets).toEqual({ pw: "(sealed)" });
+    expect(job.rollout).toMatchObject({ state: "done", release: VERSION, waves: [["u-1"], ["u-2", "u-3"]] });
+    for (const n of nodes) {
+      expect(job.nodes[n.name].outcome).toBe("applied");
+      // it swapped the release in and exited cleanly, for the launcher to start it
+      expect(n.loop.exits[0]).toBe(0);
+      // the gate passed it on a heartbeat of the release itself
+      expect(sha(n.bin)).toBe(sha(good));
+      await waitFor(
+        () => confirmed(n.state) === sha(good),
+        EVENT_WAIT_MS,
+        `${n.name} confirmed on ${VERSION}`,
+      );
+      expect(readFileSync(join(n.root, "etc/app.conf"), "utf8")).toBe("app\n");
+      expect(readFileSync(join(n.root, "etc/app.pw"), "utf8")).toBe(SECRET);
+    }
+    const status = await mesh(dir, ["rollout", "status", job.id]);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(/rollout done/);
+  });
+
+  it("a release that cannot start halts at the canary, rolled back by its launcher; the others never fetch it; exit 4", async () => {
+    expect((await mesh(dir, ["release", "add", "/bin/false", "--version", "0.3.0"])).code).toBe(0);
+    const before = nodes.map((n) => sha(n.bin));
+    const starts = nodes.map((n) => n.loop.starts);
+    const r = await upgrade("0.3.0", ["--on-halt", "stop", "--json"]);
+    expect(r.code, r.stdout + r.stderr).toBe(4);
+    const job = JSON.parse(r.stdout);
+    expect(job.rollout.state).toBe("halted");
+    expect(job.nodes["u-1"]).toMatchObject({ outcome: "failed" });
+    expect(job.nodes["u-1"].detail).toMatch(/its launcher rolled back from release 0\.3\.0/);
+    expect(nodes[0]!.loop.log).toMatch(/rolled back from [0-9a-f]{64} to [0-9a-f]{64} after 3 failed starts/);
+    for (const [i, n] of nodes.entries()) {
+      if (i === 0) continue;
+      expect(sha(n.bin), n.name).toBe(before[i]);
+      expect(job.nodes[n.name].outcome).toBe("untouched");
+      expect(n.loop.starts, `${n.name} never restarted`).toBe(starts[i]);
+      expect(n.loop.log).not.toMatch(/0\.3\.0/);
+    }
+  });
+});
+
+describe("mesh upgrade --on-halt revert", () => {
+  it("puts the canary's previous declaration back (the release it named before), touching no other node", async () => {
+    // another release that cannot start, of its own digest: not the one the canary was rolled back from
+    const bad = join(base, "false-0.4.0");
+    copyFileSync("/bin/false", bad);
+    writeFileSync(bad, "\nanother\n", { flag: "a" });
+    expect((await mesh(dir, ["release", "add", bad, "--version", "0.4.0"])).code).toBe(0);
+    const starts = nodes.map((n) => n.loop.starts);
+    const r = await upgrade("0.4.0", ["--json"]);
+    expect(r.code, r.stdout + r.stderr).toBe(4);
+    const job = JSON.parse(r.stdout);
+    expect(job.nodes["u-1"].outcome).toBe("reverted");
+    expect(job.nodes["u-1"].detail).toMatch(
+      /^failed, then its previous declaration put back as serial \d+: applied$/,
+    );
+    // what the mesh last pushed it: the halted upgrade before (--on-halt stop) left it naming 0.3.0, the release
+    // its launcher rolled back from, which it does not fetch again
+    expect(job.rollout.previous["u-1"].host).toEqual({ release: "0.3.0" });
+    expect(job.rollout.previous["u-2"].host).toEqual({ release: VERSION });
+    for (const [i, n] of nodes.entries()) {
+      if (i === 0) continue;
+      expect(job.nodes[n.name].outcome).toBe("untouched");
+      expect(n.loop.starts, `${n.name} never restarted`).toBe(starts[i]);
+    }
+  });
+});

@@ -215,6 +215,11 @@ export const STREAM_MAX_MSG_BYTES = 1024 * 1024;
 export const ENROL_REVOKE_DELAY_MS = 2_000;
 /** How long the servers are given to take an account's new claims (a revocation) over the system account. */
 export const CLAIMS_UPDATE_MS = 10_000;
+/**
+ * How long every server is given to say which nodes listen for plans (`$SYS.REQ.ACCOUNT.<NODES>.SUBSZ`): a request
+ * across accounts to a node that is not there is never "no responders", only a timeout.
+ */
+export const PLAN_LISTENING_MS = 1_000;
 /** `mesh push --wait-s`: how long the reports are waited for. */
 export const PUSH_WAIT_S = 60;
 /** A progress line on a terminal is drawn again this often, so its seconds move while nothing else does. */

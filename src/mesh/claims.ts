@@ -5,7 +5,7 @@
 // in its resolver directory; nothing is rewritten, nothing reloaded.
 import { generateKeyPairSync, sign } from "node:crypto";
 import { type Authenticator, connect, type NatsConnection } from "@nats-io/transport-node";
-import { CLAIMS_UPDATE_MS, MESH_CONNECT_TIMEOUT_MS } from "../defaults.ts";
+import { CLAIMS_UPDATE_MS, MESH_CONNECT_TIMEOUT_MS, NODES_MAX_SUBS, PLAN_LISTENING_MS } from "../defaults.ts";
 import { nkeyOf } from "../vocabulary/index.ts";
 import {
   type AccountKeys,
@@ -69,6 +69,43 @@ export interface Revoke {
 export async function revokeUsers(sys: NatsConnection, keys: AccountKeys, revoke: Revoke[]): Promise<void> {
   const revoked = withRevoked(await currentRevocations(sys, keys), revoke);
   await pushClaims(sys, accountJwt(keys, "nodes", revoked));
+}
+
+/**
+ * The nodes among `nodes` with a subscription on their plan subject in NODES now, on any server (each answers for
+ * its own clients), asked over the system account; null when that cannot be asked (then every node is asked).
+ */
+export async function listeningNodes(mesh: MeshDir, nodes: string[]): Promise<Set<string> | null> {
+  let sys: NatsConnection | null = null;
+  try {
+    const keys = mesh.accountKeys();
+    sys = await connect({
+      servers: mesh.urls(),
+      authenticator: serviceAuthenticator(keys, "system", "mesh-host mesh (system)"),
+      tls: { ca: mesh.certPem() },
+      timeout: MESH_CONNECT_TIMEOUT_MS,
+      reconnect: false,
+    });
+    const heard = new Set<string>();
+    const subject = `$SYS.REQ.ACCOUNT.${accountId(keys, "nodes")}.SUBSZ`;
+    const options = JSON.stringify({ subscriptions: true, limit: NODES_MAX_SUBS });
+    const answers = await sys.requestMany(subject, options, {
+      strategy: "timer",
+      maxWait: PLAN_LISTENING_MS,
+    });
+    for await (const m of answers) {
+      const list = (
+        JSON.parse(dec.decode(m.data)) as { data?: { subscriptions_list?: { subject: string }[] } }
+      ).data?.subscriptions_list;
+      for (const s of list ?? [])
+        if (s.subject.startsWith("mesh.plan.")) heard.add(s.subject.slice("mesh.plan.".length));
+    }
+    return new Set(nodes.filter((n) => heard.has(n)));
+  } catch {
+    return null;
+  } finally {
+    await sys?.close().catch(() => undefined);
+  }
 }
 
 /** Revoke on the mesh's running bus, as a user of SYS for this one call; a bus that does not answer is refused. */

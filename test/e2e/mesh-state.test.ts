@@ -185,7 +185,6 @@ describe("three controllers with their own copies of the mesh directory, and a s
       ["$KV.mesh-codes.web-3", "{}"],
       ["$JS.API.STREAM.MSG.GET.KV_mesh-nodes", JSON.stringify({ last_by_subj: "$KV.mesh-nodes.web-1" })],
       ["$JS.API.STREAM.PURGE.KV_mesh-nodes", ""],
-      ["mesh.users.1", ""],
     ] as const)
       await expect(nc.request(subject, data, { timeout: 5_000 }), subject).rejects.toThrow(
         /permissions|no responders|timeout/i,

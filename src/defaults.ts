@@ -162,6 +162,12 @@ export const SERVER_LOG_POLL_MS = 25;
 /** JetStream answers once the servers agree on a leader: a cluster coming up takes a few seconds. */
 export const JETSTREAM_READY_MS = 60_000;
 export const MESH_CONNECT_TIMEOUT_MS = 5_000;
+/**
+ * How long a server's account resolver looks for an account it does not hold (every one of the mesh's is
+ * preloaded): shorter than MESH_CONNECT_TIMEOUT_MS, so a user of another mesh's account is refused in words
+ * rather than left to time out.
+ */
+export const RESOLVER_FETCH_S = 2;
 /** How long a JetStream call is tried again while the servers reload a user list. */
 export const JS_RELOAD_MS = 15_000;
 /** A JetStream call that met a reload, or a cluster not yet ready, is tried again after this. */

@@ -5,7 +5,7 @@
 // them preloaded. No user and no password is in it: `node add` and `node rm` never rewrite it. In a cluster, the
 // routes authenticate by mutual TLS with the mesh's own certificate (the only CA they trust), no password.
 import { isIP } from "node:net";
-import { ROUTE_PORT_OFFSET } from "../defaults.ts";
+import { RESOLVER_FETCH_S, ROUTE_PORT_OFFSET } from "../defaults.ts";
 import { type AccountKeys, accountId, accountJwt, operatorJwt } from "./accounts.ts";
 import type { MeshConfig, MeshDir } from "./layout.ts";
 
@@ -23,7 +23,7 @@ export function authLines(keys: AccountKeys, resolverDir: string): string[] {
   return [
     `operator: ${q(operatorJwt(keys))}`,
     `system_account: ${q(accountId(keys, "system"))}`,
-    `resolver: { type: full, dir: ${q(resolverDir)}, allow_delete: false, interval: "2m", timeout: "5s" }`,
+    `resolver: { type: full, dir: ${q(resolverDir)}, allow_delete: false, interval: "2m", timeout: "${RESOLVER_FETCH_S}s" }`,
     "resolver_preload: {",
     ...preload,
     "}",

@@ -126,7 +126,7 @@ describe("the enrolment code is private", () => {
 describe("the enrolment answer is sealed", () => {
   it("whoever else holds the token and listens on the answer inbox reads nothing useful", async () => {
     const node = "sealed-ear";
-    const { code, token } = await mesh.enrolmentCode(node);
+    const { code } = await mesh.enrolmentCode(node);
     const ear = await dial({
       servers: [mesh.url],
       fingerprint: mesh.fingerprint,

@@ -144,7 +144,7 @@ describe("a node removed, reissued and enrolled again", () => {
     ]);
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(
-      /refused enrol\.web-1's credentials: the enrolment code is wrong, already used, or withdrawn/,
+      /refused enrol\.web-1's credentials: the enrolment code is wrong, already used, expired or withdrawn/,
     );
     expect(again.stderr).not.toMatch(/Authorization Violation/i);
   });

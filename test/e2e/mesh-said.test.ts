@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeAccountKeys, seedsOf } from "../../src/mesh/accounts.ts";
 import { MeshDir, serviceAuthenticator } from "../../src/mesh/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp, serverDir } from "../mesh/operator.ts";
 import { type Running, runCli, startCli, startRun } from "../support/cli.ts";
@@ -174,10 +175,12 @@ describe("what mesh up says, and which counter a person reads", () => {
   it("a mesh directory whose controller credentials the bus refuses is said in our words (item 14)", async () => {
     const copy = join(base, "mesh-copy");
     cpSync(dir, copy, { recursive: true });
-    // MESH's seed swapped for NODES': every user this copy mints for MESH is signed by a key the servers do not
-    // take for it
+    // another mesh's MESH seed: every user this copy mints for MESH is signed by an account the servers never saw
     const seeds = JSON.parse(readFileSync(join(copy, "accounts.json"), "utf8"));
-    writeFileSync(join(copy, "accounts.json"), JSON.stringify({ ...seeds, mesh: seeds.nodes }));
+    writeFileSync(
+      join(copy, "accounts.json"),
+      JSON.stringify({ ...seeds, mesh: seedsOf(makeAccountKeys()).mesh }),
+    );
     const r = await mesh(copy, ["nodes"]);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(

@@ -82,7 +82,7 @@ describe("enrolment's words", () => {
     const lines = r.stderr.split("\n").filter((l) => l.startsWith("mesh-host:"));
     expect(lines).toEqual([
       expect.stringMatching(
-        /^mesh-host: cannot enrol: .* refused enrol\.spent's credentials: the enrolment code is wrong, already used, or withdrawn; ask the operator for a new one$/,
+        /^mesh-host: cannot enrol: .* refused enrol\.spent's credentials: the enrolment code is wrong, already used, expired or withdrawn; ask the operator for a new one$/,
       ),
     ]);
     expect(r.stderr).not.toMatch(RAW);

@@ -5,7 +5,15 @@ import { BUILD } from "../build-info.ts";
 import { hostFacts } from "../hosts/index.ts";
 import type { Heartbeat } from "../vocabulary/index.ts";
 
-export function heartbeatNow(deps: Pick<NodeParts, "node" | "state" | "host">, startedMs: number): Heartbeat {
+/**
+ * `confirmed` is this running binary's: a `confirmed` file left by the binary before an upgrade would otherwise
+ * make a new release look confirmed before its first reconcile, and a rollout's health gate would pass on it.
+ */
+export function heartbeatNow(
+  deps: Pick<NodeParts, "node" | "state" | "host">,
+  startedMs: number,
+  confirmed: boolean,
+): Heartbeat {
   const last = deps.state.readLast();
   return {
     v: 1,
@@ -14,7 +22,7 @@ export function heartbeatNow(deps: Pick<NodeParts, "node" | "state" | "host">, s
     version: BUILD.version,
     uptime_s: Math.floor((Date.now() - startedMs) / 1000),
     last: last ? { seq: last.seq, outcome: last.outcome, at: last.at } : null,
-    confirmed: deps.state.readText("confirmed") !== null,
+    confirmed,
     facts: hostFacts(deps.host.kind),
   };
 }

@@ -50,6 +50,8 @@ export interface HoldOptions {
   upgrade?: (version: string, source: ReleaseSource) => Promise<Upgraded>;
   /** Called once the first reconcile completed: the launcher's "confirmed". */
   onConfirmed?: () => void;
+  /** Whether the binary running now is confirmed (its own digest written): what a heartbeat's `confirmed` says. */
+  confirmed?: () => boolean;
   /** Notes to carry in the first report (the launcher's rollback note, a failed move), cleared once it is kept. */
   notes?: PendingNotes;
   /** A declaration moved the node to another bus: save it; the hold then exits 0 to be restarted onto it. */
@@ -194,7 +196,7 @@ export class Hold {
     link.plans?.((request) => this.serial(() => planAsked(this.o.deps, request)));
     await this.serial(() => this.resumeRelease(link));
     const beat = () => {
-      const h = heartbeatNow(this.o.deps, this.started);
+      const h = heartbeatNow(this.o.deps, this.started, this.o.confirmed?.() ?? false);
       link.heartbeat(h);
       this.o.log.debug({ last: h.last?.outcome ?? null }, "heartbeat sent");
       this.o.onHeartbeat?.(h.at);

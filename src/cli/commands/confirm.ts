@@ -23,10 +23,14 @@ export function binariesAtStart(
   return { running: self, installed: other };
 }
 
-/** Started and completed one reconcile: write this binary's digest, which the launcher reads. */
-export async function confirmBinary(state: State, binary: BinaryAtStart | null): Promise<void> {
+/**
+ * Started and completed one reconcile: write this binary's digest, which the launcher reads. True once the
+ * file names this binary; false when its digest cannot be known (not the single executable, changed in place).
+ */
+export async function confirmBinary(state: State, binary: BinaryAtStart | null): Promise<boolean> {
   // hashed now, not before the link is dialled: without the launcher that is ~100 MB read at start
   const digest = await binary?.digest();
-  if (!digest) return;
+  if (!digest) return false;
   if (state.readText("confirmed")?.trim() !== digest) state.writeText("confirmed", `${digest}\n`);
+  return true;
 }

@@ -32,6 +32,7 @@ export async function runCommand(ctx: Context): Promise<number> {
   const binaries = binariesAtStart(running, process.env.MESH_HOST_BIN ?? running);
   const record = new RunRecord(ctx.state);
   let confirmed: Promise<void> = Promise.resolve();
+  let confirmedHere = false;
   const hold = new Hold({
     deps: {
       state: ctx.state,
@@ -53,10 +54,14 @@ export async function runCommand(ctx: Context): Promise<number> {
     upgrade: (version, source) =>
       upgradeTo(version, source, upgradeDeps(ctx, membership, binaries.installed)),
     onConfirmed: () => {
-      confirmed = confirmBinary(ctx.state, binaries.running).catch((e: Error) =>
-        ctx.log.warn({ err: e.message }, "the confirmation could not be written"),
+      confirmed = confirmBinary(ctx.state, binaries.running).then(
+        (ok) => {
+          confirmedHere = ok;
+        },
+        (e: Error) => ctx.log.warn({ err: e.message }, "the confirmation could not be written"),
       );
     },
+    confirmed: () => confirmedHere,
     notes: pendingNotes(ctx.state),
     onLink: (l) => record.link(l.up, l.up ? null : l.error),
     onHeartbeat: (at) => record.heartbeat(at),

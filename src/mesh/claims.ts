@@ -5,7 +5,13 @@
 // in its resolver directory; nothing is rewritten, nothing reloaded.
 import { generateKeyPairSync, sign } from "node:crypto";
 import { type Authenticator, connect, type NatsConnection } from "@nats-io/transport-node";
-import { CLAIMS_UPDATE_MS, MESH_CONNECT_TIMEOUT_MS, NODES_MAX_SUBS, PLAN_LISTENING_MS } from "../defaults.ts";
+import {
+  CLAIMS_UPDATE_MS,
+  KV_CAS_TRIES,
+  MESH_CONNECT_TIMEOUT_MS,
+  NODES_MAX_SUBS,
+  PLAN_LISTENING_MS,
+} from "../defaults.ts";
 import { nkeyOf } from "../vocabulary/index.ts";
 import {
   type AccountKeys,
@@ -67,8 +73,24 @@ export interface Revoke {
 
 /** Revoke users of NODES on every server now, keeping every earlier revocation (read back from the servers). */
 export async function revokeUsers(sys: NatsConnection, keys: AccountKeys, revoke: Revoke[]): Promise<void> {
-  const revoked = withRevoked(await currentRevocations(sys, keys), revoke);
-  await pushClaims(sys, accountJwt(keys, "nodes", revoked));
+  for (let i = 1; ; i++) {
+    await pushClaims(
+      sys,
+      accountJwt(keys, "nodes", withRevoked(await currentRevocations(sys, keys), revoke)),
+    );
+    // two consoles (or controllers) revoking at once each push what they read: read back, and push again when
+    // another's claims took this one's place
+    if (kept(await currentRevocations(sys, keys), revoke)) return;
+    if (i >= KV_CAS_TRIES)
+      throw new Error(
+        "the servers did not keep the revocation (another console's claims took its place): try again",
+      );
+  }
+}
+
+/** Every revocation asked for is held (an enrolling user's whose JWT expired since need not be). */
+function kept(held: Revocations, revoke: Revoke[], now = Math.floor(Date.now() / 1000)): boolean {
+  return revoke.every((r) => (r.enrolling && r.at < now) || (held.users[r.user] ?? 0) >= r.at);
 }
 
 /**

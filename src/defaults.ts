@@ -153,15 +153,20 @@ export const ROUTE_PORT_OFFSET = 1;
 export const SERVER_PORT_STEP = 10;
 export const MAX_SERVERS = 7;
 export const CERT_DAYS = 3650;
-/** How long a server has to say it is ready, or reloaded, in its log. */
+/** How long a server has to say it is ready in its log. */
 export const SERVER_START_MS = 30_000;
-export const SERVER_RELOAD_MS = 15_000;
 export const SERVER_STOP_MS = 10_000;
 /** How often a server's log is read again while one waits for its word. */
 export const SERVER_LOG_POLL_MS = 25;
 /** JetStream answers once the servers agree on a leader: a cluster coming up takes a few seconds. */
 export const JETSTREAM_READY_MS = 60_000;
 export const MESH_CONNECT_TIMEOUT_MS = 5_000;
+/**
+ * How long a server's account resolver looks for an account it does not hold (every one of the mesh's is
+ * preloaded): shorter than MESH_CONNECT_TIMEOUT_MS, so a user of another mesh's account is refused in words
+ * rather than left to time out.
+ */
+export const RESOLVER_FETCH_S = 2;
 /** How long a JetStream call is tried again while the servers reload a user list. */
 export const JS_RELOAD_MS = 15_000;
 /** A JetStream call that met a reload, or a cluster not yet ready, is tried again after this. */
@@ -184,6 +189,38 @@ export const SHARED_ACK_WAIT_MS = 5_000;
 export const SHARED_PULL_EXPIRES_MS = 5_000;
 /** A consume loop whose consumer failed starts again after this. */
 export const CONSUME_RETRY_MS = 250;
+// The bus's accounts and their bounds (protocol.md "Accounts" and "Limits" say why each is what it is).
+/** How long a node's pull may stay answered across the accounts: longer than a pull's life (PULL_EXPIRES_MS). */
+export const PULL_RESPONSE_THRESHOLD_MS = 6 * 60_000;
+/** `NODES`: connections (one per node, a few more while enrolling), subscriptions, one message's bytes. */
+export const NODES_MAX_CONNECTIONS = 20_000;
+export const NODES_MAX_SUBS = 200_000;
+export const NODES_MAX_PAYLOAD = 1024 * 1024;
+/** One node's user: its inbox's subscriptions (a pull, a request, the plan subject), one message's bytes. */
+export const NODE_MAX_SUBS = 16;
+export const NODE_MAX_PAYLOAD = 1024 * 1024;
+/** An enrolling user: one inbox, one question. */
+export const ENROL_MAX_SUBS = 4;
+export const ENROL_MAX_PAYLOAD = 64 * 1024;
+/** Each stream's bounds: per node (per subject) and in all, and the largest message it keeps. */
+export const REPORTS_PER_NODE = 100;
+export const REPORT_MAX_MSG_BYTES = 256 * 1024;
+export const REPORTS_MAX_BYTES = 256 * 1024 * 1024;
+export const REKEY_PER_NODE = 4;
+export const REKEY_MAX_BYTES = 16 * 1024 * 1024;
+export const ENROL_PER_NODE = 4;
+export const ENROL_MAX_BYTES = 16 * 1024 * 1024;
+export const DECLARE_MAX_BYTES = 512 * 1024 * 1024;
+export const STREAM_MAX_MSG_BYTES = 1024 * 1024;
+/** A spent code's enrolling user is revoked this long after the answer (batched): not on the answer's heels. */
+export const ENROL_REVOKE_DELAY_MS = 2_000;
+/** How long the servers are given to take an account's new claims (a revocation) over the system account. */
+export const CLAIMS_UPDATE_MS = 10_000;
+/**
+ * How long every server is given to say which nodes listen for plans (`$SYS.REQ.ACCOUNT.<NODES>.SUBSZ`): a request
+ * across accounts to a node that is not there is never "no responders", only a timeout.
+ */
+export const PLAN_LISTENING_MS = 1_000;
 /** `mesh push --wait-s`: how long the reports are waited for. */
 export const PUSH_WAIT_S = 60;
 /** A progress line on a terminal is drawn again this often, so its seconds move while nothing else does. */
@@ -204,18 +241,14 @@ export const KV_CAS_TRIES = 50;
 export const KV_LIST_BATCH = 200;
 /** `mesh up` looks at the node and code buckets this often, besides being told of each change as it happens. */
 export const KV_RESYNC_MS = 5_000;
-/** A change to the buckets is acted on after this quiet, so a burst of node adds costs one user-list reload. */
+/** A change to the buckets is acted on after this quiet, so a burst of node adds costs one read. */
 export const KV_SETTLE_MS = 100;
 /** `mesh node add --expires`: how long an enrolment code is good for, unless the operator says. */
 export const CODE_EXPIRES_S = 24 * 3600;
 /** The longest `--expires` taken: a code is a key to the mesh, and a year-old one is a forgotten one. */
 export const CODE_EXPIRES_MAX_S = 30 * 24 * 3600;
-/**
- * `node add`/`rm` wait this long for every running `mesh up` to render the change into its servers' user list
- * (while servers authenticate by a list), asking each this often (a tenth of a second: a reload takes about that).
- */
-export const USERS_LIVE_MS = 30_000;
-export const USERS_LIVE_POLL_MS = 100;
+/** ENROL keeps a question as long as the longest-lived code could ask it. */
+export const ENROL_MAX_AGE_S = CODE_EXPIRES_MAX_S;
 /**
  * Heartbeats a node may have handled per window (a node sends one every HEARTBEAT_S): past it, its heartbeats
  * are dropped unread and counted, so a flood costs that node's entries, never another's or the controller's link.

@@ -177,8 +177,13 @@ describe("a malformed code is refused naming the part, never the token", () => {
     expect(reasonOf(codeOf(json))).toBe(`enrolment code transport: ${why}`);
   });
 
+  it("credential: missing (no token, no jwt and seed) is said as the current form's parts", () => {
+    expect(reasonOf(codeOf({ ...parts, token: undefined }))).toBe(
+      "enrolment code jwt: is missing; enrolment code seed: is missing",
+    );
+  });
+
   it.each([
-    ["missing", { ...parts, token: undefined }, "is missing"],
     ["empty", { ...parts, token: "" }, "must not be empty"],
     ["a number", { ...parts, token: 12345 }, "must be a string"],
   ])("token: %s", (_, json, why) => {

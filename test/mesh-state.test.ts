@@ -65,7 +65,7 @@ describe("codeRefusal: a code spent once, by one question's keys, before it expi
   const q = { v: 1, node: "web-1", reply: "_INBOX.enrol.web-1.x", keys } as unknown as EnrolQuestion;
   const code: CodeRecord = {
     node: "web-1",
-    token: "t".repeat(24),
+    user: `U${"A".repeat(55)}`,
     added_at: at(0),
     expires_at: at(60),
     spent: null,

@@ -168,7 +168,7 @@ export function meshManPage(version: string): string {
     ".TP",
     `.I ${roff(FLAGS.mesh.default.replace(/^.*else /, ""))}`,
     roff(
-      "The mesh directory (0700): mesh.json, signing.key and secrets.json (0600), tls/, servers/<i>/: keys and " +
+      "The mesh directory (0700): mesh.json, signing.key and accounts.json (0600), tls/, servers/<i>/: keys and " +
         "configuration only; the nodes, codes and fleet view are in the mesh's buckets on the bus. " +
         "Back it up whole: without signing.key no node takes a declaration.",
     ),

@@ -1,12 +1,13 @@
-// Enrolment (protocol.md "Enrolment"): one conversation — connect with the token, ask, wait for the answer.
+// Enrolment (protocol.md "Enrolment"): one conversation — connect with the code's credential, ask, wait for the answer.
 // Its own seam rather than part of the link: the credential is a one-time secret, there is no declaration
 // to hear, and a node that fails here is not in the mesh at all.
 //
 // The question goes through JetStream publish, not core: the enrol user may subscribe `_INBOX.enrol.<n>.>`,
 // so the stream's PubAck can come back to it, and a bus whose ENROL stream is missing says so at once
 // ("no responders") instead of leaving the node to wait out the timeout for a question nobody kept.
-// The token is the enrol user's password: no reason composed here quotes it, and the dial scrubs it.
-// The answer's membership comes sealed to the sealing key the question carried: whoever else holds the token
+// The credential is the enrolling user's JWT and its key's seed (v2), or the enrol user's password (v1, a mesh
+// made before): no reason composed here quotes either, and the dial scrubs a password.
+// The answer's membership comes sealed to the sealing key the question carried: whoever else holds the code
 // can listen on the inbox too, and must read nothing of use there. An answer in clear is refused.
 import { type KeyObject, randomBytes } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
@@ -18,11 +19,12 @@ import {
   enrolInboxPrefix,
   enrolSubject,
   enrolUser,
+  keyPairOfSeed,
   Membership,
   nodeUser,
   unseal,
 } from "../vocabulary/index.ts";
-import { type DialFailure, dial } from "./dial.ts";
+import { type DialAuth, type DialFailure, dial } from "./dial.ts";
 import { isNoResponders, isPermissionViolation, messageOf } from "./failures.ts";
 
 /** Where (servers), which certificate (fingerprint), which bus (transport): what the code carries but the token. */
@@ -34,8 +36,8 @@ export interface Approach {
 
 export interface Asking {
   node: string;
-  /** The one-time token's secret: the enrol user's password. */
-  token: string;
+  /** The code's credential: v2 the enrolling user's JWT and the seed of its key; v1 the enrol user's password. */
+  credential: { jwt: string; seed: string } | { token: string };
   /** Each public key as standard base64 of its raw 32 bytes (store's publicKeys()); never a private key. */
   keys: { identity: string; sealing: string; overlay: string };
   /** The private half of `keys.sealing`: the answer's membership is sealed to it. */
@@ -64,11 +66,13 @@ export async function ask(approach: Approach, asking: Asking, opts: AskOptions =
       kind: "protocol",
       reason: `transport "${approach.transport}" is not one this host speaks (nats)`,
     };
+  const auth = enrolAuth(asking);
+  if (!auth)
+    return { ok: false, kind: "protocol", reason: "the enrolment code's seed is not a user nkey seed" };
   const dialled = await dial({
     servers: approach.servers,
     fingerprint: approach.fingerprint,
-    user: enrolUser(asking.node),
-    password: asking.token,
+    auth,
     inboxPrefix: enrolInboxPrefix(asking.node),
     name: enrolUser(asking.node),
     timeoutMs: opts.dialTimeoutMs,
@@ -76,7 +80,7 @@ export async function ask(approach: Approach, asking: Asking, opts: AskOptions =
   if (!dialled.ok) {
     const hint =
       dialled.kind === "auth"
-        ? ": the enrolment code is wrong, already used, or withdrawn; ask the operator for a new one"
+        ? ": the enrolment code is wrong, already used, expired or withdrawn; ask the operator for a new one"
         : "";
     return { ok: false, kind: dialled.kind, reason: `cannot enrol: ${dialled.reason}${hint}` };
   }
@@ -85,6 +89,14 @@ export async function ask(approach: Approach, asking: Asking, opts: AskOptions =
   } finally {
     await dialled.nc.close().catch(() => undefined);
   }
+}
+
+function enrolAuth(asking: Asking): DialAuth | null {
+  const user = enrolUser(asking.node);
+  const c = asking.credential;
+  if ("token" in c) return { kind: "password", user, password: c.token };
+  const pair = keyPairOfSeed("user", c.seed);
+  return pair ? { kind: "jwt", user, jwt: c.jwt, key: pair.privateKey } : null;
 }
 
 async function converse(nc: NatsConnection, asking: Asking, timeoutMs: number): Promise<Answered> {
@@ -149,7 +161,12 @@ async function publish(nc: NatsConnection, node: string, question: string): Prom
       };
     if (isPermissionViolation(e))
       return { ok: false, kind: "protocol", reason: `the server refused the question: ${messageOf(e)}` };
-    return { ok: false, kind: "unreachable", reason: `the question was not acknowledged: ${messageOf(e)}` };
+    // across the bus's accounts a missing ENROL stream is no "no responders": the question is just not acknowledged
+    return {
+      ok: false,
+      kind: "unreachable",
+      reason: `the question was not acknowledged (${messageOf(e)}): is the mesh taking enrolments here?`,
+    };
   }
 }
 

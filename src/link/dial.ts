@@ -11,10 +11,10 @@
 //     certificate between the two is refused by the handshake itself), with checkServerIdentity
 //     comparing the fingerprint again instead of a host name.
 // Either way a server without the pinned certificate sees a TLS handshake and never a CONNECT.
-import { createHash, X509Certificate } from "node:crypto";
+import { createHash, type KeyObject, sign, X509Certificate } from "node:crypto";
 import { isIP, connect as netConnect, type Socket } from "node:net";
 import { type PeerCertificate, type TLSSocket, connect as tlsConnect } from "node:tls";
-import { connect, errors, type NatsConnection } from "@nats-io/transport-node";
+import { type Authenticator, connect, errors, type NatsConnection } from "@nats-io/transport-node";
 import {
   DIAL_TIMEOUT_MS,
   MAX_INFO_BYTES,
@@ -22,20 +22,73 @@ import {
   PING_INTERVAL_MS,
   PREFLIGHT_CLOSE_MS,
 } from "../defaults.ts";
+import { type Membership, nkeyOf } from "../vocabulary/index.ts";
 import { credentialRefusal, isCredentialRefused, reachWords } from "./failures.ts";
 
 export interface DialOptions {
-  /** `nats://host:port`, tried in order; the first that passes the pin and takes the password wins. */
+  /** `nats://host:port`, tried in order; the first that passes the pin and takes the credential wins. */
   servers: string[];
   /** SHA-256 of the server's DER certificate, lower-case hex, no colons. */
   fingerprint: string;
-  user: string;
-  password: string;
+  auth: DialAuth;
   /** `_INBOX.node.<n>` or `_INBOX.enrol.<n>`: where this user may subscribe. */
   inboxPrefix: string;
   /** The connection's name as the server's monitoring shows it. */
   name?: string;
   timeoutMs?: number;
+}
+
+/**
+ * How the node signs in. v2: its user JWT, and the server's nonce signed with the key the JWT names (the node's
+ * identity key, or an enrolling key from the code); v1 (a mesh made before): a user and its password.
+ */
+export type DialAuth =
+  | { kind: "jwt"; user: string; jwt: string; key: KeyObject }
+  | { kind: "password"; user: string; password: string };
+
+/** The client's sign-in: the nonce signed with the private key, which never leaves this process. */
+function authOf(auth: DialAuth): Record<string, unknown> {
+  if (auth.kind === "password") return { user: auth.user, pass: auth.password };
+  const nkey = nkeyOf("user", auth.key);
+  const authenticator: Authenticator = (nonce?: string) => ({
+    jwt: auth.jwt,
+    nkey,
+    sig: sign(null, Buffer.from(nonce ?? ""), auth.key).toString("base64url"),
+  });
+  return { authenticator };
+}
+
+/**
+ * A membership's sign-in: v2 with the node's identity key (the store's), refused in words when the key is not
+ * there or is not the one the JWT was issued for; v1 with its password.
+ */
+export function membershipAuth(
+  m: Membership,
+  identity: KeyObject | undefined,
+): DialAuth | { refused: string } {
+  if ("password" in m) return { kind: "password", user: m.user, password: m.password };
+  if (!identity)
+    return {
+      refused: "the membership signs in with the node's identity key, and this node has none to sign with",
+    };
+  const sub = jwtSubject(m.jwt);
+  if (sub !== nkeyOf("user", identity))
+    return {
+      refused: "the membership's user JWT was issued for another identity key than this node's: enrol again",
+    };
+  return { kind: "jwt", user: m.user, jwt: m.jwt, key: identity };
+}
+
+/** The `sub` of a JWT (unverified: the server verifies it), or null. */
+function jwtSubject(jwt: string): string | null {
+  try {
+    const claims = JSON.parse(Buffer.from(jwt.split(".")[1] ?? "", "base64url").toString("utf8")) as {
+      sub?: unknown;
+    };
+    return typeof claims?.sub === "string" ? claims.sub : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Why a dial failed, for the caller deciding what to say and whether to try again. */
@@ -57,7 +110,7 @@ export async function dial(opts: DialOptions): Promise<Dialled> {
   for (const server of opts.servers) {
     const one = await dialOne(server, opts);
     if (one.ok) return one;
-    failures.push({ kind: one.kind, reason: scrub(one.reason, opts.password) });
+    failures.push({ kind: one.kind, reason: scrub(one.reason, opts.auth) });
   }
   if (failures.length === 0) return { ok: false, kind: "unreachable", reason: "no server to dial" };
   // the most telling kind wins: a wrong certificate or password is not cured by waiting
@@ -81,8 +134,7 @@ async function dialOne(server: string, opts: DialOptions): Promise<Dialled> {
   try {
     const nc = await connect({
       servers: [server],
-      user: opts.user,
-      pass: opts.password,
+      ...authOf(opts.auth),
       name: opts.name,
       inboxPrefix: opts.inboxPrefix,
       reconnect: false, // reconnection is the caller's (the hold's backoff with jitter)
@@ -95,7 +147,7 @@ async function dialOne(server: string, opts: DialOptions): Promise<Dialled> {
     });
     return { ok: true, nc, server };
   } catch (e) {
-    return failureOf(e, server, opts.user);
+    return failureOf(e, server, opts.auth.user);
   }
 }
 
@@ -283,7 +335,7 @@ function pemOf(der: Buffer): string {
 }
 
 // No reason this file composes quotes the password, and a library's message should not either; if one
-// ever did, it is cut out here rather than trusted.
-function scrub(reason: string, password: string): string {
-  return password ? reason.replaceAll(password, "<password>") : reason;
+// ever did, it is cut out here rather than trusted. A JWT is no secret, and the key never becomes text here.
+function scrub(reason: string, auth: DialAuth): string {
+  return auth.kind === "password" && auth.password ? reason.replaceAll(auth.password, "<password>") : reason;
 }

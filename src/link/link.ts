@@ -25,7 +25,7 @@ import {
   reportSubject,
   signMessage,
 } from "../vocabulary/index.ts";
-import { type DialFailure, dial } from "./dial.ts";
+import { type DialFailure, dial, membershipAuth } from "./dial.ts";
 import {
   bindFailure,
   isConsumerNotFound,
@@ -101,7 +101,7 @@ const enc = new TextEncoder();
 
 /**
  * Dial as the membership's user, exactly as the mesh composed it, with inbox prefix `_INBOX.node.<n>`.
- * `identity` is the node's Ed25519 identity private key: every report and heartbeat is signed with it.
+ * `identity`, the node's Ed25519 identity private key, signs every report, heartbeat and v2 sign-in.
  */
 export async function openLink(
   membership: Membership,
@@ -109,30 +109,30 @@ export async function openLink(
   identity: KeyObject,
   opts: LinkOptions = {},
 ): Promise<Opened> {
-  if (membership.transport !== "nats" && membership.transport !== "")
-    return {
-      ok: false,
-      kind: "membership",
-      reason: `transport "${membership.transport}" is not one this host speaks (nats)`,
-    };
-  // the inbox this user may subscribe is composed from the node's name, so the two must agree
-  if (membership.user !== nodeUser(node))
-    return {
-      ok: false,
-      kind: "membership",
-      reason: `the membership's user is ${membership.user}, not ${nodeUser(node)}`,
-    };
+  const refused = membershipRefusal(membership, node);
+  if (refused) return { ok: false, kind: "membership", reason: refused };
+  const auth = membershipAuth(membership, identity);
+  if ("refused" in auth) return { ok: false, kind: "membership", reason: auth.refused };
   const dialled = await dial({
     servers: membership.servers,
     fingerprint: membership.fingerprint,
-    user: membership.user,
-    password: membership.password,
+    auth,
     inboxPrefix: nodeInboxPrefix(node),
     name: membership.user,
     timeoutMs: opts.dialTimeoutMs,
   });
   if (!dialled.ok) return dialled;
   return { ok: true, link: new NatsLink(dialled.nc, dialled.server, membership, node, identity, opts) };
+}
+
+/** Why this membership cannot be dialled as `node`, or null. */
+function membershipRefusal(membership: Membership, node: string): string | null {
+  if (membership.transport !== "nats" && membership.transport !== "")
+    return `transport "${membership.transport}" is not one this host speaks (nats)`;
+  // the inbox this user may subscribe is composed from the node's name, so the two must agree
+  if (membership.user !== nodeUser(node))
+    return `the membership's user is ${membership.user}, not ${nodeUser(node)}`;
+  return null;
 }
 
 /** Dial, then bind: a link that cannot bind its consumer is no link (the mesh's to answer, said plainly). */

@@ -19,7 +19,7 @@ import {
   signMessage,
   verifyNodeMessage,
 } from "../vocabulary/index.ts";
-import { dial } from "./dial.ts";
+import { dial, membershipAuth } from "./dial.ts";
 import { isNoResponders, isPermissionViolation, isTimeout, messageOf } from "./failures.ts";
 
 /** A rekey as the node keeps it: what it says, and the signed message that says it (sent again as it stands). */
@@ -50,13 +50,14 @@ export type Told = { ok: true; seq: number; duplicate: boolean } | { ok: false; 
 export async function tellRekey(
   membership: Membership,
   rekey: Rekey,
-  opts: { dialTimeoutMs?: number; ackTimeoutMs?: number } = {},
+  opts: { dialTimeoutMs?: number; ackTimeoutMs?: number; identity?: KeyObject } = {},
 ): Promise<Told> {
+  const auth = membershipAuth(membership, opts.identity);
+  if ("refused" in auth) return { ok: false, reason: `the mesh was not told: ${auth.refused}` };
   const dialled = await dial({
     servers: membership.servers,
     fingerprint: membership.fingerprint,
-    user: membership.user,
-    password: membership.password,
+    auth,
     inboxPrefix: nodeInboxPrefix(rekey.body.node),
     name: membership.user,
     timeoutMs: opts.dialTimeoutMs,

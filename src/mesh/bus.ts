@@ -1,7 +1,9 @@
-// The controller's connection to its own bus: trusting exactly the mesh's certificate, as user `mesh`, and the
-// streams and consumers protocol.md says the mesh creates (the node creates none, ever).
+// The controller's connection to its own bus: trusting exactly the mesh's certificate, as a user of MESH minted
+// for the connection (claims.ts), and the streams and consumers protocol.md says the mesh creates (the node
+// creates none, ever), each bounded per node and in all (protocol.md "Limits").
 import {
   AckPolicy,
+  DiscardPolicy,
   type JetStreamClient,
   type JetStreamManager,
   jetstream,
@@ -13,13 +15,23 @@ import {
   CONSUMER_LEADER_MS,
   CONTROLLER_AUTH_RETRY_MS,
   CONTROLLER_AUTH_TRIES,
+  DECLARE_MAX_BYTES,
+  ENROL_MAX_AGE_S,
+  ENROL_MAX_BYTES,
+  ENROL_PER_NODE,
   JETSTREAM_READY_MS,
   JETSTREAM_READY_POLL_MS,
   JS_RELOAD_MS,
   JS_RETRY_MS,
   MESH_CONNECT_TIMEOUT_MS,
+  REKEY_MAX_BYTES,
+  REKEY_PER_NODE,
+  REPORT_MAX_MSG_BYTES,
   REPORTS_MAX_AGE_S,
+  REPORTS_MAX_BYTES,
+  REPORTS_PER_NODE,
   SHARED_ACK_WAIT_MS,
+  STREAM_MAX_MSG_BYTES,
 } from "../defaults.ts";
 import {
   CONTROLLER_USER,
@@ -30,7 +42,8 @@ import {
   STREAM_SUBJECTS,
   type StreamName,
 } from "../vocabulary/index.ts";
-import type { MeshDir } from "./layout.ts";
+import { serviceAuthenticator } from "./claims.ts";
+import { type MeshDir, MeshRefused } from "./layout.ts";
 
 /**
  * No server of the mesh answered: the state lives on the bus, so nothing can be read or done (exit 1, one line);
@@ -51,7 +64,7 @@ export interface Bus {
  */
 export async function connectBus(
   mesh: MeshDir,
-  opts: { reconnect?: boolean; name?: string } = {},
+  opts: { reconnect?: boolean; name?: string; system?: boolean } = {},
 ): Promise<Bus> {
   const nc = await dialController(mesh, opts);
   // no API check here: a cluster still electing its leaders answers JetStream later, and `up` waits for that
@@ -60,22 +73,23 @@ export async function connectBus(
 }
 
 /**
- * The controller's connection. A server reloading its user list (a node added, a code spent) has refused the
- * controller's own credentials for a moment, on a cluster: tried again a few times, and then said in our words
- * rather than the server's "Authorization Violation".
+ * The controller's connection (a MESH user, or a SYS one for revocations), signed in with a key made for it.
+ * A refusal is tried again a few times (a server still loading its accounts), then said in our words rather than
+ * the server's "Authorization Violation".
  */
 async function dialController(
   mesh: MeshDir,
-  opts: { reconnect?: boolean; name?: string },
+  opts: { reconnect?: boolean; name?: string; system?: boolean },
 ): Promise<NatsConnection> {
   const where = mesh.urls().join(", ");
+  const name = opts.name ?? CONTROLLER_USER;
+  const authenticator = serviceAuthenticator(mesh.accountKeys(), opts.system ? "system" : "mesh", name);
   for (let attempt = 1; ; attempt++) {
     try {
       return await connect({
         servers: mesh.urls(),
-        user: CONTROLLER_USER,
-        pass: mesh.secrets().controller,
-        name: opts.name ?? "mesh-host mesh",
+        authenticator,
+        name,
         tls: { ca: mesh.certPem() },
         timeout: MESH_CONNECT_TIMEOUT_MS,
         reconnect: opts.reconnect ?? false,
@@ -83,13 +97,14 @@ async function dialController(
         reconnectTimeWait: 250,
       });
     } catch (e) {
+      if (e instanceof MeshRefused) throw e;
       if (!(e instanceof errors.AuthorizationError))
         throw new BusDown(
           `the mesh's bus does not answer at ${where} (is \`mesh-host mesh up\` running?): ${firstLine(e)}`,
         );
       if (attempt >= CONTROLLER_AUTH_TRIES)
         throw new BusDown(
-          `the mesh's bus at ${where} refuses the controller's credentials of ${mesh.dir}: its servers were made from another mesh directory, or keep reloading their user list`,
+          `the mesh's bus at ${where} refuses the controller's credentials of ${mesh.dir}: its servers were made from another mesh directory`,
         );
     }
     await new Promise((r) => setTimeout(r, CONTROLLER_AUTH_RETRY_MS));
@@ -121,6 +136,27 @@ export function firstLine(e: unknown): string {
   return String((e as Error)?.message ?? e).split("\n")[0]!;
 }
 
+/**
+ * Each stream's bounds (protocol.md "Limits"): per subject, so one node's messages push out only its own, and in
+ * all, so the streams together stay within the servers' store whatever any node sends.
+ */
+const STREAM_BOUNDS: Record<StreamName, Record<string, unknown>> = {
+  // newest wins: a node that was away finds only the last declaration
+  DECLARE: { max_msgs_per_subject: 1, max_bytes: DECLARE_MAX_BYTES },
+  REPORTS: {
+    max_msgs_per_subject: REPORTS_PER_NODE,
+    max_bytes: REPORTS_MAX_BYTES,
+    max_msg_size: REPORT_MAX_MSG_BYTES,
+    max_age: nanos(REPORTS_MAX_AGE_S * 1000),
+  },
+  REKEY: { max_msgs_per_subject: REKEY_PER_NODE, max_bytes: REKEY_MAX_BYTES },
+  ENROL: {
+    max_msgs_per_subject: ENROL_PER_NODE,
+    max_bytes: ENROL_MAX_BYTES,
+    max_age: nanos(ENROL_MAX_AGE_S * 1000),
+  },
+};
+
 /** The four streams, replicated on every server; made or brought to this configuration, whichever is needed. */
 export async function ensureStreams(bus: Bus, replicas: number): Promise<void> {
   for (const [name, subject] of Object.entries(STREAM_SUBJECTS) as [StreamName, string][]) {
@@ -129,9 +165,10 @@ export async function ensureStreams(bus: Bus, replicas: number): Promise<void> {
       subjects: [subject],
       storage: StorageType.File,
       num_replicas: replicas,
-      // newest wins: a node that was away finds only the last declaration
-      ...(name === "DECLARE" ? { max_msgs_per_subject: 1 } : {}),
-      ...(name === "REPORTS" ? { max_age: nanos(REPORTS_MAX_AGE_S * 1000) } : {}),
+      max_msg_size: STREAM_MAX_MSG_BYTES,
+      // a stream made before these bounds had none: an update brings it to them
+      discard: DiscardPolicy.Old,
+      ...STREAM_BOUNDS[name],
     };
     const exists = await bus.jsm.streams.info(name).then(
       () => true,

@@ -1,38 +1,47 @@
-// The nats-server configuration of each server of the mesh, and the one user list they all include.
-// TLS without `verify` (a node pins the certificate and brings a password, never a client certificate);
-// one account with JetStream; in a cluster, routes authenticated by a password over TLS that trusts only the
-// mesh's own certificate.
+// The nats-server configuration of each server of the mesh: TLS without `verify` (a node pins the certificate and
+// signs the server's nonce with its own key, never a client certificate); decentralized authentication — the
+// operator's JWT, the system account, the `full` account resolver keeping every account's newest claims in the
+// server's own directory (a revocation pushed to one server reaches the others), the accounts' JWTs as `init` made
+// them preloaded. No user and no password is in it: `node add` and `node rm` never rewrite it. In a cluster, the
+// routes authenticate by mutual TLS with the mesh's own certificate (the only CA they trust), no password.
 import { isIP } from "node:net";
-import { ROUTE_PORT_OFFSET } from "../defaults.ts";
-import { CONTROLLER_USER, enrolUser, nodeUser, ROUTE_USER } from "../vocabulary/index.ts";
-import type { MeshConfig, MeshDir, MeshSecrets } from "./layout.ts";
-import { enrolPermissions, nodePermissions, type Permissions } from "./permissions.ts";
-import type { CodeRecord, NodeRecord } from "./state.ts";
-
-export interface ServerUser {
-  user: string;
-  password: string;
-  /** Absent: every subject (the controller). */
-  permissions?: Permissions;
-}
+import { RESOLVER_FETCH_S, ROUTE_PORT_OFFSET } from "../defaults.ts";
+import { type AccountKeys, accountId, accountJwt, operatorJwt } from "./accounts.ts";
+import type { MeshConfig, MeshDir } from "./layout.ts";
 
 /** An IP given is listened on; a name may not resolve to this machine (NAT, a proxy), so all addresses are. */
 function bindOf(host: string): string {
   return isIP(host) ? host : "0.0.0.0";
 }
 
+/** The lines that make a server one of this operator's: its JWT, the system account, the resolver, the accounts. */
+export function authLines(keys: AccountKeys, resolverDir: string): string[] {
+  const q = JSON.stringify;
+  const preload = (["system", "mesh", "nodes"] as const).map(
+    (kind) => `  ${accountId(keys, kind)}: ${q(accountJwt(keys, kind))}`,
+  );
+  return [
+    `operator: ${q(operatorJwt(keys))}`,
+    `system_account: ${q(accountId(keys, "system"))}`,
+    `resolver: { type: full, dir: ${q(resolverDir)}, allow_delete: false, interval: "2m", timeout: "${RESOLVER_FETCH_S}s" }`,
+    "resolver_preload: {",
+    ...preload,
+    "}",
+  ];
+}
+
 /** Server `i` (from 1, in `init`'s order). Quoted strings are literal in the config language: no `$` surprises. */
 export function serverConf(
   mesh: MeshDir,
   config: Pick<MeshConfig, "servers">,
-  secrets: MeshSecrets,
+  keys: AccountKeys,
   i: number,
 ): string {
   const me = config.servers[i - 1]!;
   const dir = mesh.serverDir(i);
   const q = JSON.stringify;
   const lines = [
-    "# Written by `mesh-host mesh init`; the user list beside it is rewritten by `mesh node add|rm`.",
+    "# Written by `mesh-host mesh init`; nothing rewrites it: clients sign in with JWTs, revoked in the resolver.",
     `server_name: ${q(`mesh-${i}`)}`,
     `listen: ${q(`${bindOf(me.host)}:${me.port}`)}`,
     `pid_file: ${q(`${dir}/server.pid`)}`,
@@ -48,23 +57,22 @@ export function serverConf(
     "  max_memory_store: 64MB",
     "  max_file_store: 1GB",
     "}",
-    "accounts {",
-    '  include "users.conf"',
-    "}",
+    ...authLines(keys, `${dir}/jwt`),
   ];
   if (config.servers.length > 1) {
     const routes = config.servers
       .filter((_, j) => j !== i - 1)
-      .map((s) => q(`nats-route://${ROUTE_USER}:${secrets.route}@${s.host}:${s.port + ROUTE_PORT_OFFSET}`));
+      .map((s) => q(`nats-route://${s.host}:${s.port + ROUTE_PORT_OFFSET}`));
     lines.push(
       "cluster {",
       '  name: "mesh"',
       `  listen: ${q(`${bindOf(me.host)}:${me.port + ROUTE_PORT_OFFSET}`)}`,
-      `  authorization { user: ${q(ROUTE_USER)}, password: ${q(secrets.route)} }`,
       "  tls {",
       `    cert_file: ${q(mesh.path("tls", "cert.pem"))}`,
       `    key_file: ${q(mesh.path("tls", "key.pem"))}`,
       `    ca_file: ${q(mesh.path("tls", "cert.pem"))}`,
+      // a route must show the mesh's own certificate: the only credential a route has
+      "    verify: true",
       "    timeout: 2",
       "  }",
       `  routes: [${routes.join(", ")}]`,
@@ -72,25 +80,4 @@ export function serverConf(
     );
   }
   return `${lines.join("\n")}\n`;
-}
-
-/**
- * Every user the servers know: the controller, each node's user, each code of a node in the mesh (until the
- * node is first heard as itself: withdrawing it at the question would cut the answer's connection).
- */
-export function meshUsers(secrets: MeshSecrets, nodes: NodeRecord[], codes: CodeRecord[] = []): ServerUser[] {
-  const users: ServerUser[] = [{ user: CONTROLLER_USER, password: secrets.controller }];
-  const known = new Set(nodes.map((n) => n.node));
-  for (const n of nodes)
-    users.push({ user: nodeUser(n.node), password: n.password, permissions: nodePermissions(n.node) });
-  for (const c of codes)
-    if (known.has(c.node))
-      users.push({ user: enrolUser(c.node), password: c.token, permissions: enrolPermissions(c.node) });
-  return users;
-}
-
-/** The account block `server.conf` includes: one account, JetStream on, the users as JSON objects. */
-export function usersConf(users: ServerUser[]): string {
-  const lines = users.map((u) => `    ${JSON.stringify(u)}`);
-  return `MESH {\n  jetstream: enabled\n  users: [\n${lines.join("\n")}\n  ]\n}\n`;
 }

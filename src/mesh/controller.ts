@@ -7,6 +7,7 @@ import { CONSUME_RETRY_MS, SHARED_PULL_EXPIRES_MS } from "../defaults.ts";
 import {
   declareSubject,
   type EnrolQuestion,
+  enrolInboxPrefix,
   type Membership,
   nodeConsumer,
   nodeUser,
@@ -18,7 +19,8 @@ export interface MembershipParts {
   servers: string[];
   fingerprint: string;
   meshKey: string;
-  password: string;
+  /** The node's user JWT, issued for its identity key (accounts.ts). */
+  jwt: string;
 }
 
 export function membershipOf(node: string, parts: MembershipParts): Membership {
@@ -27,7 +29,7 @@ export function membershipOf(node: string, parts: MembershipParts): Membership {
     servers: parts.servers,
     fingerprint: parts.fingerprint,
     user: nodeUser(node),
-    password: parts.password,
+    jwt: parts.jwt,
     stream: "DECLARE",
     consumer: nodeConsumer(node),
     subject: declareSubject(node),
@@ -47,10 +49,28 @@ export function refusedAnswer(reason: string): object {
   return { v: 1, ok: false, reason };
 }
 
-/** The answer goes to the address in the payload: the message's own reply field is the consumer's ack address. */
-export async function reply(nc: NatsConnection, address: string, answer: object): Promise<void> {
+/**
+ * The answer goes to the address in the payload (the message's own reply field is the consumer's ack address),
+ * and only when that address is the node's enrolment inbox: `_INBOX.enrol.<n>.` and a tail of its own. Any other
+ * is refused, said by the caller: the controller publishes with MESH's rights, and a question naming the JetStream
+ * API, another node's subject or a stream would have it act there.
+ */
+export function answerable(node: string, address: string): boolean {
+  const prefix = `${enrolInboxPrefix(node)}.`;
+  return address.startsWith(prefix) && /^[A-Za-z0-9_-]{1,64}$/.test(address.slice(prefix.length));
+}
+
+/** Publish the answer where the question said, if that is answerable (false, and nothing sent, otherwise). */
+export async function reply(
+  nc: NatsConnection,
+  node: string,
+  address: string,
+  answer: object,
+): Promise<boolean> {
+  if (!answerable(node, address)) return false;
   nc.publish(address, JSON.stringify(answer));
   await nc.flush();
+  return true;
 }
 
 /**

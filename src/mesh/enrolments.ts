@@ -21,31 +21,42 @@ export function codeRefusal(code: CodeRecord | null, q: EnrolQuestion, now = Dat
   return null;
 }
 
-/** Spend the node's code for this question; the refusal, or null when this question holds it now. */
-export async function spendCode(state: State, q: EnrolQuestion): Promise<string | null> {
+/** Spend the node's code for this question; the refusal, or the code this question holds now. */
+export async function spendCode(state: State, q: EnrolQuestion): Promise<string | CodeRecord> {
   for (let i = 1; ; i++) {
     const entry = await state.codes.get(q.node);
     const refusal = codeRefusal(entry?.value ?? null, q);
-    if (refusal || !entry || entry.value.spent) return refusal;
+    if (refusal) return refusal;
+    if (!entry) return `node ${q.node} has no enrolment code`;
+    if (entry.value.spent) return entry.value;
     const spent = { at: new Date().toISOString(), keys: q.keys };
     try {
       await state.codes.update(q.node, { ...entry.value, spent }, entry.revision);
-      return null;
+      return { ...entry.value, spent };
     } catch (e) {
       if (!(e instanceof Conflict) || i >= KV_CAS_TRIES) throw e;
     }
   }
 }
 
-/** Admit the question: its code spent, then its keys and facts in the node's record. The refusal otherwise. */
-export async function admit(state: State, q: EnrolQuestion, subject: string): Promise<string | null> {
+/**
+ * Admit the question: its code spent, then its keys and facts in the node's record (its pending enrolling user
+ * gone from it). The refusal otherwise; the code spent, whose enrolling user the caller revokes.
+ */
+export async function admit(state: State, q: EnrolQuestion, subject: string): Promise<string | CodeRecord> {
   if (subject !== `mesh.enrol.${q.node}`) return `asked on ${subject} for node ${q.node}`;
   if (!(await state.nodes.get(q.node))) return `node ${q.node} is not in this mesh`;
-  const refusal = await spendCode(state, q);
-  if (refusal) return refusal;
+  const spent = await spendCode(state, q);
+  if (typeof spent === "string") return spent;
   await changeNode(state, q.node, (r) => ({
-    value: { ...r, keys: q.keys, facts: q.facts, enrolled_at: r.enrolled_at ?? new Date().toISOString() },
+    value: {
+      ...r,
+      enrol: r.enrol?.user === spent.user ? null : r.enrol,
+      keys: q.keys,
+      facts: q.facts,
+      enrolled_at: r.enrolled_at ?? new Date().toISOString(),
+    },
     result: undefined,
   }));
-  return null;
+  return spent;
 }

@@ -3,9 +3,23 @@
 // serial, sealing secrets, pushing, the fleet view, the sealed move, the releases in the object store). It knows the vocabulary (with the
 // envelope and the sealing) and the nats client, nothing of the host's layers; none of them imports it, and the
 // Android build leaves it out. Only src/cli/mesh/ and the tests import this surface.
+
+export {
+  type AccountKeys,
+  accountId,
+  accountJwt,
+  enrolUserJwt,
+  makeAccountKeys,
+  NODE_SERVICES,
+  nodeUserJwt,
+  operatorJwt,
+  serviceUserJwt,
+  userOfIdentity,
+} from "./accounts.ts";
 export { type Bus, BusDown, connectBus, ensureNodeConsumer, ensureStreams, jsCall } from "./bus.ts";
-export { meshUsers, type ServerUser, serverConf, usersConf } from "./conf.ts";
-export { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
+export { type Revoke, revokeUsers, serviceAuthenticator } from "./claims.ts";
+export { authLines, serverConf } from "./conf.ts";
+export { answerable, consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 export { writeAtomic } from "./files.ts";
 export { age, type FleetRow, fleetRows, fleetTable } from "./fleet.ts";
 export { type HeardFrom, heardFrom, identityOf } from "./heard.ts";
@@ -27,7 +41,7 @@ export { FACT_KEYS, fieldsOf, labelNode, matchingNodes, parseLabels, selectedNod
 export { type MeshConfig, MeshDir, MeshRefused } from "./layout.ts";
 export { migrate } from "./migrate.ts";
 export { markMoved, prepareMove } from "./move.ts";
-export { addNode, checkNodeName, codeOf, reissueNode, removeNode } from "./nodes.ts";
+export { addNode, checkNodeName, codeOf, reissueNode, removeNode, revokesOf } from "./nodes.ts";
 export { enrolPermissions, nodePermissions, type Permissions } from "./permissions.ts";
 export { askPlans, composePlans, type PlanAsked, type PlanHeard } from "./plan.ts";
 export {
@@ -49,7 +63,7 @@ export {
 } from "./release.ts";
 export { reportOf } from "./reports.ts";
 export { checkRollout, checkUpgrade, progressOf, runRollout, wavesOf } from "./rollout.ts";
-export { natsServerPath, reloadUsers, runningServers } from "./servers.ts";
+export { natsServerPath, runningServers } from "./servers.ts";
 export {
   allNodes,
   BUCKETS,

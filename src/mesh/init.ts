@@ -24,10 +24,10 @@ import {
   SERVER_PORT_STEP,
 } from "../defaults.ts";
 import { makeMeshKey } from "../vocabulary/index.ts";
-import { meshUsers, serverConf } from "./conf.ts";
+import { makeAccountKeys, seedsOf } from "./accounts.ts";
+import { serverConf } from "./conf.ts";
 import { syncDir, writeAtomic } from "./files.ts";
 import { type MeshConfig, MeshDir, MeshRefused, type ServerEntry } from "./layout.ts";
-import { writeUsers } from "./servers.ts";
 
 export interface InitOptions {
   dir: string;
@@ -106,7 +106,7 @@ function makeMesh(mesh: MeshDir, servers: ServerEntry[]): MeshConfig {
   const fingerprint = makeCert(mesh, servers);
   const key = makeMeshKey();
   writeAtomic(mesh.path("signing.key"), key.privateKey.export({ format: "pem", type: "pkcs8" }));
-  writeAtomic(mesh.path("secrets.json"), `${JSON.stringify({ controller: secret(), route: secret() })}\n`);
+  writeAtomic(mesh.path("accounts.json"), `${JSON.stringify(seedsOf(makeAccountKeys()))}\n`);
   const config: MeshConfig = {
     format: MESH_FORMAT,
     servers,
@@ -119,13 +119,13 @@ function makeMesh(mesh: MeshDir, servers: ServerEntry[]): MeshConfig {
 }
 
 function renderServers(mesh: MeshDir, config: MeshConfig): void {
-  const secrets = mesh.secrets();
+  const keys = mesh.accountKeys();
   config.servers.forEach((_, j) => {
     const dir = mesh.serverDir(j + 1);
     mkdirSync(join(dir, "jetstream"), { recursive: true, mode: MESH_DIR_MODE });
-    writeAtomic(join(dir, "server.conf"), serverConf(mesh, config, secrets, j + 1));
+    mkdirSync(join(dir, "jwt"), { mode: MESH_DIR_MODE });
+    writeAtomic(join(dir, "server.conf"), serverConf(mesh, config, keys, j + 1));
   });
-  writeUsers(mesh, meshUsers(secrets, []));
 }
 
 /** A self-signed P-256 certificate naming every server's host (the routes check it; nodes pin its digest). */

@@ -1,21 +1,14 @@
 // What each `mesh up` keeps of the buckets in memory: the nodes in the mesh and their codes, read again when a
 // key changes (told by the bucket's own subjects, and checked every KV_RESYNC_MS in case a change was missed
-// while the link was down). From them it renders its own servers' user list and reloads them, so a node added
-// or removed from any operator console reaches every machine's servers (while the servers authenticate by the
-// user list: with per-node credentials that need no list this part goes, and the memory stays).
+// while the link was down). No user list is rendered from them: nodes and enrolling users sign in with JWTs the
+// servers check against the accounts' keys, and a removal is a revocation pushed over the system account.
 
 import type { Subscription } from "@nats-io/transport-node";
 import { KV_RESYNC_MS, KV_SETTLE_MS } from "../defaults.ts";
-import { meshUsers } from "./conf.ts";
 import type { Entry } from "./kv.ts";
-import type { MeshDir } from "./layout.ts";
-import { reloadUsers } from "./servers.ts";
 import { allNodes, type CodeRecord, type NodeRecord, type State } from "./state.ts";
 
-/** Where the controller of server `i`'s machine says how far its user list has followed the buckets. */
-export const renderedSubject = (i: number): string => `mesh.users.${i}`;
-
-/** The buckets' last sequences a user list was rendered from. */
+/** The buckets' last sequences the memory was read from. */
 export interface Rendered {
   nodes: number;
   codes: number;
@@ -23,7 +16,7 @@ export interface Rendered {
 
 export class Keeper {
   nodes = new Map<string, NodeRecord>();
-  /** What this machine's servers' user list was last rendered from (and reloaded). */
+  /** What the memory was last read from. */
   rendered: Rendered = { nodes: 0, codes: 0 };
   codes = new Map<string, Entry<CodeRecord>>();
   private subs: Subscription[] = [];
@@ -32,29 +25,19 @@ export class Keeper {
   private running: Promise<void> | null = null;
   private again = false;
   private first = true;
-  /** When the soonest live code expires: the list is rendered again then. */
-  private nextExpiry = Number.POSITIVE_INFINITY;
 
   constructor(
-    private readonly mesh: MeshDir,
     private readonly state: State,
     private readonly warn: (line: string) => void,
     /** Told of each node that came or went since the last read (not of those there at the first). */
     private readonly told: (node: string, change: "added" | "removed") => void = () => {},
   ) {}
 
-  /** `servers`: this machine's, whose user list it keeps and answers for. */
-  async start(servers: number[]): Promise<void> {
+  async start(): Promise<void> {
     await this.sync();
     const nc = this.state.bus.nc;
     for (const b of [this.state.nodes, this.state.codes])
       this.subs.push(nc.subscribe(`$KV.${b.name}.>`, { callback: () => this.changed() }));
-    for (const i of servers)
-      this.subs.push(
-        nc.subscribe(renderedSubject(i), {
-          callback: (_e, m) => void m.respond(JSON.stringify(this.rendered)),
-        }),
-      );
     this.resync = setInterval(() => void this.check(), KV_RESYNC_MS);
   }
 
@@ -78,8 +61,7 @@ export class Keeper {
     try {
       const mark = await this.mark();
       const moved = mark.nodes !== this.rendered.nodes || mark.codes !== this.rendered.codes;
-      // a code that expired since: its enrolling user goes from the list, though no key changed
-      if (moved || this.nextExpiry <= Date.now()) this.changed();
+      if (moved) this.changed();
     } catch {
       // the link is down: the next check tries again
     }
@@ -117,10 +99,6 @@ export class Keeper {
     for (const n of before ? this.nodes.keys() : []) if (!before!.has(n)) this.told(n, "added");
     for (const n of before?.keys() ?? []) if (!this.nodes.has(n)) this.told(n, "removed");
     this.codes = new Map(codes.map((c) => [c.key, c]));
-    const now = Date.now();
-    const live = codes.map((c) => c.value).filter((c) => Date.parse(c.expires_at) > now);
-    this.nextExpiry = Math.min(Number.POSITIVE_INFINITY, ...live.map((c) => Date.parse(c.expires_at)));
-    await reloadUsers(this.mesh, meshUsers(this.mesh.secrets(), nodes, live));
     this.rendered = mark;
     this.first = false;
   }

@@ -1,9 +1,10 @@
 // The mesh directory (0700): what `init` made and what every other command reads and keeps.
 //   mesh.json            the servers, the certificate's fingerprint, the mesh's public key
-//   secrets.json  0600   the controller's and the routes' passwords
+//   accounts.json 0600   the seeds of the bus's operator and accounts (SYS, MESH, NODES): every JWT is signed by one
 //   signing.key   0600   the mesh's Ed25519 private key (PKCS#8 PEM)
 //   tls/cert.pem, tls/key.pem (0600)   the bus's certificate: its fingerprint is what nodes pin
-//   servers/<i>/         server.conf, users.conf (rendered), server.pid, server.log, jetstream/
+//   servers/<i>/         server.conf (the operator's and accounts' JWTs in it), server.pid, server.log, jetstream/,
+//                        jwt/ (the server's account resolver: the accounts' newest claims, revocations and all)
 // The nodes, their codes and serials, and the fleet view are on the bus (state.ts), never here: a copy of this
 // directory on another machine is an equal operator console. A directory of format 1 kept them in nodes/*.json
 // and fleet.json; `mesh migrate` moves them (migrate.ts), and nothing else reads them.
@@ -12,6 +13,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import * as z from "zod";
 import { MESH_FORMAT, MESH_FORMAT_FILES } from "../defaults.ts";
+import { type AccountKeys, keysOfSeeds } from "./accounts.ts";
 
 /** Bad or stale input to a mesh command: one line, exit 2, nothing changed. */
 export class MeshRefused extends Error {}
@@ -34,8 +36,9 @@ export const MeshConfigFiles = MeshConfig.extend({ format: z.literal(MESH_FORMAT
 export type MeshConfigFiles = z.infer<typeof MeshConfigFiles>;
 const FormatOnly = z.looseObject({ format: z.unknown() });
 
-export const MeshSecrets = z.strictObject({ controller: z.string().min(16), route: z.string().min(16) });
-export type MeshSecrets = z.infer<typeof MeshSecrets>;
+const Seed = z.string().regex(/^S[A-Z2-7]{57}$/);
+export const MeshSeeds = z.strictObject({ operator: Seed, system: Seed, mesh: Seed, nodes: Seed });
+export type MeshSeeds = z.infer<typeof MeshSeeds>;
 
 const denied = (code: string | undefined) => code === "EACCES" || code === "EPERM";
 
@@ -83,8 +86,16 @@ export class MeshDir {
     return this.parsed(file, z.union([MeshConfig, MeshConfigFiles]));
   }
 
-  secrets(): MeshSecrets {
-    return this.parsed(this.path("secrets.json"), MeshSecrets);
+  /** The operator's and accounts' keys; a directory made by an older `init` (passwords) is refused, never misread. */
+  accountKeys(): AccountKeys {
+    const file = this.path("accounts.json");
+    if (!existsSync(file))
+      throw new MeshRefused(
+        `${this.dir} has no accounts.json: it was made by an older mesh-host (passwords, not keys): \`mesh-host mesh migrate\` makes it`,
+      );
+    const keys = keysOfSeeds(this.parsed(file, MeshSeeds));
+    if (!keys) throw new MeshRefused(`${file} holds a seed that is not an Ed25519 nkey seed`);
+    return keys;
   }
 
   signingKey(): KeyObject {

@@ -3,10 +3,12 @@
 // own schema first; then the records are written into the buckets (made if this is the first `up` of format 2),
 // mesh.json is marked format 2, and the old files go to migrated-v1/ (kept for the operator to delete; nothing
 // reads them). This machine's servers are started for it when none of the mesh answers, and stopped after.
+// Only a directory whose bus signs in with keys (accounts.json) is moved: one made with passwords is refused in
+// one line, since its nodes hold passwords the keyed bus does not take (they enrol again, in a new mesh).
 import { existsSync, mkdirSync, readdirSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import * as z from "zod";
-import { CODE_EXPIRES_S, MESH_DIR_MODE, MESH_FORMAT, MESH_FORMAT_FILES } from "../defaults.ts";
+import { MESH_DIR_MODE, MESH_FORMAT, MESH_FORMAT_FILES } from "../defaults.ts";
 import { NodeName } from "../vocabulary/index.ts";
 import { awaitStreams, type Bus, BusDown, connectBus } from "./bus.ts";
 import { syncDir, writeAtomic } from "./files.ts";
@@ -31,8 +33,8 @@ const B64Key = z.string().regex(/^[A-Za-z0-9+/]{43}=$/);
 const NodeFileV1 = z.strictObject({
   format: z.literal(MESH_FORMAT_FILES),
   node: NodeName,
-  password: z.string().min(16),
-  token: z.string().min(16).nullable(),
+  /** The code's enrolling user and its expiry, until the code is spent. */
+  enrol: z.strictObject({ user: z.string().regex(/^U[A-Z2-7]{55}$/), expires_at: z.string() }).nullable(),
   added_at: z.string(),
   enrolled_at: z.string().nullable(),
   keys: z.strictObject({ identity: B64Key, sealing: B64Key, overlay: B64Key }).nullable(),
@@ -75,15 +77,15 @@ function readFiles(mesh: MeshDir): Files {
   return { nodes, fleet };
 }
 
-/** A node's record, its code (a token not yet withdrawn), as format 2 keeps them. */
-export function recordsOf(v1: NodeFileV1, now = new Date()): { record: NodeRecord; code: CodeRecord | null } {
-  const { token, format: _f, ...rest } = v1;
+/** A node's record, its code (an enrolling user not yet spent), as format 2 keeps them. */
+export function recordsOf(v1: NodeFileV1): { record: NodeRecord; code: CodeRecord | null } {
+  const { format: _f, ...rest } = v1;
   const record: NodeRecord = { ...rest, format: MESH_FORMAT, labels: {} };
-  if (!token) return { record, code: null };
-  const expires_at = new Date(now.getTime() + CODE_EXPIRES_S * 1000).toISOString();
-  // enrolled but not yet heard: the code was used by the keys recorded, and by nothing else again
+  if (!v1.enrol) return { record, code: null };
+  // its JWT expires when it said: the code keeps that expiry, and nothing else can spend it again once enrolled
   const spent = v1.enrolled_at && v1.keys ? { at: v1.enrolled_at, keys: v1.keys } : null;
-  return { record, code: { node: v1.node, token, added_at: v1.added_at, expires_at, spent } };
+  const { user, expires_at } = v1.enrol;
+  return { record, code: { node: v1.node, user, added_at: v1.added_at, expires_at, spent } };
 }
 
 async function write(state: State, files: Files): Promise<Omit<Migrated, "kept">> {
@@ -136,6 +138,10 @@ export async function migrate(mesh: MeshDir, warn: (line: string) => void): Prom
   const config = mesh.anyConfig();
   if (config.format === MESH_FORMAT)
     throw new MeshRefused(`${mesh.dir} is format ${MESH_FORMAT} already: nothing to migrate`);
+  if (!existsSync(mesh.path("accounts.json")))
+    throw new MeshRefused(
+      `${mesh.dir} was made with passwords (no accounts.json), which this mesh-host's bus does not take: make a new mesh with \`mesh-host mesh init\` and enrol its nodes there`,
+    );
   const files = readFiles(mesh);
   const { bus, started } = await reach(mesh);
   try {

@@ -5,6 +5,7 @@
 // back if the other bus will not hold it) until `node rm`.
 import { resolve } from "node:path";
 import { seal } from "../vocabulary/index.ts";
+import { nodeUserJwt, userOfIdentity } from "./accounts.ts";
 import { ensureNodeConsumer } from "./bus.ts";
 import { membershipOf } from "./controller.ts";
 import { Conflict } from "./kv.ts";
@@ -12,7 +13,6 @@ import { MeshDir, MeshRefused } from "./layout.ts";
 import { newRecord } from "./nodes.ts";
 import { type Composed, compose, preparePush } from "./push.ts";
 import { changeNode, knownNode, type State, withState } from "./state.ts";
-import { awaitRendered } from "./users.ts";
 
 export async function prepareMove(
   mesh: MeshDir,
@@ -32,6 +32,8 @@ export async function prepareMove(
   const toConfig = to.config();
   if (to.dir === resolve(mesh.dir) || toConfig.mesh_key === mesh.config().mesh_key)
     throw new MeshRefused(`--to ${toDir} is this mesh`);
+  const user = userOfIdentity(record.keys.identity);
+  if (!user) throw new MeshRefused(`node ${name}'s identity key is not an Ed25519 public key`);
   const placed = {
     ...newRecord(name),
     keys: record.keys,
@@ -43,7 +45,8 @@ export async function prepareMove(
     servers: to.urls(),
     fingerprint: toConfig.fingerprint,
     meshKey: toConfig.mesh_key,
-    password: placed.password,
+    // the target mesh's NODES account issues the node's user there, for the same identity key
+    jwt: nodeUserJwt(to.accountKeys(), name, user),
   });
   const sealed = seal(Buffer.from(JSON.stringify(membership)), record.keys.sealing);
   const input = { file: record.last_body, secrets: new Map<string, Uint8Array>() };
@@ -55,13 +58,12 @@ export async function prepareMove(
     () => ({ membership: sealed }),
     () =>
       withState(to, async (other) => {
-        const nodes = await other.nodes.create(name, placed).catch((e) => {
+        await other.nodes.create(name, placed).catch((e) => {
           if (e instanceof Conflict)
             throw new MeshRefused(`node ${name} is already in the mesh at ${to.dir}`);
           throw e;
         });
         await ensureNodeConsumer(other.bus, name);
-        await awaitRendered(to, other.bus.nc, { nodes, codes: 0 });
       }),
   );
   return { composed, to };

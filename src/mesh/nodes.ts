@@ -1,15 +1,16 @@
 // `mesh node add` and `node rm`: a node's record and its enrolment code in the mesh's buckets, its consumer on
-// the bus; from any copy of the mesh directory. Every `mesh up` hears the change and gives its own servers the
-// node's users (users.ts says how this command knows they have).
-
+// the bus; from any copy of the mesh directory. No server file is rewritten and no server reloaded: the code
+// carries an enrolling user's JWT (signed by NODES' key, expiring with the code), and `rm` revokes through NODES'
+// revocations, pushed over the system account.
+import { generateKeyPairSync } from "node:crypto";
 import { CODE_EXPIRES_S, MESH_FORMAT } from "../defaults.ts";
-import { encodeCode, NodeName, printable } from "../vocabulary/index.ts";
+import { encodeCode, NodeName, nkeyOf, printable, seedOf } from "../vocabulary/index.ts";
+import { enrolUserJwt, userOfIdentity } from "./accounts.ts";
 import { dropNode, ensureNodeConsumer } from "./bus.ts";
-import { secret } from "./init.ts";
+import { type Revoke, revokeOnBus } from "./claims.ts";
 import { Conflict } from "./kv.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 import { type CodeRecord, knownNode, type NodeRecord, withState } from "./state.ts";
-import { awaitRendered } from "./users.ts";
 
 export function checkNodeName(name: string | undefined): string {
   if (!name) throw new MeshRefused("a NAME is needed");
@@ -20,11 +21,11 @@ export function checkNodeName(name: string | undefined): string {
   return name;
 }
 
-export function newRecord(node: string, now = new Date()): NodeRecord {
+export function newRecord(node: string, now = new Date(), enrol: NodeRecord["enrol"] = null): NodeRecord {
   return {
     format: MESH_FORMAT,
     node,
-    password: secret(),
+    enrol,
     added_at: now.toISOString(),
     enrolled_at: null,
     keys: null,
@@ -37,107 +38,133 @@ export function newRecord(node: string, now = new Date()): NodeRecord {
   };
 }
 
-export function newCode(node: string, expiresS = CODE_EXPIRES_S, now = new Date()): CodeRecord {
-  return {
+/** A new code: its enrolling user's key made now, its JWT expiring with it. The record keeps the user alone. */
+export function newCode(mesh: MeshDir, node: string, expiresS = CODE_EXPIRES_S, now = new Date()) {
+  const pair = generateKeyPairSync("ed25519");
+  const user = nkeyOf("user", pair.publicKey);
+  const exp = Math.floor(now.getTime() / 1000) + expiresS;
+  const record: CodeRecord = {
     node,
-    token: secret(),
+    user,
     added_at: now.toISOString(),
-    expires_at: new Date(now.getTime() + expiresS * 1000).toISOString(),
+    expires_at: new Date(exp * 1000).toISOString(),
     spent: null,
   };
+  const jwt = enrolUserJwt(mesh.accountKeys(), node, user, exp);
+  return { record, credential: { jwt, seed: seedOf("user", pair.privateKey) } };
 }
 
-/** Its enrolment code: where, which certificate, which bus, and the token (cli.md). Never logged. */
-export function codeOf(mesh: MeshDir, code: CodeRecord): string {
+/** The record's note of its pending enrolling user. */
+export function enrolOf(code: CodeRecord): NonNullable<NodeRecord["enrol"]> {
+  return { user: code.user, expires_at: code.expires_at };
+}
+
+/** Its enrolment code: where, which certificate, which bus, and the enrolling user (cli.md). Never logged. */
+export function codeOf(mesh: MeshDir, node: string, credential: { jwt: string; seed: string }): string {
   return encodeCode({
-    node: code.node,
+    node,
     servers: mesh.urls(),
     fingerprint: mesh.config().fingerprint,
     transport: "nats",
-    token: code.token,
+    ...credential,
   });
+}
+
+/** What revoking a node's record cuts off: its own user, and its enrolling user while the code is unspent. */
+export function revokesOf(record: NodeRecord, at = Math.floor(Date.now() / 1000)): Revoke[] {
+  const out: Revoke[] = [];
+  const user = record.keys ? userOfIdentity(record.keys.identity) : null;
+  if (user) out.push({ user, at, enrolling: false });
+  if (record.enrol)
+    out.push({
+      user: record.enrol.user,
+      at: Math.ceil(Date.parse(record.enrol.expires_at) / 1000),
+      enrolling: true,
+    });
+  return out;
 }
 
 /**
  * Add the node: its record made only if the name is free (compare-and-set: two operators adding one name get
- * one node and one refusal), its code beside it, its consumer; then the servers that answer take its users.
- * The code, and the servers that had not taken the users in time (their `mesh up` is not running).
+ * one node and one refusal), its code beside it, its consumer. The code works at once: its enrolling user is a
+ * JWT the servers check against NODES' key, no list to render.
  */
 export async function addNode(
   mesh: MeshDir,
   name: string,
   expiresS = CODE_EXPIRES_S,
   labels: Record<string, string> = {},
-): Promise<{ code: string; late: string[] }> {
+): Promise<string> {
   checkNodeName(name);
   mesh.config();
+  const code = newCode(mesh, name, expiresS);
   return await withState(mesh, async (state) => {
-    const nodes = await state.nodes.create(name, { ...newRecord(name), labels }).catch((e) => {
+    const record = { ...newRecord(name, new Date(), enrolOf(code.record)), labels };
+    await state.nodes.create(name, record).catch((e) => {
       if (e instanceof Conflict) throw new MeshRefused(`node ${name} is already in this mesh`);
       throw e;
     });
-    const code = newCode(name, expiresS);
-    let codes: number;
     try {
-      codes = await state.codes.put(name, code);
+      await state.codes.put(name, code.record);
       await ensureNodeConsumer(state.bus, name);
     } catch (e) {
       await state.nodes.remove(name).catch(() => undefined);
       throw e;
     }
-    const late = await awaitRendered(mesh, state.bus.nc, { nodes, codes });
-    return { code: codeOf(mesh, code), late };
+    return codeOf(mesh, name, code.credential);
   });
 }
 
 /**
- * Revoke the node: its record, code and fleet entry go from the buckets, its consumer and declarations from the
- * bus; the servers that answer drop its users (its live connection is cut). The servers that had not in time.
+ * Revoke the node on the running bus (its live connection is cut at once), then forget it: its record, code and
+ * fleet entry go from the buckets, its consumer and declarations from the bus. Revoked first: a record removed
+ * without its revocation would leave a user nobody can revoke.
  */
-export async function removeNode(mesh: MeshDir, name: string): Promise<string[]> {
+export async function removeNode(mesh: MeshDir, name: string): Promise<void> {
   checkNodeName(name);
   mesh.config();
-  return await withState(mesh, async (state) => {
-    const { revision } = await knownNode(state, name);
-    const nodes = await state.nodes.remove(name, revision).catch((e) => {
+  await withState(mesh, async (state) => {
+    const { value, revision } = await knownNode(state, name);
+    const revokes = revokesOf(value);
+    if (revokes.length) await revokeOnBus(mesh, revokes);
+    await state.nodes.remove(name, revision).catch((e) => {
       if (e instanceof Conflict)
         throw new MeshRefused(`node ${name} changed while it was removed: try again`);
       throw e;
     });
-    const codes = await state.codes.remove(name);
+    await state.codes.remove(name);
     await state.fleet.remove(name);
     await dropNode(state.bus, name);
-    return await awaitRendered(mesh, state.bus.nc, { nodes, codes });
   });
 }
 
 /**
  * A new one-time code for a node whose code was lost, expired or never used, or whose machine enrols again (its
- * state lost, or `enrol --replace` after a removal undone by `node add`). An enrolled node's password is replaced
- * too, so whoever holds the old machine's state can no longer dial; its keys stay until the next enrolment
- * replaces them, and its serial goes on.
+ * state lost, or `enrol --replace` after a removal undone by `node add`): a new enrolling user. An enrolled node's
+ * user (its identity key) is revoked too, and an earlier code's enrolling user, so whoever holds the old machine's
+ * state or the old code can no longer dial; its keys stay until the next enrolment replaces them, and its serial
+ * goes on.
  */
 export async function reissueNode(
   mesh: MeshDir,
   name: string,
   expiresS = CODE_EXPIRES_S,
-): Promise<{ code: string; late: string[]; enrolled: boolean }> {
+): Promise<{ code: string; enrolled: boolean }> {
   checkNodeName(name);
   mesh.config();
   return await withState(mesh, async (state) => {
     const { value, revision } = await knownNode(state, name);
     if (value.moved_to)
       throw new MeshRefused(`node ${name} has moved to the mesh at ${value.moved_to}: reissue it there`);
-    const nodes = value.keys
-      ? await state.nodes.update(name, { ...value, password: secret() }, revision).catch((e) => {
-          if (e instanceof Conflict)
-            throw new MeshRefused(`node ${name} changed while it was reissued: try again`);
-          throw e;
-        })
-      : revision;
-    const code = newCode(name, expiresS);
-    const codes = await state.codes.put(name, code);
-    const late = await awaitRendered(mesh, state.bus.nc, { nodes, codes });
-    return { code: codeOf(mesh, code), late, enrolled: value.keys !== null };
+    const code = newCode(mesh, name, expiresS);
+    const revokes = revokesOf(value);
+    if (revokes.length) await revokeOnBus(mesh, revokes);
+    await state.nodes.update(name, { ...value, enrol: enrolOf(code.record) }, revision).catch((e) => {
+      if (e instanceof Conflict)
+        throw new MeshRefused(`node ${name} changed while it was reissued: try again`);
+      throw e;
+    });
+    await state.codes.put(name, code.record);
+    return { code: codeOf(mesh, name, code.credential), enrolled: value.keys !== null };
   });
 }

@@ -1,5 +1,7 @@
 // What the mesh grants a node's user and its enrolling user (protocol.md "The node's permissions"), and no
-// more. test/fixtures/node-permissions.json states the same sets; a test holds this file to it.
+// more. test/fixtures/node-permissions.json states the same sets; a test holds this file to it. A node subscribes
+// `mesh.plan.<n>` (the mesh asks it for a plan there) and answers on the request's reply (its user JWT allows one
+// response per request).
 
 import { RELEASE_DIRECT_GET } from "../vocabulary/index.ts";
 

@@ -2,7 +2,7 @@
 // checked exactly as a push composes it (secrets sealed to the node, the host's own vocabulary), then signed as a
 // plan request (vocabulary/plan.ts: it can never verify as a declaration) and sent as a core request on
 // `mesh.plan.<n>`, never through DECLARE: nothing pending for the node is displaced, no serial is taken or kept,
-// and nothing here or on the node changes. A node not on the bus is said at once (no responders); one on it has
+// and nothing here or on the node changes. A node not on the bus is said at once (no plan subscription of its own in NODES, asked over SYS); one on it has
 // the deadline to answer.
 import {
   digestOf,
@@ -13,6 +13,7 @@ import {
   signPlan,
 } from "../vocabulary/index.ts";
 import { firstLine } from "./bus.ts";
+import { listeningNodes } from "./claims.ts";
 import { heardFrom } from "./heard.ts";
 import type { MeshDir } from "./layout.ts";
 import { compose, type PushInput } from "./push.ts";
@@ -59,10 +60,17 @@ export async function askPlans(
   waitMs: number,
 ): Promise<PlanHeard[]> {
   const bus = state.bus;
+  // a request across accounts to a node not on the bus is never "no responders": asked first who listens
+  const listening = await listeningNodes(
+    mesh,
+    asked.map((a) => a.node),
+  );
   {
     const key = mesh.signingKey();
     return await Promise.all(
       asked.map(async (a): Promise<PlanHeard> => {
+        if (listening && !listening.has(a.node))
+          return { node: a.node, answer: null, silent: "offline", why: "not connected to the bus" };
         const message = signPlan(a.body, key);
         try {
           const reply = await bus.nc.request(planSubject(a.node), JSON.stringify(message), {

@@ -1,16 +1,10 @@
-// Debian's nats-server, as `mesh up`'s children: started in the foreground, known ready by their log, reloaded
-// by SIGHUP (a user list changes; a server is never restarted for it), stopped by SIGTERM.
+// Debian's nats-server, as `mesh up`'s children: started in the foreground, known ready by their log, stopped by
+// SIGTERM. Never reloaded: users are JWTs, and a revocation reaches the servers over the system account.
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
-import {
-  MESH_DIR_MODE,
-  SERVER_LOG_POLL_MS,
-  SERVER_RELOAD_MS,
-  SERVER_START_MS,
-  SERVER_STOP_MS,
-} from "../defaults.ts";
-import { meshUsers, type ServerUser, serverConf, usersConf } from "./conf.ts";
+import { MESH_DIR_MODE, SERVER_LOG_POLL_MS, SERVER_START_MS, SERVER_STOP_MS } from "../defaults.ts";
+import { serverConf } from "./conf.ts";
 import { alive, writeAtomic } from "./files.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 
@@ -91,14 +85,12 @@ async function awaitLog(
 
 /** Start server `i`; resolves once it says it is ready (its log, not a guess at time). */
 export async function startServer(mesh: MeshDir, i: number): Promise<RunningServer> {
-  // the configuration follows the directory wherever it was copied; the user list is the last the controller
-  // rendered from the bus (the controller's user alone on a machine new to the mesh)
-  mkdirSync(mesh.serverDir(i), { recursive: true, mode: MESH_DIR_MODE });
+  // the configuration follows the directory wherever it was copied: the accounts' JWTs from its accounts.json
+  mkdirSync(join(mesh.serverDir(i), "jwt"), { recursive: true, mode: MESH_DIR_MODE });
   writeAtomic(
     join(mesh.serverDir(i), "server.conf"),
-    serverConf(mesh, { servers: mesh.servers() }, mesh.secrets(), i),
+    serverConf(mesh, { servers: mesh.servers() }, mesh.accountKeys(), i),
   );
-  if (!existsSync(join(mesh.serverDir(i), "users.conf"))) writeUsers(mesh, meshUsers(mesh.secrets(), []));
   const log = logFile(mesh, i);
   const from = logSize(log);
   const child = spawn(natsServerPath(), ["-c", join(mesh.serverDir(i), "server.conf")], {
@@ -138,20 +130,6 @@ export async function stopServer(server: RunningServer): Promise<void> {
   clearTimeout(timer);
 }
 
-/** Render the user list into every server's directory; whether it changed. */
-export function writeUsers(mesh: MeshDir, users: ServerUser[]): boolean {
-  const text = usersConf(users);
-  let changed = false;
-  mesh.servers().forEach((_, j) => {
-    const file = join(mesh.serverDir(j + 1), "users.conf");
-    if (existsSync(file) && readFileSync(file, "utf8") === text) return;
-    mkdirSync(mesh.serverDir(j + 1), { recursive: true, mode: MESH_DIR_MODE });
-    writeAtomic(file, text);
-    changed = true;
-  });
-  return changed;
-}
-
 /** A running server of this mesh, by its pid file: the pid alive and running this server's configuration. */
 function runningPid(mesh: MeshDir, i: number): number | null {
   let pid: number;
@@ -175,34 +153,4 @@ export function runningServers(mesh: MeshDir): number[] {
     .servers()
     .map((_, j) => j + 1)
     .filter((i) => runningPid(mesh, i) !== null);
-}
-
-/**
- * Rewrite the user list and have every running server read it again: SIGHUP, then its log saying it reloaded.
- * Returns how many were reloaded; a server that is down reads the list when it starts.
- */
-export async function reloadUsers(mesh: MeshDir, users: ServerUser[]): Promise<number> {
-  if (!writeUsers(mesh, users)) return 0;
-  const pids = mesh
-    .servers()
-    .map((_, j) => ({ i: j + 1, pid: runningPid(mesh, j + 1) }))
-    .filter((s): s is { i: number; pid: number } => s.pid !== null);
-  await Promise.all(
-    pids.map(async ({ i, pid }) => {
-      const log = logFile(mesh, i);
-      const from = logSize(log);
-      process.kill(pid, "SIGHUP");
-      await awaitLog(
-        log,
-        from,
-        "Reloaded server configuration",
-        /Failed to reload|\[FTL\]/,
-        SERVER_RELOAD_MS,
-        () => !alive(pid),
-      ).catch((e: Error) => {
-        throw new Error(`server ${i} did not take the new user list: ${e.message}`);
-      });
-    }),
-  );
-  return pids.length;
 }

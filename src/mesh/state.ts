@@ -2,7 +2,7 @@
 // mesh, replicated on its servers, so every `mesh up` and every copy of the mesh directory reads and writes one
 // truth. The directory keeps keys and configuration only.
 //   mesh-nodes  key: node name   the node's record: public keys, labels, facts, its last serial (raised by CAS)
-//   mesh-codes  key: node name   its enrolment code: the token, its expiry, spent (by CAS) by the first question
+//   mesh-codes  key: node name   its enrolment code: its enrolling user, its expiry, spent (by CAS) by the first question
 //   mesh-fleet  key: node name   the last heartbeat and report the controllers heard from it
 //   mesh-jobs   key: job id      push/plan/rollout job records (made here, filled by the fleet commands)
 import * as z from "zod";
@@ -26,7 +26,8 @@ export type Push = z.infer<typeof Push>;
 export const NodeRecord = z.strictObject({
   format: z.literal(MESH_FORMAT),
   node: NodeName,
-  password: z.string().min(16),
+  /** The code's enrolling user (its public nkey) and when it expires, until the code is spent. */
+  enrol: z.strictObject({ user: z.string().regex(/^U[A-Z2-7]{55}$/), expires_at: z.string() }).nullable(),
   added_at: z.string(),
   enrolled_at: z.string().nullable(),
   keys: NodeKeys.nullable(),
@@ -44,7 +45,8 @@ export type NodeRecord = z.infer<typeof NodeRecord>;
 /** An enrolment code's record: spent once, by the first valid question, by compare-and-set. */
 export const CodeRecord = z.strictObject({
   node: NodeName,
-  token: z.string().min(16),
+  /** Its enrolling user's public nkey: the code itself (its JWT and seed) is never kept. */
+  user: z.string().regex(/^U[A-Z2-7]{55}$/),
   added_at: z.string(),
   expires_at: z.string(),
   /** Who spent it: the keys of the question answered (that question, delivered again, is answered again). */

@@ -6,7 +6,7 @@
 // them and exits 0.
 import type { JsMsg } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
-import { FLOOD_LOG_MS } from "../defaults.ts";
+import { ENROL_REVOKE_DELAY_MS, FLOOD_LOG_MS } from "../defaults.ts";
 import {
   ENROL_CONSUMER,
   EnrolQuestion,
@@ -16,8 +16,10 @@ import {
   REPORTS_CONSUMER,
   type Report,
 } from "../vocabulary/index.ts";
+import { nodeUserJwt, userOfIdentity } from "./accounts.ts";
 import { awaitStreams, type Bus, connectBus, ensureNodeConsumer, sweepConsumers } from "./bus.ts";
-import { consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
+import { type Revoke, revokeOnBus } from "./claims.ts";
+import { answerable, consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 import { admit } from "./enrolments.ts";
 import { reportOf, serialOf } from "./fleet.ts";
 import { heardFrom, identityOf } from "./heard.ts";
@@ -27,9 +29,9 @@ import { type MeshDir, MeshRefused } from "./layout.ts";
 import { recordLine, Said, subjectNode } from "./said.ts";
 import { type RunningServer, runningServers, startServer, stopServer } from "./servers.ts";
 import {
+  type CodeRecord,
   changeNode,
   ensureBuckets,
-  knownNode,
   type NodeRecord,
   replicasOf,
   type State,
@@ -74,14 +76,7 @@ export async function up(mesh: MeshDir, opts: UpOptions): Promise<number> {
     const died = Promise.race(servers.map((s) => s.exited.then((how) => ({ index: s.index, how }))));
     bus = await connectBus(mesh, { reconnect: true, name: "mesh-host mesh up" });
     hbBus = await connectBus(mesh, { reconnect: true, name: "mesh-host mesh up (heartbeats)" });
-    const running = new Controller(
-      mesh,
-      bus,
-      hbBus,
-      indices,
-      { say: opts.say, warn: opts.warn },
-      () => stopped,
-    );
+    const running = new Controller(mesh, bus, hbBus, { say: opts.say, warn: opts.warn }, () => stopped);
     controller = running;
     void running
       .start(config.servers.length)
@@ -120,14 +115,14 @@ class Controller {
   private readonly said: Said;
   /** What went wrong with a node's message: on stderr, the same one not repeated within a minute. */
   private readonly refused: Said;
+  private readonly spent: Revoke[] = [];
+  private spendTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly mesh: MeshDir,
     private readonly bus: Bus,
     /** The heartbeats' own connection: a flood that makes the server cut it leaves `bus` alone. */
     private readonly hbBus: Bus,
-    /** This machine's servers: the user list it keeps, and answers for. */
-    private readonly indices: number[],
     lines: { say(line: string): void; warn(line: string): void },
     private readonly stopped: () => boolean,
   ) {
@@ -135,7 +130,7 @@ class Controller {
     this.said = new Said(lines.say);
     this.refused = new Said(lines.warn);
     this.state = stateOf(bus);
-    this.keeper = new Keeper(mesh, this.state, this.warn, (node, change) =>
+    this.keeper = new Keeper(this.state, this.warn, (node, change) =>
       this.said.say(`${change}:${node}`, recordLine(node, change)),
     );
     this.writer = new FleetWriter(this.state, this.warn);
@@ -147,7 +142,7 @@ class Controller {
       ensureBuckets(this.state, replicasOf(servers)),
     );
     if (!made) return false;
-    await this.keeper.start(this.indices);
+    await this.keeper.start();
     for (const node of this.keeper.nodes.keys()) await ensureNodeConsumer(this.bus, node);
     await sweepConsumers(
       this.bus,
@@ -196,27 +191,58 @@ class Controller {
       return;
     }
     const q = parsed.data;
-    const refusal = await admit(this.state, q, m.subject);
-    if (refusal) {
-      this.refused.say(`enrol:${q.node}`, `refused an enrolment as node ${q.node}: ${refusal}`);
-      await reply(this.bus.nc, q.reply, refusedAnswer(refusal));
+    // the reply is checked before anything is spent: a question naming another address spends nothing
+    if (!answerable(q.node, q.reply)) {
+      this.refused.say(
+        `enrol-reply:${q.node}`,
+        `an enrolment question for ${q.node} names the reply ${printable(q.reply, 80)}, not its enrolment inbox: refused, unanswered`,
+      );
+      m.ack();
+      return;
+    }
+    const user = userOfIdentity(q.keys.identity);
+    const admitted = user
+      ? await admit(this.state, q, m.subject)
+      : "the identity key is not an Ed25519 public key";
+    if (typeof admitted === "string") {
+      this.refused.say(`enrol:${q.node}`, `refused an enrolment as node ${q.node}: ${admitted}`);
+      await reply(this.bus.nc, q.node, q.reply, refusedAnswer(admitted));
     } else {
+      this.revokeLater(admitted);
       await ensureNodeConsumer(this.bus, q.node);
-      const record = (await knownNode(this.state, q.node)).value;
       const config = this.mesh.config();
       const membership = membershipOf(q.node, {
         servers: this.mesh.urls(),
         fingerprint: config.fingerprint,
         meshKey: config.mesh_key,
-        password: record.password,
+        jwt: nodeUserJwt(this.mesh.accountKeys(), q.node, user!),
       });
-      await reply(this.bus.nc, q.reply, sealedAnswer(q, membership));
+      await reply(this.bus.nc, q.node, q.reply, sealedAnswer(q, membership));
       this.said.say(
         `enrolled:${q.node}:${q.keys.identity}`,
         `enrolled node ${q.node} (${printable(q.facts.hostname ?? "?", 64)})`,
       );
     }
     m.ack();
+  }
+
+  /**
+   * A spent code's enrolling user is revoked: batched, a moment after the answer (revoking at once would cut the
+   * connection the answer is on), one push for every code spent within ENROL_REVOKE_DELAY_MS.
+   */
+  private revokeLater(spent: CodeRecord): void {
+    this.spent.push({
+      user: spent.user,
+      at: Math.ceil(Date.parse(spent.expires_at) / 1000),
+      enrolling: true,
+    });
+    this.spendTimer ??= setTimeout(() => {
+      this.spendTimer = null;
+      const revoke = this.spent.splice(0);
+      void revokeOnBus(this.mesh, revoke).catch((e: Error) =>
+        this.warn(`cannot revoke spent enrolling users (their codes are spent all the same): ${e.message}`),
+      );
+    }, ENROL_REVOKE_DELAY_MS);
   }
 
   /** A report, read once across every controller (REPORTS' one durable): the fleet entry written at once. */
@@ -273,8 +299,8 @@ class Controller {
   }
 
   /**
-   * The node spoke as itself: its spent code goes (and with it, on the next user list, its enrolling user).
-   * Not at the answer: withdrawing the user then would cut the connection the answer travels on.
+   * The node spoke as itself: its spent code goes from the bucket (its enrolling user was revoked a moment after
+   * the answer).
    */
   private withdraw(node: string): void {
     const code = this.keeper.codes.get(node);

@@ -1,20 +1,22 @@
-// The enrolment code (cli.md): one pasteable string carrying where, which certificate, which bus, and the token.
-// `mesh1.` + base64url (no padding) of the UTF-8 JSON {node, servers, fingerprint, transport, token}.
-// A refusal names the part that is wrong and never quotes the code: the token is a password.
+// The enrolment code (cli.md): one pasteable string carrying where, which certificate, which bus, and the
+// enrolling credential. `mesh1.` + base64url (no padding) of the UTF-8 JSON {node, servers, fingerprint,
+// transport, jwt, seed} (v2: the enrolling user's JWT and its key's seed) or {…, token} (v1: a mesh made before).
+// A refusal names the part that is wrong and never quotes the code: the seed and the token are secrets.
 import type { z } from "zod";
 import { MAX_CODE_CHARS } from "../defaults.ts";
 import { oneLine } from "./refusal.ts";
-import { EnrolmentCode } from "./wire.ts";
+import { type EnrolmentCode, EnrolmentCodeV1, EnrolmentCodeV2 } from "./wire.ts";
 
 export const CODE_PREFIX = "mesh1.";
 
 export type DecodedCode = { ok: true; value: EnrolmentCode } | { ok: false; reason: string };
 
-const PARTS = ["node", "servers", "fingerprint", "transport", "token"] as const;
+const PARTS = ["node", "servers", "fingerprint", "transport", "jwt", "seed", "token"] as const;
 
 export function encodeCode(parts: EnrolmentCode): string {
-  const { node, servers, fingerprint, transport, token } = parts;
-  const json = JSON.stringify({ node, servers, fingerprint, transport, token });
+  const { node, servers, fingerprint, transport } = parts;
+  const credential = "token" in parts ? { token: parts.token } : { jwt: parts.jwt, seed: parts.seed };
+  const json = JSON.stringify({ node, servers, fingerprint, transport, ...credential });
   return CODE_PREFIX + Buffer.from(json, "utf8").toString("base64url");
 }
 
@@ -40,10 +42,12 @@ export function decodeCode(text: string): DecodedCode {
   }
   if (typeof json !== "object" || json === null || Array.isArray(json))
     return refuse("JSON", "must be an object");
-  const parsed = EnrolmentCode.safeParse(json);
+  // the credential's field says which form it is, so a refusal names that form's parts, never a union's
+  const schema = "token" in json ? EnrolmentCodeV1 : EnrolmentCodeV2;
+  const parsed = schema.safeParse(json);
   if (parsed.success) return { ok: true, value: parsed.data };
   const reason = parsed.error.issues.map((issue) => issueLine(issue, json)).join("; ");
-  return { ok: false, reason: oneLine(withoutToken(reason, tokenOf(json))) };
+  return { ok: false, reason: oneLine(withoutSecrets(reason, secretsOf(json))) };
 }
 
 /** Strict base64url: one spelling per value, no padding, nothing Node's lenient decoder would skip. */
@@ -70,14 +74,14 @@ function problemOf(issue: z.core.$ZodIssue): string {
   return oneLine(issue.message);
 }
 
-function tokenOf(json: object): string | null {
-  const token = (json as { token?: unknown }).token;
-  return typeof token === "string" && token.length > 0 ? token : null;
+function secretsOf(json: object): string[] {
+  const { token, seed } = json as { token?: unknown; seed?: unknown };
+  return [token, seed].filter((v): v is string => typeof v === "string" && v.length > 0);
 }
 
-// Belt and braces: no message here quotes a value, but should one ever hold the token, only the parts are said.
-function withoutToken(reason: string, token: string | null): string {
-  if (token === null || !reason.includes(token)) return reason;
+// Belt and braces: no message here quotes a value, but should one ever hold a secret, only the parts are said.
+function withoutSecrets(reason: string, secrets: string[]): string {
+  if (!secrets.some((s) => reason.includes(s))) return reason;
   const parts = PARTS.filter((p) => reason.includes(`code ${p}`));
   return `enrolment code ${parts.join(", ") || "JSON"}: not valid`;
 }

@@ -6,6 +6,7 @@ export * from "./declaration.ts";
 export * from "./envelope.ts";
 export * from "./json.ts";
 export * from "./names.ts";
+export * from "./nkeys.ts";
 export * from "./plan.ts";
 export * from "./printable.ts";
 export * from "./raw-keys.ts";

@@ -25,30 +25,58 @@ export const Envelope = z.lazy(() =>
 );
 export type Envelope = z.infer<typeof Envelope>;
 
+const MembershipParts = () => ({
+  transport: z.string(),
+  servers: z.array(ServerUrl).min(1),
+  fingerprint: Fingerprint,
+  user: z.string().regex(/^node\.[a-z0-9][a-z0-9_-]{0,62}$/, "must be node.<name>"),
+  stream: z.string().min(1),
+  consumer: z.string().min(1),
+  subject: z.string().min(1, "must not be empty"),
+  mesh_key: B64Key,
+});
+
+/** What both forms of a membership share: where, which certificate, which user, which consumer, which mesh key. */
+export const MembershipBus = z.lazy(() => z.strictObject(MembershipParts()));
+
+/** A user JWT as NATS spells one: three base64url parts. */
+const UserJwt = z.lazy(() =>
+  z.string().regex(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/, "must be a JWT"),
+);
+
+/**
+ * v2: `jwt` is the node's user JWT, issued for its identity key; the node signs the server's nonce with that key
+ * and holds no password. v1 (a mesh made before): `password`. Exactly one of the two, so one is never read as the
+ * other.
+ */
 export const Membership = z.lazy(() =>
-  z.strictObject({
-    transport: z.string(),
-    servers: z.array(ServerUrl).min(1),
-    fingerprint: Fingerprint,
-    user: z.string().regex(/^node\.[a-z0-9][a-z0-9_-]{0,62}$/, "must be node.<name>"),
-    password: z.string().min(1),
-    stream: z.string().min(1),
-    consumer: z.string().min(1),
-    subject: z.string().min(1, "must not be empty"),
-    mesh_key: B64Key,
-  }),
+  z.union([
+    z.strictObject({ ...MembershipParts(), jwt: UserJwt }),
+    z.strictObject({ ...MembershipParts(), password: z.string().min(1) }),
+  ]),
 );
 export type Membership = z.infer<typeof Membership>;
 
-export const EnrolmentCode = z.lazy(() =>
+const CodeParts = () => ({
+  node: NodeName,
+  servers: z.array(ServerUrl).min(1),
+  fingerprint: Fingerprint,
+  transport: z.literal("nats"),
+});
+
+/**
+ * v2: the enrolling user's JWT (its expiry is the code's) and the seed of its key — a secret. v1 (a mesh made
+ * before): `token`, the enrolling user's password.
+ */
+export const EnrolmentCodeV2 = z.lazy(() =>
   z.strictObject({
-    node: NodeName,
-    servers: z.array(ServerUrl).min(1),
-    fingerprint: Fingerprint,
-    transport: z.literal("nats"),
-    token: z.string().min(1),
+    ...CodeParts(),
+    jwt: UserJwt,
+    seed: z.string().regex(/^SU[A-Z2-7]{56}$/, "must be a user nkey seed"),
   }),
 );
+export const EnrolmentCodeV1 = z.lazy(() => z.strictObject({ ...CodeParts(), token: z.string().min(1) }));
+export const EnrolmentCode = z.lazy(() => z.union([EnrolmentCodeV2, EnrolmentCodeV1]));
 export type EnrolmentCode = z.infer<typeof EnrolmentCode>;
 
 export const Tunnel = z.lazy(() =>

@@ -3,6 +3,7 @@
 // and the check that its server user holds exactly protocol.md's permissions.
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { loadKeys, privateB64 } from "../../src/store/index.ts";
 import type { Report } from "../../src/vocabulary/index.ts";
 import type { Received } from "../mesh/index.ts";
 import { EVENT_WAIT_MS, MeshDouble, permissionsFor } from "../mesh/index.ts";
@@ -75,8 +76,10 @@ export class BusNode {
     return node;
   }
 
+  /** The identity private key's base64 (the node's only sign-in secret): it must show nowhere but its 0600 file. */
   get password(): string {
-    return this.mesh.passwords.get(this.name) ?? "";
+    const keys = loadKeys(this.state);
+    return keys.ok ? privateB64(keys.keys.identity.privateKey) : "";
   }
 
   /** A command of this node's; `input` is its standard input (the enrolment code, never argv). */

@@ -16,6 +16,8 @@ const NODE = "narrow";
 const ANSWER_WAIT_MS = 20_000;
 /** A JetStream publish's own wait for its ack: shorter than ANSWER_WAIT_MS, so a refusal says which it was. */
 const PUBLISH_WAIT_MS = 15_000;
+/** How long the answers to a reply trick are given to land (they cross accounts asynchronously). */
+const REPLY_SETTLE_MS = 1_000;
 
 /** A promise the server must refuse: rejected with a permissions violation, or never answered. */
 async function refused(what: Promise<unknown>): Promise<string[]> {
@@ -47,6 +49,8 @@ async function subscribeRefused(nc: NatsConnection, subject: string): Promise<st
 
 async function wider(mesh: MeshDouble): Promise<[string, (nc: NatsConnection) => Promise<string[]>][]> {
   await mesh.admit("other");
+  // a declaration waiting for the other node: what an overwrite, an ack or a purge by reply would touch
+  await mesh.declare("other", { v: 1, node: "other", mode: "converged", resources: [] });
   return [
     [
       "creating a consumer",
@@ -85,7 +89,53 @@ async function wider(mesh: MeshDouble): Promise<[string, (nc: NatsConnection) =>
     ["subscribing to every declaration", (nc) => subscribeRefused(nc, "mesh.declare.>")],
     ["subscribing to another node's inbox", (nc) => subscribeRefused(nc, "_INBOX.node.other.>")],
     ["subscribing to the reports", (nc) => subscribeRefused(nc, "mesh.report.>")],
+    ...REPLY_TRICKS.map(([subject, reply]): [string, (nc: NatsConnection) => Promise<string[]>] => [
+      `publishing ${subject} with the reply ${reply}`,
+      (nc) => replyHarmless(mesh, nc, subject, reply),
+    ]),
   ];
+}
+
+/** Issue 28's reply-address tricks: granted subjects, with a reply aimed at the mesh's JetStream API or another node. */
+const REPLY_TRICKS: [string, string][] = [
+  [`$JS.API.CONSUMER.MSG.NEXT.DECLARE.node-${NODE}`, "$JS.API.STREAM.PURGE.REPORTS"],
+  [`$JS.API.CONSUMER.MSG.NEXT.DECLARE.node-${NODE}`, "$JS.API.CONSUMER.DELETE.DECLARE.node-other"],
+  [`$JS.API.CONSUMER.MSG.NEXT.DECLARE.node-${NODE}`, "$JS.API.STREAM.DELETE.DECLARE"],
+  [`$JS.API.CONSUMER.MSG.NEXT.DECLARE.node-${NODE}`, "mesh.declare.other"],
+  [`mesh.report.${NODE}`, "$JS.API.STREAM.PURGE.DECLARE"],
+  [`mesh.report.${NODE}`, "mesh.report.other"],
+  [`mesh.heartbeat.${NODE}`, "mesh.enrol.other"],
+];
+
+/** The trick played: the streams, the other node's consumer and its declaration are exactly as before. */
+async function replyHarmless(
+  mesh: MeshDouble,
+  nc: NatsConnection,
+  subject: string,
+  reply: string,
+): Promise<string[]> {
+  const before = await busShape(mesh);
+  const body = subject.includes("MSG.NEXT") ? JSON.stringify({ batch: 1, no_wait: true }) : "{}";
+  nc.publish(subject, body, { reply });
+  await nc.flush().catch(() => undefined);
+  // the answers cross accounts asynchronously: a bound for them to land, not a pace
+  await new Promise((r) => setTimeout(r, REPLY_SETTLE_MS));
+  const after = await busShape(mesh);
+  return before === after ? [] : [`the bus changed: ${before} → ${after}`];
+}
+
+async function busShape(mesh: MeshDouble): Promise<string> {
+  const streams: string[] = [];
+  for (const name of ["DECLARE", "REPORTS", "ENROL", "REKEY"]) {
+    const info = await mesh.jsm.streams.info(name).catch(() => null);
+    streams.push(`${name}:${info ? info.state.last_seq - info.state.messages : "gone"}`);
+  }
+  const other = await mesh.consumerInfo("other").then(
+    (i) => `node-other:${i.num_pending + i.num_ack_pending}`,
+    () => "node-other:gone",
+  );
+  const declared = await mesh.declared("other");
+  return `${streams.join(" ")} ${other} declare.other:${declared.lastSeq}`;
 }
 
 export const leastPrivilege: Scenario = {
@@ -106,8 +156,7 @@ export const leastPrivilege: Scenario = {
           const dialled = await dial({
             servers: m.servers,
             fingerprint: m.fingerprint,
-            user: m.user,
-            password: m.password,
+            auth: mesh.nodeAuth(NODE),
             inboxPrefix: `_INBOX.node.${NODE}`,
           });
           if (!dialled.ok) {

@@ -82,7 +82,7 @@ describe("the enrolment's order on the wire", () => {
       { servers: [url], fingerprint, transport: "nats" },
       {
         node,
-        token: "t".repeat(43),
+        credential: { token: "t".repeat(43) },
         keys: publicKeys(keys),
         sealing: keys.sealing.privateKey,
         facts: { os: platform(), arch: arch(), hostname: hostname(), version: VERSION },

@@ -126,12 +126,11 @@ describe("the enrolment code is private", () => {
 describe("the enrolment answer is sealed", () => {
   it("whoever else holds the token and listens on the answer inbox reads nothing useful", async () => {
     const node = "sealed-ear";
-    const { code, token } = await mesh.enrolmentCode(node);
+    const { code } = await mesh.enrolmentCode(node);
     const ear = await dial({
       servers: [mesh.url],
       fingerprint: mesh.fingerprint,
-      user: `enrol.${node}`,
-      password: token,
+      auth: mesh.enrolAuth(node, code),
       inboxPrefix: `_INBOX.enrol.${node}`,
     });
     if (!ear.ok) throw new Error(ear.reason);
@@ -147,14 +146,15 @@ describe("the enrolment answer is sealed", () => {
       // the inbox carries the stream's ack of the question too; the answer is the one with `ok`
       const answers = () => heard.map((h) => JSON.parse(h)).filter((a) => "ok" in a);
       await waitFor(() => answers().length > 0, 10_000, "the answer on the inbox");
-      const password = mesh.passwords.get(node)!;
+      const password = mesh.userJwts.get(node)!;
       expect(password).toBeTruthy();
       const answer = answers()[0];
       expect(answer).toMatchObject({ v: 1, ok: true, membership: expect.stringMatching(/^v1:/) });
       expect(heard.join("")).not.toContain(password);
       // the node unsealed it with the key it made for the question
       const saved = JSON.parse(readFileSync(join(d.state, "membership.json"), "utf8")).membership;
-      expect(saved.password).toBe(password);
+      expect(saved.jwt).toBe(password);
+      expect(saved.password).toBeUndefined();
     } finally {
       sub.unsubscribe();
       await ear.nc.close();
@@ -171,7 +171,7 @@ describe("the enrolment answer is sealed", () => {
     expect(r.stderr).toContain(
       "the mesh's answer carries the membership in clear: refused, it must come sealed to this node",
     );
-    expect(r.stderr).not.toContain(mesh.passwords.get(node)!);
+    expect(r.stderr).not.toContain(mesh.userJwts.get(node)!);
     expect(existsSync(join(d.state, "membership.json"))).toBe(false);
   });
 });

@@ -12,7 +12,6 @@ import { loadIdentity, State } from "../../src/store/index.ts";
 import { type Report, verifyEnvelope } from "../../src/vocabulary/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
 import { type Running, runCli, startCli, startRun } from "../support/cli.ts";
-import { EVENT_WAIT_MS } from "../support/events.ts";
 import { ensureSea } from "../support/sea.ts";
 
 /** Clear screen and home, colour, an OSC title (BEL-ended), an OSC 8 hyperlink (ST-ended), a bidi override, a C1 CSI. */
@@ -156,17 +155,9 @@ describe("what a node says reaches the operator's terminal escaped", () => {
   }, 400_000);
 });
 
-/**
- * The node's own link, opened as its `run` would. While `mesh up` reloads the servers' user list (the code's
- * enrolling user withdrawn once the node was heard), nats-server 2.9 refuses a sign-in that lands mid-reload;
- * `run` dials again on that, and so does this, until the deadline.
- */
+/** The node's own link, opened as its `run` would: signed in with its identity key, no reload to dodge. */
 async function boundAs(state: string, identity: Parameters<typeof openBound>[2]): Promise<Link> {
-  const deadline = Date.now() + EVENT_WAIT_MS;
-  for (;;) {
-    const opened = await openBound(new State(state).readMembership()!, "evil", identity);
-    if (opened.ok) return opened.link;
-    if (Date.now() > deadline) throw new Error(opened.reason);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  const opened = await openBound(new State(state).readMembership()!, "evil", identity);
+  if (!opened.ok) throw new Error(opened.reason);
+  return opened.link;
 }

@@ -2,7 +2,6 @@
 // before a byte of credentials is sent. Proved against a listener that speaks just enough NATS to be
 // dialled (an INFO asking for TLS, then TLS with another certificate) and records every byte it is sent
 // — with a control showing that, given its own fingerprint, the same listener does receive CONNECT.
-
 import { generateKeyPairSync } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { connect, createServer, type Server } from "node:net";
@@ -11,6 +10,7 @@ import { join } from "node:path";
 import { createServer as createTlsServer } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dial, openLink } from "../../src/link/index.ts";
+import { Membership } from "../../src/vocabulary/index.ts";
 
 /** An identity key for a link that only dials: nothing it signs is read here. */
 const anyKey = () => generateKeyPairSync("ed25519").privateKey;
@@ -117,8 +117,7 @@ describe("dialling with a pinned certificate", () => {
       const result = await dial({
         servers: [fake.url],
         fingerprint: mesh.fingerprint,
-        user: "node.alpha",
-        password: "the-password-123",
+        auth: { kind: "password", user: "node.alpha", password: "the-password-123" },
         inboxPrefix: "_INBOX.node.alpha",
       });
       expect(result.ok).toBe(false);
@@ -146,8 +145,7 @@ describe("dialling with a pinned certificate", () => {
       const dialling = dial({
         servers: [fake.url],
         fingerprint: other.fingerprint,
-        user: "node.alpha",
-        password: "the-password-123",
+        auth: { kind: "password", user: "node.alpha", password: "the-password-123" },
         inboxPrefix: "_INBOX.node.alpha",
         timeoutMs: EVENT_WAIT_MS,
       });
@@ -164,13 +162,13 @@ describe("dialling with a pinned certificate", () => {
 
   it("refuses the real server when another fingerprint is pinned", async () => {
     const membership = { ...(await mesh.admit("pinned")), fingerprint: other.fingerprint };
-    const opened = await openLink(membership, "pinned", anyKey());
+    const opened = await openLink(membership, "pinned", mesh.identityKey("pinned"));
     expect(opened).toMatchObject({ ok: false, kind: "pin" });
-    if (!opened.ok) expect(opened.reason).not.toContain(membership.password);
   });
 
-  it("says a refused password in its own words naming the user (removed from its mesh), never the password", async () => {
-    const membership = { ...(await mesh.admit("wrongpw")), password: "not-the-password-xyz" };
+  it("says a refused password (a v1 membership) in its own words naming the user, never the password", async () => {
+    const { jwt: _jwt, ...bus } = (await mesh.admit("wrongpw")) as { jwt: string } & Record<string, unknown>;
+    const membership = Membership.parse({ ...bus, password: "not-the-password-xyz" });
     const opened = await openLink(membership, "wrongpw", anyKey());
     expect(opened.ok).toBe(false);
     if (opened.ok) return;
@@ -180,20 +178,32 @@ describe("dialling with a pinned certificate", () => {
     expect(opened.reason).toContain("removed from its mesh");
     expect(opened.reason).not.toMatch(/Authorization Violation/i);
     expect(opened.reason).not.toContain("not-the-password-xyz");
-    expect(opened.reason).not.toContain(mesh.passwords.get("wrongpw"));
+  });
+
+  it("signs in with the identity key the user JWT names, and with no other", async () => {
+    const membership = await mesh.admit("signer");
+    const other = generateKeyPairSync("ed25519").privateKey;
+    const wrong = await openLink(membership, "signer", other);
+    expect(wrong).toMatchObject({ ok: false, kind: "membership" });
+    const good = await openLink(membership, "signer", mesh.identityKey("signer"));
+    expect(good.ok).toBe(true);
+    if (good.ok) await good.link.close();
   });
 
   it("dials as the membership's user, never the bare name", async () => {
     const membership = await mesh.admit("exact");
-    const opened = await openLink({ ...membership, user: "node.other" }, "exact", anyKey());
+    const identity = mesh.identityKey("exact");
+    const opened = await openLink({ ...membership, user: "node.other" }, "exact", identity);
     expect(opened).toMatchObject({ ok: false, kind: "membership" });
-    const good = await openLink(membership, "exact", anyKey());
+    const good = await openLink(membership, "exact", identity);
     expect(good.ok).toBe(true);
     if (good.ok) {
       const connz = (await (await fetch(`${mesh.monitorUrl}/connz?auth=true`)).json()) as {
         connections: { authorized_user?: string; name?: string }[];
       };
-      expect(connz.connections.map((c) => c.authorized_user)).toContain("node.exact");
+      // a JWT user is its nkey on the server: the node's identity key, as a user nkey
+      const user = mesh.server.users.find((u) => u.user === "node.exact")?.nkey;
+      expect(connz.connections.map((c) => c.authorized_user)).toContain(user);
       await good.link.close();
     }
   });
@@ -204,8 +214,7 @@ describe("dialling with a pinned certificate", () => {
     const result = await dial({
       servers: [`nats://127.0.0.1:${port}`],
       fingerprint: mesh.fingerprint,
-      user: "node.alpha",
-      password: "pw",
+      auth: { kind: "password", user: "node.alpha", password: "pw" },
       inboxPrefix: "_INBOX.node.alpha",
       timeoutMs: EVENT_WAIT_MS,
     });

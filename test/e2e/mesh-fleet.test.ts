@@ -17,9 +17,9 @@ import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MeshDir, withState } from "../../src/mesh/index.ts";
+import { MeshDir, serviceAuthenticator, withState } from "../../src/mesh/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshSetUp, meshUp } from "../mesh/operator.ts";
-import { hasNode, nodeRecord } from "../mesh/state.ts";
+import { asNodeUser, hasNode, nodeRecord } from "../mesh/state.ts";
 import { type Running, runCli, startCli, startRun } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 import { snapshot } from "../support/tmp.ts";
@@ -106,8 +106,7 @@ async function declareCount(dir: string): Promise<number> {
   const m = new MeshDir(dir);
   const nc = await connect({
     servers: m.urls(),
-    user: "mesh",
-    pass: m.secrets().controller,
+    authenticator: serviceAuthenticator(m.accountKeys(), "mesh", "mesh-test"),
     tls: { ca: m.certPem() },
     reconnect: false,
   });
@@ -408,16 +407,8 @@ describe("mesh plan", () => {
   });
 
   it("a node's user may answer its own plan requests only: not another node's, nor ask one", async () => {
-    const record = await nodeRecord(dir, "web-1");
-    const m = new MeshDir(dir);
     const errors: string[] = [];
-    const nc = await connect({
-      servers: m.urls(),
-      user: "node.web-1",
-      pass: record.password,
-      tls: { ca: m.certPem() },
-      reconnect: false,
-    });
+    const nc = await asNodeUser(dir, "web-1");
     (async () => {
       for await (const s of nc.status()) if (s.type === "error") errors.push(String(s.error));
     })();

@@ -1,13 +1,13 @@
 // The operator's whole path through the built executable against real nats-servers, as the README tells it:
 // mesh init, mesh up, mesh node add, enrol (the code on stdin), run, mesh push (with a sealed secret), mesh
 // nodes, mesh watch, mesh move to another mesh, mesh node rm — on one server and on a three-server cluster.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MeshDir } from "../../src/mesh/index.ts";
+import { accountId, MeshDir, serviceAuthenticator } from "../../src/mesh/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
 import { codeRecord, nodeRecord } from "../mesh/state.ts";
 import { type Running, runCli, startCli, startRun } from "../support/cli.ts";
@@ -72,8 +72,7 @@ async function declared(dir: string): Promise<number> {
   const m = new MeshDir(dir);
   const nc = await connect({
     servers: m.urls(),
-    user: "mesh",
-    pass: m.secrets().controller,
+    authenticator: serviceAuthenticator(m.accountKeys(), "mesh", "test"),
     tls: { ca: m.certPem() },
     reconnect: false,
   });
@@ -101,13 +100,24 @@ describe("one server: the operator's path", () => {
     node = await enrolled(dir, base, "web-1");
   }, 300_000);
 
-  it("spends the node's token once it is heard as itself: the enrol user is gone", async () => {
-    // the record says it first, then the user list is rewritten and the server reloaded
-    const users = () => readFileSync(join(dir, "servers/1/users.conf"), "utf8");
+  it("spends the code at the answer, and revokes its enrolling user on the servers (nothing rewritten)", async () => {
+    expect((await nodeRecord(dir, "web-1")).enrol).toBeNull();
+    // the server's resolver keeps NODES' newest claims: the spent enrolling user is among its revocations
+    const m = new MeshDir(dir);
+    const file = join(dir, "servers/1/jwt", `${accountId(m.accountKeys(), "nodes")}.jwt`);
+    const revoked = () => {
+      if (!existsSync(file)) return 0;
+      const jwt = readFileSync(file, "utf8").trim();
+      const claims = JSON.parse(Buffer.from(jwt.split(".")[1]!, "base64url").toString());
+      return Object.keys(claims.nats?.revocations ?? {}).length;
+    };
     const deadline = Date.now() + 60_000;
-    while (users().includes("enrol.web-1") && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 50));
-    expect(users()).not.toContain("enrol.web-1");
+    while (revoked() === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(revoked()).toBe(1);
+    expect(readFileSync(join(dir, "servers/1/server.conf"), "utf8")).not.toContain("web-1");
+    // the spent code goes from mesh-codes once the node speaks as itself
+    while ((await codeRecord(dir, "web-1")) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 200));
     expect(await codeRecord(dir, "web-1")).toBeNull();
   });
 

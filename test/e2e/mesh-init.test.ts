@@ -15,7 +15,7 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { enrolPermissions, MeshDir, nodePermissions } from "../../src/mesh/index.ts";
+import { enrolPermissions, MeshDir } from "../../src/mesh/index.ts";
 import { decodeCode } from "../../src/vocabulary/index.ts";
 import { NATS_SERVER } from "../mesh/index.ts";
 import { freePortPairs, initMesh, mesh, meshUp, serverDir } from "../mesh/operator.ts";
@@ -51,15 +51,16 @@ describe("mesh init", () => {
     expect(r.code, r.stderr).toBe(0);
     expect(mode(dir)).toBe(0o700);
     expect(existsSync(join(dir, "nodes"))).toBe(false);
-    for (const f of ["signing.key", "secrets.json", "tls/key.pem", "servers/1/users.conf"])
+    for (const f of ["signing.key", "accounts.json", "tls/key.pem", "servers/1/server.conf"])
       expect(mode(join(dir, f)), f).toBe(0o600);
     const m = new MeshDir(dir);
     const config = m.config();
     expect(config.servers).toEqual([{ host: "127.0.0.1", port: 4999 }]);
     expect(r.stdout).toContain(config.fingerprint);
-    const secrets = m.secrets();
-    for (const s of [secrets.controller, secrets.route, readFileSync(join(dir, "signing.key"), "utf8")])
-      expect(r.stdout + r.stderr).not.toContain(s.trim());
+    const seeds = Object.values(JSON.parse(readFileSync(join(dir, "accounts.json"), "utf8")) as object);
+    expect(seeds).toHaveLength(4);
+    for (const s of [...seeds, readFileSync(join(dir, "signing.key"), "utf8")])
+      expect(r.stdout + r.stderr).not.toContain(String(s).trim());
     const test = spawnSync(NATS_SERVER, ["-c", join(serverDir(dir, 1), "server.conf"), "-t"], {
       encoding: "utf8",
     });
@@ -68,9 +69,16 @@ describe("mesh init", () => {
     expect(conf).toMatch(/tls \{/);
     expect(conf).not.toMatch(/verify/);
     expect(conf).not.toMatch(/cluster/);
+    // decentralized: the operator, the system account, the full resolver; no user, no password, no seed
+    expect(conf).toMatch(/^operator: "ey/m);
+    expect(conf).toMatch(/resolver: \{ type: full/);
+    expect(conf).not.toMatch(/password|users|include/);
+    // no monitoring port: nothing but the clients' (and a cluster's routes') listens
+    expect(conf).not.toMatch(/^\s*(http|https|monitor_port)\s*:/m);
+    for (const s of seeds) expect(conf).not.toContain(String(s));
   });
 
-  it("--servers 3 makes a cluster: routes to the two others, authenticated, over TLS trusting the mesh's certificate", async () => {
+  it("--servers 3 makes a cluster: routes to the two others, authenticated by TLS with the mesh's own certificate", async () => {
     const dir = join(tempDir(), "m");
     const r = await mesh(dir, ["init", "--servers", "3"]);
     expect(r.code, r.stderr).toBe(0);
@@ -78,9 +86,7 @@ describe("mesh init", () => {
     expect(new Set(ports).size).toBe(3);
     for (const i of [1, 2, 3]) {
       const conf = readFileSync(join(serverDir(dir, i), "server.conf"), "utf8");
-      const routes = [...conf.matchAll(/nats-route:\/\/route:[^@]+@127\.0\.0\.1:(\d+)/g)].map((m) =>
-        Number(m[1]),
-      );
+      const routes = [...conf.matchAll(/nats-route:\/\/127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]));
       expect(routes.sort()).toEqual(
         ports
           .filter((_, j) => j !== i - 1)
@@ -88,6 +94,8 @@ describe("mesh init", () => {
           .sort(),
       );
       expect(conf).toMatch(/ca_file/);
+      expect(conf).toMatch(/verify: true/);
+      expect(conf).not.toMatch(/password/);
       const test = spawnSync(NATS_SERVER, ["-c", join(serverDir(dir, i), "server.conf"), "-t"], {
         encoding: "utf8",
       });
@@ -219,31 +227,35 @@ describe("mesh node add and rm, with the bus", () => {
       servers: [new MeshDir(dir).urls()[0]],
       fingerprint: config.fingerprint,
     });
+    if (!("jwt" in code.value)) throw new Error("a v1 code");
     const stored = await codeRecord(dir, "web-1");
-    expect(stored?.token).toBe(code.value.token);
-    // a day, unless --expires says otherwise
-    const left = Date.parse(stored!.expires_at) - Date.now();
-    expect(left).toBeGreaterThan(23 * 3600_000);
-    expect(left).toBeLessThanOrEqual(24 * 3600_000);
-    // nothing of the node in the mesh directory: its record is on the bus
+    // nothing of the node in the mesh directory: its record and code are on the bus
     expect(existsSync(join(dir, "nodes"))).toBe(false);
     const record = await nodeRecord(dir, "web-1");
-    // the node's user and its enrolling user, with exactly protocol.md's permissions, on the running server
-    const users = readFileSync(join(serverDir(dir, 1), "users.conf"), "utf8");
-    expect(users).toContain(
-      JSON.stringify({
-        user: "node.web-1",
-        password: record.password,
-        permissions: nodePermissions("web-1"),
-      }),
-    );
-    expect(users).toContain(
-      JSON.stringify({
-        user: "enrol.web-1",
-        password: code.value.token,
-        permissions: enrolPermissions("web-1"),
-      }),
-    );
+    // the code's enrolling user: exactly protocol.md's enrolling grants, expiring with the code (24 h)
+    const claims = JSON.parse(Buffer.from(code.value.jwt.split(".")[1]!, "base64url").toString()) as {
+      sub: string;
+      name: string;
+      exp: number;
+      nats: { pub: { allow: string[] }; sub: { allow: string[] } };
+    };
+    expect(claims.sub).toBe(record.enrol?.user);
+    expect(claims.sub).toBe(stored?.user);
+    expect(claims.name).toBe("enrol.web-1");
+    expect({ publish: claims.nats.pub, subscribe: claims.nats.sub }).toEqual(enrolPermissions("web-1"));
+    expect(Math.abs(claims.exp - (Date.now() / 1000 + 24 * 3600))).toBeLessThan(120);
+    expect(Date.parse(record.enrol!.expires_at)).toBe(claims.exp * 1000);
+    expect(Date.parse(stored!.expires_at)).toBe(claims.exp * 1000);
+    // nothing of the node's reached a server's configuration, nor its seed the bus: no file is rewritten per node
+    expect(readFileSync(join(serverDir(dir, 1), "server.conf"), "utf8")).not.toContain("web-1");
+    expect(JSON.stringify(stored)).not.toContain(code.value.seed);
+    expect(JSON.stringify(record)).not.toContain(code.value.seed);
+    const short = await mesh(dir, ["node", "add", "web-9", "--expires", "30m"]);
+    const shortCode = decodeCode(short.stdout);
+    if (!shortCode.ok || !("jwt" in shortCode.value)) throw new Error("no v2 code");
+    const exp = JSON.parse(Buffer.from(shortCode.value.jwt.split(".")[1]!, "base64url").toString()).exp;
+    expect(Math.abs(exp - (Date.now() / 1000 + 1800))).toBeLessThan(120);
+    await refused(dir, ["node", "add", "web-8", "--expires", "99d"], /--expires must be a number/);
   });
 
   it("--code-file writes the code 0600 and prints no token; --expires sets the code's expiry", async () => {
@@ -253,7 +265,7 @@ describe("mesh node add and rm, with the bus", () => {
     expect(mode(file)).toBe(0o600);
     const code = decodeCode(readFileSync(file, "utf8"));
     if (!code.ok) throw new Error(code.reason);
-    expect(r.stdout + r.stderr).not.toContain(code.value.token);
+    expect(r.stdout + r.stderr).not.toContain((code.value as { seed: string }).seed);
     expect(r.stdout).not.toContain("mesh1.");
     const left = Date.parse((await codeRecord(dir, "web-2"))!.expires_at) - Date.now();
     expect(left).toBeGreaterThan(80 * 60_000);
@@ -284,7 +296,7 @@ describe("mesh node add and rm, with the bus", () => {
     const added = await mesh(dir, ["node", "add", "late", "--expires", "1s"]);
     expect(added.code, added.stderr).toBe(0);
     const expires = Date.parse((await codeRecord(dir, "late"))!.expires_at);
-    while (Date.now() <= expires) await new Promise((r) => setTimeout(r, 100));
+    while (Date.now() <= expires + 1000) await new Promise((r) => setTimeout(r, 100));
     const base = dirname(dir);
     mkdirSync(join(base, "late-root"));
     const enrol = await runCli(
@@ -293,28 +305,19 @@ describe("mesh node add and rm, with the bus", () => {
         input: added.stdout,
       },
     );
-    // refused by the controller (its record's expiry), or by the bus once `up` has withdrawn the expired user
-    if (enrol.code === 2) expect(enrol.stderr).toMatch(/node late's code expired at /);
-    else {
-      expect(enrol.code, enrol.stderr).toBe(1);
-      expect(enrol.stderr).toMatch(/authori[sz]ation/i);
-    }
+    // refused by the bus: the enrolling user's JWT expired with the code (the controller's record says the same)
+    expect(enrol.code, enrol.stderr).toBe(2);
+    expect(enrol.stderr).toMatch(/refused enrol\.late's credentials: .*expired|node late's code expired at /);
     expect((await nodeRecord(dir, "late")).keys).toBeNull();
-    // and `up` withdraws the expired code's enrolling user from its server, though no key changed
-    const users = () => readFileSync(join(serverDir(dir, 1), "users.conf"), "utf8");
-    const deadline = Date.now() + 60_000;
-    while (users().includes("enrol.late") && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 100));
-    expect(users()).not.toContain("enrol.late");
   });
 
-  it("node rm takes the node's users, record and code away", async () => {
+  it("node rm revokes the node and takes its record and code away", async () => {
     expect((await mesh(dir, ["node", "add", "gone"])).code).toBe(0);
     const r = await mesh(dir, ["node", "rm", "gone"]);
     expect(r.code, r.stderr).toBe(0);
     expect(await hasNode(dir, "gone")).toBe(false);
     expect(await codeRecord(dir, "gone")).toBeNull();
-    expect(readFileSync(join(serverDir(dir, 1), "users.conf"), "utf8")).not.toMatch(/gone/);
+    expect(readFileSync(join(serverDir(dir, 1), "server.conf"), "utf8")).not.toMatch(/gone/);
   });
 });
 

@@ -21,15 +21,15 @@ afterEach(async () => {
 });
 
 const KEY = (c: string) => `${c.repeat(43)}=`;
-const TOKEN = "tok-unspent-0123456789abcdef";
+/** The enrolling user of web-1's unspent code. */
+const ENROL_USER = `U${"E".repeat(55)}`;
 
 /** A node's file exactly as format 1 wrote it. */
 function nodeFileV1(node: string, enrolled: boolean): object {
   return {
     format: 1,
     node,
-    password: `pw-${node}-0123456789abcdef`,
-    token: enrolled ? null : TOKEN,
+    enrol: enrolled ? null : { user: ENROL_USER, expires_at: "2099-01-01T00:00:00.000Z" },
     added_at: "2026-11-01T10:00:00.000Z",
     enrolled_at: enrolled ? "2026-11-01T10:01:00.000Z" : null,
     keys: enrolled ? { identity: KEY("A"), sealing: KEY("B"), overlay: KEY("C") } : null,
@@ -74,8 +74,11 @@ describe("mesh migrate", () => {
     const r = await mesh(dir, ["migrate"]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/migrated .* to format 2: 2 node\(s\), 1 code\(s\), 1 fleet entr\(ies\)/);
-    // no token or password in what it says
-    for (const secret of [TOKEN, "pw-web-1-", "pw-web-2-"]) expect(r.stdout + r.stderr).not.toContain(secret);
+    // no seed of the accounts in what it says
+    const seeds = Object.values(
+      JSON.parse(readFileSync(join(dir, "accounts.json"), "utf8")) as Record<string, string>,
+    );
+    for (const secret of seeds) expect(r.stdout + r.stderr).not.toContain(secret);
     expect(JSON.parse(readFileSync(join(dir, "mesh.json"), "utf8")).format).toBe(2);
     expect(existsSync(join(dir, "nodes"))).toBe(false);
     expect(existsSync(join(dir, "fleet.json"))).toBe(false);
@@ -84,7 +87,7 @@ describe("mesh migrate", () => {
     started.push(await meshUp(dir));
     const web2 = await nodeRecord(dir, "web-2");
     expect(web2).toMatchObject({ format: 2, serial: 3, labels: {}, keys: { identity: KEY("A") } });
-    expect((await codeRecord(dir, "web-1"))?.token).toBe(TOKEN);
+    expect((await codeRecord(dir, "web-1"))?.user).toBe(ENROL_USER);
     expect(await codeRecord(dir, "web-2")).toBeNull();
     const nodes = JSON.parse((await mesh(dir, ["nodes", "--json"])).stdout).nodes;
     expect(nodes.map((n: { node: string }) => n.node).sort()).toEqual(["web-1", "web-2"]);

@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MeshDir } from "../../src/mesh/index.ts";
+import { makeAccountKeys, seedsOf } from "../../src/mesh/accounts.ts";
+import { MeshDir, serviceAuthenticator } from "../../src/mesh/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp, serverDir } from "../mesh/operator.ts";
 import { type Running, runCli, startCli, startRun } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
@@ -45,8 +46,7 @@ async function asController(dir: string) {
   const m = new MeshDir(dir);
   return await connect({
     servers: m.urls(),
-    user: "mesh",
-    pass: m.secrets().controller,
+    authenticator: serviceAuthenticator(m.accountKeys(), "mesh", "mesh-test"),
     tls: { ca: m.certPem() },
     reconnect: false,
   });
@@ -175,10 +175,11 @@ describe("what mesh up says, and which counter a person reads", () => {
   it("a mesh directory whose controller credentials the bus refuses is said in our words (item 14)", async () => {
     const copy = join(base, "mesh-copy");
     cpSync(dir, copy, { recursive: true });
-    const secrets = JSON.parse(readFileSync(join(copy, "secrets.json"), "utf8"));
+    // another mesh's MESH seed: every user this copy mints for MESH is signed by an account the servers never saw
+    const seeds = JSON.parse(readFileSync(join(copy, "accounts.json"), "utf8"));
     writeFileSync(
-      join(copy, "secrets.json"),
-      JSON.stringify({ ...secrets, controller: "not-the-controller-pw" }),
+      join(copy, "accounts.json"),
+      JSON.stringify({ ...seeds, mesh: seedsOf(makeAccountKeys()).mesh }),
     );
     const r = await mesh(copy, ["nodes"]);
     expect(r.code).not.toBe(0);
@@ -186,7 +187,7 @@ describe("what mesh up says, and which counter a person reads", () => {
       /refuses the controller's credentials of .*mesh-copy: its servers were made from another/,
     );
     expect(r.stderr).not.toMatch(/Authorization Violation/i);
-    expect(r.stderr).not.toContain("not-the-controller-pw");
+    for (const seed of Object.values(seeds) as string[]) expect(r.stderr).not.toContain(seed);
   });
 
   it("says a removal", async () => {

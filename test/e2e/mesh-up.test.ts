@@ -1,15 +1,16 @@
 // `mesh up` against real nats-servers, through the built executable: one server, then a three-server cluster.
-// The users `node add` makes are live at once on running servers (reloaded, never restarted) and gone after
-// `node rm`; a dying server takes `mesh up` down with it.
+// The users `node add` makes are live at once on running servers (JWTs: nothing rewritten, never reloaded or
+// restarted) and cut off by `node rm` (a revocation pushed over the system account); a dying server takes `mesh up`
+// down with it.
+import { sign } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
+import { type Authenticator, connect } from "@nats-io/transport-node";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { MeshDir } from "../../src/mesh/index.ts";
-import { decodeCode } from "../../src/vocabulary/index.ts";
+import { MeshDir, serviceAuthenticator } from "../../src/mesh/index.ts";
+import { decodeCode, keyPairOfSeed, nkeyOf } from "../../src/vocabulary/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp, serverDir } from "../mesh/operator.ts";
-import { nodeRecord } from "../mesh/state.ts";
 import { type Running, startCli } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -29,10 +30,24 @@ async function up(dir: string, extra: string[] = []): Promise<Running> {
   return r;
 }
 
-/** Connect as `user`, trusting the mesh's certificate: a connection, or the server's refusal as an error. */
-async function asUser(dir: string, url: string, user: string, pass: string) {
+/** Connect with `authenticator`, trusting the mesh's certificate: a connection, or the server's refusal as an error. */
+async function asUser(dir: string, url: string, authenticator: Authenticator) {
   const ca = readFileSync(join(dir, "tls/cert.pem"), "utf8");
-  return await connect({ servers: url, user, pass, tls: { ca }, reconnect: false, timeout: 10_000 });
+  return await connect({ servers: url, authenticator, tls: { ca }, reconnect: false, timeout: 10_000 });
+}
+
+/** The controller's sign-in: a user of MESH minted from the mesh directory's account key. */
+const asMesh = (dir: string) => serviceAuthenticator(new MeshDir(dir).accountKeys(), "mesh", "test");
+
+/** A code's enrolling user: its JWT, the nonce signed with the seed's key. */
+function codeAuth(code: { jwt: string; seed: string }): Authenticator {
+  const pair = keyPairOfSeed("user", code.seed)!;
+  const nkey = nkeyOf("user", pair.publicKey);
+  return (nonce?: string) => ({
+    jwt: code.jwt,
+    nkey,
+    sig: sign(null, Buffer.from(nonce ?? ""), pair.privateKey).toString("base64url"),
+  });
 }
 
 const pidOf = (dir: string, i: number) => Number(readFileSync(join(serverDir(dir, i), "server.pid"), "utf8"));
@@ -41,8 +56,8 @@ async function addAndTry(dir: string, name: string) {
   const added = await mesh(dir, ["node", "add", name]);
   expect(added.code, added.stderr).toBe(0);
   const code = decodeCode(added.stdout);
-  if (!code.ok) throw new Error(code.reason);
-  return code.value.token;
+  if (!code.ok || !("jwt" in code.value)) throw new Error("not a v2 code");
+  return codeAuth(code.value);
 }
 
 describe("mesh up, one server", () => {
@@ -55,8 +70,7 @@ describe("mesh up, one server", () => {
     const url = `nats://127.0.0.1:${port}`;
     const pid = pidOf(dir, 1);
     // the controller's streams: DECLARE keeps one message a subject
-    const secrets = new MeshDir(dir).secrets();
-    const nc = await asUser(dir, url, "mesh", secrets.controller);
+    const nc = await asUser(dir, url, asMesh(dir));
     const jsm = await jetstreamManager(nc);
     const names = (await jsm.streams.names().next()).sort();
     // and the controller's state: its four key-value buckets
@@ -71,19 +85,23 @@ describe("mesh up, one server", () => {
       "REPORTS",
     ]);
     expect((await jsm.streams.info("DECLARE")).config.max_msgs_per_subject).toBe(1);
+    // bounded per node and in all (protocol.md "Limits")
+    const reports = (await jsm.streams.info("REPORTS")).config;
+    expect(reports.max_msgs_per_subject).toBeGreaterThan(0);
+    expect(reports.max_bytes).toBeGreaterThan(0);
+    for (const s of ["ENROL", "REKEY"])
+      expect((await jsm.streams.info(s)).config.max_msgs_per_subject, s).toBeGreaterThan(0);
     await nc.close();
 
-    const token = await addAndTry(dir, "web-1");
-    const enrol = await asUser(dir, url, "enrol.web-1", token);
-    await enrol.close();
-    const password = (await nodeRecord(dir, "web-1")).password;
-    const node = await asUser(dir, url, "node.web-1", password);
-    await node.close();
-
+    const enrolling = await addAndTry(dir, "web-1");
+    // live at once, and held: a connection that stays open until `node rm` cuts it
+    const enrol = await asUser(dir, url, enrolling);
+    const cut = enrol.closed();
     const rm = await mesh(dir, ["node", "rm", "web-1"]);
     expect(rm.code, rm.stderr).toBe(0);
-    await expect(asUser(dir, url, "node.web-1", password)).rejects.toThrow(/Authorization/i);
-    await expect(asUser(dir, url, "enrol.web-1", token)).rejects.toThrow(/Authorization/i);
+    await expect(cut).resolves.toBeDefined();
+    await expect(asUser(dir, url, enrolling)).rejects.toThrow(/Authorization/i);
+    expect(readFileSync(join(serverDir(dir, 1), "server.log"), "utf8")).not.toContain("Reloaded server");
     expect(pidOf(dir, 1)).toBe(pid);
     // a second `up` of the same mesh is refused while this one runs
     const again = await mesh(dir, ["up"]);
@@ -113,14 +131,13 @@ describe("mesh up, one server", () => {
 });
 
 describe("mesh up, a three-server cluster", () => {
-  it("replicates the streams on all three and reloads every server on node add", async () => {
+  it("replicates the streams on all three, and a node added is live on every server with none reloaded", async () => {
     const ports = await freePortPairs(3);
     const dir = join(tempDir(), "m");
     await initMesh(dir, ports);
     const running = await up(dir);
     for (const i of [1, 2, 3]) expect(running.output().stdout).toContain(`server ${i} ready`);
-    const secrets = new MeshDir(dir).secrets();
-    const nc = await asUser(dir, `nats://127.0.0.1:${ports[1]}`, "mesh", secrets.controller);
+    const nc = await asUser(dir, `nats://127.0.0.1:${ports[1]}`, asMesh(dir));
     const jsm = await jetstreamManager(nc);
     const info = await jsm.streams.info("REPORTS");
     expect(info.config.num_replicas).toBe(3);
@@ -128,8 +145,13 @@ describe("mesh up, a three-server cluster", () => {
       expect((await jsm.streams.info(`KV_${bucket}`)).config.num_replicas, bucket).toBe(3);
     await nc.close();
     const pids = [1, 2, 3].map((i) => pidOf(dir, i));
-    const token = await addAndTry(dir, "web-1");
-    for (const port of ports) (await asUser(dir, `nats://127.0.0.1:${port}`, "enrol.web-1", token)).close();
+    const enrolling = await addAndTry(dir, "web-1");
+    for (const port of ports) await (await asUser(dir, `nats://127.0.0.1:${port}`, enrolling)).close();
+    // a revocation pushed to one server reaches the other two (the full resolver)
+    const rm = await mesh(dir, ["node", "rm", "web-1"]);
+    expect(rm.code, rm.stderr).toBe(0);
+    for (const port of ports)
+      await expect(asUser(dir, `nats://127.0.0.1:${port}`, enrolling)).rejects.toThrow(/Authorization/i);
     expect([1, 2, 3].map((i) => pidOf(dir, i))).toEqual(pids);
   });
 

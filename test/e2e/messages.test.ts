@@ -75,15 +75,14 @@ describe("enrolment's words", () => {
     const ok = await runCli(["enrol", "--state", first.state, "--root", first.root], { input: code });
     expect(ok.code, ok.stderr).toBe(0);
     // what the controller does once the code is used: its user goes
-    mesh.removeUser("enrol.spent");
-    await mesh.reloadUsers();
+    await mesh.revokeCode(code);
     const again = tempMachine();
     const r = await runCli(["enrol", "--state", again.state, "--root", again.root], { input: code });
     expect(r.code, r.stderr).toBe(2);
     const lines = r.stderr.split("\n").filter((l) => l.startsWith("mesh-host:"));
     expect(lines).toEqual([
       expect.stringMatching(
-        /^mesh-host: cannot enrol: .* refused enrol\.spent's credentials: the enrolment code is wrong, already used, or withdrawn; ask the operator for a new one$/,
+        /^mesh-host: cannot enrol: .* refused enrol\.spent's credentials: the enrolment code is wrong, already used, expired or withdrawn; ask the operator for a new one$/,
       ),
     ]);
     expect(r.stderr).not.toMatch(RAW);

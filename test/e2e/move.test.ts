@@ -36,8 +36,8 @@ async function enrolOnA(node: string) {
   return { state, root };
 }
 
-/** The node's identity key, as B learns it from the move (the record A carries across): what B addresses to. */
-function identityIn(state: string): string {
+/** The node's identity public key, as its store holds it: B issues the node's user for this key and addresses to it. */
+function identityOf(state: string): string {
   const keys = loadKeys(state);
   if (!keys.ok) throw new Error(keys.reason);
   return publicKeys(keys.keys).identity;
@@ -63,7 +63,7 @@ describe("moving a node to another bus", () => {
   it("applies, reports on A, saves B keeping A beside it, exits 0; restarted, it holds on B and discards A", async () => {
     const node = "mover";
     const { state, root } = await enrolOnA(node);
-    const onB: Membership = await b.admit(node, { identity: identityIn(state) });
+    const onB: Membership = await b.admit(node, { identity: identityOf(state) });
     await a.declare(node, decl(node, "on A\n", { membership: sealedTo(state, onB) }));
     const first = await runUntilExit(state, root);
     expect(first.code).toBe(0);
@@ -75,7 +75,6 @@ describe("moving a node to another bus", () => {
     expect(existsSync(join(state, "membership.previous.json"))).toBe(true);
     const status = await runCli(["status", "--state", state, "--root", root]);
     expect(status.stdout).toMatch(/move: +to nats:\/\/127\.0\.0\.1:\d+ since .*back to/);
-    expect(status.stdout).not.toContain(onB.password);
     // restarted by the service manager: dials B
     const host = startRun(state, root);
     try {
@@ -88,13 +87,14 @@ describe("moving a node to another bus", () => {
     } finally {
       await host.stop();
     }
-    for (const out of [first.stdout, first.stderr, status.stderr]) expect(out).not.toContain(onB.password);
   });
 
   it("returns to A when B refuses it within the grace, and says why on A", async () => {
     const node = "stranded";
     const { state, root } = await enrolOnA(node);
-    const wrong = { ...(await b.admit(node, { identity: identityIn(state) })), password: "not-the-password" };
+    // B's address with A's user JWT: B's servers trust no account of A's, so B refuses the sign-in
+    const onB = await b.admit(node, { identity: identityOf(state) });
+    const wrong = { ...onB, jwt: (a.membershipOf(node) as { jwt: string }).jwt };
     await a.declare(node, decl(node, "on A\n", { membership: sealedTo(state, wrong) }));
     expect((await runUntilExit(state, root, 2)).code).toBe(0);
     // restarted: tries B, is refused past the grace, goes back to A and exits to be restarted there
@@ -103,13 +103,13 @@ describe("moving a node to another bus", () => {
     expect(JSON.parse(readFileSync(join(state, "membership.json"), "utf8")).membership.servers).toEqual([
       a.url,
     ]);
-    expect(`${second.stdout}${second.stderr}`).not.toContain("not-the-password");
     const host = startRun(state, root);
     try {
       // the first report on A after the return carries the note of why
       const back = await a.awaitReport(2, { node });
       expect(back.value!.notes?.[0]).toMatch(
-        /move to nats:\/\/.* failed: .*authentication.*returned to nats:\/\//i,
+        // B's servers know no account of A's: they look for its issuer and time out, or refuse it outright
+        /move to nats:\/\/.* failed: .*(authentication|did not answer).*returned to nats:\/\//i,
       );
       await a.declare(node, decl(node, "back on A\n"));
       expect((await a.awaitReport(3, { node })).value!.outcome).toBe("applied");
@@ -124,7 +124,7 @@ describe("moving a node to another bus", () => {
     const { state, root } = await enrolOnA(node);
     const onA = JSON.parse(readFileSync(join(state, "membership.json"), "utf8")).membership;
     // the state a kill leaves right after the save: B is the identity, A kept beside it
-    beginMove(new State(state), await b.admit(node, { identity: identityIn(state) }), onA);
+    beginMove(new State(state), await b.admit(node, { identity: identityOf(state) }), onA);
     const host = startRun(state, root);
     try {
       await b.declare(node, decl(node, "on B\n"));
@@ -139,7 +139,7 @@ describe("moving a node to another bus", () => {
     const node = "sealed-wrong";
     const { state, root } = await enrolOnA(node);
     const other = await enrolOnA("someone-else");
-    const onB = await b.admit(node, { identity: identityIn(state) });
+    const onB = await b.admit(node, { identity: identityOf(state) });
     await a.declare(node, decl(node, "x\n", { membership: sealedTo(other.state, onB) }));
     const host = startRun(state, root);
     try {

@@ -21,9 +21,10 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { membershipAuth } from "../../src/link/dial.ts";
 import { dial, releaseSource } from "../../src/link/index.ts";
 import { connectBus, MeshDir } from "../../src/mesh/index.ts";
-import { State } from "../../src/store/index.ts";
+import { loadKeys, State } from "../../src/store/index.ts";
 import {
   makeMeshKey,
   ObjectMeta,
@@ -170,9 +171,11 @@ describe("mesh release add, ls, rm", () => {
     const again = await mesh(dir, ["release", "add", v]);
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/release 0\.0\.9\/linux\/x64 is stored already/);
-    // the mesh's signing key and the bus's passwords never reach what the release commands print
-    const { controller, route } = new MeshDir(dir).secrets();
-    const secrets = [readFileSync(join(dir, "signing.key"), "utf8").split("\n")[1]!, controller, route];
+    // the mesh's signing key and the accounts' seeds never reach what the release commands print
+    const seeds = Object.values(
+      JSON.parse(readFileSync(join(dir, "accounts.json"), "utf8")) as Record<string, string>,
+    );
+    const secrets = [readFileSync(join(dir, "signing.key"), "utf8").split("\n")[1]!, ...seeds];
     for (const out of [added, ls, again])
       for (const secret of secrets) expect(out.stdout + out.stderr).not.toContain(secret);
     const rm = await mesh(dir, ["release", "rm", "0.0.9"]);
@@ -224,11 +227,14 @@ describe("a node upgraded by a declaration naming its release, under the launche
 
   it("a node's own credentials (what its state directory holds) read releases by direct get, and nothing more", async () => {
     const membership = new State(nodes[0]!.state).readMembership()!;
+    const keys = loadKeys(nodes[0]!.state);
+    if (!keys.ok) throw new Error(keys.reason);
+    const auth = membershipAuth(membership, keys.keys.identity.privateKey);
+    if ("refused" in auth) throw new Error(auth.refused);
     const dialled = await dial({
       servers: membership.servers,
       fingerprint: membership.fingerprint,
-      user: membership.user,
-      password: membership.password,
+      auth,
       inboxPrefix: `_INBOX.node.${nodes[0]!.name}`,
     });
     if (!dialled.ok) throw new Error(dialled.reason);

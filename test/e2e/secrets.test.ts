@@ -2,7 +2,7 @@
 import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadKeys, publicKeys } from "../../src/store/index.ts";
+import { loadKeys, privateB64, publicKeys } from "../../src/store/index.ts";
 import { seal } from "../../src/vocabulary/index.ts";
 import { MeshDouble } from "../mesh/index.ts";
 import { runCli, startRun } from "../support/cli.ts";
@@ -32,7 +32,10 @@ describe("secrets never leak", () => {
     const { code, token } = await mesh.enrolmentCode(node);
     const enrol = await runCli(["enrol", code, "--state", state, "--root", root]);
     expect(enrol.code).toBe(0);
-    const password = mesh.passwords.get(node)!;
+    // no password exists: the node's sign-in secret is its identity key, which must show only in its 0600 file
+    const idKeys = loadKeys(state);
+    if (!idKeys.ok) throw new Error(idKeys.reason);
+    const password = privateB64(idKeys.keys.identity.privateKey);
     const secretValue = "s3cr3t-value-that-must-never-leak-7f1e";
     const keys = loadKeys(state);
     if (!keys.ok) throw new Error(keys.reason);
@@ -76,7 +79,7 @@ describe("secrets never leak", () => {
     for (const [name, value] of [
       ["secret", secretValue],
       ["token", token],
-      ["password", password],
+      ["identity key", password],
     ] as const) {
       expect(outputs.includes(value), `${name} in an output`).toBe(false);
       expect(said.includes(value), `${name} in a report or heartbeat`).toBe(false);

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MeshDir } from "../../src/mesh/index.ts";
+import { MeshDir, serviceAuthenticator } from "../../src/mesh/index.ts";
 import { type Report, SignedMessage, signMessage } from "../../src/vocabulary/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
 import { nodeRecord } from "../mesh/state.ts";
@@ -72,8 +72,7 @@ async function asTheMesh(dir: string): Promise<NatsConnection> {
   const m = new MeshDir(dir);
   return await connect({
     servers: m.urls(),
-    user: "mesh",
-    pass: m.secrets().controller,
+    authenticator: serviceAuthenticator(m.accountKeys(), "mesh", "mesh-test"),
     tls: { ca: m.certPem() },
     reconnect: false,
   });

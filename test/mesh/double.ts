@@ -1,6 +1,7 @@
-// The mesh double: a real nats-server with the mesh's streams and user list, and the controller's half of
-// the protocol — answering enrolments, signing declarations, reading reports and heartbeats. Test code.
-import { randomBytes } from "node:crypto";
+// The mesh double: a real nats-server with the mesh's accounts (src/mesh: operator, SYS, MESH, NODES as JWTs) and
+// streams, and the controller's half of the protocol — answering enrolments with a user JWT for the node's
+// identity key, signing declarations, reading reports and heartbeats, revoking. Test code.
+import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,35 +14,54 @@ import {
   jetstream,
   jetstreamManager,
 } from "@nats-io/jetstream";
-import { connect, type NatsConnection, nanos, type Subscription } from "@nats-io/transport-node";
+import {
+  type Authenticator,
+  connect,
+  type NatsConnection,
+  nanos,
+  type Subscription,
+} from "@nats-io/transport-node";
+import type { DialAuth } from "../../src/link/dial.ts";
 import {
   type Bus,
   consumeLoop,
+  enrolUserJwt,
   ensureStreams,
   membershipOf,
+  nodeUserJwt,
   type ReleaseInput,
   refusedAnswer,
   reply,
+  revokeUsers,
   sealedAnswer,
+  serviceAuthenticator,
   storeRelease,
+  userOfIdentity,
 } from "../../src/mesh/index.ts";
 import {
+  decodeCode,
   EnrolQuestion,
   type Envelope,
   encodeCode,
   type Heartbeat,
+  keyPairOfSeed,
   type Membership,
   makeMeshKey,
   type NodeMessageKind,
+  nkeyOf,
+  publicKeyFromRaw,
   type ReleaseManifest,
   type Report,
+  rawKeyFromB64,
+  rawPublicOf,
   STREAM_SUBJECTS,
+  seedOf,
   signEnvelope,
   verifyNodeMessage,
 } from "../../src/vocabulary/index.ts";
 import { EVENT_WAIT_MS } from "../support/events.ts";
 import { type MadeCert, makeCert } from "./cert.ts";
-import { freePort, NatsServer, permissionsFor, type ServerUser } from "./server.ts";
+import { freePort, NatsServer, type Permissions, permissionsFor } from "./server.ts";
 
 /** The mesh's streams and the subjects each keeps: src/mesh says them. */
 export const STREAMS = STREAM_SUBJECTS;
@@ -82,13 +102,13 @@ export class MeshDouble {
   readonly reports: Received<Report>[] = [];
   readonly heartbeats: Received<Heartbeat>[] = [];
   readonly meshKey = makeMeshKey();
-  /** Node name → the password of its user, once it has one. */
-  readonly passwords = new Map<string, string>();
   /**
-   * Node name → its identity public key: from its enrolment question, or given to `admit`. What the double
-   * addresses declarations to (`to`) and verifies the node's reports and heartbeats by, as the mesh does.
+   * Node name → its identity key (the public half always; the private half when the double made it, for a test
+   * that dials as the node without enrolling it): its user's nkey is that key.
    */
-  readonly identities = new Map<string, string>();
+  readonly identities = new Map<string, { publicKey: KeyObject; privateKey?: KeyObject }>();
+  /** Node name → its user JWT, once it has one. */
+  readonly userJwts = new Map<string, string>();
   private readonly policies = new Map<string, EnrolPolicy>();
   /** The last serial signed for each node: the mesh raises it for every declaration. */
   private readonly serials = new Map<string, number>();
@@ -100,8 +120,6 @@ export class MeshDouble {
     readonly dir: string,
     readonly cert: MadeCert,
     readonly server: NatsServer,
-    /** The mesh user's password, for a test that acts as the controller on its own connection. */
-    readonly meshPassword: string,
     readonly nc: NatsConnection,
     readonly js: JetStreamClient,
     readonly jsm: JetStreamManager,
@@ -121,13 +139,10 @@ export class MeshDouble {
       keyFile: cert.keyFile,
       storeDir,
     });
-    const meshPassword = secret();
-    server.users = [{ user: "mesh", password: meshPassword }];
     await server.start();
     const nc = await connect({
       servers: server.url,
-      user: "mesh",
-      pass: meshPassword,
+      authenticator: serviceAuthenticator(server.accounts, "mesh", "mesh-double"),
       name: "mesh-double",
       tls: { ca: cert.certPem },
       reconnect: true,
@@ -135,7 +150,7 @@ export class MeshDouble {
       reconnectTimeWait: 50,
     });
     const jsm = await jetstreamManager(nc);
-    const double = new MeshDouble(dir, cert, server, meshPassword, nc, jetstream(nc), jsm);
+    const double = new MeshDouble(dir, cert, server, nc, jetstream(nc), jsm);
     await double.createStreams();
     double.listen();
     return double;
@@ -159,19 +174,97 @@ export class MeshDouble {
     this.policies.set(node, policy);
   }
 
-  /** A fresh one-time token for `node` (its enrol user's password) and the code that carries it. */
-  async enrolmentCode(node: string): Promise<{ code: string; token: string }> {
-    const token = secret();
-    this.setUser({ user: `enrol.${node}`, password: token, permissions: permissionsFor("enrol", node) });
-    await this.server.reload();
+  /** A user of MESH minted for one connection: for a test that acts as the controller on its own connection. */
+  meshAuthenticator(name = "mesh-test"): Authenticator {
+    return serviceAuthenticator(this.server.accounts, "mesh", name);
+  }
+
+  /**
+   * A fresh enrolling user for `node` (a key made now, its JWT expiring in `expiresS`) and the code that carries
+   * it; `token` is the code's secret (the key's seed), for a test that looks for it where it must not be.
+   */
+  async enrolmentCode(
+    node: string,
+    opts: { expiresS?: number } = {},
+  ): Promise<{ code: string; token: string }> {
+    const pair = generateKeyPairSync("ed25519");
+    const user = nkeyOf("user", pair.publicKey);
+    const exp = Math.floor(Date.now() / 1000) + (opts.expiresS ?? 24 * 3600);
+    const jwt = enrolUserJwt(this.server.accounts, node, user, exp);
+    this.record(`enrol.${node}`, user, permissionsFor("enrol", node));
+    const seed = seedOf("user", pair.privateKey);
     const code = encodeCode({
       node,
       servers: [this.url],
       fingerprint: this.fingerprint,
       transport: "nats",
-      token,
+      jwt,
+      seed,
     });
-    return { code, token };
+    return { code, token: seed };
+  }
+
+  /** How a test dials as `node` (admitted by the double): its user JWT and the identity key it made. */
+  nodeAuth(node: string): DialAuth {
+    const jwt = this.userJwts.get(node);
+    if (!jwt) throw new Error(`mesh double: node ${node} has no user yet`);
+    return { kind: "jwt", user: `node.${node}`, jwt, key: this.identityKey(node) };
+  }
+
+  /** How a test dials as the enrolling user a code of the double's carries (`token`: the code's seed). */
+  enrolAuth(node: string, code: string): DialAuth {
+    const decoded = decodeCode(code);
+    if (!decoded.ok || !("jwt" in decoded.value)) throw new Error("mesh double: not a v2 code");
+    const pair = keyPairOfSeed("user", decoded.value.seed)!;
+    return { kind: "jwt", user: `enrol.${node}`, jwt: decoded.value.jwt, key: pair.privateKey };
+  }
+
+  /** `node`'s identity public key as standard base64 of its raw 32 bytes: what declarations are addressed to. */
+  private identityB64(node: string): string | undefined {
+    const known = this.identities.get(node);
+    return known ? rawPublicOf(known.publicKey).toString("base64") : undefined;
+  }
+
+  /** The identity private key the double made for `node` (admitted without enrolling): what the node dials with. */
+  identityKey(node: string): KeyObject {
+    const key = this.identities.get(node)?.privateKey;
+    if (!key) throw new Error(`mesh double: node ${node} has no identity key of the double's making`);
+    return key;
+  }
+
+  /** Revoke `node`'s user on the server now, as `mesh node rm` does: its live connection is cut. */
+  async revokeNode(node: string): Promise<void> {
+    const identity = this.identities.get(node);
+    if (!identity) throw new Error(`mesh double: node ${node} has no user`);
+    await this.revoke({
+      user: nkeyOf("user", identity.publicKey),
+      at: Math.floor(Date.now() / 1000),
+      enrolling: false,
+    });
+  }
+
+  /** Revoke a code's enrolling user, as the controller does once the code is spent. */
+  async revokeCode(code: string): Promise<void> {
+    const decoded = decodeCode(code);
+    if (!decoded.ok || !("jwt" in decoded.value)) throw new Error("mesh double: not a v2 code");
+    const claims = JSON.parse(Buffer.from(decoded.value.jwt.split(".")[1] ?? "", "base64url").toString()) as {
+      sub: string;
+      exp: number;
+    };
+    await this.revoke({ user: claims.sub, at: claims.exp, enrolling: true });
+  }
+
+  private async revoke(revoke: { user: string; at: number; enrolling: boolean }): Promise<void> {
+    const sys = await connect({
+      servers: this.url,
+      authenticator: serviceAuthenticator(this.server.accounts, "system", "mesh-double-sys"),
+      tls: { ca: this.cert.certPem },
+    });
+    try {
+      await revokeUsers(sys, this.server.accounts, [revoke]);
+    } finally {
+      await sys.close();
+    }
   }
 
   /**
@@ -179,13 +272,18 @@ export class MeshDouble {
    * its durable pull consumer on DECLARE, and the membership that names them.
    */
   async admit(node: string, opts: { ackWaitMs?: number; identity?: string } = {}): Promise<Membership> {
-    if (opts.identity) this.identities.set(node, opts.identity);
-    let password = this.passwords.get(node);
-    if (!password) {
-      password = secret();
-      this.passwords.set(node, password);
-      this.setUser({ user: `node.${node}`, password, permissions: permissionsFor("node", node) });
-      await this.server.reload();
+    if (opts.identity) {
+      const raw = rawKeyFromB64(opts.identity);
+      if (!raw) throw new Error(`mesh double: ${node}'s identity key is not base64 of 32 bytes`);
+      const known = this.identities.get(node);
+      if (!known || !rawPublicOf(known.publicKey).equals(raw))
+        this.identities.set(node, { publicKey: publicKeyFromRaw("ed25519", raw) });
+    } else if (!this.identities.has(node)) this.identities.set(node, generateKeyPairSync("ed25519"));
+    if (!this.userJwts.has(node) || opts.identity) {
+      const identity = this.identities.get(node)!;
+      const user = userOfIdentity(rawPublicOf(identity.publicKey).toString("base64"))!;
+      this.userJwts.set(node, nodeUserJwt(this.server.accounts, node, user));
+      this.record(`node.${node}`, user, permissionsFor("node", node));
     }
     await this.jsm.consumers.add("DECLARE", {
       durable_name: `node-${node}`,
@@ -197,13 +295,13 @@ export class MeshDouble {
   }
 
   membershipOf(node: string): Membership {
-    const password = this.passwords.get(node);
-    if (!password) throw new Error(`node ${node} has no user yet`);
+    const jwt = this.userJwts.get(node);
+    if (!jwt) throw new Error(`node ${node} has no user yet`);
     return membershipOf(node, {
       servers: [this.url],
       fingerprint: this.fingerprint,
       meshKey: this.meshKey.publicB64,
-      password,
+      jwt,
     });
   }
 
@@ -226,7 +324,7 @@ export class MeshDouble {
     const given = body as { serial?: unknown; issued_at?: unknown; to?: unknown };
     const serial = typeof given.serial === "number" ? given.serial : (this.serials.get(node) ?? 0) + 1;
     this.serials.set(node, Math.max(serial, this.serials.get(node) ?? 0));
-    const to = given.to ?? this.identities.get(node);
+    const to = given.to ?? this.identityB64(node);
     return { ...body, ...(to ? { to } : {}), serial, issued_at: given.issued_at ?? new Date().toISOString() };
   }
 
@@ -301,17 +399,12 @@ export class MeshDouble {
     return { messages, lastSeq: last?.seq ?? null };
   }
 
-  /** Add or replace a user in the list; `reloadUsers()` (or a restart) makes the server read it. */
-  setUser(user: ServerUser): void {
-    this.server.users = [...this.server.users.filter((u) => u.user !== user.user), user];
-  }
-
-  removeUser(name: string): void {
-    this.server.users = this.server.users.filter((u) => u.user !== name);
-  }
-
-  async reloadUsers(): Promise<void> {
-    await this.server.reload();
+  /** Note a user issued (the server needs no list: this is the test's record of what each JWT grants). */
+  private record(name: string, nkey: string, permissions: Permissions): void {
+    this.server.users = [
+      ...this.server.users.filter((u) => u.user !== name),
+      { user: name, nkey, permissions },
+    ];
   }
 
   /** Stop the server (same port and store kept), for a node to find the bus away. */
@@ -407,7 +500,7 @@ export class MeshDouble {
     kind: K,
   ): Received<K extends "report" ? Report : Heartbeat> {
     const node = subject.split(".")[2] ?? "";
-    const identity = this.identities.get(node);
+    const identity = this.identityB64(node);
     const verified = identity
       ? verifyNodeMessage(Uint8Array.from(data), kind as NodeMessageKind, node, identity)
       : { ok: false as const, reason: `the double knows no identity key of node ${node}` };
@@ -429,22 +522,29 @@ export class MeshDouble {
       return;
     }
     const question = parsed.data;
-    if (m.subject === `mesh.enrol.${question.node}`)
-      this.identities.set(question.node, question.keys.identity);
+    const raw = rawKeyFromB64(question.keys.identity);
+    if (m.subject === `mesh.enrol.${question.node}` && raw)
+      this.identities.set(question.node, { publicKey: publicKeyFromRaw("ed25519", raw) });
     const policy = this.policies.get(question.node) ?? { answer: "membership" };
     if (m.subject !== `mesh.enrol.${question.node}`) {
-      await reply(this.nc, question.reply, refusedAnswer(`asked on ${m.subject} for node ${question.node}`));
+      await reply(
+        this.nc,
+        question.node,
+        question.reply,
+        refusedAnswer(`asked on ${m.subject} for node ${question.node}`),
+      );
       this.enrolments.push({ subject: m.subject, transportReply, question, answered: "refused" });
     } else if (policy.answer === "ignore") {
       this.enrolments.push({ subject: m.subject, transportReply, question, answered: "ignored" });
     } else if (policy.answer === "refuse") {
-      await reply(this.nc, question.reply, refusedAnswer(policy.reason));
+      await reply(this.nc, question.node, question.reply, refusedAnswer(policy.reason));
       this.enrolments.push({ subject: m.subject, transportReply, question, answered: "refused" });
     } else {
-      const membership = await this.admit(question.node);
+      const membership = await this.admit(question.node, { identity: question.keys.identity });
       // src/mesh's answer, sealed to the key the question carried; "clear" is the test's own forgery
       await reply(
         this.nc,
+        question.node,
         question.reply,
         policy.answer === "clear" ? { v: 1, ok: true, membership } : sealedAnswer(question, membership),
       );
@@ -460,10 +560,6 @@ function safeJson(data: Uint8Array): unknown {
   } catch {
     return undefined;
   }
-}
-
-function secret(): string {
-  return randomBytes(24).toString("base64url");
 }
 
 export async function waitFor(check: () => boolean, ms: number, what: string): Promise<void> {

@@ -1,15 +1,18 @@
-// Debian's nats-server as a child of the test: rendered from test/fixtures/nats-server.conf.tmpl, the
-// user list beside it, started, stopped and restarted on the same port and store, reloaded by SIGHUP.
+// Debian's nats-server as a child of the test: rendered from test/fixtures/nats-server.conf.tmpl with the mesh's
+// own decentralized authentication (src/mesh's operator and account JWTs, the `full` resolver), started, stopped
+// and restarted on the same port, store and resolver directory. No user list and no password: every user is a
+// JWT signed by its account's key, and a revocation is pushed over the system account, never by a reload.
 import type { ChildProcess } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import {
+  type AccountKeys,
+  authLines,
   enrolPermissions,
+  makeAccountKeys,
   nodePermissions,
   type Permissions,
-  type ServerUser,
-  usersConf,
 } from "../../src/mesh/index.ts";
 import { killGroup, spawnGroup } from "../support/processes.ts";
 
@@ -25,7 +28,14 @@ const FIXTURES = new URL("../fixtures/", import.meta.url);
 const START_WAIT_MS = 60_000;
 const STOP_WAIT_MS = 15_000;
 
-export type { Permissions, ServerUser };
+export type { Permissions };
+
+/** A user the test's mesh issued: its name, its user nkey and the grants its JWT carries (absent: every subject). */
+export interface ServerUser {
+  user: string;
+  nkey: string;
+  permissions?: Permissions;
+}
 
 /** The node's and the enrolling user's permissions: the mesh's own (src/mesh), which test/code.test.ts holds to the fixture. */
 export function permissionsFor(kind: "node" | "enrol", node: string): Permissions {
@@ -54,11 +64,21 @@ export interface ServerFiles {
 }
 
 export class NatsServer {
+  /** The users issued for this server's accounts so far (a record for the test's checks; the server needs none). */
   users: ServerUser[] = [];
+  /** The operator's and accounts' keys the server trusts (src/mesh/accounts.ts). */
+  readonly accounts: AccountKeys;
   private child: ChildProcess | null = null;
   private logText = "";
+  /** Rendered once: a later render would preload claims newer than a revocation pushed since. */
+  private auth: string[] | null = null;
 
-  constructor(readonly files: ServerFiles) {}
+  constructor(
+    readonly files: ServerFiles,
+    accounts?: AccountKeys,
+  ) {
+    this.accounts = accounts ?? makeAccountKeys();
+  }
 
   get url(): string {
     return `nats://127.0.0.1:${this.files.port}`;
@@ -116,9 +136,8 @@ export class NatsServer {
     await this.start();
   }
 
-  /** Rewrite the user list and SIGHUP; resolves when the server says it reloaded. */
+  /** SIGHUP (the configuration read again, nothing in it changed); resolves when the server says it reloaded. */
   async reload(): Promise<void> {
-    this.render();
     const child = this.child;
     if (!child) return;
     const from = this.logText.length;
@@ -134,6 +153,7 @@ export class NatsServer {
       cert_file: this.files.certFile,
       key_file: this.files.keyFile,
       store_dir: this.files.storeDir,
+      auth: this.authText(),
     };
     const conf = template.replace(/\{\{(\w+)\}\}/g, (_, key: string) => {
       const value = values[key];
@@ -141,7 +161,13 @@ export class NatsServer {
       return value;
     });
     writeFileSync(this.confFile, conf);
-    writeFileSync(join(this.files.dir, "users.conf"), usersConf(this.users));
+  }
+
+  private authText(): string {
+    const dir = join(this.files.dir, "jwt");
+    mkdirSync(dir, { recursive: true });
+    this.auth ??= authLines(this.accounts, dir);
+    return this.auth.join("\n");
   }
 
   private async waitForLog(line: string, from: number, ms: number): Promise<void> {

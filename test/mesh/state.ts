@@ -1,6 +1,9 @@
 // The mesh's state as a test reads it: from the buckets on the bus (src/mesh/state.ts), as any operator console
 // would, never from a file of the mesh directory.
-import { type CodeRecord, MeshDir, type NodeRecord, withState } from "../../src/mesh/index.ts";
+import { generateKeyPairSync, sign } from "node:crypto";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type CodeRecord, MeshDir, type NodeRecord, nodeUserJwt, withState } from "../../src/mesh/index.ts";
+import { nkeyOf } from "../../src/vocabulary/index.ts";
 
 /** The node's record in mesh-nodes; throws when there is none. */
 export async function nodeRecord(dir: string, node: string): Promise<NodeRecord> {
@@ -16,4 +19,26 @@ export async function hasNode(dir: string, node: string): Promise<boolean> {
 /** The node's code in mesh-codes, or null when it has none (never made, or withdrawn). */
 export async function codeRecord(dir: string, node: string): Promise<CodeRecord | null> {
   return (await withState(new MeshDir(dir), (s) => s.codes.get(node)))?.value ?? null;
+}
+
+/**
+ * A connection as node `node`'s user would make it: a user of NODES with exactly the node's grants (its JWT signed
+ * by the mesh's NODES key, as the controller issues it), for a key made here rather than the node's own.
+ */
+export async function asNodeUser(dir: string, node: string): Promise<NatsConnection> {
+  const m = new MeshDir(dir);
+  const pair = generateKeyPairSync("ed25519");
+  const user = nkeyOf("user", pair.publicKey);
+  const jwt = nodeUserJwt(m.accountKeys(), node, user);
+  return await connect({
+    servers: m.urls(),
+    authenticator: (nonce?: string) => ({
+      jwt,
+      nkey: user,
+      sig: sign(null, Buffer.from(nonce ?? ""), pair.privateKey).toString("base64url"),
+    }),
+    inboxPrefix: `_INBOX.node.${node}`,
+    tls: { ca: m.certPem() },
+    reconnect: false,
+  });
 }

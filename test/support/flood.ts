@@ -1,20 +1,34 @@
 // A node's heartbeat flood, as whoever holds its state directory could send it (issue 28, item 8): run inside
 // the node's machine (`ip netns exec … tsx test/support/flood.ts STATE CERT COUNT`), it signs in with the
 // membership in STATE, trusting the bus's certificate CERT, and publishes COUNT heartbeats on its own subject as
-// fast as the connection takes them. It prints how many it sent; the password never leaves the process.
+// fast as the connection takes them. It prints how many it sent; the key never leaves the process.
+import { sign } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { connect } from "@nats-io/transport-node";
-import { State } from "../../src/store/index.ts";
+import { membershipAuth } from "../../src/link/dial.ts";
+import { loadKeys, State } from "../../src/store/index.ts";
+import { nkeyOf } from "../../src/vocabulary/index.ts";
 
 async function main(): Promise<void> {
   const [stateDir, certFile, countText] = process.argv.slice(2);
   const membership = new State(stateDir!).readMembership();
   if (!membership) throw new Error(`${stateDir} holds no membership`);
   const node = membership.user.replace(/^node\./, "");
+  const keys = loadKeys(stateDir!);
+  if (!keys.ok) throw new Error(keys.reason);
+  const auth = membershipAuth(membership, keys.keys.identity.privateKey);
+  if ("refused" in auth) throw new Error(auth.refused);
   const nc = await connect({
     servers: membership.servers,
-    user: membership.user,
-    pass: membership.password,
+    ...(auth.kind === "jwt"
+      ? {
+          authenticator: (nonce?: string) => ({
+            jwt: auth.jwt,
+            nkey: nkeyOf("user", auth.key),
+            sig: sign(null, Buffer.from(nonce ?? ""), auth.key).toString("base64url"),
+          }),
+        }
+      : { user: auth.user, pass: auth.password }),
     tls: { ca: readFileSync(certFile!, "utf8") },
   });
   const beat = JSON.stringify({

@@ -34,7 +34,7 @@ export async function enrolCommand(ctx: Context): Promise<number> {
       { servers: code.servers, fingerprint: code.fingerprint, transport: code.transport },
       {
         node: code.node,
-        token: code.token,
+        credential: "token" in code ? { token: code.token } : { jwt: code.jwt, seed: code.seed },
         keys: publicKeys(keys.keys),
         sealing: keys.keys.sealing.privateKey,
         facts: hostFacts(ctx.host.kind),

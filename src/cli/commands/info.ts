@@ -10,7 +10,7 @@ import {
   type RunFile,
   readRun,
 } from "../../store/index.ts";
-import { Membership, type Report } from "../../vocabulary/index.ts";
+import { MembershipBus, type Report } from "../../vocabulary/index.ts";
 import type { Context } from "../context.ts";
 import { printable, writeJson, writeOut } from "../output.ts";
 import { overlayStatus, overlayStatusLines } from "./overlay.ts";
@@ -125,7 +125,7 @@ function heldOf(records: Records): { id: string; type: string; name: string }[] 
 
 /** The bus a node is on, never its password: the only fields of the membership status reads (built on first use). */
 const BusSummary = z.lazy(() =>
-  Membership.unwrap().pick({ servers: true, user: true, fingerprint: true }).strip(),
+  MembershipBus.unwrap().pick({ servers: true, user: true, fingerprint: true }).strip(),
 );
 /** membership.json as the host writes it (`{format, membership}`), or the membership bare. */
 const MembershipText = z.lazy(() => z.union([z.object({ membership: BusSummary }), BusSummary]));

@@ -47,7 +47,7 @@ export async function overlayCommand(ctx: Context): Promise<number> {
       told && told.body.taken === t.taken && (written || told.body.left === t.current)
         ? told
         : signRekey({ v: 1, node, left: t.current, taken: t.taken, tunnel: t.tunnel }, t.identityKey);
-    const said = await tellRekey(membership, rekey);
+    const said = await tellRekey(membership, rekey, { identity: t.identityKey });
     if (!said.ok) {
       process.stderr.write(
         `mesh-host: ${said.reason}; nothing was written: run it again once the bus is there\n`,

@@ -16,8 +16,8 @@ import { UsageError } from "../args.ts";
 import { type Context, portsOf } from "../context.ts";
 import { binariesAtStart, confirmBinary, runningBinary } from "./confirm.ts";
 
-export async function runCommand(ctx: Context): Promise<number> {
-  if (ctx.args.positionals.length) throw new UsageError("run takes no arguments");
+/** The node's membership, its name and the identity key it signs with; refused in one line without them. */
+function enrolledOf(ctx: Context) {
   const membership = ctx.state.readMembership();
   const node = ctx.state.readNode();
   if (!membership || !node)
@@ -27,6 +27,12 @@ export async function runCommand(ctx: Context): Promise<number> {
   // what every report and heartbeat is signed with: a node that cannot sign would only be dropped by the mesh
   const identity = loadIdentity(ctx.state.dir);
   if (!identity.ok) throw new UsageError(`this node cannot sign what it says: ${identity.reason}`);
+  return { membership, node, identity };
+}
+
+export async function runCommand(ctx: Context): Promise<number> {
+  if (ctx.args.positionals.length) throw new UsageError("run takes no arguments");
+  const { membership, node, identity } = enrolledOf(ctx);
   // the launcher names the installed path: after a rollback this process runs from a copy, which never changes
   const running = runningBinary();
   const binaries = binariesAtStart(running, process.env.MESH_HOST_BIN ?? running);
@@ -43,6 +49,7 @@ export async function runCommand(ctx: Context): Promise<number> {
       node: node.node,
       membership,
     },
+    // signs what it says and, on a v2 membership, signs in with the identity key
     dial: () => openBound(membership, node.node, identity.pair.privateKey),
     log: ctx.log,
     heartbeatS: ctx.args.heartbeatS,

@@ -158,8 +158,7 @@ async function nodeAddCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   mesh.config();
   if (args.codeFile && existsSync(args.codeFile))
     throw new UsageError(`--code-file ${args.codeFile} exists: not overwritten`);
-  const { code, late } = await addNode(mesh, name!, args.expiresS, labelsToAdd(args.label));
-  sayLate(late, `node ${name}'s enrolling user`);
+  const code = await addNode(mesh, name!, args.expiresS, labelsToAdd(args.label));
   if (args.codeFile) {
     writeAtomic(resolve(args.codeFile), `${code}\n`, SECRET_FILE_MODE);
     writeOut(`added ${name}: its enrolment code is in ${args.codeFile}`);
@@ -174,8 +173,7 @@ async function nodeReissueCommand(mesh: MeshDir, args: MeshArgs): Promise<number
   mesh.config();
   if (args.codeFile && existsSync(args.codeFile))
     throw new UsageError(`--code-file ${args.codeFile} exists: not overwritten`);
-  const { code, late, enrolled } = await reissueNode(mesh, name!, args.expiresS);
-  sayLate(late, `node ${name}'s new credentials`);
+  const { code, enrolled } = await reissueNode(mesh, name!, args.expiresS);
   const then = enrolled ? "; on its machine: mesh-host enrol --replace" : "";
   if (args.codeFile) {
     writeAtomic(resolve(args.codeFile), `${code}\n`, SECRET_FILE_MODE);
@@ -189,17 +187,9 @@ async function nodeRmCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
   if (extra.length) throw new UsageError("mesh node rm takes one NAME");
   checkNodeName(name);
   mesh.config();
-  sayLate(await removeNode(mesh, name!), `node ${name}'s removal`);
-  writeOut(`removed ${name}: its users, consumer and record are gone`);
+  await removeNode(mesh, name!);
+  writeOut(`removed ${name}: its user is revoked (cut off now), its consumer and record are gone`);
   return 0;
-}
-
-/** A server that answers but has not taken a user-list change: its `mesh up` is not running (or is behind). */
-function sayLate(late: string[], what: string): void {
-  if (late.length)
-    process.stderr.write(
-      `mesh-host mesh: ${late.join(", ")} had not taken ${what} yet (is \`mesh-host mesh up\` running beside it?)\n`,
-    );
 }
 
 async function migrateCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {

@@ -1,0 +1,156 @@
+// Signing in to the mesh's own bus, and changing an account on it while it runs. A command of the mesh signs in as
+// a user it mints for the one connection (a fresh key, a JWT signed by the account's key from accounts.json): no
+// password is kept anywhere. A revocation is NODES' claims signed again with the user added, pushed over the system
+// account (`$SYS.REQ.CLAIMS.UPDATE`): each server takes it at once, cuts that user's live connections, and keeps it
+// in its resolver directory; nothing is rewritten, nothing reloaded.
+import { generateKeyPairSync, sign } from "node:crypto";
+import { type Authenticator, connect, type NatsConnection } from "@nats-io/transport-node";
+import {
+  CLAIMS_UPDATE_MS,
+  KV_CAS_TRIES,
+  MESH_CONNECT_TIMEOUT_MS,
+  NODES_MAX_SUBS,
+  PLAN_LISTENING_MS,
+} from "../defaults.ts";
+import { nkeyOf } from "../vocabulary/index.ts";
+import {
+  type AccountKeys,
+  accountId,
+  accountJwt,
+  NO_REVOCATIONS,
+  type Revocations,
+  revocationsOf,
+  serviceUserJwt,
+  withRevoked,
+} from "./accounts.ts";
+import { type MeshDir, MeshRefused } from "./layout.ts";
+
+/** Sign in as a new user of MESH or SYS: its key made now, lives as long as this process, never written. */
+export function serviceAuthenticator(
+  keys: AccountKeys,
+  kind: "mesh" | "system",
+  name: string,
+): Authenticator {
+  const pair = generateKeyPairSync("ed25519");
+  const user = nkeyOf("user", pair.publicKey);
+  const jwt = serviceUserJwt(keys, kind, user, name);
+  return (nonce?: string) => ({
+    jwt,
+    nkey: user,
+    sig: sign(null, Buffer.from(nonce ?? ""), pair.privateKey).toString("base64url"),
+  });
+}
+
+const dec = new TextDecoder();
+
+/** The NODES claims the servers hold now (the newest, revocations and all); `init`'s when they hold none. */
+async function currentRevocations(sys: NatsConnection, keys: AccountKeys): Promise<Revocations> {
+  const id = accountId(keys, "nodes");
+  try {
+    const m = await sys.request(`$SYS.REQ.ACCOUNT.${id}.CLAIMS.LOOKUP`, "", { timeout: CLAIMS_UPDATE_MS });
+    const text = dec.decode(m.data);
+    return text.startsWith("ey") ? revocationsOf(text) : NO_REVOCATIONS;
+  } catch {
+    return NO_REVOCATIONS;
+  }
+}
+
+/** Push an account's claims to the servers; throws with the server's own words when it refuses them. */
+async function pushClaims(sys: NatsConnection, jwt: string): Promise<void> {
+  const m = await sys.request("$SYS.REQ.CLAIMS.UPDATE", jwt, { timeout: CLAIMS_UPDATE_MS });
+  const answer = JSON.parse(dec.decode(m.data)) as { error?: { description?: string } };
+  if (answer.error) throw new Error(`the servers refused the NODES claims: ${answer.error.description}`);
+}
+
+export interface Revoke {
+  /** A user nkey (`U…`). */
+  user: string;
+  /** Unix seconds: every JWT of that user issued at or before it is void. */
+  at: number;
+  /** An enrolling user: dropped from the list once its own JWT has expired. */
+  enrolling: boolean;
+}
+
+/** Revoke users of NODES on every server now, keeping every earlier revocation (read back from the servers). */
+export async function revokeUsers(sys: NatsConnection, keys: AccountKeys, revoke: Revoke[]): Promise<void> {
+  for (let i = 1; ; i++) {
+    await pushClaims(
+      sys,
+      accountJwt(keys, "nodes", withRevoked(await currentRevocations(sys, keys), revoke)),
+    );
+    // two consoles (or controllers) revoking at once each push what they read: read back, and push again when
+    // another's claims took this one's place
+    if (kept(await currentRevocations(sys, keys), revoke)) return;
+    if (i >= KV_CAS_TRIES)
+      throw new Error(
+        "the servers did not keep the revocation (another console's claims took its place): try again",
+      );
+  }
+}
+
+/** Every revocation asked for is held (an enrolling user's whose JWT expired since need not be). */
+function kept(held: Revocations, revoke: Revoke[], now = Math.floor(Date.now() / 1000)): boolean {
+  return revoke.every((r) => (r.enrolling && r.at < now) || (held.users[r.user] ?? 0) >= r.at);
+}
+
+/**
+ * The nodes among `nodes` with a subscription on their plan subject in NODES now, on any server (each answers for
+ * its own clients), asked over the system account; null when that cannot be asked (then every node is asked).
+ */
+export async function listeningNodes(mesh: MeshDir, nodes: string[]): Promise<Set<string> | null> {
+  let sys: NatsConnection | null = null;
+  try {
+    const keys = mesh.accountKeys();
+    sys = await connect({
+      servers: mesh.urls(),
+      authenticator: serviceAuthenticator(keys, "system", "mesh-host mesh (system)"),
+      tls: { ca: mesh.certPem() },
+      timeout: MESH_CONNECT_TIMEOUT_MS,
+      reconnect: false,
+    });
+    const heard = new Set<string>();
+    const subject = `$SYS.REQ.ACCOUNT.${accountId(keys, "nodes")}.SUBSZ`;
+    const options = JSON.stringify({ subscriptions: true, limit: NODES_MAX_SUBS });
+    const answers = await sys.requestMany(subject, options, {
+      strategy: "timer",
+      maxWait: PLAN_LISTENING_MS,
+    });
+    for await (const m of answers) {
+      const list = (
+        JSON.parse(dec.decode(m.data)) as { data?: { subscriptions_list?: { subject: string }[] } }
+      ).data?.subscriptions_list;
+      for (const s of list ?? [])
+        if (s.subject.startsWith("mesh.plan.")) heard.add(s.subject.slice("mesh.plan.".length));
+    }
+    return new Set(nodes.filter((n) => heard.has(n)));
+  } catch {
+    return null;
+  } finally {
+    await sys?.close().catch(() => undefined);
+  }
+}
+
+/** Revoke on the mesh's running bus, as a user of SYS for this one call; a bus that does not answer is refused. */
+export async function revokeOnBus(mesh: MeshDir, revoke: Revoke[]): Promise<void> {
+  const keys = mesh.accountKeys();
+  let sys: NatsConnection;
+  try {
+    sys = await connect({
+      servers: mesh.urls(),
+      authenticator: serviceAuthenticator(keys, "system", "mesh-host mesh (system)"),
+      name: "mesh-host mesh (system)",
+      tls: { ca: mesh.certPem() },
+      timeout: MESH_CONNECT_TIMEOUT_MS,
+      reconnect: false,
+    });
+  } catch (e) {
+    throw new MeshRefused(
+      `the mesh's bus does not answer at ${mesh.urls().join(", ")}, so nothing could be revoked (is \`mesh-host mesh up\` running?): ${String((e as Error).message).split("\n")[0]}`,
+    );
+  }
+  try {
+    await revokeUsers(sys, keys, revoke);
+  } finally {
+    await sys.close().catch(() => undefined);
+  }
+}

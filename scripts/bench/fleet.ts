@@ -18,6 +18,7 @@ import { join } from "node:path";
 import { freePortPairs, mesh } from "../../test/mesh/operator.ts";
 import { type Running, runCli, startCli } from "../../test/support/cli.ts";
 import { ensureSea } from "../../test/support/sea.ts";
+import { baselineBench } from "./baseline.ts";
 import {
   ADD_RM_TRIES,
   addRmMs,
@@ -181,6 +182,15 @@ async function main(): Promise<void> {
   process.env.MESH_HOST_BIN ??= ensureSea();
   // `--upgrade`: the fleet upgraded from the mesh's releases instead (scripts/bench/upgrade.ts)
   if (process.argv.includes("--upgrade")) return await upgradeBench(flagValue("nodes", 20));
+  // `--baseline REF`: a healthy node's push → applied beside an older build's (scripts/bench/baseline.ts)
+  const ref = process.argv[process.argv.indexOf("--baseline") + 1];
+  if (process.argv.includes("--baseline")) {
+    if (!ref || ref.startsWith("--")) {
+      process.stderr.write("bench:fleet: --baseline needs a commit (e.g. 4b88dcd)\n");
+      process.exit(2);
+    }
+    return await baselineBench(ref, flagValue("pushes", 10));
+  }
   // `--simulated N`: N nodes simulated in this one process (scripts/bench/simulated.ts)
   if (process.argv.includes("--simulated")) return await simulated(flagValue("simulated", 10_000));
   const n = flagValue("nodes", 100);

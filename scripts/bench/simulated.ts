@@ -2,8 +2,8 @@
 // nodes (sim-node.ts: their own identity keys, user JWTs from real enrolment answered by `mesh up`, the pinned TLS
 // dial, heartbeats, pulling declarations, signed reports), against one server, then a three-server cluster, each
 // server under its own `mesh up --only I`. Measured and printed:
-//   node add   `mesh node add` then `mesh node rm` of one more node through the executable, at 10 nodes and at N,
-//              and their ratio (the rest of the fleet is added by the same function the command runs, in-process)
+//   node add   `mesh node add` then `mesh node rm` of one more node at N nodes against a mesh of 10 beside it, in
+//              turns, and their ratio (add-cost.ts); the fleet itself is added by the function the command runs
 //   enrol      every node enrolled (asked, answered by a controller, membership opened) and heard
 //   push       `mesh push --all` of a 10-file declaration: each declaration's own time in the stream → its report
 //   rss        the bus (every nats-server) with the fleet connected, less the bus before it, a node; each `mesh up`
@@ -15,9 +15,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { addNode, MeshDir } from "../../src/mesh/index.ts";
 import { freePortPairs, mesh } from "../../test/mesh/operator.ts";
+import { addCostAgainstTen } from "./add-cost.ts";
 import {
-  ADD_RM_TRIES,
-  addRmMs,
   busRssKb,
   type Fleet,
   heartbeatsBack,
@@ -32,7 +31,7 @@ import {
 } from "./fleet-mesh.ts";
 import { vmRssKb } from "./proc.ts";
 import { SimNode } from "./sim-node.ts";
-import { formatKb, formatMs, formatRatio, percentile } from "./stats.ts";
+import { formatKb, formatMs, percentile } from "./stats.ts";
 
 /** The default of a real node (HEARTBEAT_S): the controller's load is a real fleet's. */
 const HEARTBEAT_S = 30;
@@ -63,21 +62,14 @@ async function eachAtOnce<T>(items: T[], atOnce: number, work: (item: T, i: numb
   await Promise.all(Array.from({ length: atOnce }, worker));
 }
 
-/** Every node added (the command's own function), `node add`/`rm` timed through the executable at 10. */
-async function addAll(
-  dir: string,
-  n: number,
-): Promise<{ codes: string[]; atTen: { add: number; rm: number } }> {
-  const all = names(n);
+/** Every node added, by the function `mesh node add` runs (a process each would time process starts). */
+async function addAll(dir: string, n: number): Promise<string[]> {
   const meshDir = new MeshDir(dir);
-  const codes: string[] = [];
-  for (const name of all.slice(0, 10)) codes.push(await addNode(meshDir, name));
-  const atTen = await addRmMs(dir);
-  const rest: string[] = new Array(Math.max(0, n - 10));
-  await eachAtOnce(all.slice(10), ADD_AT_ONCE, async (name, i) => {
-    rest[i] = await addNode(meshDir, name);
+  const codes: string[] = new Array(n);
+  await eachAtOnce(names(n), ADD_AT_ONCE, async (name, i) => {
+    codes[i] = await addNode(meshDir, name);
   });
-  return { codes: [...codes, ...rest], atTen };
+  return codes;
 }
 
 async function enrolAll(fleet: SimFleet, codes: string[]): Promise<void> {
@@ -106,18 +98,15 @@ const controllerRssKb = (fleet: SimFleet) =>
 async function measure(fleet: SimFleet, base: string, servers: number, n: number): Promise<void> {
   const busEmpty = busRssKb(fleet.dir, servers);
   const enrolStart = Date.now();
-  const { codes, atTen } = await addAll(fleet.dir, n);
+  const codes = await addAll(fleet.dir, n);
   const addedMs = Date.now() - enrolStart;
   const enrolFrom = Date.now();
   await enrolAll(fleet, codes);
   const enrolMs = Date.now() - enrolFrom;
   await until(() => fleet.heard.size >= n, "a heartbeat from every node");
   const heardMs = Date.now() - enrolFrom;
-  const atN = await addRmMs(fleet.dir);
   say(`\n## ${servers === 1 ? "one server" : `${servers}-server cluster`}, ${n} simulated nodes`);
-  say(
-    `node add / node rm (median of ${ADD_RM_TRIES}, the executable): at 10 nodes ${formatMs(atTen.add)} / ${formatMs(atTen.rm)}, at ${n} ${formatMs(atN.add)} / ${formatMs(atN.rm)}: ${formatRatio(atN.add, atTen.add)} / ${formatRatio(atN.rm, atTen.rm)}`,
-  );
+  await addCostAgainstTen(fleet.dir, join(base, "companion"), servers, n);
   say(
     `all ${n} added in ${formatMs(addedMs)}; enrolled in ${formatMs(enrolMs)} (${Math.round((n * 1000) / enrolMs)} a second), every one heard ${formatMs(heardMs)} after the first question`,
   );

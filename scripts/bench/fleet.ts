@@ -1,11 +1,12 @@
-// `npm run bench:fleet [-- --nodes N]`: what one bus carries (`-- --upgrade`: a fleet upgraded, upgrade.ts). For a mesh of one server, then a three-server
+// `npm run bench:fleet [-- --nodes N]`: what one bus carries (`-- --upgrade`: a fleet upgraded, upgrade.ts;
+// `-- --simulated N`: N nodes simulated in one process, simulated.ts; `-- --baseline REF`: a healthy node's push
+// against an older build, baseline.ts). For a mesh of one server, then a three-server
 // cluster (each server under its own `mesh up --only I`, as the units run them): N real `mesh-host run`
 // processes (default 100), each with its own temporary root and state, each added with `mesh node add` and
 // enrolled with its code on stdin. Measured and printed:
 //   enrol      every node added and enrolled
 //   node add   `mesh node add` then `mesh node rm` of one more node, at 10 nodes and at N (the records are keys
-//              in the mesh-nodes bucket: no file is rewritten per node; each `mesh up` still renders its servers'
-//              user list while the servers authenticate by one)
+//              in the mesh-nodes bucket, the users JWTs: no file is rewritten per node, no server reloaded)
 //   push       `mesh push --all` of a 10-file declaration: publish (the DECLARE message's own time) → each report
 //   restart    the bus stopped right after a push and started again (for the cluster: the REPORTS stream's leader
 //              killed and started again): until every node heartbeats again, the reconnects a second (the

@@ -23,6 +23,8 @@ export class SimNode {
   private link: Link | null = null;
   /** When its link last came up (0: never). */
   linkedAt = 0;
+  /** Why its last dial or bind failed, while it has no link: what the bench says when a node is never heard. */
+  failure: string | null = null;
   private stopped = false;
   private lastSerial = 0;
   private lastApplied: { seq: number; at: string } | null = null;
@@ -79,9 +81,16 @@ export class SimNode {
     while (!this.stopped) {
       await sleep(backoffMs(attempt, Math.random, REDIAL_SPREAD_MS));
       if (this.stopped) return;
-      const opened = await openBound(this.membership, this.name, this.identity).catch(() => null);
+      const opened = await openBound(this.membership, this.name, this.identity).catch((e: Error) => ({
+        ok: false as const,
+        reason: e.message,
+      }));
       attempt++;
-      if (!opened?.ok) continue;
+      if (!opened.ok) {
+        this.failure = opened.reason;
+        continue;
+      }
+      this.failure = null;
       attempt = 1;
       this.link = opened.link;
       this.linkedAt = Date.now();

@@ -37,6 +37,7 @@ import { formatKb, formatMs, percentile } from "./stats.ts";
 const HEARTBEAT_S = 30;
 const ADD_AT_ONCE = 8;
 const ENROL_AT_ONCE = 32;
+const PROGRESS_MS = 60_000;
 /** A report not in by then is counted lost (the outbox retries on every link, so a late one is a slow one). */
 const REPORTS_LOST_AFTER_MS = 5 * 60_000;
 
@@ -81,6 +82,13 @@ async function enrolAll(fleet: SimFleet, codes: string[]): Promise<void> {
   });
 }
 
+/** The nodes without a link, by why their last dial or bind failed. */
+function failures(fleet: SimFleet): string {
+  const by = new Map<string, number>();
+  for (const x of fleet.nodes) if (x.failure) by.set(x.failure, (by.get(x.failure) ?? 0) + 1);
+  return [...by].map(([why, count]) => `${count}× ${why}`).join("; ") || "no dial failing";
+}
+
 /** The dials after `from`, and the most in any one second. */
 function dialsAfter(fleet: SimFleet, from: number): { count: number; peak: number } {
   const perSecond = new Map<number, number>();
@@ -103,7 +111,16 @@ async function measure(fleet: SimFleet, base: string, servers: number, n: number
   const enrolFrom = Date.now();
   await enrolAll(fleet, codes);
   const enrolMs = Date.now() - enrolFrom;
-  await until(() => fleet.heard.size >= n, "a heartbeat from every node");
+  // a long wait says how it goes, on stderr: how many are heard, and why the others are not
+  const progress = setInterval(
+    () => process.stderr.write(`bench:fleet: ${fleet.heard.size}/${n} heard; ${failures(fleet)}\n`),
+    PROGRESS_MS,
+  );
+  await until(() => fleet.heard.size >= n, "a heartbeat from every node")
+    .catch((e: Error) => {
+      throw new Error(`${e.message}: ${fleet.heard.size} heard; ${failures(fleet)}`);
+    })
+    .finally(() => clearInterval(progress));
   const heardMs = Date.now() - enrolFrom;
   say(`\n## ${servers === 1 ? "one server" : `${servers}-server cluster`}, ${n} simulated nodes`);
   await addCostAgainstTen(fleet.dir, join(base, "companion"), servers, n);

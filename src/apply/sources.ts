@@ -22,7 +22,7 @@ export type NodeParts = Machine & { node: string; membership: Membership };
 /** What a caller may ask of an apply besides what it applies: the plan shown, progress, Ctrl-C, a dry run. */
 export type ApplyOptions = Partial<Pick<ApplyRequest, "dryRun" | "diff" | "signal" | "onPlan" | "onStep">>;
 
-/** A message the link delivered, as the hold hands it on: set aside (superseded) when newer ones wait behind it. */
+/** A message the link delivered, as the run loop hands it on: set aside (superseded) when newer ones wait behind it. */
 export interface Delivered {
   seq: number;
   data: Uint8Array;
@@ -118,7 +118,7 @@ async function underLock<T>(state: State, dryRun: boolean | undefined, fn: () =>
   }
 }
 
-/** A signed declaration applied; the release it names for the host itself is the hold's to fetch (hold/upgrade.ts). */
+/** A signed declaration applied; the release it names for the host itself is the run loop's to fetch (run/upgrade.ts). */
 async function applySigned(
   node: NodeParts,
   declaration: Declaration,

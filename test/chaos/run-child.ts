@@ -1,12 +1,12 @@
-// What `mesh-host run` does with declarations, without the bus: the real Hold, fed by a link that delivers
+// What `mesh-host run` does with declarations, without the bus: the real RunLoop, fed by a link that delivers
 // signed envelopes read from files, one after the other, then stops. Scenario 5 runs `reconcile` against it.
 // Beside the real `run` on the mesh double (concurrency.ts does both), this one places `reconcile` between two
 // deliveries exactly, with no bus timing in the way.
 // argv: STATE ROOT SEQ:ENVELOPE_FILE…
 import { readFileSync } from "node:fs";
 import { unsealerFor } from "../../src/cli/unseal.ts";
-import { type Delivery, Hold, type Link } from "../../src/hold/index.ts";
 import { makeHost } from "../../src/hosts/index.ts";
+import { type Delivery, type Link, RunLoop } from "../../src/run/index.ts";
 import { Outbox, State, StoreOriginals } from "../../src/store/index.ts";
 import { localExec } from "../../src/system/index.ts";
 
@@ -31,14 +31,14 @@ const deliveries: Delivery[] = given.map((arg) => {
 });
 
 const reports: string[] = [];
-let hold: Hold;
+let loop: RunLoop;
 const link: Link = {
   async *declarations() {
     for (const d of deliveries) {
       process.stdout.write(`delivering ${d.seq}\n`);
       yield d;
     }
-    hold.stop();
+    loop.stop();
   },
   async report(r) {
     reports.push(`${r.declaration.seq}:${r.outcome}`);
@@ -48,7 +48,7 @@ const link: Link = {
   async close() {},
 };
 
-hold = new Hold({
+loop = new RunLoop({
   deps: {
     state,
     originals: new StoreOriginals(state),
@@ -66,6 +66,6 @@ hold = new Hold({
   driftS: 86_400,
 });
 
-hold.run().then((reason) => {
+loop.run().then((reason) => {
   process.stdout.write(`stopped ${reason}; reports ${reports.join(" ")}\n`);
 });

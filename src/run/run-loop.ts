@@ -19,7 +19,7 @@ export type NodeDeps = NodeParts & { outbox: Outbox };
 /** A delivery as the link hands it over: its bytes, how many wait behind it, and how to settle it. */
 export type Delivery = Omit<Delivered, "redelivered">;
 
-/** What the hold needs of the link layer: hearing and saying, each answered as a value; it never knows the transport. */
+/** What the run loop needs of the link layer: hearing and saying, each answered as a value; it never knows the transport. */
 export interface Link {
   declarations(): AsyncIterable<Delivery>;
   report(r: Report): Promise<Sent>;
@@ -36,7 +36,7 @@ export interface Link {
 export type LinkOpened = { ok: true; link: Link } | { ok: false; reason: string; kind?: string };
 export type Dial = () => Promise<LinkOpened>;
 
-export interface HoldOptions {
+export interface RunLoopOptions {
   deps: NodeDeps;
   dial: Dial;
   log: Logger;
@@ -54,11 +54,11 @@ export interface HoldOptions {
   confirmed?: () => boolean;
   /** Notes to carry in the first report (the launcher's rollback note, a failed move), cleared once it is kept. */
   notes?: PendingNotes;
-  /** A declaration moved the node to another bus: save it; the hold then exits 0 to be restarted onto it. */
+  /** A declaration moved the node to another bus: save it; the run loop then exits 0 to be restarted onto it. */
   onMove?: (to: Membership) => void;
   /** A declaration was delivered and settled on this bus (a move is then complete). */
   onDelivered?: () => void;
-  /** Dialling failed: "stop" ends the hold (exit 0, restarted onto a bus the callee chose), else try again. */
+  /** Dialling failed: "stop" ends the run loop (exit 0, restarted onto a bus the callee chose), else try again. */
   onDialFailed?: (reason: string) => "retry" | "stop";
   /** The link came up, or went down (and why): what `status` shows of it. */
   onLink?: (state: { up: true } | { up: false; error: string }) => void;
@@ -82,7 +82,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
     );
   });
 
-export class Hold {
+export class RunLoop {
   private readonly stopping = new AbortController();
   private link: Link | null = null;
   private work: Promise<unknown> = Promise.resolve();
@@ -102,7 +102,7 @@ export class Hold {
   private pendingUpgrade = false;
   private readonly refusedReleases = new Set<string>();
 
-  constructor(private readonly o: HoldOptions) {
+  constructor(private readonly o: RunLoopOptions) {
     this.notes = [...(o.notes?.notes ?? [])];
     if (o.binary) this.binaryStamp = o.binary.stamp;
   }

@@ -13,7 +13,7 @@ import {
   type ReportStep,
 } from "../vocabulary/index.ts";
 import { execute } from "./execute.ts";
-import { heldNow, journal, sweepTemps } from "./journal.ts";
+import { journal, originalsNow, sweepTemps } from "./journal.ts";
 import { CHANGING, mapLimited, type PlanInput, type PlannedStep, planSteps, traitsOf } from "./plan.ts";
 import { sameRecords } from "./records.ts";
 import { interruption, logSteps, type PlanLine, planLine } from "./steps.ts";
@@ -288,7 +288,7 @@ function settle(
     ...refusedReport(d.node, req.seq, req.digest, [], req.host, outcome),
     started_at: started,
     steps: executed,
-    holds: heldNow(req.host, req.originals, next),
+    holds: originalsNow(req.host, req.originals, next),
     mode: d.mode,
     ...(notes.length ? { notes } : {}),
   };

@@ -3,7 +3,8 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { makeHost } from "../src/hosts/index.ts";
-import { type Delivery, type Link, RunLoop } from "../src/run/index.ts";
+import type { Delivered } from "../src/link/index.ts";
+import { type LinkPort, RunLoop } from "../src/run/index.ts";
 import { ensureKeys, Outbox, publicKeys, State, StoreOriginals } from "../src/store/index.ts";
 import { localExec } from "../src/system/index.ts";
 
@@ -39,16 +40,17 @@ describe("the run loop, one link's life", () => {
       settled.push(what);
       return { ok: true } as const;
     };
-    const delivery = (seq: number, c: string, pending: number): Delivery => ({
+    const delivery = (seq: number, c: string, pending: number): Delivered => ({
       seq,
       data: Buffer.from(JSON.stringify(signEnvelope(body(c, seq), mesh.privateKey))),
       pending,
+      redelivered: false,
       working() {},
       ack: async () => settle(`ack ${seq}`),
       term: async () => settle(`term ${seq}`),
     });
     let loop: RunLoop | null = null;
-    const link: Link = {
+    const link: LinkPort = {
       async *declarations() {
         yield delivery(1, "old", 1);
         yield delivery(2, "new", 0);
@@ -56,9 +58,9 @@ describe("the run loop, one link's life", () => {
       },
       report: async (r) => {
         said.push(r);
-        return { ok: true };
+        return { ok: true, seq: r.declaration.seq, duplicate: false };
       },
-      heartbeat() {},
+      heartbeat: () => ({ ok: true }),
       close: async () => {},
     };
     loop = new RunLoop({

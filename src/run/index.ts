@@ -5,11 +5,10 @@
 export { backoffMs } from "./backoff.ts";
 export { BinaryAtStart } from "./binary.ts";
 export {
-  type Delivery,
   type Dial,
   type ExitReason,
-  type Link,
   type LinkOpened,
+  type LinkPort,
   type NodeDeps,
   RunLoop,
   type RunLoopOptions,

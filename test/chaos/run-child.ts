@@ -6,7 +6,8 @@
 import { readFileSync } from "node:fs";
 import { unsealerFor } from "../../src/cli/unseal.ts";
 import { makeHost } from "../../src/hosts/index.ts";
-import { type Delivery, type Link, RunLoop } from "../../src/run/index.ts";
+import type { Delivered } from "../../src/link/index.ts";
+import { type LinkPort, RunLoop } from "../../src/run/index.ts";
 import { Outbox, State, StoreOriginals } from "../../src/store/index.ts";
 import { localExec } from "../../src/system/index.ts";
 
@@ -18,12 +19,13 @@ const node = state.readNode();
 if (!membership || !node) throw new Error("run-child: the state holds no membership or node");
 const host = makeHost("linux");
 
-const deliveries: Delivery[] = given.map((arg) => {
+const deliveries: Delivered[] = given.map((arg) => {
   const at = arg.indexOf(":");
   return {
     seq: Number(arg.slice(0, at)),
     data: readFileSync(arg.slice(at + 1)),
     pending: 0,
+    redelivered: false,
     working() {},
     ack: async () => ({ ok: true }),
     term: async () => ({ ok: true }),
@@ -32,7 +34,7 @@ const deliveries: Delivery[] = given.map((arg) => {
 
 const reports: string[] = [];
 let loop: RunLoop;
-const link: Link = {
+const link: LinkPort = {
   async *declarations() {
     for (const d of deliveries) {
       process.stdout.write(`delivering ${d.seq}\n`);
@@ -42,9 +44,9 @@ const link: Link = {
   },
   async report(r) {
     reports.push(`${r.declaration.seq}:${r.outcome}`);
-    return { ok: true };
+    return { ok: true, seq: r.declaration.seq, duplicate: false };
   },
-  heartbeat() {},
+  heartbeat: () => ({ ok: true }),
   async close() {},
 };
 

@@ -2,13 +2,26 @@
 // ports, `mesh up` known ready by what it says, each node added (`mesh node add`), enrolled with the code on
 // stdin into a state directory and a throwaway --root of its own, and run until it says its link is up. Only the
 // set-up lives here; what a test asserts stays in the test. Every process it starts is stopped, last first.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { expect } from "vitest";
 import { MeshDir, serviceAuthenticator } from "../../src/mesh/index.ts";
 import { type Running, runCli, startRun } from "../support/cli.ts";
+import { EVENT_WAIT_MS } from "../support/events.ts";
+import { RestartLoop } from "../support/restart-loop.ts";
+import { ensureSea } from "../support/sea.ts";
+import { waitFor } from "./index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshSetUp, meshUp } from "./operator.ts";
 
 /** The processes a test started and has not stopped, stopped last first. */
@@ -31,8 +44,15 @@ export interface NodeDirs {
   root: string;
 }
 
-export interface LinkedNode extends NodeDirs {
+/** What enrolment left: the node's directories, and all `enrol` said (a test reads the code is not in it). */
+export interface Enrolled extends NodeDirs {
+  said: string;
+}
+
+export interface LinkedNode extends Enrolled {
   name: string;
+  /** The enrolment code it was given on stdin. */
+  code: string;
   run: Running;
 }
 
@@ -52,14 +72,14 @@ export async function addNode(dir: string, name: string, opts: AddOptions = {}):
 }
 
 /** `enrol` with `code` on stdin, into `at/state` with `at/root` (and `rootDirs` under it) made first. */
-export async function enrolAt(code: string, at: string, rootDirs: string[] = []): Promise<NodeDirs> {
+export async function enrolAt(code: string, at: string, rootDirs: string[] = []): Promise<Enrolled> {
   const state = join(at, "state");
   const root = join(at, "root");
   mkdirSync(root, { recursive: true });
   for (const d of rootDirs) mkdirSync(join(root, d), { recursive: true });
   const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: code });
   expect(enrol.code, enrol.stderr).toBe(0);
-  return { state, root };
+  return { state, root, said: enrol.stdout + enrol.stderr };
 }
 
 /** `mesh-host run` on an enrolled node, kept, resolved once it says its link is up. */
@@ -78,9 +98,24 @@ export interface NodeOptions extends AddOptions {
   flags?: string[];
 }
 
+/** A node as a package installs it: its own copy of the executable, run by the launcher (test/support/restart-loop.ts). */
+export interface LaunchedNode extends NodeDirs {
+  name: string;
+  bin: string;
+  loop: RestartLoop;
+}
+
+const sha256Of = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
+
+/** The digest the node's state says it confirmed ("" before any). */
+export const confirmedOf = (state: string) =>
+  readFileSync(join(state, "confirmed"), { flag: "a+" }).toString().trim();
+
 /** A mesh made and up, under a temporary base of its own; its nodes under that base too. */
 export class TestMesh {
   readonly kept = new Kept();
+  /** The launchers of its launched nodes, stopped before the mesh. */
+  readonly loops: RestartLoop[] = [];
 
   private constructor(
     readonly base: string,
@@ -107,7 +142,25 @@ export class TestMesh {
   async node(name: string, opts: NodeOptions = {}): Promise<LinkedNode> {
     const code = await addNode(this.dir, name, opts);
     const dirs = await enrolAt(code, join(this.base, opts.at ?? name), opts.rootDirs);
-    return { name, ...dirs, run: await runLinkUp(this.kept, dirs, opts.flags) };
+    return { name, code, ...dirs, run: await runLinkUp(this.kept, dirs, opts.flags) };
+  }
+
+  /**
+   * Added, enrolled under `base/<name>`, its own copy of the executable in `usr/bin` there, run by the launcher
+   * with `loopArgs`; resolved once the node confirmed that executable.
+   */
+  async launched(name: string, loopArgs: string[]): Promise<LaunchedNode> {
+    const code = await addNode(this.dir, name);
+    const bin = join(this.base, name, "usr/bin/mesh-host");
+    mkdirSync(dirname(bin), { recursive: true });
+    copyFileSync(ensureSea(), bin);
+    chmodSync(bin, 0o755);
+    const dirs = await enrolAt(code, join(this.base, name));
+    const loop = new RestartLoop(bin, dirs.state, dirs.root, loopArgs);
+    this.loops.push(loop);
+    const digest = sha256Of(bin);
+    await waitFor(() => confirmedOf(dirs.state) === digest, EVENT_WAIT_MS, `${name} confirmed`);
+    return { name, bin, ...dirs, loop };
   }
 
   /** `value` as JSON in a file under the base; its path. */
@@ -117,8 +170,9 @@ export class TestMesh {
     return path;
   }
 
-  /** Every process it and its tests kept stopped, last first, and its base removed. */
+  /** Its launchers stopped, then every process it and its tests kept, last first; its base removed. */
   async stop(): Promise<void> {
+    for (const l of this.loops) await l.stop();
     await this.kept.stopAll();
     rmSync(this.base, { recursive: true, force: true });
   }

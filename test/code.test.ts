@@ -251,7 +251,7 @@ describe("the operator's layer (src/mesh/) and the host's", () => {
     expect(readFileSync(join(SRC, "cli/cli.ts"), "utf8")).not.toMatch(/^import .*\/mesh\//m);
   });
 
-  it("imports only the vocabulary, the defaults, the atomic write, Node's built-ins, zod and the nats client", () => {
+  it("imports only the vocabulary, the defaults, the durable writes, Node's built-ins, zod and the nats client", () => {
     const offenders = files(join(SRC, "mesh")).flatMap((f) =>
       importsOf(f)
         .filter(
@@ -262,7 +262,7 @@ describe("the operator's layer (src/mesh/) and the host's", () => {
             !/^\.\/[a-z-]+\.ts$/.test(i) &&
             !i.startsWith("../vocabulary/") &&
             i !== "../defaults.ts" &&
-            i !== "../atomic.ts",
+            i !== "../durable/index.ts",
         )
         .map((i) => `${relative(SRC, f)} imports ${i}`),
     );

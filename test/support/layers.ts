@@ -16,6 +16,7 @@ export interface Edge {
 
 /** The layers in order, lowest first: a layer imports only the ones it is allowed below. */
 export const LAYERS = [
+  "durable",
   "vocabulary",
   "store",
   "system",
@@ -32,19 +33,20 @@ export type Layer = (typeof LAYERS)[number];
 /**
  * Which layer may import which: architecture.md's "knows about" column, each read with what the layers it
  * names know in turn (appliers know system, so what system knows too). The link knows the nats client and
- * the vocabulary it speaks, nothing of the host; the mesh knows the vocabulary only, and of the host's layers
- * only the cli imports it (for `mesh-host mesh …`).
+ * the vocabulary it speaks, nothing of the host; the mesh knows the vocabulary and the durable writes and lock
+ * only, and of the host's layers only the cli imports it (for `mesh-host mesh …`).
  */
 const KNOWS: Record<Layer, readonly Layer[]> = {
+  durable: [],
   vocabulary: [],
-  store: ["vocabulary"],
+  store: ["vocabulary", "durable"],
   system: ["store"],
   appliers: ["system", "vocabulary"],
   hosts: ["appliers"],
   apply: ["hosts", "store"],
   link: ["vocabulary"],
   hold: ["link", "apply", "store"],
-  mesh: ["vocabulary"],
+  mesh: ["vocabulary", "durable"],
   cli: ["hold", "mesh"],
 };
 

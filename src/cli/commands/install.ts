@@ -22,7 +22,8 @@ import {
   STATE_DIR_MODE,
   UNIT_FILE_MODE,
 } from "../../defaults.ts";
-import { acquireLock, fsyncDirSync, tempPathFor, writeFileAtomicSync } from "../../store/index.ts";
+import { fsyncDirSync, tempPathFor, writeFileAtomicSync } from "../../durable/index.ts";
+import { acquireLock } from "../../store/index.ts";
 import { underRoot } from "../../system/index.ts";
 import { type Args, UsageError } from "../args.ts";
 import type { Context } from "../context.ts";

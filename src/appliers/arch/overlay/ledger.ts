@@ -6,7 +6,8 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import * as z from "zod";
 import { SECRET_FILE_MODE, STATE_DIR_MODE } from "../../../defaults.ts";
-import { State, writeFileAtomic } from "../../../store/index.ts";
+import { writeFileAtomic } from "../../../durable/index.ts";
+import { State } from "../../../store/index.ts";
 
 /** The takeover account (overlay.md): given on every takeover, failures included. */
 export type Account = "not taken" | "taken" | "down";

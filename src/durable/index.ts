@@ -5,6 +5,8 @@
 export { type Lock, LockBusy, LockRefused, startTimeOf, takeLock } from "./lock.ts";
 export {
   type AtomicWriteOptions,
+  commitTemp,
+  commitTempSync,
   fillTemp,
   fsPromises,
   fsyncDir,
@@ -12,6 +14,8 @@ export {
   fsyncDirSync,
   isTempName,
   renameTemp,
+  sweepTempsBeside,
+  syncFilled,
   tempPathFor,
   writeFileAtomic,
   writeFileAtomicSync,

@@ -1,7 +1,17 @@
 // Nothing is ever half-written: temp file in the same directory, fsync, rename, fsync the directory. One file at
 // once (sync), many at once (async, their fsyncs overlapping, one directory fsync shared by a batch of renames).
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fchmodSync,
+  fsyncSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { STATE_FILE_MODE, TEMP_MARKER } from "../defaults.ts";
@@ -43,6 +53,31 @@ export function writeFileAtomicSync(
     throw e;
   }
   closeSync(fd);
+  renameOverSync(temp, path, syncDir);
+}
+
+/**
+ * A temp file filled by other means (a copy) made what writeFileAtomicSync makes: its mode set (the umask
+ * narrowed what it was made with), fsynced, renamed over `path`, the directory fsynced. On a failure the temp
+ * file is gone.
+ */
+export function commitTempSync(temp: string, path: string, mode: number): void {
+  try {
+    const fd = openSync(temp, "r");
+    try {
+      fchmodSync(fd, mode);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch (e) {
+    unlinkQuietSync(temp);
+    throw e;
+  }
+  renameOverSync(temp, path, true);
+}
+
+function renameOverSync(temp: string, path: string, syncDir: boolean): void {
   try {
     renameSync(temp, path);
   } catch (e) {
@@ -50,6 +85,14 @@ export function writeFileAtomicSync(
     throw e;
   }
   if (syncDir) fsyncDirSync(dirname(path));
+}
+
+/** The temp files a killed writer of `path` left beside it (its own name's only), removed. */
+export function sweepTempsBeside(path: string): void {
+  const dir = dirname(path);
+  if (!existsSync(dir)) return;
+  for (const name of readdirSync(dir))
+    if (isTempName(name) && name.startsWith(`.${basename(path)}`)) unlinkQuietSync(join(dir, name));
 }
 
 export function fsyncDirSync(dir: string): void {
@@ -97,6 +140,33 @@ export async function fillTemp(
     throw e;
   }
   await handle.close();
+}
+
+/**
+ * A temp file filled by other means (a stream) made durable with its mode (chmod on the fd: the umask narrowed
+ * what it was made with), fsynced; on a failure the temp file is gone. Renamed over its path by `commitTemp`.
+ */
+export async function syncFilled(temp: string, mode: number): Promise<void> {
+  try {
+    const h = await fsPromises().open(temp, "r");
+    try {
+      await h.chmod(mode);
+      await h.sync();
+    } finally {
+      await h.close();
+    }
+  } catch (e) {
+    await fsPromises()
+      .unlink(temp)
+      .catch(() => {});
+    throw e;
+  }
+}
+
+/** A synced temp file renamed over `path`, and the rename made durable (its directory fsynced). */
+export async function commitTemp(temp: string, path: string): Promise<void> {
+  await renameTemp(temp, path);
+  await fsyncDir(dirname(path));
 }
 
 /** The filled temp file renamed over `path`; on a failure the temp file is gone. */

@@ -17,6 +17,7 @@ import {
   ownModes,
   ownTimeouts,
   sourceFiles,
+  stateFileReaches,
   typeTagsIn,
 } from "./support/layers.ts";
 import { changedFiles, copyCli, copyWithNewType, NEW_TYPE_FILES, typecheck } from "./support/new-type.ts";
@@ -408,6 +409,26 @@ describe("every timeout and mode is named once, in src/defaults.ts (nats.js styl
     expect(found).toEqual([]);
     expect(ownModes("src/mesh/synthetic.ts", "chmodSync(p, 0o600); const m = st.mode & 0o7777;")).toEqual([
       "src/mesh/synthetic.ts 0o600",
+    ]);
+  });
+
+  it("only the store names the state directory's files: no State made, file named or path joined outside it", () => {
+    const found = sourceFiles()
+      .filter((f) => !f.startsWith("src/store/"))
+      .flatMap((f) => stateFileReaches(f));
+    expect(found).toEqual([]);
+    const text = [
+      "const ledger = new State(stateDir).readVersioned(LEDGER, LedgerFile);",
+      'if (ctx.state.readText("confirmed") !== d) state.writeText("confirmed", d);',
+      'const dir = join(stateDir, "overlay-retired"); const r = join(ctx.state.dir, "release");',
+      'const ok = ctx.state.readConfirmed(); const p = join(root, "etc");',
+    ].join("\n");
+    expect(stateFileReaches("src/appliers/synthetic.ts", text)).toEqual([
+      "src/appliers/synthetic.ts new State(…)",
+      "src/appliers/synthetic.ts ctx.state.readText(…)",
+      "src/appliers/synthetic.ts state.writeText(…)",
+      'src/appliers/synthetic.ts join(stateDir, "overlay-retired")',
+      'src/appliers/synthetic.ts join(ctx.state.dir, "release")',
     ]);
   });
 

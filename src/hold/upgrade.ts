@@ -69,8 +69,6 @@ export function withStep(report: Report, s: ReportStep): Report {
     finished_at: now,
   };
 }
-/** What this host keeps of the last release it installed: Arch's binary is not the package the manifest names. */
-const INSTALLED_RECORD = "release.json";
 
 const step = (did: ReportStep["did"], detail: string): ReportStep => ({
   id: STEP_ID,
@@ -132,16 +130,19 @@ async function isInstalled(m: ReleaseManifest, d: UpgradeDeps): Promise<boolean>
   return now === binary;
 }
 
+/** What this host keeps of the last release it installed: Arch's binary is not the package the manifest names. */
 function readInstalled(state: State): { manifest: string; binary: string } | null {
   try {
-    const v = JSON.parse(state.readText(INSTALLED_RECORD) ?? "null");
-    return typeof v?.manifest === "string" && typeof v?.binary === "string" ? v : null;
+    const v = state.readInstalledRelease() as { manifest?: unknown; binary?: unknown } | null;
+    return typeof v?.manifest === "string" && typeof v?.binary === "string"
+      ? { manifest: v.manifest, binary: v.binary }
+      : null;
   } catch {
     return null;
   }
 }
 
-export const releaseDir = (state: State): string => join(state.dir, "release");
+export const releaseDir = (state: State): string => state.releaseDir();
 
 /** Why the disk has no room for the fetch and the unpacked file (null when it has). */
 function roomProblem(m: ReleaseManifest, fetchDir: string, installDir: string): string | null {
@@ -187,7 +188,7 @@ async function install(
   }
   if (m.kind !== "arch") {
     await commitTemp(temp, target);
-    d.state.writeText(INSTALLED_RECORD, JSON.stringify({ manifest: m.sha256, binary: m.sha256 }));
+    d.state.writeInstalledRelease({ manifest: m.sha256, binary: m.sha256 });
   } else {
     await commitTemp(temp, dest);
     const refused = await installPackageFile(d.exec, dest);
@@ -195,7 +196,7 @@ async function install(
     if (refused) return failed(`release ${m.version}: pacman -U refused it: ${refused}`);
     // what pacman put at the installed path now, not what this process started as
     const binary = await digestOfFile(target);
-    d.state.writeText(INSTALLED_RECORD, JSON.stringify({ manifest: m.sha256, binary: binary ?? "" }));
+    d.state.writeInstalledRelease({ manifest: m.sha256, binary: binary ?? "" });
   }
   sweepOthers(dirname(stored), "");
   d.log.info({ release: m.version, sha256: m.sha256 }, "release installed: exiting to be restarted onto it");

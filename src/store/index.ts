@@ -9,5 +9,6 @@ export * from "./move.ts";
 export * from "./order.ts";
 export * from "./originals.ts";
 export * from "./outbox.ts";
+export * from "./overlay.ts";
 export * from "./run.ts";
 export * from "./state.ts";

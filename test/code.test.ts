@@ -3,7 +3,8 @@ import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ApplierList } from "../src/appliers/index.ts";
 import { directoryApplier, fileApplier, PORTABLE_APPLIERS } from "../src/appliers/portable/index.ts";
-import { MAX_CODE_CHARS } from "../src/defaults.ts";
+import { BUILD } from "../src/build-info.ts";
+import { MAX_CODE_CHARS, VERSION } from "../src/defaults.ts";
 import { appliersOf } from "../src/hosts/index.ts";
 import { enrolPermissions, nodePermissions } from "../src/mesh/index.ts";
 import type { EnrolmentCode } from "../src/vocabulary/index.ts";
@@ -16,6 +17,7 @@ import {
   lineCount,
   ownModes,
   ownTimeouts,
+  ROOT,
   sourceFiles,
   stateFileReaches,
   typeTagsIn,
@@ -410,6 +412,18 @@ describe("every timeout and mode is named once, in src/defaults.ts (nats.js styl
     expect(ownModes("src/mesh/synthetic.ts", "chmodSync(p, 0o600); const m = st.mode & 0o7777;")).toEqual([
       "src/mesh/synthetic.ts 0o600",
     ]);
+  });
+
+  it("one version, the build's: only src/build-info.ts reads the checkout's, which is package.json's", () => {
+    const readers = sourceFiles().filter((f) =>
+      /import\s*{[^}]*\bVERSION\b[^}]*}\s*from\s*"[./]*defaults\.ts"/.test(
+        readFileSync(join(ROOT, f), "utf8"),
+      ),
+    );
+    expect(readers).toEqual(["src/build-info.ts"]);
+    const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
+    expect(VERSION).toBe(pkg.version);
+    expect(BUILD.version).toBe(VERSION);
   });
 
   it("only the store names the state directory's files: no State made, file named or path joined outside it", () => {

@@ -44,13 +44,29 @@ function warnArgv(): void {
   process.stderr.write(`mesh-host: ${ARGV_WARNING}\n`);
 }
 
+/**
+ * The token part as given: a mesh made with keys gives its code's enrolling credential, the user JWT and its seed
+ * (separated by white space, or a NATS credentials file's body as it is); a mesh made before gives a password.
+ */
+function credentialOf(token: string): { jwt: string; seed: string } | { token: string } {
+  const jwt = token.match(/(?:^|\s)(eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)(?=\s|$)/)?.[1];
+  const seed = token.match(/(?:^|\s)(SU[A-Z2-7]{56})(?=\s|$)/)?.[1];
+  return jwt !== undefined && seed !== undefined ? { jwt, seed } : { token };
+}
+
 function fromParts(ctx: Context, token: string): EnrolmentCode {
   const { node, server, fingerprint } = ctx.args;
-  const parsed = EnrolmentCode.safeParse({ node, servers: server, fingerprint, transport: "nats", token });
+  const parsed = EnrolmentCode.safeParse({
+    node,
+    servers: server,
+    fingerprint,
+    transport: "nats",
+    ...credentialOf(token),
+  });
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
   const field = String(issue.path[0] ?? "code");
-  const flag = field === "servers" ? "server" : field;
+  const flag = field === "servers" ? "server" : field === "jwt" || field === "seed" ? "token" : field;
   const given = { node, server: server.length ? server : undefined, fingerprint, token }[flag];
   // the token's own words are never said back: it is a password
   const why = given === undefined ? "is missing" : flag === "token" ? "is not valid" : issueWords(issue);

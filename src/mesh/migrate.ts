@@ -14,7 +14,7 @@ import { awaitStreams, type Bus, BusDown, connectBus } from "./bus.ts";
 import { syncDir, writeAtomic } from "./files.ts";
 import { merged } from "./fleet.ts";
 import { Conflict } from "./kv.ts";
-import { madeWithPasswords, type MeshDir, MeshRefused } from "./layout.ts";
+import { type MeshDir, MeshRefused, madeWithPasswords } from "./layout.ts";
 import { type RunningServer, startServer, stopServer } from "./servers.ts";
 import {
   type CodeRecord,

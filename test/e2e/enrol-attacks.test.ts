@@ -160,7 +160,9 @@ describe("a code works once (issue 28, item 3)", () => {
       input: added.stdout,
     });
     expect(again.code, again.stderr).toBe(2);
-    expect(again.stderr).toMatch(/code has been used|has no enrolment code|wrong, already used, expired or withdrawn/);
+    expect(again.stderr).toMatch(
+      /code has been used|has no enrolment code|wrong, already used, expired or withdrawn/,
+    );
     expect((await nodeRecord(dir, "c")).keys).toEqual(keys);
     // a secret pushed now is sealed to the real node's key: it opens there
     const secret = join(base, "pw");

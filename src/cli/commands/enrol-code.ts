@@ -5,7 +5,13 @@ import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { MAX_CODE_CHARS } from "../../defaults.ts";
 import { faultLine } from "../../store/faults.ts";
-import { decodeCode, EnrolmentCode, issueWords } from "../../vocabulary/index.ts";
+import {
+  decodeCode,
+  type EnrolmentCode,
+  EnrolmentCodeV1,
+  EnrolmentCodeV2,
+  issueWords,
+} from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import type { Context } from "../context.ts";
 
@@ -56,13 +62,10 @@ function credentialOf(token: string): { jwt: string; seed: string } | { token: s
 
 function fromParts(ctx: Context, token: string): EnrolmentCode {
   const { node, server, fingerprint } = ctx.args;
-  const parsed = EnrolmentCode.safeParse({
-    node,
-    servers: server,
-    fingerprint,
-    transport: "nats",
-    ...credentialOf(token),
-  });
+  const credential = credentialOf(token);
+  // the credential's form says which code this is: that form's parts are named, never a union's
+  const schema = "jwt" in credential ? EnrolmentCodeV2 : EnrolmentCodeV1;
+  const parsed = schema.safeParse({ node, servers: server, fingerprint, transport: "nats", ...credential });
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
   const field = String(issue.path[0] ?? "code");

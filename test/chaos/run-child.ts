@@ -23,7 +23,8 @@ const deliveries: Delivery[] = given.map((arg) => {
   return {
     seq: Number(arg.slice(0, at)),
     data: readFileSync(arg.slice(at + 1)),
-    pending: 0,
+    newer: null,
+    claimed: 0,
     working() {},
     ack: async () => ({ ok: true }),
     term: async () => ({ ok: true }),

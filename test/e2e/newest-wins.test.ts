@@ -6,14 +6,14 @@
 // newest declaration as superseded and never applied it (seen once in the bus-faults chaos). Here a link as the
 // node acks two declarations as fast as it can, the server is SIGKILLed at once, and once its consumer is seen
 // behind (the event this waits on; tried again when the kill came after the write), the node's link binds, the
-// next declaration is pushed, and the hold hears it over that link with the server's count saying one more
+// next declaration is pushed, and the run loop hears it over that link with the server's count saying one more
 // waits: it must apply it all the same.
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Hold } from "../../src/hold/index.ts";
 import { makeHost } from "../../src/hosts/index.ts";
 import { type Delivered, type Link, openBound } from "../../src/link/index.ts";
+import { RunLoop } from "../../src/run/index.ts";
 import { loadIdentity, Outbox, State, StoreOriginals } from "../../src/store/index.ts";
 import { localExec } from "../../src/system/index.ts";
 import type { Report } from "../../src/vocabulary/index.ts";
@@ -80,13 +80,13 @@ async function killedJustAfterAcks(state: string, n: number): Promise<boolean> {
   return (await mesh.consumerInfo(NODE)).delivered.stream_seq < last;
 }
 
-/** The node's hold, in this process, over `link`, applying into `root`: what it logs, and its reports. */
-function holdOver(link: Link, state: string, root: string) {
+/** The node's run loop, in this process, over `link`, applying into `root`: what it logs, and its reports. */
+function loopOver(link: Link, state: string, root: string) {
   const logged: object[] = [];
   const log = (fields: object, msg?: string) => logged.push({ ...fields, msg });
   const logger = { info: log, warn: log, error: log, debug: log };
   const st = new State(state);
-  const hold = new Hold({
+  const loop = new RunLoop({
     deps: {
       state: st,
       originals: new StoreOriginals(st),
@@ -97,7 +97,7 @@ function holdOver(link: Link, state: string, root: string) {
       node: NODE,
       membership: st.readMembership()!,
     },
-    // the one link, bound already; once it is gone the hold is stopped, never dialling again
+    // the one link, bound already; once it is gone the loop is stopped, never dialling again
     dial: async () => ({ ok: true, link }),
     onDialFailed: () => "stop",
     log: logger,
@@ -105,7 +105,7 @@ function holdOver(link: Link, state: string, root: string) {
     redialSpreadS: 1,
     driftS: 600,
   });
-  return { hold, logged, running: hold.run() };
+  return { loop, logged, running: loop.run() };
 }
 
 describe("newest wins over a stale count", () => {
@@ -123,7 +123,7 @@ describe("newest wins over a stale count", () => {
     // the node's link comes back and binds before the push, as a node's does when its server restarts
     const link = await nodeLink(state);
     const seq = await mesh.declare(NODE, confDecl(NODE, "newest\n"));
-    const { hold, logged, running } = holdOver(link, state, root);
+    const { loop, logged, running } = loopOver(link, state, root);
     try {
       const report = await mesh.awaitReport(1, { node: NODE });
       // the count the server handed it with: the miscount itself, or this test proves nothing
@@ -132,7 +132,7 @@ describe("newest wins over a stale count", () => {
       expect(report.value).toMatchObject({ outcome: "applied" });
       expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("newest\n");
     } finally {
-      hold.stop();
+      loop.stop();
       await running;
     }
   });

@@ -1,5 +1,5 @@
 // The launcher's half of a rollback: what "confirmed" means for this binary, and the note it left.
-import { BinaryAtStart } from "../../hold/index.ts";
+import { BinaryAtStart } from "../../run/index.ts";
 import type { State } from "../../store/index.ts";
 
 /** The executable running now, when it is the single executable (in a checkout it is Node itself: none). */
@@ -31,6 +31,6 @@ export async function confirmBinary(state: State, binary: BinaryAtStart | null):
   // hashed now, not before the link is dialled: without the launcher that is ~100 MB read at start
   const digest = await binary?.digest();
   if (!digest) return false;
-  if (state.readText("confirmed")?.trim() !== digest) state.writeText("confirmed", `${digest}\n`);
+  state.writeConfirmed(digest);
   return true;
 }

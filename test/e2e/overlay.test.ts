@@ -8,9 +8,9 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { Hold } from "../../src/hold/index.ts";
 import { openBound } from "../../src/link/index.ts";
 import { verifyRekey } from "../../src/link/rekey.ts";
+import { RunLoop } from "../../src/run/index.ts";
 import {
   loadIdentity,
   loadKeys,
@@ -89,14 +89,14 @@ const plantHub = (p: Pair) =>
 const quiet = { info() {}, warn() {}, error() {}, debug() {} };
 
 /** The node held in its mesh in this process, its appliers reaching the machine through its command port. */
-function hold(m: Machine, stateDir: string, node: string): Hold {
+function runLoop(m: Machine, stateDir: string, node: string): RunLoop {
   const state = new State(stateDir);
   const membership = state.readMembership()!;
   const identity = loadIdentity(stateDir);
   if (!identity.ok) throw new Error(identity.reason);
   const dial = () => openBound(membership, node, identity.pair.privateKey);
   const ports = { root: m.root, exec: m.exec, rootless: false, log: quiet, overlay: new OverlayState(state) };
-  return new Hold({
+  return new RunLoop({
     deps: {
       state,
       originals: new StoreOriginals(state),
@@ -160,7 +160,7 @@ describe("overlay through the mesh", () => {
       ],
       takes: t.interface,
     };
-    const h = hold(p.hub, state, node);
+    const h = runLoop(p.hub, state, node);
     const running = h.run();
     try {
       await mesh.declare(node, { v: 1, node, mode: "adopted", resources: [overlay] });

@@ -397,7 +397,7 @@ describe("a new resource type touches three files: its vocabulary, its applier f
 });
 
 describe("every timeout and mode is named once, in src/defaults.ts (nats.js style)", () => {
-  it("no module declares a `_MS`/`_S` constant of its own or passes setTimeout/setInterval a number", () => {
+  it("no module declares a `_MS`/`_S` constant of its own, gives an option key (`timeout`, `max_bytes` ...) a number, or passes setTimeout/setInterval one", () => {
     const found = sourceFiles()
       .filter((f) => f !== "src/defaults.ts")
       .flatMap((f) => ownTimeouts(f));
@@ -446,19 +446,31 @@ describe("every timeout and mode is named once, in src/defaults.ts (nats.js styl
     ]);
   });
 
-  it("the rule sees a delay written in place and a timeout declared beside its use", () => {
+  it("the rule sees a delay written in place, a timeout declared beside its use, and an option key given a number", () => {
     const text = [
       "export const WAIT_MS = 30_000;",
       "function f(ms: number) { const GRACE_S = 5; return ms * GRACE_S; }",
       "await new Promise((r) => setTimeout(r, 20));",
       "setInterval(() => tick(), 5 * 1000);",
       "setTimeout(r, WAIT_MS); setInterval(beat, heartbeatS * 1000); const waitMs = 10;",
+      "connect({ reconnectTimeWait: 250, maxReconnectAttempts: 10, timeout: 2 * 1000, reconnect: true });",
+      "consumer.fetch({ expires: 30_000, max_bytes: 1024, max_messages: 1 }); const o = { max: -1, ttl: 0 };",
+      "exec.run(argv, { timeoutMs: 10_000 }); function f({ retries = 3 } = {}, waitMs = 20) {}",
+      "connect({ reconnectTimeWait: RECONNECT_MS, timeout: CONNECT_TIMEOUT_MS, port: 4222 });",
     ].join("\n");
     expect(ownTimeouts("src/mesh/synthetic.ts", text)).toEqual([
       "src/mesh/synthetic.ts const WAIT_MS",
       "src/mesh/synthetic.ts const GRACE_S",
       "src/mesh/synthetic.ts setTimeout(…, 20)",
       "src/mesh/synthetic.ts setInterval(…, 5 * 1000)",
+      "src/mesh/synthetic.ts reconnectTimeWait: 250",
+      "src/mesh/synthetic.ts maxReconnectAttempts: 10",
+      "src/mesh/synthetic.ts timeout: 2 * 1000",
+      "src/mesh/synthetic.ts expires: 30_000",
+      "src/mesh/synthetic.ts max_bytes: 1024",
+      "src/mesh/synthetic.ts timeoutMs: 10_000",
+      "src/mesh/synthetic.ts retries: 3",
+      "src/mesh/synthetic.ts waitMs: 20",
     ]);
   });
 });

@@ -138,7 +138,7 @@ export class SimNode {
     });
     // a mesh's declaration always carries its serial; one without is refused as the node refuses it
     const serial = v.ok ? (v.declaration.serial ?? 0) : 0;
-    if (!v.ok || serial <= this.lastSerial || d.pending > 0) {
+    if (!v.ok || serial <= this.lastSerial || d.newer !== null) {
       await d.term();
       return;
     }

@@ -37,7 +37,9 @@ const mode = (p: string) => statSync(p).mode & 0o777;
  */
 function meshFiles(dir: string): Record<string, string> {
   return Object.fromEntries(
-    Object.entries(snapshot(dir)).filter(([path]) => !/^\/servers\/\d+\/(jetstream\/|[^/]*\.log$)/.test(path)),
+    Object.entries(snapshot(dir)).filter(
+      ([path]) => !/^\/servers\/\d+\/(jetstream\/|[^/]*\.log$)/.test(path),
+    ),
   );
 }
 

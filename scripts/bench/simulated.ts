@@ -38,7 +38,8 @@ const HEARTBEAT_S = 30;
 const ADD_AT_ONCE = 8;
 const ENROL_AT_ONCE = 32;
 const PROGRESS_MS = 60_000;
-const REISSUE_TRIES = 3;
+/** A cut enrolment (enrolOne) is likelier the longer an answer takes: a cluster's answers are slower. */
+const REISSUE_TRIES = 10;
 /** A report not in by then is counted lost (the outbox retries on every link, so a late one is a slow one). */
 const REPORTS_LOST_AFTER_MS = 5 * 60_000;
 

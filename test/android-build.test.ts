@@ -22,7 +22,7 @@ import { elfOf } from "../android/elf.mjs";
 import { RC_DEFAULTS, rcText } from "../android/rc.mjs";
 import { fileContextsText, teText } from "../android/sepolicy.mjs";
 import { bundleOptions, ENTRY, ROOT } from "../build/bundle.mjs";
-import { detectHostKind } from "../src/hosts/index.ts";
+import { detectHostKind } from "../src/host-kind.ts";
 import { runCli } from "./support/cli.ts";
 import { PACKAGE, PINNED_NODE, PINNED_RUNTIME } from "./support/sea.ts";
 import { tempDir } from "./support/tmp.ts";

@@ -2,8 +2,10 @@
 import { readFileSync, readSync, statSync } from "node:fs";
 import type { Unseal } from "../apply/index.ts";
 import { DEFAULT_ANDROID_STATE_DIR, MAX_BODY_BYTES } from "../defaults.ts";
-import { detectHostKind, type Host, makeHost } from "../hosts/index.ts";
-import { deniedFault, errnoWords, faultLine, State, StoreOriginals, stateFault } from "../store/index.ts";
+import { deniedFault, errnoWords, faultLine } from "../faults.ts";
+import { detectHostKind } from "../host-kind.ts";
+import { type Host, makeHost } from "../hosts/index.ts";
+import { State, StoreOriginals, stateFault } from "../store/index.ts";
 import { localExec } from "../system/index.ts";
 import {
   type Declaration,

@@ -1,15 +1,13 @@
 // hosts: the per-OS set of appliers (the Arch host's, the portable floor for Android and any other Linux), and
-// the reason each host gives for the types it does not implement. Which host this machine is: kind.ts.
+// the reason each host gives for the types it does not implement. Which host this machine is: src/host-kind.ts.
 
 import type { Applier, ApplierList } from "../appliers/index.ts";
 import { PORTABLE_APPLIERS } from "../appliers/portable/index.ts";
+import type { HostKind } from "../host-kind.ts";
 import type { TypeSupport } from "../vocabulary/index.ts";
 import { archAppliers } from "./arch.ts";
 
-import type { HostKind } from "./kind.ts";
-
 export { hostFacts } from "./facts.ts";
-export { detectHostKind, HOST_KINDS, type HostKind } from "./kind.ts";
 
 export interface Host {
   kind: HostKind;

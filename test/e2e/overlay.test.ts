@@ -8,8 +8,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { openBound } from "../../src/link/index.ts";
-import { verifyRekey } from "../../src/link/rekey.ts";
+import { openBound, verifyRekey } from "../../src/link/index.ts";
 import { RunLoop } from "../../src/run/index.ts";
 import { loadIdentity, loadKeys, Outbox, publicB64, State, StoreOriginals } from "../../src/store/index.ts";
 import { MeshDouble } from "../mesh/index.ts";

@@ -2,7 +2,8 @@
 
 import type { Ports } from "../../src/appliers/types.ts";
 import { type ApplyResult, applyDeclaration, type Unseal } from "../../src/apply/index.ts";
-import { type Host, type HostKind, makeHost } from "../../src/hosts/index.ts";
+import type { HostKind } from "../../src/host-kind.ts";
+import { type Host, makeHost } from "../../src/hosts/index.ts";
 import { State, StoreOriginals } from "../../src/store/index.ts";
 import { localExec } from "../../src/system/index.ts";
 import { digestOf, parseDeclaration, refusalLine } from "../../src/vocabulary/index.ts";

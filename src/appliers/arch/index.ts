@@ -9,9 +9,26 @@ import { packageApplier } from "./package.ts";
 import { processApplier } from "./process.ts";
 import { serviceApplier } from "./service.ts";
 
-export * from "./containers/index.ts";
+export {
+  containerApplier,
+  imageApplier,
+  networkApplier,
+  runtimeAppliers,
+  volumeApplier,
+} from "./containers/index.ts";
 export type { GiveBack, ServiceFound, ServiceRecord } from "./give-back.ts";
-export * from "./overlay/index.ts";
+export {
+  accountLine,
+  facts,
+  meshInterfaces,
+  type OverlayPorts,
+  type OverlayRecord,
+  overlayApplier,
+  overlayKeyOf,
+  retiredTunnels,
+  type Takeover,
+  takeovers,
+} from "./overlay/index.ts";
 export { packageApplier, processApplier, serviceApplier };
 
 /** The Arch host's own appliers, each under its type: systemd, pacman, processes, containers, the overlay. */

@@ -2,7 +2,7 @@
 // is never printed.
 import { meshInterfaces, facts as tunnelFacts } from "../../appliers/arch/overlay/index.ts";
 import { hostFacts } from "../../hosts/index.ts";
-import { ask } from "../../link/asking.ts";
+import { ask } from "../../link/index.ts";
 import {
   acquireLock,
   ensureKeys,

@@ -1,6 +1,7 @@
 // `status`: what this node holds, and whether all is well with it.
 import { existsSync } from "node:fs";
 import * as z from "zod";
+import { printable } from "../../printable.ts";
 import {
   acceptedOf,
   type DeclaredFile,
@@ -12,7 +13,7 @@ import {
 } from "../../store/index.ts";
 import { MembershipBus, type Report } from "../../vocabulary/index.ts";
 import type { Context } from "../context.ts";
-import { printable, writeJson, writeOut } from "../output.ts";
+import { writeJson, writeOut } from "../output.ts";
 import { overlayStatus, overlayStatusLines } from "./overlay.ts";
 
 export function statusDoc(ctx: Context) {

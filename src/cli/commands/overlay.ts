@@ -12,7 +12,7 @@ import {
   type Takeover,
   takeovers,
 } from "../../appliers/arch/overlay/index.ts";
-import type { Rekey } from "../../link/rekey.ts";
+import type { Rekey } from "../../link/index.ts";
 import { acquireLock, loadKeys, overlayKeyFromB64, publicB64, saveKey } from "../../store/index.ts";
 import { readTunnel } from "../../system/arch/index.ts";
 import { localExec } from "../../system/index.ts";
@@ -27,7 +27,7 @@ const TOLD = "overlay-rekey.json";
 export async function overlayCommand(ctx: Context): Promise<number> {
   const { iface, membership, node } = takeAsked(ctx);
   // the bus client is loaded here, not at the top: `status` reads this file and must start without it
-  const { signRekey, tellRekey } = await import("../../link/rekey.ts");
+  const { signRekey, tellRekey } = await import("../../link/index.ts");
   const lock = await acquireLock(ctx.state.ensure().dir);
   try {
     const t = await tunnelToTake(ctx, iface);

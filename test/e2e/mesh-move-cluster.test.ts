@@ -4,7 +4,7 @@
 // the node noticed only by missed heartbeats, a minute and more later.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { connectBus, ensureNodeConsumer, MeshDir } from "../../src/mesh/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
 import { type Running, runCli, startRun } from "../support/cli.ts";
@@ -21,7 +21,9 @@ function keep(r: Running): Running {
 beforeAll(() => {
   process.env.MESH_HOST_BIN ??= ensureSea();
 }, 600_000);
-afterAll(async () => {
+// before the temporary directories go (after-hooks run last-registered first): a server still writing its
+// JetStream files into one makes its removal fail
+afterEach(async () => {
   while (running.length) await running.pop()!.stop();
 });
 

@@ -17,7 +17,7 @@ import {
 import { basename, join, relative, resolve } from "node:path";
 import { build } from "esbuild";
 import { describe, expect, it } from "vitest";
-import { androidBundleOptions, archModulesIn, isArchOnly, stubsIn } from "../android/bundle.mjs";
+import { androidBundleOptions, archModulesIn } from "../android/bundle.mjs";
 import { elfOf } from "../android/elf.mjs";
 import { RC_DEFAULTS, rcText } from "../android/rc.mjs";
 import { fileContextsText, teText } from "../android/sepolicy.mjs";
@@ -150,21 +150,20 @@ describe("the Android bundle", () => {
       (p) => p.startsWith("src/") && !p.startsWith("src/vocabulary/") && ARCH_WORDS.test(basename(p)),
     );
     expect(named).toEqual([]);
-    expect(inputs).not.toContain("src/hosts/arch.ts");
+    expect(inputs).not.toContain("src/cli/main.ts");
     expect(inputs).toEqual(
       expect.arrayContaining([
-        "src/hosts/floor-only.ts",
+        "src/cli/main-android.ts",
         "src/hosts/index.ts",
         "src/appliers/portable/file.ts",
         "src/appliers/portable/directory.ts",
         "src/appliers/portable/action.ts",
       ]),
     );
-    // what a shared module still imports from the Arch host is a stub: its names, none of its code
-    for (const stub of stubsIn(result.metafile)) {
-      expect(isArchOnly(stub), stub).toBe(true);
-      expect(result.metafile.inputs[`android-absent:${stub}`]!.bytes).toBeLessThan(4096);
-    }
+    // composed, not swapped: nothing stands in for a module of the Arch host
+    expect(
+      Object.keys(result.metafile.inputs).filter((k) => k.includes(":") && !k.startsWith("<define:")),
+    ).toEqual([]);
     const code = result.outputFiles![0]!.text;
     for (const marker of ARCH_MARKERS) expect(code.includes(marker), marker).toBe(false);
   });
@@ -177,7 +176,7 @@ describe("the Android bundle", () => {
     });
     expect(archModulesIn(result.metafile)).toEqual(
       expect.arrayContaining([
-        "src/hosts/arch.ts",
+        "src/cli/main.ts",
         "src/appliers/arch/service.ts",
         "src/appliers/arch/package.ts",
         "src/appliers/arch/process.ts",
@@ -188,7 +187,6 @@ describe("the Android bundle", () => {
         "src/cli/mesh/main.ts",
       ]),
     );
-    expect(stubsIn(result.metafile)).toEqual([]);
     const code = result.outputFiles![0]!.text;
     // systemd's and pacman's (the container and WireGuard appliers are younger: their words may move)
     for (const marker of ARCH_MARKERS.slice(0, 2)) expect(code.includes(marker), marker).toBe(true);

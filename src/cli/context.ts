@@ -18,11 +18,14 @@ import {
 } from "../vocabulary/index.ts";
 import { type Args, UsageError } from "./args.ts";
 import { type Log, makeLog } from "./log.ts";
+import type { HostParts } from "./parts.ts";
 import { type GivenSecrets, readGivenSecrets, unsealerFor } from "./unseal.ts";
 
 export interface Context {
   args: Args;
   host: Host;
+  /** What this executable's composition root handed in: its appliers, and the parts only some hosts have. */
+  parts: HostParts;
   state: State;
   originals: StoreOriginals;
   log: Log;
@@ -32,8 +35,9 @@ export interface Context {
   unseal: Unseal;
 }
 
-export function makeContext(args: Args): Context {
-  const host = makeHost(args.host ?? detectHostKind());
+export async function makeContext(args: Args, parts: HostParts): Promise<Context> {
+  const kind = args.host ?? detectHostKind();
+  const host = makeHost(kind, await parts.appliers(kind));
   const stateDir = !args.stateGiven && host.kind === "android" ? DEFAULT_ANDROID_STATE_DIR : args.state;
   rootIsDirectory(args.root);
   stateIsDirectory(stateDir);
@@ -44,6 +48,7 @@ export function makeContext(args: Args): Context {
   return {
     args,
     host,
+    parts,
     state,
     originals: new StoreOriginals(state),
     log,

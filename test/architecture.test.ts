@@ -6,6 +6,8 @@ import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ApplierList } from "../src/appliers/index.ts";
 import { directoryApplier, fileApplier, PORTABLE_APPLIERS } from "../src/appliers/portable/index.ts";
+import { BUILD } from "../src/build-info.ts";
+import { VERSION } from "../src/defaults.ts";
 import { appliersOf } from "../src/hosts/index.ts";
 import { enrolPermissions, nodePermissions } from "../src/mesh/index.ts";
 import { RESOURCE_SCHEMAS } from "../src/vocabulary/index.ts";
@@ -21,6 +23,7 @@ import {
   ownTimeouts,
   ROOT,
   sourceFiles,
+  stateFileReaches,
   typeTagsIn,
 } from "./support/layers.ts";
 import { changedFiles, copyCli, copyWithNewType, NEW_TYPE_FILES, typecheck } from "./support/new-type.ts";
@@ -64,7 +67,7 @@ describe("the operator's layer (src/mesh/) and the host's", () => {
     expect(readFileSync(join(SRC, "cli/main.ts"), "utf8")).not.toMatch(/^import .*\/mesh\//m);
   });
 
-  it("imports only the vocabulary, the leaves (defaults, atomic write, sanitiser …), Node's built-ins, zod and the nats client", () => {
+  it("imports only the vocabulary, the durable writes, the leaves (defaults, sanitiser …), Node's built-ins, zod and the nats client", () => {
     const offenders = files(join(SRC, "mesh")).flatMap((f) =>
       importsOf(f)
         .filter(
@@ -74,6 +77,7 @@ describe("the operator's layer (src/mesh/) and the host's", () => {
             i !== "zod" &&
             !/^\.\/[a-z-]+\.ts$/.test(i) &&
             !i.startsWith("../vocabulary/") &&
+            i !== "../durable/index.ts" &&
             !LEAVES.includes(`src/${i.slice("../".length)}`),
         )
         .map((i) => `${relative(SRC, f)} imports ${i}`),
@@ -215,6 +219,38 @@ describe("every timeout and mode is named once, in src/defaults.ts (nats.js styl
     expect(found).toEqual([]);
     expect(ownModes("src/mesh/synthetic.ts", "chmodSync(p, 0o600); const m = st.mode & 0o7777;")).toEqual([
       "src/mesh/synthetic.ts 0o600",
+    ]);
+  });
+
+  it("one version, the build's: only src/build-info.ts reads the checkout's, which is package.json's", () => {
+    const readers = sourceFiles().filter((f) =>
+      /import\s*{[^}]*\bVERSION\b[^}]*}\s*from\s*"[./]*defaults\.ts"/.test(
+        readFileSync(join(ROOT, f), "utf8"),
+      ),
+    );
+    expect(readers).toEqual(["src/build-info.ts"]);
+    const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
+    expect(VERSION).toBe(pkg.version);
+    expect(BUILD.version).toBe(VERSION);
+  });
+
+  it("only the store names the state directory's files: no State made, file named or path joined outside it", () => {
+    const found = sourceFiles()
+      .filter((f) => !f.startsWith("src/store/"))
+      .flatMap((f) => stateFileReaches(f));
+    expect(found).toEqual([]);
+    const text = [
+      "const ledger = new State(stateDir).readVersioned(LEDGER, LedgerFile);",
+      'if (ctx.state.readText("confirmed") !== d) state.writeText("confirmed", d);',
+      'const dir = join(stateDir, "overlay-retired"); const r = join(ctx.state.dir, "release");',
+      'const ok = ctx.state.readConfirmed(); const p = join(root, "etc");',
+    ].join("\n");
+    expect(stateFileReaches("src/appliers/synthetic.ts", text)).toEqual([
+      "src/appliers/synthetic.ts new State(…)",
+      "src/appliers/synthetic.ts ctx.state.readText(…)",
+      "src/appliers/synthetic.ts state.writeText(…)",
+      'src/appliers/synthetic.ts join(stateDir, "overlay-retired")',
+      'src/appliers/synthetic.ts join(ctx.state.dir, "release")',
     ]);
   });
 

@@ -3,7 +3,7 @@
 // Each command's code is loaded when that command runs, never before: `version` loads no schema, no applier and
 // no logger; an offline apply never loads the link (tls, the NATS client); only the commands that dial do. A new
 // command is one line in `handlers`, its module imported inside its handler: a static import here would put it,
-// and all it imports, into every command's start-up (test/build.test.ts checks the link stays out). What only
+// and all it imports, into every command's start-up (test/build/build.test.ts checks the link stays out). What only
 // some hosts carry (the Arch appliers, the overlay, the operator's commands) comes in `parts`, from the
 // executable's composition root (main.ts, main-android.ts), so an executable without it never bundles it.
 import { faultLine } from "../faults.ts";

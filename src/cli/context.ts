@@ -5,7 +5,7 @@ import { DEFAULT_ANDROID_STATE_DIR, MAX_BODY_BYTES } from "../defaults.ts";
 import { deniedFault, errnoWords, faultLine } from "../faults.ts";
 import { detectHostKind } from "../host-kind.ts";
 import { type Host, makeHost } from "../hosts/index.ts";
-import { State, StoreOriginals, stateFault } from "../store/index.ts";
+import { OverlayState, State, StoreOriginals, stateFault } from "../store/index.ts";
 import { localExec } from "../system/index.ts";
 import {
   type Declaration,
@@ -97,7 +97,7 @@ export function portsOf(ctx: Context) {
     exec: localExec(),
     rootless: ctx.rootless,
     log: ctx.log,
-    stateDir: ctx.state.dir,
+    overlay: new OverlayState(ctx.state),
   };
 }
 

@@ -7,11 +7,7 @@ start({
   appliers: async (kind) =>
     kind === "arch" ? (await import("../appliers/arch/index.ts")).archAppliers() : {},
   tunnelAtEnrol: async (ctx) => (await import("./commands/enrol-tunnel.ts")).tunnelAtEnrol(ctx),
-  overlayStatus: async (ctx) => {
-    const { overlayStatus, overlayStatusLines } = await import("./commands/overlay.ts");
-    const status = overlayStatus(ctx.state.dir, ctx.state.readRecords().records);
-    return { status, lines: overlayStatusLines(status) };
-  },
+  overlayStatus: async (ctx) => (await import("./commands/overlay.ts")).overlayShown(ctx),
   installPackage: async (exec, file) =>
     (await import("../system/arch/index.ts")).installPackageFile(exec, file),
   commands: {

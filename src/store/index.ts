@@ -1,17 +1,7 @@
 // store: the node's state directory — identity and keys, membership, the kept declaration and its order, the
 // records of what the host wrote and found, the originals it keeps (on disk `holds/`), the outbox, run.json, the
-// lock — each file written whole or not at all (src/atomic.ts; many at once: atomic.ts here). It knows the
-// vocabulary, and nothing of the machine beyond its own directory.
-export {
-  type AtomicWriteOptions,
-  fsyncDir,
-  fsyncDirShared,
-  fsyncDirSync,
-  isTempName,
-  tempPathFor,
-  writeFileAtomic,
-  writeFileAtomicSync,
-} from "./atomic.ts";
+// lock — each file written whole or not at all and the lock held by pid and start time (both the durable layer's).
+// It knows the vocabulary, and nothing of the machine beyond its own directory.
 export {
   type EnsuredKeys,
   ensureKeys,
@@ -48,8 +38,10 @@ export {
 export { type Accepted, type Admitted, acceptedOf, admitInOrder, forgetOrder } from "./order.ts";
 export { type OriginalMeta, type Originals, StoreOriginals } from "./originals.ts";
 export { Outbox } from "./outbox.ts";
+export { type OverlayKey, OverlayState, type Retired, type Takeover } from "./overlay.ts";
 export { type RunFile, RunRecord, readRun } from "./run.ts";
 export {
+  type BusSummary,
   type DeclaredFile,
   type GenesisFile,
   type LastFile,

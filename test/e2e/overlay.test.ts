@@ -10,7 +10,15 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { openBound, verifyRekey } from "../../src/link/index.ts";
 import { RunLoop } from "../../src/run/index.ts";
-import { loadIdentity, loadKeys, Outbox, publicB64, State, StoreOriginals } from "../../src/store/index.ts";
+import {
+  loadIdentity,
+  loadKeys,
+  Outbox,
+  OverlayState,
+  publicB64,
+  State,
+  StoreOriginals,
+} from "../../src/store/index.ts";
 import { MeshDouble } from "../mesh/index.ts";
 import { cliCommand } from "../support/cli.ts";
 import { hostExec } from "../support/systemd.ts";
@@ -86,7 +94,7 @@ function runLoop(m: Machine, stateDir: string, node: string): RunLoop {
   const identity = loadIdentity(stateDir);
   if (!identity.ok) throw new Error(identity.reason);
   const dial = () => openBound(membership, node, identity.pair.privateKey);
-  const ports = { root: m.root, exec: m.exec, rootless: false, log: quiet, stateDir };
+  const ports = { root: m.root, exec: m.exec, rootless: false, log: quiet, overlay: new OverlayState(state) };
   return new RunLoop({
     deps: {
       state,

@@ -53,7 +53,9 @@ function handlers(parts: HostParts): Record<Exclude<Command, "help">, Handler> {
 /** The operator's commands (src/cli/mesh/), with their own flags and help, where this executable carries them. */
 function mesh(parts: HostParts, argv: string[]): Promise<number> {
   if (!parts.mesh)
-    throw new UsageError("the operator's commands (mesh) are not in this executable: a node runs it");
+    throw new UsageError(
+      "the operator's commands (mesh …) are not in this executable, which runs a node only",
+    );
   return parts.mesh(argv);
 }
 

@@ -258,6 +258,12 @@ describe("the Android host as an unprivileged user, offline", () => {
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
       expect(r.stderr).toMatch(/^mesh-host: not on an Android host: [\w-]+ is not in this executable\n$/);
     }
+    // the operator's half is not in it either: a phone is a node, never a mesh's controller
+    const mesh = await host(["mesh", "nodes"]);
+    expect(mesh.code).toBe(2);
+    expect(mesh.stderr).toBe(
+      "mesh-host: the operator's commands (mesh …) are not in this executable, which runs a node only\n",
+    );
   });
 });
 

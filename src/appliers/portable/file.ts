@@ -136,7 +136,6 @@ export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
   type: "file",
   traits: {
     writesFiles: true,
-    secrets: (wanted) => (wanted.secret === undefined ? [] : [wanted.secret]),
     secretAt: (wanted) => (wanted.secret === undefined ? undefined : wanted.path),
     journal: ({ data }) => ({
       intent: data?.intent,

@@ -1,7 +1,7 @@
 // mesh-host.rc: the Android init service that starts the host at boot and restarts it on every exit
 // (packaging.md "Android"; docs/architecture.md "What the init is asked for": start at boot and restart on exit, nothing else).
 //
-// Rules this file follows, and test/android-rc.test.ts checks from the text:
+// Rules this file follows, and test/android/android-rc.test.ts checks from the text:
 // - never `oneshot`: init restarts a service without it after any exit (no sooner than `restart_period`, 5 s
 //   by default), and the host restarts onto a new binary or bus by exiting 0;
 // - never `critical`: four exits in four minutes would reboot the device;

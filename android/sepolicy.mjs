@@ -3,7 +3,7 @@
 // beside mesh-host.rc into sepolicy/. It is a fragment for the product's BOARD_SEPOLICY_DIRS (or
 // SYSTEM_EXT_PRIVATE_SEPOLICY_DIRS), in AOSP's te syntax with system/sepolicy's macros; not tested on a device.
 //
-// Why each rule (test/android-rc.test.ts checks the grammar, that every type used is declared or AOSP's, and
+// Why each rule (test/android/android-rc.test.ts checks the grammar, that every type used is declared or AOSP's, and
 // that every path the rc file names is labelled):
 // - init starts the file the service line names; its label mesh_host_exec transitions init to mesh_host
 //   (init_daemon_domain), so no `seclabel` is needed once the fragment is in the image;

@@ -191,7 +191,7 @@ async function main() {
   const main = await bundle(work, version, commit);
   // A blob made on x64 for arm64 goes without V8's code cache (see writeSeaConfig); the code cache saves ~7 ms
   // of start-up, the arm64 build loses only that. Either way two builds of one commit are byte-identical (the code
-  // cache is made with BLOB_MAKER_FLAGS; test/build.test.ts).
+  // cache is made with BLOB_MAKER_FLAGS; test/build/build.test.ts).
   // On the host's own architecture the main is a loader, and the bundle runs with a cache trained by a plan
   // (build/trained.mjs); a cross build cannot run its runtime to train one.
   let seaConfig;

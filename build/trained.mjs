@@ -5,7 +5,7 @@
 // of a few files once, the executable's main is a small loader that compiles the bundle (an asset of the SEA)
 // with that cache. Measured on `plan` of 10 files: ×0.74 the time of the untrained cache, peak RSS the same;
 // compiling every function eagerly instead was ×0.95 the CPU for 20 MB more. Made with BLOB_MAKER_FLAGS
-// (`--predictable`), the cache is the same bytes from one build to the next (test/build.test.ts).
+// (`--predictable`), the cache is the same bytes from one build to the next (test/build/build.test.ts).
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -3,7 +3,7 @@
 // Each command's code is loaded when that command runs, never before: `version` loads no schema, no applier and
 // no logger; an offline apply never loads the link (tls, the NATS client); only the commands that dial do. A new
 // command is one line in HANDLERS, its module imported inside its handler: a static import here would put it,
-// and all it imports, into every command's start-up (test/build.test.ts checks the link stays out).
+// and all it imports, into every command's start-up (test/build/build.test.ts checks the link stays out).
 import { faultLine } from "../store/faults.ts";
 import { type Args, type Command, parseCli, UsageError } from "./args.ts";
 import type { Context } from "./context.ts";

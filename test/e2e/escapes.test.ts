@@ -3,15 +3,15 @@
 // hyperlink sequences all obeyed by the operator's terminal. The node here is hostile: whoever holds its state
 // directory holds its identity key, so what it says is signed and is its own; it must still be shown escaped.
 // Through the built executable, against the real nats-server `mesh up` runs; `--json` stays exact JSON.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Link, openBound } from "../../src/link/index.ts";
 import { loadIdentity, State } from "../../src/store/index.ts";
 import { type Report, verifyEnvelope } from "../../src/vocabulary/index.ts";
-import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
-import { type Running, runCli, startCli, startRun } from "../support/cli.ts";
+import { addNode, enrolAt, TestMesh } from "../mesh/fleet.ts";
+import { awaitOutput, mesh } from "../mesh/operator.ts";
+import { startCli, startRun } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 
 /** Clear screen and home, colour, an OSC title (BEL-ended), an OSC 8 hyperlink (ST-ended), a bidi override, a C1 CSI. */
@@ -29,23 +29,16 @@ const ESCAPED = [
   "\\x9b31m",
 ];
 
-const running: Running[] = [];
+let m: TestMesh;
 let base: string;
 let dir: string;
 let link: Link;
 
 beforeAll(async () => {
   process.env.MESH_HOST_BIN ??= ensureSea();
-  base = mkdtempSync(join(tmpdir(), "mesh-escapes-"));
-  dir = join(base, "mesh");
-  await initMesh(dir, await freePortPairs(1));
-  running.push(await meshUp(dir));
-  const added = await mesh(dir, ["node", "add", "evil"]);
-  expect(added.code, added.stderr).toBe(0);
-  const state = join(base, "state");
-  const root = join(base, "root");
-  mkdirSync(root);
-  expect((await runCli(["enrol", "--state", state, "--root", root], { input: added.stdout })).code).toBe(0);
+  m = await TestMesh.start("mesh-escapes-");
+  ({ base, dir } = m);
+  const { state, root } = await enrolAt(await addNode(dir, "evil"), base);
   // heard once as itself (its token spent), then its own `run` stopped: from here on it speaks for itself
   const run = startRun(state, root);
   await awaitOutput(
@@ -61,8 +54,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await link?.close();
-  while (running.length) await running.pop()!.stop();
-  rmSync(base, { recursive: true, force: true });
+  await m?.stop();
 });
 
 function clean(text: string): void {
@@ -74,7 +66,8 @@ describe("what a node says reaches the operator's terminal escaped", () => {
   it("mesh push, mesh watch and mesh nodes print a hostile node's words escaped; --json stays exact", async () => {
     const watchText = startCli(["mesh", "--mesh", dir, "watch"]);
     const watchJson = startCli(["mesh", "--mesh", dir, "watch", "--json"]);
-    running.push(watchText, watchJson);
+    m.keep(watchText);
+    m.keep(watchJson);
     for (const w of [watchText, watchJson])
       await awaitOutput(w, (o) => o.stderr.includes("following"), "watch");
 
@@ -92,7 +85,7 @@ describe("what a node says reaches the operator's terminal escaped", () => {
     const file = join(base, "d.json");
     writeFileSync(file, JSON.stringify({ v: 1, mode: "converged", owns_nothing: true, resources: [] }));
     const pushing = startCli(["mesh", "--mesh", dir, "push", "evil", file, "--wait-s", "120"]);
-    running.push(pushing);
+    m.keep(pushing);
     // the node answers the push with a report it wrote itself
     const iterator = link.declarations()[Symbol.asyncIterator]();
     const next = await Promise.race([

@@ -3,40 +3,27 @@
 // and nothing changes anywhere — not a file under a node's root, not its state directory (byte for byte, mtimes
 // too), not the mesh's serial, not the DECLARE stream, and a declaration pending for an offline node is still the
 // one it gets. A push that drops resources is refused until allowed. Labels and facts, and `--where` over them.
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
-import { release, tmpdir } from "node:os";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { release } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MeshDir, serviceAuthenticator, withState } from "../../src/mesh/index.ts";
-import { awaitOutput, freePortPairs, initMesh, mesh, meshSetUp, meshUp } from "../mesh/operator.ts";
+import { MeshDir, withState } from "../../src/mesh/index.ts";
+import { asController, runLinkUp as linkUp, TestMesh } from "../mesh/fleet.ts";
+import { awaitOutput, mesh, meshSetUp, meshUp } from "../mesh/operator.ts";
 import { asNodeUser, hasNode, nodeRecord } from "../mesh/state.ts";
-import { type Running, runCli, startCli, startRun } from "../support/cli.ts";
+import { type Running, startCli } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 import { snapshot } from "../support/tmp.ts";
 
 const WAIT = ["--wait-s", "120"];
 // no drift check while the test looks: one would write the state's record of the last apply
 const RUN_FLAGS = ["--drift-s", "86400"];
-const running: Running[] = [];
+let m: TestMesh;
 
 beforeAll(() => {
   process.env.MESH_HOST_BIN ??= ensureSea();
 }, 600_000);
-
-function keep(r: Running): Running {
-  running.push(r);
-  return r;
-}
 
 interface Node {
   name: string;
@@ -45,28 +32,7 @@ interface Node {
   run: Running | null;
 }
 
-async function runLinkUp(state: string, root: string): Promise<Running> {
-  const run = keep(startRun(state, root, RUN_FLAGS));
-  await awaitOutput(run, (o) => o.stderr.includes('"link up"'), "the node's link up");
-  return run;
-}
-
-async function enrolled(dir: string, base: string, name: string): Promise<Node> {
-  const added = await meshSetUp(dir, ["node", "add", name]);
-  expect(added.code, added.stderr).toBe(0);
-  const state = join(base, name, "state");
-  const root = join(base, name, "root");
-  mkdirSync(root, { recursive: true });
-  const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: added.stdout });
-  expect(enrol.code, enrol.stderr).toBe(0);
-  return { name, state, root, run: await runLinkUp(state, root) };
-}
-
-function file(base: string, name: string, value: object): string {
-  const path = join(base, name);
-  writeFileSync(path, JSON.stringify(value));
-  return path;
-}
+const runLinkUp = (state: string, root: string) => linkUp(m.kept, { state, root }, RUN_FLAGS);
 
 const site = (motd: string, extra: object[] = []) => ({
   v: 1,
@@ -103,13 +69,7 @@ async function outboxEmpty(n: Node): Promise<void> {
 }
 
 async function declareCount(dir: string): Promise<number> {
-  const m = new MeshDir(dir);
-  const nc = await connect({
-    servers: m.urls(),
-    authenticator: serviceAuthenticator(m.accountKeys(), "mesh", "mesh-test"),
-    tls: { ca: m.certPem() },
-    reconnect: false,
-  });
+  const nc = await asController(dir);
   try {
     return (await (await jetstreamManager(nc)).streams.info("DECLARE")).state.messages;
   } finally {
@@ -122,17 +82,15 @@ describe("mesh plan", () => {
   let dir: string;
   const nodes: Node[] = [];
   beforeAll(async () => {
-    base = mkdtempSync(join(tmpdir(), "mesh-plan-"));
-    dir = join(base, "mesh");
-    await initMesh(dir, await freePortPairs(1));
-    keep(await meshUp(dir));
-    for (const name of ["web-1", "web-2", "web-3"]) nodes.push(await enrolled(dir, base, name));
-    const pushed = await meshSetUp(dir, ["push", "--all", file(base, "v1.json", site("hello\n")), ...WAIT]);
+    m = await TestMesh.start("mesh-plan-");
+    ({ base, dir } = m);
+    for (const name of ["web-1", "web-2", "web-3"])
+      nodes.push(await m.node(name, { setUp: true, flags: RUN_FLAGS }));
+    const pushed = await meshSetUp(dir, ["push", "--all", m.file("v1.json", site("hello\n")), ...WAIT]);
     expect(pushed.code, pushed.stderr).toBe(0);
   }, 600_000);
   afterAll(async () => {
-    while (running.length) await running.pop()!.stop();
-    rmSync(base, { recursive: true, force: true });
+    await m?.stop();
   });
 
   it("asks three nodes: each answers its plan and diff, and no machine, state, serial or stream changes", async () => {
@@ -141,8 +99,7 @@ describe("mesh plan", () => {
     writeFileSync(join(web2.root, "etc/app.conf"), "port=8080\n");
     const secretFile = join(base, "token");
     writeFileSync(secretFile, "s3cret-Plan-77\n");
-    const next = file(
-      base,
+    const next = m.file(
       "v2.json",
       site("hello, world\n", [
         { id: "token", type: "file", path: "/etc/token", secret: "tok", mode: "0600" },
@@ -175,7 +132,7 @@ describe("mesh plan", () => {
   });
 
   it("--json is one document with each node's plan and the fleet's summary", async () => {
-    const r = await mesh(dir, ["plan", "web-1", "web-3", file(base, "same.json", site("hello\n")), "--json"]);
+    const r = await mesh(dir, ["plan", "web-1", "web-3", m.file("same.json", site("hello\n")), "--json"]);
     expect(r.code, r.stderr).toBe(0);
     const doc = JSON.parse(r.stdout);
     expect(doc.nodes.map((n: { node: string; outcome: string }) => [n.node, n.outcome])).toEqual([
@@ -192,7 +149,7 @@ describe("mesh plan", () => {
     const pending = await mesh(dir, [
       "push",
       "web-3",
-      file(base, "pending.json", site("pending\n")),
+      m.file("pending.json", site("pending\n")),
       "--wait-s",
       "0",
     ]);
@@ -202,7 +159,7 @@ describe("mesh plan", () => {
       "plan",
       "web-1",
       "web-3",
-      file(base, "other.json", site("other\n")),
+      m.file("other.json", site("other\n")),
       "--wait-s",
       "300",
     ]);
@@ -221,7 +178,7 @@ describe("mesh plan", () => {
 
   it("a node that would refuse says why, exit 2; a bad FILE is refused here in one line", async () => {
     // a service: this test's nodes run the portable floor (no service applier), which the mesh cannot know
-    const svc = file(base, "svc.json", {
+    const svc = m.file("svc.json", {
       v: 1,
       mode: "converged",
       resources: [{ id: "web", type: "service", unit: "web.service", state: "running" }],
@@ -230,7 +187,7 @@ describe("mesh plan", () => {
     expect(refused.code, refused.stderr).toBe(2);
     expect(refused.stdout).toMatch(/^web-1: would refuse it\n\s+refused: web\.type: /m);
     expect(refused.stdout).toMatch(/^web-1\s+-\s+refused: 1 refusal/m);
-    const bad = file(base, "nested.json", {
+    const bad = m.file("nested.json", {
       v: 1,
       mode: "converged",
       resources: [
@@ -241,7 +198,7 @@ describe("mesh plan", () => {
     for (const [args, says] of [
       [["web-1", bad], /refused for node web-1/],
       [["web-1", join(base, "nothing.json")], /cannot read .*nothing.json: it does not exist/],
-      [["nobody", file(base, "ok.json", site("x"))], /node nobody is not in this mesh/],
+      [["nobody", m.file("ok.json", site("x"))], /node nobody is not in this mesh/],
       [["web-1"], /mesh plan web-1 needs FILE after it/],
     ] as [string[], RegExp][]) {
       const r = await mesh(dir, ["plan", ...args]);
@@ -253,7 +210,7 @@ describe("mesh plan", () => {
 
   it("a push that leaves out what a node last had is refused, nothing sent, until --allow-removals", async () => {
     const web1 = nodes[0]!;
-    const onlyMotd = file(base, "only-motd.json", {
+    const onlyMotd = m.file("only-motd.json", {
       v: 1,
       mode: "converged",
       resources: [{ id: "motd", type: "file", path: "/etc/motd", content: "hello\n" }],
@@ -311,7 +268,7 @@ describe("mesh plan", () => {
       "plan",
       "--where",
       "role=web,tier notin (a)",
-      file(base, "w.json", site("hello\n")),
+      m.file("w.json", site("hello\n")),
       "--json",
     ]);
     expect(plan.code, plan.stderr).toBe(0);
@@ -319,8 +276,8 @@ describe("mesh plan", () => {
     const cases: [string[], RegExp][] = [
       [["nodes", "--where", "tier in (a"], /--where "tier in \(a": a "\(" is never closed/],
       [["nodes", "--where", "role web"], /an operator is missing/],
-      [["push", "--where", "role=nothing", file(base, "n.json", site("x"))], /selects no enrolled node/],
-      [["plan", "web-1", "--all", file(base, "n.json", site("x"))], /one of them/],
+      [["push", "--where", "role=nothing", m.file("n.json", site("x"))], /selects no enrolled node/],
+      [["plan", "web-1", "--all", m.file("n.json", site("x"))], /one of them/],
       [["node", "label", "web-1", "os=linux"], /is a fact the node reports/],
       [["node", "label", "web-1", "bad key=x"], /is not a label key/],
       [["node", "add", "db-8", "--label", "role"], /neither KEY=VALUE nor KEY-/],
@@ -348,7 +305,7 @@ describe("mesh plan", () => {
   });
 
   it("every push and plan is a job, kept on the bus through a restart of mesh up; report shows a node's all", async () => {
-    const broken = file(base, "broken.json", {
+    const broken = m.file("broken.json", {
       ...site("hello\n"),
       resources: [
         ...site("hello\n").resources,
@@ -356,7 +313,7 @@ describe("mesh plan", () => {
       ],
     });
     const watch = startCli(["mesh", "--mesh", dir, "watch", "--where", "role=web"]);
-    running.push(watch);
+    m.keep(watch);
     await awaitOutput(watch, (o) => o.stderr.includes("following"), "watch following");
     const pushed = await mesh(dir, ["push", "web-2", broken, ...WAIT]);
     expect(pushed.code, pushed.stderr).toBe(1);
@@ -371,8 +328,8 @@ describe("mesh plan", () => {
     expect(id).toMatch(/^\d{8}-\d{6}-[0-9a-f]{4}$/);
     const serial = (await nodeRecord(dir, "web-2")).serial;
     // mesh up restarted: the jobs are the bus's, not its memory's
-    await running[0]!.stop();
-    running[0] = await meshUp(dir);
+    await m.up.stop();
+    m.keep(await meshUp(dir));
     const jobs = await mesh(dir, ["jobs", "--json"]);
     expect(jobs.code, jobs.stderr).toBe(0);
     const listed = JSON.parse(jobs.stdout).jobs as { id: string; kind: string }[];

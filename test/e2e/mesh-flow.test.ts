@@ -1,59 +1,36 @@
 // The operator's whole path through the built executable against real nats-servers, as the README tells it:
 // mesh init, mesh up, mesh node add, enrol (the code on stdin), run, mesh push (with a sealed secret), mesh
 // nodes, mesh watch, mesh move to another mesh, mesh node rm — on one server and on a three-server cluster.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { accountId, MeshDir, serviceAuthenticator } from "../../src/mesh/index.ts";
+import { accountId, MeshDir } from "../../src/mesh/index.ts";
+import { asController, type LinkedNode, runLinkUp as linkUp, TestMesh } from "../mesh/fleet.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
 import { codeRecord, nodeRecord } from "../mesh/state.ts";
-import { type Running, runCli, startCli, startRun } from "../support/cli.ts";
+import { type Running, startCli } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
-import { snapshot, tempDir } from "../support/tmp.ts";
+import { snapshot } from "../support/tmp.ts";
 
 const WAIT = ["--wait-s", "120"];
-const running: Running[] = [];
+let m: TestMesh;
+const keep = (r: Running) => m.keep(r);
 
 beforeAll(() => {
   process.env.MESH_HOST_BIN ??= ensureSea();
 }, 600_000);
-afterAll(async () => {
-  while (running.length) await running.pop()!.stop();
-});
 
-function keep(r: Running): Running {
-  running.push(r);
-  return r;
-}
-
-interface Node {
-  name: string;
-  state: string;
-  root: string;
-  run: Running;
-}
+type Node = LinkedNode;
 
 /** `mesh node add`, then `enrol` with the code on stdin, then `run` until its link is up. */
-async function enrolled(dir: string, base: string, name: string): Promise<Node> {
-  const added = await mesh(dir, ["node", "add", name]);
-  expect(added.code, added.stderr).toBe(0);
-  const state = join(base, name, "state");
-  const root = join(base, name, "root");
-  mkdirSync(root, { recursive: true });
-  const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: added.stdout });
-  expect(enrol.code, enrol.stderr).toBe(0);
-  expect(enrol.stdout + enrol.stderr).not.toContain(added.stdout.trim());
-  return { name, state, root, run: await runLinkUp(state, root) };
+async function enrolled(on: TestMesh, name: string): Promise<Node> {
+  const node = await on.node(name);
+  expect(node.said).not.toContain(node.code.trim());
+  return node;
 }
 
-async function runLinkUp(state: string, root: string): Promise<Running> {
-  const run = keep(startRun(state, root));
-  await awaitOutput(run, (o) => o.stderr.includes('"link up"'), "the node's link up");
-  return run;
-}
+const runLinkUp = (state: string, root: string) => linkUp(m.kept, { state, root });
 
 const declaration = (content: string, extra: object = {}) => ({
   v: 1,
@@ -69,13 +46,7 @@ function file(base: string, name: string, value: object): string {
 }
 
 async function declared(dir: string): Promise<number> {
-  const m = new MeshDir(dir);
-  const nc = await connect({
-    servers: m.urls(),
-    authenticator: serviceAuthenticator(m.accountKeys(), "mesh", "test"),
-    tls: { ca: m.certPem() },
-    reconnect: false,
-  });
+  const nc = await asController(dir);
   try {
     return (await (await jetstreamManager(nc)).streams.info("DECLARE")).state.messages;
   } finally {
@@ -88,16 +59,12 @@ describe("one server: the operator's path", () => {
   let dir: string;
   let node: Node;
   afterAll(async () => {
-    while (running.length) await running.pop()!.stop();
-    rmSync(base, { recursive: true, force: true });
+    await m?.stop();
   });
   beforeAll(async () => {
-    // made here, not by tempDir(): the whole describe shares it, and tempDir's go after each test
-    base = mkdtempSync(join(tmpdir(), "mesh-flow-"));
-    dir = join(base, "mesh-a");
-    await initMesh(dir, await freePortPairs(1));
-    keep(await meshUp(dir));
-    node = await enrolled(dir, base, "web-1");
+    m = await TestMesh.start("mesh-flow-");
+    ({ base, dir } = m);
+    node = await enrolled(m, "web-1");
   }, 300_000);
 
   it("spends the code at the answer, and revokes its enrolling user on the servers (nothing rewritten)", async () => {
@@ -317,15 +284,22 @@ describe("one server: the operator's path", () => {
 
 describe("a three-server cluster", () => {
   it("enrols a node and pushes to it through any server", async () => {
-    const base = tempDir("mesh-cluster-");
-    const dir = join(base, "mesh");
-    await initMesh(dir, await freePortPairs(3));
-    keep(await meshUp(dir));
-    const node = await enrolled(dir, base, "edge-1");
-    const r = await mesh(dir, ["push", "edge-1", file(base, "c.json", declaration("clustered\n")), ...WAIT]);
-    expect(r.code, r.stderr).toBe(0);
-    expect(readFileSync(join(node.root, "etc/app.conf"), "utf8")).toBe("clustered\n");
-    await node.run.stop();
+    m = await TestMesh.start("mesh-cluster-", 3);
+    try {
+      const { base, dir } = m;
+      const node = await enrolled(m, "edge-1");
+      const r = await mesh(dir, [
+        "push",
+        "edge-1",
+        file(base, "c.json", declaration("clustered\n")),
+        ...WAIT,
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(readFileSync(join(node.root, "etc/app.conf"), "utf8")).toBe("clustered\n");
+      await node.run.stop();
+    } finally {
+      await m.stop();
+    }
   });
 });
 

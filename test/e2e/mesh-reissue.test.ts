@@ -2,11 +2,11 @@
 // 27, item 11): refused, the node says once that it was removed and waits quietly; `mesh node reissue` gives a new
 // code, `enrol --replace` enrols the machine again with new keys keeping its records, `run` starts again on the
 // new membership by itself, and the serials go on; `mesh nodes` never mixes a removed node's past into a new row.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { awaitOutput, freePortPairs, initMesh, mesh, meshUp, serverDir } from "../mesh/operator.ts";
+import { TestMesh } from "../mesh/fleet.ts";
+import { awaitOutput, mesh, serverDir } from "../mesh/operator.ts";
 import { codeRecord, nodeRecord } from "../mesh/state.ts";
 import { type Running, runCli, startRun } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
@@ -14,19 +14,14 @@ import { ensureSea } from "../support/sea.ts";
 const WAIT = ["--wait-s", "120"];
 /** A bound on the node's redials while refused (they back off to a minute apart), never a pace. */
 const REDIALS_MS = 300_000;
-const running: Running[] = [];
-function keep(r: Running): Running {
-  running.push(r);
-  return r;
-}
+let m: TestMesh;
 let base: string;
 
 beforeAll(() => {
   process.env.MESH_HOST_BIN ??= ensureSea();
 }, 600_000);
 afterAll(async () => {
-  while (running.length) await running.pop()!.stop();
-  if (base) rmSync(base, { recursive: true, force: true });
+  await m?.stop();
 });
 
 const declaration = (content: string) => ({
@@ -35,11 +30,7 @@ const declaration = (content: string) => ({
   resources: [{ id: "conf", type: "file", path: "/etc/app.conf", content }],
 });
 
-function file(name: string, value: object): string {
-  const path = join(base, name);
-  writeFileSync(path, JSON.stringify(value));
-  return path;
-}
+const file = (name: string, value: object) => m.file(name, value);
 
 /** The server's own log lines refusing the node's user. */
 function refusals(dir: string): number {
@@ -62,20 +53,10 @@ describe("a node removed, reissued and enrolled again", () => {
   let run: Running;
 
   beforeAll(async () => {
-    // made here, not by tempDir(): the whole describe shares it, and tempDir's go after each test
-    base = mkdtempSync(join(tmpdir(), "mesh-reissue-"));
-    dir = join(base, "mesh");
-    await initMesh(dir, await freePortPairs(1));
-    keep(await meshUp(dir));
-    const added = await mesh(dir, ["node", "add", "web-1"]);
-    expect(added.code, added.stderr).toBe(0);
-    state = join(base, "web-1", "state");
-    root = join(base, "web-1", "root");
-    mkdirSync(root, { recursive: true });
-    const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: added.stdout });
-    expect(enrol.code, enrol.stderr).toBe(0);
-    run = keep(startRun(state, root));
-    await awaitOutput(run, (o) => o.stderr.includes('"link up"'), "the node's link up");
+    m = await TestMesh.start("mesh-reissue-");
+    base = m.base;
+    dir = m.dir;
+    ({ state, root, run } = await m.node("web-1"));
     const pushed = await mesh(dir, ["push", "web-1", file("one.json", declaration("one\n")), ...WAIT]);
     expect(pushed.code, pushed.stderr).toBe(0);
   }, 300_000);
@@ -124,7 +105,7 @@ describe("a node removed, reissued and enrolled again", () => {
     // the refused run notices the new membership at its next dial and exits 0 for its service manager
     expect(await run.exited).toBe(0);
     expect(run.output().stderr).toContain("enrolled again: exiting to be started on the new membership");
-    run = keep(startRun(state, root));
+    run = m.keep(startRun(state, root));
     await awaitOutput(run, (o) => o.stderr.includes('"link up"'), "the node's link up again");
     const pushed = await mesh(dir, ["push", "web-1", file("two.json", declaration("two\n")), ...WAIT]);
     expect(pushed.code, pushed.stderr).toBe(0);

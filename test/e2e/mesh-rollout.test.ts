@@ -3,46 +3,27 @@
 // halts, puts back waves 1–2 (their files as before), never touches the rest, exits 4, and the job record says
 // all of it. A canary that is gone halts it on silence. A rollout interrupted between waves resumes and finishes
 // without pushing a node of a finished wave again.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { awaitOutput, freePortPairs, initMesh, mesh, meshSetUp, meshUp } from "../mesh/operator.ts";
+import { type LinkedNode, runLinkUp as linkUp, TestMesh } from "../mesh/fleet.ts";
+import { awaitOutput, mesh, meshSetUp } from "../mesh/operator.ts";
 import { nodeRecord } from "../mesh/state.ts";
-import { type Running, runCli, startCli, startRun } from "../support/cli.ts";
+import { startCli } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 
 const NODES = Array.from({ length: 12 }, (_, i) => `n-${String(i + 1).padStart(2, "0")}`);
-const running: Running[] = [];
+// no drift check while the test looks
+const RUN_FLAGS = ["--drift-s", "86400"];
+let m: TestMesh;
 
 beforeAll(() => {
   process.env.MESH_HOST_BIN ??= ensureSea();
 }, 600_000);
 
-interface Node {
-  name: string;
-  state: string;
-  root: string;
-  run: Running;
-}
+type Node = LinkedNode;
 
-async function runLinkUp(state: string, root: string): Promise<Running> {
-  const run = startRun(state, root, ["--drift-s", "86400"]);
-  running.push(run);
-  await awaitOutput(run, (o) => o.stderr.includes('"link up"'), "the node's link up");
-  return run;
-}
-
-async function enrolled(dir: string, base: string, name: string): Promise<Node> {
-  const added = await meshSetUp(dir, ["node", "add", name]);
-  expect(added.code, added.stderr).toBe(0);
-  const state = join(base, name, "state");
-  const root = join(base, name, "root");
-  mkdirSync(join(root, "etc"), { recursive: true });
-  const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: added.stdout });
-  expect(enrol.code, enrol.stderr).toBe(0);
-  return { name, state, root, run: await runLinkUp(state, root) };
-}
+const runLinkUp = (state: string, root: string) => linkUp(m.kept, { state, root }, RUN_FLAGS);
 
 /** A declaration whose action (not in v1) fails only where the node's root holds etc/broken. */
 function release(base: string, tag: string): string {
@@ -75,17 +56,15 @@ describe("mesh rollout", () => {
   let dir: string;
   const nodes: Node[] = [];
   beforeAll(async () => {
-    base = mkdtempSync(join(tmpdir(), "mesh-rollout-"));
-    dir = join(base, "mesh");
-    await initMesh(dir, await freePortPairs(1));
-    running.push(await meshUp(dir));
-    for (const name of NODES) nodes.push(await enrolled(dir, base, name));
+    m = await TestMesh.start("mesh-rollout-");
+    ({ base, dir } = m);
+    for (const name of NODES)
+      nodes.push(await m.node(name, { setUp: true, rootDirs: ["etc"], flags: RUN_FLAGS }));
     const first = await meshSetUp(dir, ["push", "--all", release(base, "v1"), "--wait-s", "120"]);
     expect(first.code, first.stdout + first.stderr).toBe(0);
   }, 600_000);
   afterAll(async () => {
-    while (running.length) await running.pop()!.stop();
-    rmSync(base, { recursive: true, force: true });
+    await m?.stop();
   });
 
   it("halts at wave 2's failed action, puts waves 1-2 back, never touches the rest, exit 4", async () => {
@@ -179,7 +158,7 @@ describe("mesh rollout", () => {
       "--gate-s",
       "90",
     ]);
-    running.push(first);
+    m.keep(first);
     await awaitOutput(first, (o) => o.stderr.includes("wave 2 of 2"), "the second wave begun", 300_000);
     await first.stop("SIGKILL");
     const id = /job (\d{8}-\d{6}-[0-9a-f]{4})/.exec(first.output().stderr)![1]!;
@@ -216,7 +195,7 @@ describe("mesh rollout", () => {
       "--gate-s",
       "20",
     ]);
-    running.push(rollout);
+    m.keep(rollout);
     await awaitOutput(rollout, (o) => o.stderr.includes("wave 1 of 2"), "the first wave begun", 300_000);
     const id = /job (\d{8}-\d{6}-[0-9a-f]{4})/.exec(rollout.output().stderr)![1]!;
     const aborted = await mesh(dir, ["rollout", "abort", id]);

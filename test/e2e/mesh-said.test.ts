@@ -2,31 +2,25 @@
 // items 12 and 13): `mesh up` says each enrolment, addition and removal on stdout and each refused or forged
 // message on stderr, one line each; a node's dials leave no error in the server's log; and the serial, never the
 // stream's sequence, is what push, status, watch and `mesh nodes` say.
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { jetstream } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeAccountKeys, seedsOf } from "../../src/mesh/accounts.ts";
-import { MeshDir, serviceAuthenticator } from "../../src/mesh/index.ts";
-import { awaitOutput, freePortPairs, initMesh, mesh, meshUp, serverDir } from "../mesh/operator.ts";
-import { type Running, runCli, startCli, startRun } from "../support/cli.ts";
+import { addNode, asController, enrolAt, runLinkUp, TestMesh } from "../mesh/fleet.ts";
+import { awaitOutput, mesh, serverDir } from "../mesh/operator.ts";
+import { type Running, runCli, startCli } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 
 const WAIT = ["--wait-s", "120"];
-const running: Running[] = [];
-function keep(r: Running): Running {
-  running.push(r);
-  return r;
-}
+let m: TestMesh;
+const keep = (r: Running) => m.keep(r);
 
 beforeAll(() => {
   process.env.MESH_HOST_BIN ??= ensureSea();
 }, 600_000);
 afterAll(async () => {
-  while (running.length) await running.pop()!.stop();
-  if (base) rmSync(base, { recursive: true, force: true });
+  await m?.stop();
 });
 
 const declaration = (content: string) => ({
@@ -35,58 +29,31 @@ const declaration = (content: string) => ({
   resources: [{ id: "conf", type: "file", path: "/etc/app.conf", content }],
 });
 
-function file(base: string, name: string, value: object): string {
-  const path = join(base, name);
-  writeFileSync(path, JSON.stringify(value));
-  return path;
-}
-
-/** Someone holding the controller's credential (the bus's operator, a leak): it may publish anywhere. */
-async function asController(dir: string) {
-  const m = new MeshDir(dir);
-  return await connect({
-    servers: m.urls(),
-    authenticator: serviceAuthenticator(m.accountKeys(), "mesh", "mesh-test"),
-    tls: { ca: m.certPem() },
-    reconnect: false,
-  });
-}
-
 let base: string;
 const sent: Uint8Array[] = [];
 describe("what mesh up says, and which counter a person reads", () => {
   let dir: string;
   let up: Running;
-  let run: Running;
   let state: string;
   let root: string;
 
   beforeAll(async () => {
-    // made here, not by tempDir(): the whole describe shares it, and tempDir's go after each test
-    base = mkdtempSync(join(tmpdir(), "mesh-said-"));
-    dir = join(base, "mesh");
-    await initMesh(dir, await freePortPairs(1));
-    up = keep(await meshUp(dir));
+    m = await TestMesh.start("mesh-said-");
+    ({ base, dir, up } = m);
   }, 300_000);
 
   it("says an added node, its enrolment, and leaves no error in the server's log for the node's dials", async () => {
-    const added = await mesh(dir, ["node", "add", "web-1"]);
-    expect(added.code, added.stderr).toBe(0);
+    const code = await addNode(dir, "web-1");
     await awaitOutput(up, (o) => o.stdout.includes("added node web-1\n"), "the addition said");
-    state = join(base, "web-1", "state");
-    root = join(base, "web-1", "root");
-    mkdirSync(root, { recursive: true });
-    const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: added.stdout });
-    expect(enrol.code, enrol.stderr).toBe(0);
+    ({ state, root } = await enrolAt(code, join(base, "web-1")));
     await awaitOutput(up, (o) => /enrolled node web-1 \(.+\)\n/.test(o.stdout), "the enrolment said");
-    run = keep(startRun(state, root));
-    await awaitOutput(run, (o) => o.stderr.includes('"link up"'), "the node's link up");
+    await runLinkUp(m.kept, { state, root });
     // the enrolment and the run each dialled, each with the pin's preflight first
     const log = readFileSync(join(serverDir(dir, 1), "server.log"), "utf8");
     expect(log).not.toMatch(/TLS handshake error/);
     expect(log).not.toMatch(/\[ERR\]/);
-    expect(added.stdout.trim()).not.toBe("");
-    expect(up.output().stdout + up.output().stderr).not.toContain(added.stdout.trim());
+    expect(code.trim()).not.toBe("");
+    expect(up.output().stdout + up.output().stderr).not.toContain(code.trim());
   });
 
   it("says the serial on push, status, watch and nodes; the stream's sequence only in --json", async () => {
@@ -100,14 +67,14 @@ describe("what mesh up says, and which counter a person reads", () => {
     await nc.flush();
     const watch = keep(startCli(["mesh", "--mesh", dir, "watch"]));
     await awaitOutput(watch, (o) => o.stderr.includes("following"), "watch following");
-    const first = await mesh(dir, ["push", "web-1", file(base, "one.json", declaration("one\n")), ...WAIT]);
+    const first = await mesh(dir, ["push", "web-1", m.file("one.json", declaration("one\n")), ...WAIT]);
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toMatch(/^web-1: serial 1\n/);
     expect(first.stdout).not.toMatch(/seq/);
     const json = await mesh(dir, [
       "push",
       "web-1",
-      file(base, "two.json", declaration("two\n")),
+      m.file("two.json", declaration("two\n")),
       ...WAIT,
       "--json",
     ]);

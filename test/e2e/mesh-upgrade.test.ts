@@ -7,26 +7,14 @@
 // declaration again.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import {
-  chmodSync,
-  copyFileSync,
-  cpSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { confirmedOf, type LaunchedNode, TestMesh } from "../mesh/fleet.ts";
 import { EVENT_WAIT_MS, waitFor } from "../mesh/index.ts";
-import { freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
+import { mesh } from "../mesh/operator.ts";
 import { nodeRecord } from "../mesh/state.ts";
-import { type Running, runCli } from "../support/cli.ts";
-import { RestartLoop } from "../support/restart-loop.ts";
 import { ensureSea } from "../support/sea.ts";
 
 const sha = (p: string) => createHash("sha256").update(readFileSync(p)).digest("hex");
@@ -58,54 +46,24 @@ function builtAs(version: string): string {
   return bin;
 }
 
+let m: TestMesh;
 let base: string;
 let dir: string;
-let up: Running;
-const loops: RestartLoop[] = [];
 
-interface Node {
-  name: string;
-  bin: string;
-  state: string;
-  root: string;
-  loop: RestartLoop;
-}
+type Node = LaunchedNode;
 let nodes: Node[];
 
-const confirmed = (state: string) => readFileSync(join(state, "confirmed"), { flag: "a+" }).toString().trim();
-
-/** A node as a package installs it: its own copy of the executable, enrolled, run by the launcher; confirmed. */
-async function launchedNode(name: string): Promise<Node> {
-  const added = await mesh(dir, ["node", "add", name]);
-  expect(added.code, added.stderr).toBe(0);
-  const bin = join(base, name, "usr/bin/mesh-host");
-  const state = join(base, name, "state");
-  const root = join(base, name, "root");
-  mkdirSync(dirname(bin), { recursive: true });
-  mkdirSync(root, { recursive: true });
-  copyFileSync(ensureSea(), bin);
-  chmodSync(bin, 0o755);
-  const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: added.stdout });
-  expect(enrol.code, enrol.stderr).toBe(0);
-  const loop = new RestartLoop(bin, state, root, LOOP_ARGS);
-  loops.push(loop);
-  await waitFor(() => confirmed(state) === sha(bin), EVENT_WAIT_MS, `${name} confirmed`);
-  return { name, bin, state, root, loop };
-}
+const confirmed = confirmedOf;
 
 beforeAll(async () => {
   process.env.MESH_HOST_BIN ??= ensureSea();
-  base = mkdtempSync(join(tmpdir(), "mesh-upgrade-"));
-  dir = join(base, "mesh");
-  await initMesh(dir, await freePortPairs(1));
-  up = await meshUp(dir);
+  m = await TestMesh.start("mesh-upgrade-");
+  ({ base, dir } = m);
   nodes = [];
-  for (const n of NAMES) nodes.push(await launchedNode(n));
+  for (const n of NAMES) nodes.push(await m.launched(n, LOOP_ARGS));
 }, 600_000);
 afterAll(async () => {
-  for (const l of loops) await l.stop();
-  await up?.stop();
-  rmSync(base, { recursive: true, force: true });
+  await m?.stop();
 });
 
 const upgrade = (to: string, extra: string[] = []) =>

@@ -2,40 +2,24 @@
 // enrolled through the built executable and linked; then every file of the mesh directory and of the node's state,
 // and every process of it (the servers, `mesh up`, the node's `run`: argv and environ), is read for a password
 // (there is none to find) and for each private key and seed, which may stand only in its own 0600 file.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
-import { type Running, runCli, startRun } from "../support/cli.ts";
+import { TestMesh } from "../mesh/fleet.ts";
 import { ensureSea } from "../support/sea.ts";
 
-const running: Running[] = [];
+let m: TestMesh;
 let dir: string;
 let state: string;
-let base: string;
 
 beforeAll(async () => {
   process.env.MESH_HOST_BIN ??= ensureSea();
-  // kept for the whole file (tempDir's go after each test)
-  base = mkdtempSync(join(tmpdir(), "mesh-search-"));
-  dir = join(base, "mesh");
-  await initMesh(dir, await freePortPairs(1));
-  running.push(await meshUp(dir));
-  const added = await mesh(dir, ["node", "add", "web-1"]);
-  expect(added.code, added.stderr).toBe(0);
-  state = join(base, "state");
-  const root = join(base, "root");
-  mkdirSync(root);
-  const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: added.stdout });
-  expect(enrol.code, enrol.stderr).toBe(0);
-  const run = startRun(state, root);
-  running.push(run);
-  await awaitOutput(run, (o) => o.stderr.includes('"link up"'), "the node's link up");
+  m = await TestMesh.start("mesh-search-");
+  dir = m.dir;
+  state = (await m.node("web-1")).state;
 }, 600_000);
 afterAll(async () => {
-  while (running.length) await running.pop()!.stop();
-  rmSync(base, { recursive: true, force: true });
+  await m?.stop();
 });
 
 function filesUnder(d: string): string[] {

@@ -5,19 +5,7 @@
 // signature refused with nothing replaced; a fetch cut by a server restart resumed.
 import { spawnSync } from "node:child_process";
 import { createHash, type KeyObject } from "node:crypto";
-import {
-  chmodSync,
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -35,63 +23,36 @@ import {
   signManifest,
   verifyManifest,
 } from "../../src/vocabulary/index.ts";
+import { confirmedOf, type LaunchedNode, TestMesh } from "../mesh/fleet.ts";
 import { EVENT_WAIT_MS, waitFor } from "../mesh/index.ts";
-import { freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
-import { type Running, runCli } from "../support/cli.ts";
-import { RestartLoop } from "../support/restart-loop.ts";
+import { mesh, meshUp } from "../mesh/operator.ts";
+import type { Running } from "../support/cli.ts";
 import { ensureSea, seaVariant } from "../support/sea.ts";
 
 const sha = (p: string) => createHash("sha256").update(readFileSync(p)).digest("hex");
 const LOOP_ARGS = ["--heartbeat-s", "1", "--redial-spread-s", "1", "--drift-s", "600"];
 const WAIT = ["--wait-s", "300"];
 
+let m: TestMesh;
 let base: string;
 let dir: string;
 let up: Running;
-const loops: RestartLoop[] = [];
 
 beforeAll(async () => {
   process.env.MESH_HOST_BIN ??= ensureSea();
-  // made here, not by tempDir(): the whole file shares it, and tempDir's go after each test
-  base = mkdtempSync(join(tmpdir(), "mesh-release-"));
-  dir = join(base, "mesh");
-  await initMesh(dir, await freePortPairs(1));
-  up = await meshUp(dir);
+  m = await TestMesh.start("mesh-release-");
+  ({ base, dir, up } = m);
 }, 600_000);
 afterAll(async () => {
-  for (const l of loops) await l.stop();
-  await up?.stop();
-  rmSync(base, { recursive: true, force: true });
+  await m?.stop();
 });
 
-interface Node {
-  name: string;
-  bin: string;
-  state: string;
-  root: string;
-  loop: RestartLoop;
-}
+type Node = LaunchedNode;
 
 /** A node as a package installs it: its own copy of the executable, enrolled, run by the launcher; confirmed. */
-async function launchedNode(name: string): Promise<Node> {
-  const added = await mesh(dir, ["node", "add", name]);
-  expect(added.code, added.stderr).toBe(0);
-  const bin = join(base, name, "usr/bin/mesh-host");
-  const state = join(base, name, "state");
-  const root = join(base, name, "root");
-  mkdirSync(dirname(bin), { recursive: true });
-  mkdirSync(root, { recursive: true });
-  copyFileSync(ensureSea(), bin);
-  chmodSync(bin, 0o755);
-  const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: added.stdout });
-  expect(enrol.code, enrol.stderr).toBe(0);
-  const loop = new RestartLoop(bin, state, root, LOOP_ARGS);
-  loops.push(loop);
-  await confirmedAs(state, sha(bin), `${name} confirmed`);
-  return { name, bin, state, root, loop };
-}
+const launchedNode = (name: string): Promise<Node> => m.launched(name, LOOP_ARGS);
 
-const confirmed = (state: string) => readFileSync(join(state, "confirmed"), { flag: "a+" }).toString().trim();
+const confirmed = confirmedOf;
 const confirmedAs = (state: string, digest: string, what: string) =>
   waitFor(() => confirmed(state) === digest, EVENT_WAIT_MS, what);
 
@@ -400,7 +361,7 @@ describe("a fetch cut by a server restart", () => {
     await up.stop();
     await waitFor(() => /fetch cut at [1-9]\d* of \d+ bytes/.test(n.loop.log), EVENT_WAIT_MS, "the cut said");
     expect(sha(n.bin)).not.toBe(sha(v6));
-    up = await meshUp(dir);
+    up = m.keep(await meshUp(dir));
     await confirmedAs(n.state, sha(v6), "0.6.0 installed after the restart, confirmed");
     expect(n.loop.log).toMatch(/the fetch of a release resumed where it was cut/);
     expect(readdirSync(releaseDir)).toEqual([]);

@@ -6,33 +6,25 @@
 // - a report or heartbeat believed by its subject: one published on `mesh.report.b` by someone else (here the
 //   mesh's own user, the widest credential there is) is dropped and counted, never shown as b's.
 import { generateKeyPairSync } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MeshDir, serviceAuthenticator } from "../../src/mesh/index.ts";
 import { type Report, SignedMessage, signMessage } from "../../src/vocabulary/index.ts";
-import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
+import { asController, type LinkedNode, TestMesh } from "../mesh/fleet.ts";
+import { awaitOutput, mesh } from "../mesh/operator.ts";
 import { nodeRecord } from "../mesh/state.ts";
-import { type Running, runCli, startCli, startRun } from "../support/cli.ts";
+import { type Running, startCli } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 
 const WAIT = ["--wait-s", "120"];
-const running: Running[] = [];
+let m: TestMesh;
 
 beforeAll(() => {
   process.env.MESH_HOST_BIN ??= ensureSea();
 }, 600_000);
-afterAll(async () => {
-  while (running.length) await running.pop()!.stop();
-});
-
-function keep(r: Running): Running {
-  running.push(r);
-  return r;
-}
+const keep = (r: Running) => m.keep(r);
 
 const declaration = (content: string) => ({
   v: 1,
@@ -40,42 +32,16 @@ const declaration = (content: string) => ({
   resources: [{ id: "conf", type: "file", path: "/etc/app.conf", content }],
 });
 
-interface Node {
-  state: string;
-  root: string;
-  run: Running;
-}
+type Node = LinkedNode;
 
 /** `mesh node add`, `enrol` (the code on stdin) into a fresh state directory, `run` until its link is up. */
-async function enrolled(dir: string, base: string, name: string, life: string): Promise<Node> {
-  const added = await mesh(dir, ["node", "add", name]);
-  expect(added.code, added.stderr).toBe(0);
-  const state = join(base, name, life, "state");
-  const root = join(base, name, life, "root");
-  mkdirSync(root, { recursive: true });
-  const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: added.stdout });
-  expect(enrol.code, enrol.stderr).toBe(0);
-  const run = keep(startRun(state, root));
-  await awaitOutput(run, (o) => o.stderr.includes('"link up"'), "the node's link up");
-  return { state, root, run };
-}
+const enrolled = (name: string, life: string): Promise<Node> => m.node(name, { at: join(name, life) });
 
 async function push(dir: string, base: string, node: string, content: string): Promise<void> {
   const path = join(base, `${node}-${content.trim()}.json`);
   writeFileSync(path, JSON.stringify(declaration(content)));
   const r = await mesh(dir, ["push", node, path, ...WAIT]);
   expect(r.code, `${r.stdout}${r.stderr}`).toBe(0);
-}
-
-/** The mesh's own connection (its controller user): what can publish anything, anywhere on the bus. */
-async function asTheMesh(dir: string): Promise<NatsConnection> {
-  const m = new MeshDir(dir);
-  return await connect({
-    servers: m.urls(),
-    authenticator: serviceAuthenticator(m.accountKeys(), "mesh", "mesh-test"),
-    tls: { ca: m.certPem() },
-    reconnect: false,
-  });
 }
 
 /** The node's reports in REPORTS after stream sequence `after`, their bodies parsed (signed or not). */
@@ -106,21 +72,18 @@ describe("issue 28 item 4: a name's earlier life", () => {
   let base: string;
   let dir: string;
   beforeAll(async () => {
-    base = mkdtempSync(join(tmpdir(), "mesh-signed-"));
-    dir = join(base, "mesh");
-    await initMesh(dir, await freePortPairs(1));
-    keep(await meshUp(dir));
+    m = await TestMesh.start("mesh-signed-");
+    ({ base, dir } = m);
   }, 300_000);
   afterAll(async () => {
-    while (running.length) await running.pop()!.stop();
-    rmSync(base, { recursive: true, force: true });
+    await m?.stop();
   });
 
   it("node rm + node add, re-enrolled: an envelope of the name's previous life (serial 2) is refused, the file not rolled back", async () => {
-    const first = await enrolled(dir, base, "web", "first");
+    const first = await enrolled("web", "first");
     await push(dir, base, "web", "one\n");
     await push(dir, base, "web", "two\n");
-    const nc = await asTheMesh(dir);
+    const nc = await asController(dir);
     try {
       const jsm = await jetstreamManager(nc);
       // captured: the exact bytes of the name's serial 2, as anyone who can read the stream could
@@ -131,7 +94,7 @@ describe("issue 28 item 4: a name's earlier life", () => {
 
       expect((await mesh(dir, ["node", "rm", "web"])).code).toBe(0);
       // the same name, a new machine: new keys, and the mesh's serials for it start again at 1
-      const second = await enrolled(dir, base, "web", "second");
+      const second = await enrolled("web", "second");
       await push(dir, base, "web", "new life\n");
       const record = await nodeRecord(dir, "web");
       expect(record.serial).toBe(1);
@@ -176,17 +139,14 @@ describe("issue 28 item 5: reports and heartbeats are the node's only when it si
   let up: Running;
   let b: Node;
   beforeAll(async () => {
-    base = mkdtempSync(join(tmpdir(), "mesh-signed-"));
-    dir = join(base, "mesh");
-    await initMesh(dir, await freePortPairs(1));
-    up = keep(await meshUp(dir));
-    await enrolled(dir, base, "a", "only");
-    b = await enrolled(dir, base, "b", "only");
+    m = await TestMesh.start("mesh-signed-");
+    ({ base, dir, up } = m);
+    await enrolled("a", "only");
+    b = await enrolled("b", "only");
     await push(dir, base, "b", "real\n");
   }, 300_000);
   afterAll(async () => {
-    while (running.length) await running.pop()!.stop();
-    rmSync(base, { recursive: true, force: true });
+    await m?.stop();
   });
 
   it("a forged report and heartbeat on b's subjects are dropped and counted, never shown as b's", async () => {
@@ -197,7 +157,7 @@ describe("issue 28 item 5: reports and heartbeats are the node's only when it si
     const watch = keep(startCli(["mesh", "--mesh", dir, "watch", "--json"]));
     await awaitOutput(watch, (o) => o.stderr.includes("following"), "watch following");
 
-    const nc = await asTheMesh(dir);
+    const nc = await asController(dir);
     try {
       const liar = generateKeyPairSync("ed25519").privateKey;
       const report: Report = {
@@ -270,7 +230,7 @@ describe("issue 28 item 5: reports and heartbeats are the node's only when it si
     const path = join(base, "waited.json");
     writeFileSync(path, JSON.stringify(declaration("waited\n")));
     const pushing = keep(startCli(["mesh", "--mesh", dir, "push", "b", path, "--wait-s", "20", "--json"]));
-    const nc = await asTheMesh(dir);
+    const nc = await asController(dir);
     try {
       const jsm = await jetstreamManager(nc);
       // the forger reads what was pushed, and answers for b before b can

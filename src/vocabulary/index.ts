@@ -28,6 +28,7 @@ export {
   verifyEnvelope,
 } from "./envelope.ts";
 export { type JsonResult, parseJsonBytes, sizeWords, tooBig } from "./json.ts";
+export { type Kind, type KindFacts, kind, type Named } from "./kind.ts";
 export { AbsPath, checkedString, isIP, Name, nameProblem, pathProblem } from "./names.ts";
 export {
   base32,
@@ -95,11 +96,13 @@ export {
   containerCrossChecks,
   DirectoryResource,
   FileResource,
+  factsOf,
   ImageRef,
   ImageResource,
   inSubnet,
   interfaceNameProblem,
   isResourceType,
+  KINDS,
   MESH_LABEL_PREFIX,
   NetworkResource,
   NodeName,
@@ -110,6 +113,7 @@ export {
   Principal,
   ProcessResource,
   packageNameProblem,
+  pathsOf,
   programPathProblem,
   programProblem,
   RESOURCE_SCHEMAS,
@@ -117,7 +121,9 @@ export {
   type ResourceType,
   RUNTIME_NETWORKS,
   RuntimeKind,
+  refsOf,
   ServiceResource,
+  secretsOf,
   subnetProblem,
   unitNameProblem,
   VolumeResource,

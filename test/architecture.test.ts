@@ -398,10 +398,10 @@ describe("the layering rule itself, over a synthetic graph", () => {
   });
 
   it("refuses an import past another layer's index.ts, and takes a folder's own index.ts within the layer", () => {
-    expect(edgeProblem({ from: "src/hosts/arch.ts", to: "src/appliers/arch/service.ts" })).toBe(
+    expect(edgeProblem({ from: "src/hosts/index.ts", to: "src/appliers/arch/service.ts" })).toBe(
       "appliers is reached only through an index.ts",
     );
-    expect(edgeProblem({ from: "src/hosts/arch.ts", to: "src/appliers/arch/index.ts" })).toBeNull();
+    expect(edgeProblem({ from: "src/hosts/index.ts", to: "src/appliers/arch/index.ts" })).toBeNull();
   });
 
   it("lets a layer import downward, within itself, and the shared defaults", () => {

@@ -1,7 +1,8 @@
 // appliers/arch: the Arch host's appliers beyond the portable floor — service (systemd, and giving a unit back
 // as found: give-back.ts), package (pacman), process, `containers/`, `overlay/`. Drivers are src/system/arch.
-// The Android build leaves this folder out (android/bundle.mjs). The Arch host's list is here: a new Arch type
-// is its vocabulary, its applier file and a line below (src/hosts/arch.ts takes the list as it is).
+// The Android executable never names this folder (its root is src/cli/main-android.ts). The Arch host's list is
+// here: a new Arch type is its kind, its applier file and a line below; the Linux executable's root
+// (src/cli/main.ts) hands the list in as it is.
 import type { ApplierList } from "../types.ts";
 import { runtimeAppliers } from "./containers/index.ts";
 import { overlayApplier } from "./overlay/index.ts";

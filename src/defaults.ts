@@ -283,7 +283,7 @@ export const REPORTS_MAX_AGE_S = 30 * 24 * 3600;
 export const DIAL_TIMEOUT_MS = 5_000;
 /** The pin's preflight, its certificate read, closes politely; past this it is cut off regardless. */
 export const PREFLIGHT_CLOSE_MS = 2_000;
-/** The client's own pings find a server that went away without closing; the hold then dials again. */
+/** The client's own pings find a server that went away without closing; the run loop then dials again. */
 export const PING_INTERVAL_MS = 20_000;
 export const MAX_PINGS_OUT = 2;
 /**

@@ -1,10 +1,10 @@
 // What every applier is: one decision (read only) shared by plan and apply, and one executor per step.
 
-import type { HeldMeta, Originals } from "../store/index.ts";
+import type { OriginalMeta, Originals } from "../store/index.ts";
 import type { Exec } from "../system/index.ts";
 import type { Did, Resource } from "../vocabulary/index.ts";
 
-export type { HeldMeta, Originals } from "../store/index.ts";
+export type { OriginalMeta, Originals } from "../store/index.ts";
 export type { Exec, ExecOptions, ExecResult } from "../system/index.ts";
 
 export interface Logger {
@@ -72,8 +72,6 @@ export interface Executed<Rec> {
   detail: string;
   /** The record to keep for this id afterwards; null when the resource is gone and nothing is owed. */
   record: Rec | null;
-  /** A hold taken or given back by this step, for the report. */
-  held?: { path: string; original: string };
 }
 
 /** A record kept in records.json for each id: what the host wrote and what it found. */
@@ -121,7 +119,7 @@ export type Executors<S extends Step, R, Rec> = {
 export interface KeptOriginal {
   path: string;
   bytes: Uint8Array;
-  meta: HeldMeta;
+  meta: OriginalMeta;
   /** A secret is written over it: no digest of it is ever said. */
   secret: boolean;
 }
@@ -153,8 +151,8 @@ export interface Traits<R extends Resource, Rec extends RecordBase, S extends St
   journal?(step: S): { intent?: Rec; original?: KeptOriginal };
   /** The path a record names: a path moving between ids is claimed, not found; a new path is a new resource. */
   pathOf?(record: Rec): string | undefined;
-  /** The paths whose originals a record holds, for the report's holds (its own path unless it says more). */
-  holds?(record: Rec): string[];
+  /** The paths whose originals a record keeps, for the report's holds (its own path unless it says more). */
+  originalsAt?(record: Rec): string[];
   /** The digest of what the record says the host last wrote at its path: what `DecideContext.wrote` reads. */
   wrote?(record: Rec): string | undefined;
   /** `--diff`: what a planned step will change, as lines; never a secret's content. */

@@ -13,7 +13,7 @@ import {
   type ReportStep,
 } from "../vocabulary/index.ts";
 import { execute } from "./execute.ts";
-import { heldNow, journal, sweepTemps } from "./journal.ts";
+import { journal, originalsNow, sweepTemps } from "./journal.ts";
 import { CHANGING, mapLimited, type PlanInput, type PlannedStep, planSteps, traitsOf } from "./plan.ts";
 import { sameRecords } from "./records.ts";
 import { interruption, logSteps, type PlanLine, planLine } from "./steps.ts";
@@ -66,8 +66,8 @@ const now = () => new Date().toISOString();
 const withDiff = (line: PlanLine, diff: string[] | undefined): PlanLine =>
   diff?.length ? { ...line, diff } : line;
 
-/** A report for a declaration that never reached the machine. */
-export function refusedReport(
+/** A report with no steps: for a declaration that never reached the machine, and the frame an apply fills. */
+export function reportWithoutSteps(
   node: string,
   seq: number,
   digest: string,
@@ -176,7 +176,7 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
     .map((s) => ({ id: s.id, field: s.field ?? "path", reason: s.detail }));
   if (refusals.length) return { ...refused(req, refusals), plan: planned.plan };
   if (req.dryRun) {
-    const report = refusedReport(req.declaration.node, req.seq, req.digest, [], req.host, "applied");
+    const report = reportWithoutSteps(req.declaration.node, req.seq, req.digest, [], req.host, "applied");
     return { plan: planned.plan, report: { ...report, steps: planned.steps.map(planLine) }, exit: 0 };
   }
   req.onPlan?.(planned.plan);
@@ -186,7 +186,7 @@ async function applyWhole(req: ApplyRequest): Promise<ApplyResult> {
 
 /** A result for a declaration that never reached the machine. */
 function refused(req: ApplyRequest, refusals: Refusal[]): ApplyResult {
-  const report = refusedReport(req.declaration.node, req.seq, req.digest, refusals, req.host);
+  const report = reportWithoutSteps(req.declaration.node, req.seq, req.digest, refusals, req.host);
   return { plan: [], report, exit: 2 };
 }
 
@@ -285,10 +285,10 @@ function settle(
   req.originals.commit(nextOrder.length);
   // the shape (and key order) of every report, filled with what ran
   const report: Report = {
-    ...refusedReport(d.node, req.seq, req.digest, [], req.host, outcome),
+    ...reportWithoutSteps(d.node, req.seq, req.digest, [], req.host, outcome),
     started_at: started,
     steps: executed,
-    holds: heldNow(req.host, req.originals, next),
+    holds: originalsNow(req.host, req.originals, next),
     mode: d.mode,
     ...(notes.length ? { notes } : {}),
   };

@@ -76,11 +76,11 @@ export function sweepTemps(host: Host, root: string, d: Declaration, records: Re
 }
 
 /** Each original held now, named by the id whose record holds it (its own path, or what it says it holds). */
-export function heldNow(host: Host, originals: StoreOriginals, records: Records): Report["holds"] {
+export function originalsNow(host: Host, originals: StoreOriginals, records: Records): Report["holds"] {
   const idOf = new Map(
     Object.entries(records).flatMap(([id, r]) => {
       const traits = traitsOf(host, r.type);
-      const paths = traits.holds?.(r) ?? [traits.pathOf?.(r)];
+      const paths = traits.originalsAt?.(r) ?? [traits.pathOf?.(r)];
       return paths.filter((p): p is string => typeof p === "string").map((p) => [p, id] as const);
     }),
   );

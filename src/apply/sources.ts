@@ -11,7 +11,7 @@ import {
   type Refusal,
   verifyEnvelope,
 } from "../vocabulary/index.ts";
-import { type ApplyRequest, type ApplyResult, applyDeclaration, refusedReport } from "./apply.ts";
+import { type ApplyRequest, type ApplyResult, applyDeclaration, reportWithoutSteps } from "./apply.ts";
 
 /** The machine's parts every apply is handed. */
 export type Machine = Pick<ApplyRequest, "host" | "state" | "originals" | "ports" | "unseal">;
@@ -22,8 +22,8 @@ export type NodeParts = Machine & { node: string; membership: Membership };
 /** What a caller may ask of an apply besides what it applies: the plan shown, progress, Ctrl-C, a dry run. */
 export type ApplyOptions = Partial<Pick<ApplyRequest, "dryRun" | "diff" | "signal" | "onPlan" | "onStep">>;
 
-/** A message the link delivered, as the hold hands it on: set aside (superseded) when newer ones wait behind it. */
-export interface Delivered {
+/** A message the link delivered, as the run loop hands it on: set aside (superseded) when newer ones wait behind it. */
+export interface Arrival {
   seq: number;
   data: Uint8Array;
   superseded: boolean;
@@ -34,7 +34,7 @@ export interface Delivered {
  * order and kept as the node's declaration under the lock before it applies, so a drift check or a crash mid-apply
  * resumes from the newest.
  */
-export async function applyDelivered(node: NodeParts, d: Delivered): Promise<ApplyResult> {
+export async function applyDelivered(node: NodeParts, d: Arrival): Promise<ApplyResult> {
   const meshKey = node.membership.mesh_key;
   const identity = loadIdentity(node.state.dir);
   // a node without its identity key cannot tell what is addressed to it: every delivery is refused, said why
@@ -118,7 +118,7 @@ async function underLock<T>(state: State, dryRun: boolean | undefined, fn: () =>
   }
 }
 
-/** A signed declaration applied; the release it names for the host itself is the hold's to fetch (hold/upgrade.ts). */
+/** A signed declaration applied; the release it names for the host itself is the run loop's to fetch (run/upgrade.ts). */
 async function applySigned(
   node: NodeParts,
   declaration: Declaration,
@@ -145,7 +145,7 @@ function refused(
   outcome: Outcome = "refused",
 ): ApplyResult {
   return {
-    report: refusedReport(node.node, seq, digest, refusals, node.host, outcome),
+    report: reportWithoutSteps(node.node, seq, digest, refusals, node.host, outcome),
     plan: [],
     exit: outcome === "refused" ? 2 : 0,
   };

@@ -137,7 +137,7 @@ async function dialOne(server: string, opts: DialOptions): Promise<Dialled> {
       ...authOf(opts.auth),
       name: opts.name,
       inboxPrefix: opts.inboxPrefix,
-      reconnect: false, // reconnection is the caller's (the hold's backoff with jitter)
+      reconnect: false, // reconnection is the caller's (the run loop's backoff with jitter)
       timeout: timeoutMs,
       pingInterval: PING_INTERVAL_MS,
       maxPingOut: MAX_PINGS_OUT,

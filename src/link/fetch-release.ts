@@ -19,7 +19,7 @@ export interface Chunk {
   data: Uint8Array;
 }
 
-/** What the hold reads releases through; each call fails (throws) with why when the bus does not answer. */
+/** What the run loop reads releases through; each call fails (throws) with why when the bus does not answer. */
 export interface ReleaseSource {
   /** The object's meta, or null when the bucket holds no such object. */
   meta(name: string): Promise<ObjectMeta | null>;

@@ -277,7 +277,7 @@ class NatsLink implements Link {
 
   // A pull that failed: gone for good (the consumer was deleted) closes the link saying so; a pull that
   // only missed heartbeats is tried again while the consumer still answers, a few times, then the link
-  // is closed so the hold dials afresh.
+  // is closed so the run loop dials afresh.
   private async stillThere(e: unknown, failures: number): Promise<boolean> {
     if (isConsumerNotFound(e)) {
       await this.close(this.missing());

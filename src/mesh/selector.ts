@@ -3,6 +3,7 @@
 // `canary`, `!canary`, requirements joined by commas (and). As in Kubernetes, `!=` and `notin` also match a
 // node without the key. A label and a fact never share a name (labels.ts refuses such a label), so which one a
 // key reads is never in doubt. A selector that does not parse is one line naming what is wrong.
+import { printable } from "../vocabulary/index.ts";
 import { MeshRefused } from "./layout.ts";
 
 export type Requirement =
@@ -26,7 +27,7 @@ export function valueProblem(value: string): string | null {
   return null;
 }
 
-const shown = (s: string) => s.replace(/[^\x20-\x7e]/g, "?").slice(0, 80);
+const shown = (s: string) => printable(s, 80);
 
 /** The requirements, split on the commas outside parentheses. */
 function parts(selector: string): string[] {

@@ -7,20 +7,20 @@ import { STATE_DIR_MODE, STATE_FILE_MODE } from "../defaults.ts";
 import { writeFileAtomicSync } from "./atomic.ts";
 import type { State } from "./state.ts";
 
-/** Originals of what the mesh took over, kept beside the state: the port appliers are handed (Ports.holds), declared here with its one implementation. */
+/** Originals of what the mesh took over, kept beside the state: the port appliers are handed (Ports.originals), declared here with its one implementation. */
 export interface Originals {
   /**
    * Keep `bytes` found at `path`: the first becomes the original, a later different content is kept once beside
    * it. `secret`: a secret (or a private key) is written there, so the original's digest is never said again.
    */
-  keep(path: string, bytes: Uint8Array, meta: HeldMeta, secret?: boolean): Promise<string>;
+  keep(path: string, bytes: Uint8Array, meta: OriginalMeta, secret?: boolean): Promise<string>;
   /** The original kept for `path`, if any. */
-  original(path: string): Promise<{ bytes: Uint8Array; meta: HeldMeta; sha: string } | null>;
+  original(path: string): Promise<{ bytes: Uint8Array; meta: OriginalMeta; sha: string } | null>;
   /** The hold ends once the original is given back. */
   release(path: string): Promise<void>;
 }
 
-export interface HeldMeta {
+export interface OriginalMeta {
   mode: number;
   uid: number;
   gid: number;
@@ -65,7 +65,7 @@ export class StoreOriginals implements Originals {
   }
 
   /** Synchronous on purpose: parallel file steps must not interleave the index's read-modify-write. */
-  async keep(path: string, bytes: Uint8Array, meta: HeldMeta, secret = false): Promise<string> {
+  async keep(path: string, bytes: Uint8Array, meta: OriginalMeta, secret = false): Promise<string> {
     this.releasing.delete(path);
     const sha = createHash("sha256").update(bytes).digest("hex");
     const entry = this.index()[path];
@@ -93,7 +93,7 @@ export class StoreOriginals implements Originals {
     this.saveIndex();
   }
 
-  async original(path: string): Promise<{ bytes: Uint8Array; meta: HeldMeta; sha: string } | null> {
+  async original(path: string): Promise<{ bytes: Uint8Array; meta: OriginalMeta; sha: string } | null> {
     const entry = this.index()[path];
     if (!entry) return null;
     return { bytes: readFileSync(this.blobPath(entry.original)), meta: entry.meta, sha: entry.original };

@@ -80,13 +80,6 @@ function checked(text: string): Buffer | null {
   return bytes.readUInt16LE(bytes.length - 2) === crc16(body) ? body : null;
 }
 
-/** The raw public bytes of a public nkey of `role`, or null when it is not one. */
-export function rawOfPublicNkey(role: NkeyRole, text: string): Buffer | null {
-  const body = checked(text);
-  if (body?.length !== 33 || body[0] !== NKEY_ROLES[role]) return null;
-  return body.subarray(1);
-}
-
 /** The Ed25519 pair a seed of `role` spells, or null when it is not one. */
 export function keyPairOfSeed(role: NkeyRole, seed: string): KeyPair | null {
   const body = checked(seed);

@@ -2,7 +2,6 @@
 // once for both halves: the operator's (src/mesh/) and the host's link.
 
 export const CONTROLLER_USER = "mesh";
-export const ROUTE_USER = "route";
 export const STREAM_SUBJECTS = {
   ENROL: "mesh.enrol.>",
   DECLARE: "mesh.declare.>",

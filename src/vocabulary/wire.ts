@@ -154,7 +154,7 @@ export const Outcome = z.lazy(() => z.enum(["applied", "failed", "refused", "sup
 export type Outcome = z.infer<typeof Outcome>;
 
 /** `original`: the held original's SHA-256, absent where a secret (or a private key) was written over it. */
-export const HeldPath = z.lazy(() =>
+export const OriginalPath = z.lazy(() =>
   z.strictObject({ id: z.string(), path: z.string(), original: z.string().optional() }),
 );
 
@@ -167,7 +167,7 @@ export const Report = z.lazy(() =>
     started_at: Time,
     finished_at: Time,
     steps: z.array(ReportStep),
-    holds: z.array(HeldPath),
+    holds: z.array(OriginalPath),
     refusals: z.array(z.strictObject({ id: z.string(), field: z.string(), reason: z.string() })),
     host: z.strictObject({ version: z.string(), os: z.string() }),
     mode: Mode.optional(),

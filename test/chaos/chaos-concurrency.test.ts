@@ -1,4 +1,4 @@
-// Issue 9, scenario 5 in its short form: `reconcile` by hand while the host applies (the real Hold, fed from
+// Issue 9, scenario 5 in its short form: `reconcile` by hand while the host applies (the real RunLoop, fed from
 // files until `mesh-host run` is wired), and two `apply FILE` at once.
 import { describe, expect, it } from "vitest";
 import { concurrency } from "./concurrency.ts";

@@ -2,7 +2,7 @@
 // The lock must serialize them (their actions never overlap), both must finish, and the machine must end as
 // the node's declaration says — the newest the mesh delivered, which is what the node keeps.
 //
-// Twice over: the real `run` against the mesh double, and run-child.ts (the real Hold fed signed envelopes from
+// Twice over: the real `run` against the mesh double, and run-child.ts (the real RunLoop fed signed envelopes from
 // files), which places `reconcile` between two deliveries exactly, with no bus timing in the way.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -153,7 +153,7 @@ function finished(exit: Exit, what: string): string[] {
 }
 
 /**
- * `run` (the Hold) applies the delivered declarations `tags` in turn; `reconcile` is started by hand while the
+ * `run` (the RunLoop) applies the delivered declarations `tags` in turn; `reconcile` is started by hand while the
  * first of them holds the lock. The machine must end as the last delivered one says.
  */
 async function reconcileWhileRunApplies(tags: string[]): Promise<string[]> {

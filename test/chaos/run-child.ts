@@ -1,12 +1,13 @@
-// What `mesh-host run` does with declarations, without the bus: the real Hold, fed by a link that delivers
+// What `mesh-host run` does with declarations, without the bus: the real RunLoop, fed by a link that delivers
 // signed envelopes read from files, one after the other, then stops. Scenario 5 runs `reconcile` against it.
 // Beside the real `run` on the mesh double (concurrency.ts does both), this one places `reconcile` between two
 // deliveries exactly, with no bus timing in the way.
 // argv: STATE ROOT SEQ:ENVELOPE_FILE…
 import { readFileSync } from "node:fs";
 import { unsealerFor } from "../../src/cli/unseal.ts";
-import { type Delivery, Hold, type Link } from "../../src/hold/index.ts";
 import { makeHost } from "../../src/hosts/index.ts";
+import type { Delivered } from "../../src/link/index.ts";
+import { type LinkPort, RunLoop } from "../../src/run/index.ts";
 import { Outbox, State, StoreOriginals } from "../../src/store/index.ts";
 import { localExec } from "../../src/system/index.ts";
 
@@ -18,12 +19,13 @@ const node = state.readNode();
 if (!membership || !node) throw new Error("run-child: the state holds no membership or node");
 const host = makeHost("linux");
 
-const deliveries: Delivery[] = given.map((arg) => {
+const deliveries: Delivered[] = given.map((arg) => {
   const at = arg.indexOf(":");
   return {
     seq: Number(arg.slice(0, at)),
     data: readFileSync(arg.slice(at + 1)),
     pending: 0,
+    redelivered: false,
     working() {},
     ack: async () => ({ ok: true }),
     term: async () => ({ ok: true }),
@@ -31,24 +33,24 @@ const deliveries: Delivery[] = given.map((arg) => {
 });
 
 const reports: string[] = [];
-let hold: Hold;
-const link: Link = {
+let loop: RunLoop;
+const link: LinkPort = {
   async *declarations() {
     for (const d of deliveries) {
       process.stdout.write(`delivering ${d.seq}\n`);
       yield d;
     }
-    hold.stop();
+    loop.stop();
   },
   async report(r) {
     reports.push(`${r.declaration.seq}:${r.outcome}`);
-    return { ok: true };
+    return { ok: true, seq: r.declaration.seq, duplicate: false };
   },
-  heartbeat() {},
+  heartbeat: () => ({ ok: true }),
   async close() {},
 };
 
-hold = new Hold({
+loop = new RunLoop({
   deps: {
     state,
     originals: new StoreOriginals(state),
@@ -66,6 +68,6 @@ hold = new Hold({
   driftS: 86_400,
 });
 
-hold.run().then((reason) => {
+loop.run().then((reason) => {
   process.stdout.write(`stopped ${reason}; reports ${reports.join(" ")}\n`);
 });

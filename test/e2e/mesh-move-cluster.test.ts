@@ -4,7 +4,7 @@
 // the node noticed only by missed heartbeats, a minute and more later.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { connectBus, ensureNodeConsumer, MeshDir } from "../../src/mesh/index.ts";
 import { addNode, enrolAt, Kept, runLinkUp as linkUp } from "../mesh/fleet.ts";
 import { freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
@@ -17,7 +17,9 @@ const kept = new Kept();
 beforeAll(() => {
   process.env.MESH_HOST_BIN ??= ensureSea();
 }, 600_000);
-afterAll(async () => {
+// before the temporary directories go (after-hooks run last-registered first): a server still writing its
+// JetStream files into one makes its removal fail
+afterEach(async () => {
   await kept.stopAll();
 });
 

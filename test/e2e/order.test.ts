@@ -144,7 +144,7 @@ describe("the signed order over the link", () => {
         ],
       });
       // exact text: the double adds no order to it (nor its address: given here, so the order is what is judged)
-      const to = mesh.identities.get(node);
+      const to = mesh.identityB64(node);
       await mesh.declare(node, JSON.stringify({ ...decl(node, "unordered\n"), to }));
       expect((await n.report(3)).refusals).toEqual([
         { id: "declaration", field: "serial", reason: "is required of a declaration from the mesh" },

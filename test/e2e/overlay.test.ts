@@ -8,9 +8,9 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { Hold } from "../../src/hold/index.ts";
 import { openBound } from "../../src/link/index.ts";
 import { verifyRekey } from "../../src/link/rekey.ts";
+import { RunLoop } from "../../src/run/index.ts";
 import { loadIdentity, loadKeys, Outbox, publicB64, State, StoreOriginals } from "../../src/store/index.ts";
 import { MeshDouble } from "../mesh/index.ts";
 import { cliCommand } from "../support/cli.ts";
@@ -81,14 +81,14 @@ const plantHub = (p: Pair) =>
 const quiet = { info() {}, warn() {}, error() {}, debug() {} };
 
 /** The node held in its mesh in this process, its appliers reaching the machine through its command port. */
-function hold(m: Machine, stateDir: string, node: string): Hold {
+function runLoop(m: Machine, stateDir: string, node: string): RunLoop {
   const state = new State(stateDir);
   const membership = state.readMembership()!;
   const identity = loadIdentity(stateDir);
   if (!identity.ok) throw new Error(identity.reason);
   const dial = () => openBound(membership, node, identity.pair.privateKey);
   const ports = { root: m.root, exec: m.exec, rootless: false, log: quiet, stateDir };
-  return new Hold({
+  return new RunLoop({
     deps: {
       state,
       originals: new StoreOriginals(state),
@@ -152,7 +152,7 @@ describe("overlay through the mesh", () => {
       ],
       takes: t.interface,
     };
-    const h = hold(p.hub, state, node);
+    const h = runLoop(p.hub, state, node);
     const running = h.run();
     try {
       await mesh.declare(node, { v: 1, node, mode: "adopted", resources: [overlay] });

@@ -220,7 +220,7 @@ export class MeshDouble {
   }
 
   /** `node`'s identity public key as standard base64 of its raw 32 bytes: what declarations are addressed to. */
-  private identityB64(node: string): string | undefined {
+  identityB64(node: string): string | undefined {
     const known = this.identities.get(node);
     return known ? rawPublicOf(known.publicKey).toString("base64") : undefined;
   }

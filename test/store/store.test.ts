@@ -95,23 +95,23 @@ describe("notes left for the next report", () => {
   });
 });
 
-describe("holds", () => {
+describe("originals", () => {
   it("keeps the first original for ever, and a later different content once beside it", async () => {
     const state = new State(tempDir());
-    const holds = new StoreOriginals(state);
+    const originals = new StoreOriginals(state);
     const meta = { mode: 0o644, uid: 0, gid: 0 };
-    const a = await holds.keep("/etc/x", Buffer.from("A"), meta);
-    await holds.keep("/etc/x", Buffer.from("B"), meta);
-    await holds.keep("/etc/x", Buffer.from("B"), meta);
-    await holds.keep("/etc/x", Buffer.from("A"), meta);
-    expect((await holds.original("/etc/x"))!.sha).toBe(a);
-    expect(holds.list()).toEqual([{ path: "/etc/x", original: a, kept: 1 }]);
+    const a = await originals.keep("/etc/x", Buffer.from("A"), meta);
+    await originals.keep("/etc/x", Buffer.from("B"), meta);
+    await originals.keep("/etc/x", Buffer.from("B"), meta);
+    await originals.keep("/etc/x", Buffer.from("A"), meta);
+    expect((await originals.original("/etc/x"))!.sha).toBe(a);
+    expect(originals.list()).toEqual([{ path: "/etc/x", original: a, kept: 1 }]);
     // a fresh reader sees the same index
-    expect(new StoreOriginals(state).list()).toEqual(holds.list());
-    await holds.release("/etc/x");
+    expect(new StoreOriginals(state).list()).toEqual(originals.list());
+    await originals.release("/etc/x");
     // given back, but ended only once the records no longer name it
     expect(readdirSync(join(state.dir, "holds"))).toHaveLength(3);
-    holds.commit(0);
+    originals.commit(0);
     expect(readdirSync(join(state.dir, "holds"))).toEqual(["index.json"]);
   });
 });

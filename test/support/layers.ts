@@ -23,7 +23,7 @@ export const LAYERS = [
   "hosts",
   "apply",
   "link",
-  "hold",
+  "run",
   "mesh",
   "cli",
 ] as const;
@@ -43,9 +43,9 @@ const KNOWS: Record<Layer, readonly Layer[]> = {
   hosts: ["appliers"],
   apply: ["hosts", "store"],
   link: ["vocabulary"],
-  hold: ["link", "apply", "store"],
+  run: ["link", "apply", "store"],
   mesh: ["vocabulary"],
-  cli: ["hold", "mesh"],
+  cli: ["run", "mesh"],
 };
 
 function closure(layer: Layer, seen = new Set<Layer>()): Set<Layer> {

@@ -110,8 +110,8 @@ const executors: Executors<FileStep, FileResource, FileRecord> = {
   adopt: async (step, wanted, record, ctx) => {
     const path = pathOf(wanted, record);
     const { hold, intent, secret } = step.data;
-    const original = await ctx.ports.originals.keep(path, hold!.bytes, hold!, secret);
-    return { did: "unchanged", detail: step.detail, record: intent, held: { path, original } };
+    await ctx.ports.originals.keep(path, hold!.bytes, hold!, secret);
+    return { did: "unchanged", detail: step.detail, record: intent };
   },
   write: async (step, wanted, record, ctx) => writeAndReadBack(step, pathOf(wanted, record), ctx),
   remove: async (step, wanted, record, ctx) => {
@@ -261,9 +261,7 @@ async function writeAndReadBack(
   ctx: DecideContext,
 ): Promise<Executed<FileRecord>> {
   const { data } = step;
-  let held: Executed<FileRecord>["held"];
-  if (data.hold)
-    held = { path, original: await ctx.ports.originals.keep(path, data.hold.bytes, data.hold, data.secret) };
+  if (data.hold) await ctx.ports.originals.keep(path, data.hold.bytes, data.hold, data.secret);
   const { root } = ctx.ports;
   const { mode, uid, gid } = data;
   await writeFileAt(root, path, data.bytes, { mode, uid, gid, dirMode: parentMaker(ctx) });
@@ -275,7 +273,6 @@ async function writeAndReadBack(
       did: "failed",
       detail: `${path} read back differently from what was written`,
       record: next,
-      held,
     };
   // a secret's digest, even 12 hex of it, is an offline guessing oracle for a weak secret
   const digest = data.secret ? "" : ` sha256:${back.sha.slice(0, 12)}`;
@@ -283,7 +280,6 @@ async function writeAndReadBack(
     did: step.did,
     detail: `${step.detail}; read back ${octal(back.mode)}${digest}`,
     record: next,
-    held,
   };
 }
 
@@ -302,5 +298,5 @@ async function restoreOriginal(
   if (typeof back !== "object" || back === null || back.sha !== original.sha)
     return { did: "failed", detail: `${path} read back differently from its original`, record: null };
   await ctx.ports.originals.release(path);
-  return { did: "restored", detail: step.detail, record: null, held: { path, original: original.sha } };
+  return { did: "restored", detail: step.detail, record: null };
 }

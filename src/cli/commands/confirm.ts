@@ -1,5 +1,5 @@
 // The launcher's half of a rollback: what "confirmed" means for this binary, and the note it left.
-import { BinaryAtStart } from "../../hold/index.ts";
+import { BinaryAtStart } from "../../run/index.ts";
 import type { State } from "../../store/index.ts";
 
 /** The executable running now, when it is the single executable (in a checkout it is Node itself: none). */

@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { MAX_CODE_CHARS } from "../../defaults.ts";
 import { faultLine } from "../../store/faults.ts";
-import { decodeCode, EnrolmentCode, issueWords } from "../../vocabulary/index.ts";
+import { decodeCode, type EnrolmentCode, EnrolmentCodeV1, issueWords } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import type { Context } from "../context.ts";
 
@@ -46,7 +46,8 @@ function warnArgv(): void {
 
 function fromParts(ctx: Context, token: string): EnrolmentCode {
   const { node, server, fingerprint } = ctx.args;
-  const parsed = EnrolmentCode.safeParse({ node, servers: server, fingerprint, transport: "nats", token });
+  // the per-part flags carry a v1 code's token: that form's parts are named, never a union's
+  const parsed = EnrolmentCodeV1.safeParse({ node, servers: server, fingerprint, transport: "nats", token });
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
   const field = String(issue.path[0] ?? "code");

@@ -1,6 +1,13 @@
 // `run`: hold the node in its mesh until stopped; exits 0 to be restarted onto a new binary or a new bus.
-import { type BinaryAtStart, Hold, type HoldOptions, type UpgradeDeps, upgradeTo } from "../../hold/index.ts";
+
 import { openBound } from "../../link/index.ts";
+import {
+  type BinaryAtStart,
+  RunLoop,
+  type RunLoopOptions,
+  type UpgradeDeps,
+  upgradeTo,
+} from "../../run/index.ts";
 import {
   beginMove,
   finishMove,
@@ -38,7 +45,7 @@ export async function runCommand(ctx: Context): Promise<number> {
   const binaries = binariesAtStart(running, process.env.MESH_HOST_BIN ?? running);
   const record = new RunRecord(ctx.state);
   const confirming = confirmation(ctx, binaries.running);
-  const hold = new Hold({
+  const loop = new RunLoop({
     deps: {
       state: ctx.state,
       originals: ctx.originals,
@@ -65,14 +72,14 @@ export async function runCommand(ctx: Context): Promise<number> {
     onHeartbeat: (at) => record.heartbeat(at),
     ...moveSteps(ctx, membership),
   });
-  const stop = () => hold.stop();
+  const stop = () => loop.stop();
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);
   ctx.log.info(
     { node: node.node, user: membership.user, servers: membership.servers },
     "holding the node in its mesh",
   );
-  const why = await hold.run();
+  const why = await loop.run();
   await confirming.written(); // written before the exit, even when a stop came while the binary was hashed
   record.stopped();
   ctx.log.info({ why }, "exiting cleanly");
@@ -123,11 +130,11 @@ function upgradeDeps(ctx: Context, membership: Membership, installed: BinaryAtSt
   };
 }
 
-/** A move to another bus as the hold lives it: saved when declared, finished when heard there, undone when refused. */
+/** A move to another bus as the run loop lives it: saved when declared, finished when heard there, undone when refused. */
 function moveSteps(
   ctx: Context,
   membership: Membership,
-): Pick<HoldOptions, "onMove" | "onDelivered" | "onDialFailed"> {
+): Pick<RunLoopOptions, "onMove" | "onDelivered" | "onDialFailed"> {
   return {
     onMove: (to) => {
       beginMove(ctx.state, to, membership);

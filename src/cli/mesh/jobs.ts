@@ -108,9 +108,7 @@ export async function jobCommand(mesh: MeshDir, args: MeshArgs): Promise<number>
 
 export async function readJob(mesh: MeshDir, id: string): Promise<Job> {
   if (!/^[0-9]{8}-[0-9]{6}-[0-9a-f]{4}$/.test(id))
-    throw new UsageError(
-      `"${id.slice(0, 40).replace(/[^\x20-\x7e]/g, "?")}" is not a job id (20261204-123700-ab12)`,
-    );
+    throw new UsageError(`"${printable(id, 40)}" is not a job id (20261204-123700-ab12)`);
   mesh.config();
   const bus = await connectBus(mesh);
   try {

@@ -177,7 +177,7 @@ export const overlayApplier: Applier<OverlayResource, OverlayRecord, OverlayStep
   traits: {
     pathOf: (record) => record.path,
     // a found configuration taken over is held at its own path
-    holds: (record) => (record.takeover ? [record.path, record.takeover.path] : [record.path]),
+    originalsAt: (record) => (record.takeover ? [record.path, record.takeover.path] : [record.path]),
   },
 
   async decide(wanted, record, ctx) {
@@ -241,25 +241,18 @@ async function applyStep(
   const key = overlayKeyOf(stateDirOf(ctx));
   if (typeof key === "string") return { did: "failed", detail: key, record: null };
   let record = d.record;
-  let held: Executed<OverlayRecord>["held"];
   const said: string[] = [];
   // a failure still says the decision's notes: why a found configuration was kept (wg not answering, say)
   const failed = (why: string): Executed<OverlayRecord> => ({
     did: "failed",
     detail: [why, ...d.notes].join("; "),
     record,
-    held,
   });
-  if (d.write?.hold)
-    held = {
-      path: record.path,
-      original: await ctx.ports.originals.keep(record.path, d.write.hold.bytes, d.write.hold, true),
-    };
+  if (d.write?.hold) await ctx.ports.originals.keep(record.path, d.write.hold.bytes, d.write.hold, true);
   if (d.take) {
     const taken = await takeOver(d, wanted, key, init, ctx);
     record = { ...record, takeover: taken.takeover };
-    if (taken.held) held = taken.held;
-    if (!taken.ok) return { did: "failed", detail: taken.said, record, held };
+    if (!taken.ok) return { did: "failed", detail: taken.said, record };
     said.push(taken.said);
   } else {
     if (d.write) await writeConfig(ctx.ports.root, record.path, d.write.bytes);
@@ -284,7 +277,7 @@ async function applyStep(
     ...d.notes,
     await describeLive(init.exec, wanted.interface),
   ].join("; ");
-  return { did: step.did, detail, record, held };
+  return { did: step.did, detail, record };
 }
 async function removeStep(
   step: StepOf<"remove", RemoveData>,

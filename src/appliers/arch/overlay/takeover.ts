@@ -28,7 +28,7 @@ import {
   writeConfig,
 } from "../../../system/arch/index.ts";
 import type { OverlayResource } from "../../../vocabulary/index.ts";
-import type { DecideContext, Executed } from "../../types.ts";
+import type { DecideContext } from "../../types.ts";
 import { type Account, noteTakeover, retiredTunnels, type Takeover, takeovers } from "./ledger.ts";
 import { decideRetire, provingPeer, type RetireData } from "./retire.ts";
 import { type Key, runner, type Survey, stateDirOf } from "./survey.ts";
@@ -241,22 +241,20 @@ export async function takeOver(
   key: Key,
   init: Init,
   ctx: DecideContext,
-): Promise<{ ok: boolean; takeover: Takeover; said: string; held?: Executed<unknown>["held"] }> {
+): Promise<{ ok: boolean; takeover: Takeover; said: string }> {
   const t = d.take!;
   const name = t.takeover.interface;
   const at = new Date().toISOString();
   let kept: string | null = t.takeover.kept ?? null;
-  let held: Executed<unknown>["held"];
   // 1. the found configuration is kept like any held file, once
   if (t.config) {
     // a WireGuard configuration carries its private key: its digest is said nowhere
     kept = await ctx.ports.originals.keep(t.takeover.path, t.config.bytes, t.config, true);
-    held = { path: t.takeover.path, original: kept };
   }
   const result = (state: Account, why?: string) => {
     const takeover: Takeover = { ...t.takeover, state, kept, at };
     noteTakeover(stateDirOf(ctx), takeover);
-    return { ok: state === "taken", takeover, said: accountLine(takeover, why), held };
+    return { ok: state === "taken", takeover, said: accountLine(takeover, why) };
   };
   // 2. the mesh's configuration is written before anything is stopped
   if (d.write) await writeConfig(ctx.ports.root, d.record.path, d.write.bytes);

@@ -4,9 +4,9 @@ import type { Logger } from "../appliers/index.ts";
 import { applyDelivered, applyKept, CHANGING, type NodeParts, planAsked } from "../apply/index.ts";
 import { BUILD } from "../build-info.ts";
 import { UPGRADE_CHECK_MS, UPGRADE_SETTLE_MS, WORKING_ACK_INTERVAL_MS } from "../defaults.ts";
-import type { Delivered, ReleaseSource, Sent, Settled } from "../link/index.ts";
+import type { Delivered, Link, ReleaseSource, Settled } from "../link/index.ts";
 import type { Outbox, PendingNotes } from "../store/index.ts";
-import type { Heartbeat, Membership, PlanAnswer, Report } from "../vocabulary/index.ts";
+import type { Membership, Report } from "../vocabulary/index.ts";
 import { backoffMs } from "./backoff.ts";
 import { heartbeatNow } from "./beat.ts";
 import { type BinaryAtStart, digestOfFile, fileStamp } from "./binary.ts";
@@ -16,27 +16,18 @@ import { type Upgraded, withStep } from "./upgrade.ts";
 /** The node's parts an apply is handed, and the outbox its reports wait in. */
 export type NodeDeps = NodeParts & { outbox: Outbox };
 
-/** A delivery as the link hands it over: its bytes, how many wait behind it, and how to settle it. */
-export type Delivery = Omit<Delivered, "redelivered">;
-
-/** What the hold needs of the link layer: hearing and saying, each answered as a value; it never knows the transport. */
-export interface Link {
-  declarations(): AsyncIterable<Delivery>;
-  report(r: Report): Promise<Sent>;
-  /** May be lost, costs nothing: what it says is not waited on. */
-  heartbeat(h: Heartbeat): void;
-  /** The mesh's plan requests, answered while the link is up (a link that takes none leaves this out). */
-  plans?(answer: (request: Uint8Array) => Promise<PlanAnswer>): void;
-  /** Releases read by direct get (link/fetch-release.ts): a link that cannot has none. */
-  releases?(): ReleaseSource;
-  close(): Promise<void>;
-}
+/**
+ * What the run loop uses of a link (link/link.ts): hearing and saying, each answered as a value; it never knows the
+ * transport. A link that takes no plan requests, or reads no releases, leaves those out.
+ */
+export type LinkPort = Pick<Link, "declarations" | "report" | "heartbeat" | "close"> &
+  Partial<Pick<Link, "plans" | "releases">>;
 
 /** A dial answered: the link, or why there is none (refused, unreachable, its consumer missing). */
-export type LinkOpened = { ok: true; link: Link } | { ok: false; reason: string; kind?: string };
+export type LinkOpened = { ok: true; link: LinkPort } | { ok: false; reason: string; kind?: string };
 export type Dial = () => Promise<LinkOpened>;
 
-export interface HoldOptions {
+export interface RunLoopOptions {
   deps: NodeDeps;
   dial: Dial;
   log: Logger;
@@ -54,11 +45,11 @@ export interface HoldOptions {
   confirmed?: () => boolean;
   /** Notes to carry in the first report (the launcher's rollback note, a failed move), cleared once it is kept. */
   notes?: PendingNotes;
-  /** A declaration moved the node to another bus: save it; the hold then exits 0 to be restarted onto it. */
+  /** A declaration moved the node to another bus: save it; the run loop then exits 0 to be restarted onto it. */
   onMove?: (to: Membership) => void;
   /** A declaration was delivered and settled on this bus (a move is then complete). */
   onDelivered?: () => void;
-  /** Dialling failed: "stop" ends the hold (exit 0, restarted onto a bus the callee chose), else try again. */
+  /** Dialling failed: "stop" ends the run loop (exit 0, restarted onto a bus the callee chose), else try again. */
   onDialFailed?: (reason: string) => "retry" | "stop";
   /** The link came up, or went down (and why): what `status` shows of it. */
   onLink?: (state: { up: true } | { up: false; error: string }) => void;
@@ -82,9 +73,9 @@ const sleep = (ms: number, signal: AbortSignal) =>
     );
   });
 
-export class Hold {
+export class RunLoop {
   private readonly stopping = new AbortController();
-  private link: Link | null = null;
+  private link: LinkPort | null = null;
   private work: Promise<unknown> = Promise.resolve();
   private exitReason: ExitReason = "stopped";
   private readonly started = Date.now();
@@ -102,7 +93,7 @@ export class Hold {
   private pendingUpgrade = false;
   private readonly refusedReleases = new Set<string>();
 
-  constructor(private readonly o: HoldOptions) {
+  constructor(private readonly o: RunLoopOptions) {
     this.notes = [...(o.notes?.notes ?? [])];
     if (o.binary) this.binaryStamp = o.binary.stamp;
   }
@@ -190,7 +181,7 @@ export class Hold {
    * One link's life: flush what waited, heartbeats and drift on timers, declarations as they come. Null when it
    * ended as links do (closed, stopped, moved, upgraded); why, when a delivery could not be settled on it.
    */
-  private async hear(link: Link): Promise<string | null> {
+  private async hear(link: LinkPort): Promise<string | null> {
     await this.flush(link);
     // one step at a time, as an apply is: a plan never reads a machine an apply is halfway through
     link.plans?.((request) => this.serial(() => planAsked(this.o.deps, request)));
@@ -236,7 +227,7 @@ export class Hold {
    * settled exactly as an applied one is (acked, and reported as such). A refused one is terminated, so it is
    * never redelivered; either only once its report is safely in the outbox.
    */
-  private async settle(d: Delivery): Promise<Settled> {
+  private async settle(d: Delivered): Promise<Settled> {
     const superseded = d.pending > 0;
     if (!superseded)
       this.o.log.debug({ seq: d.seq, bytes: d.data.length }, "declaration heard: verifying and applying it");
@@ -304,7 +295,7 @@ export class Hold {
   }
 
   /** On a link up: a release the kept declaration names and this host does not run yet, fetched (or resumed). */
-  private async resumeRelease(link: Link): Promise<void> {
+  private async resumeRelease(link: LinkPort): Promise<void> {
     const step = await this.releaseStep(false);
     const last = this.o.deps.state.readLastReport();
     if (!step || step.did === "unchanged" || !last) return;
@@ -337,7 +328,7 @@ export class Hold {
   }
 
   /** Waiting reports, in order; one the bus does not take stays for the next link. */
-  private async flush(link: Link): Promise<void> {
+  private async flush(link: LinkPort): Promise<void> {
     let waits: string | null;
     try {
       waits = await this.o.deps.outbox.flush(async (r) => {

@@ -2,7 +2,7 @@
 // direct gets into the state directory (a cut fetch resumes where it stood), checked against the manifest the mesh
 // signed (the stored object's digest before a byte is decompressed, the file's digest and size after), and only
 // then swapped in: renamed over the installed binary (copy-and-run, Android's /data/mesh-host/bin), or
-// `pacman -U` of the package on Arch. The hold then reports and exits 0; the launcher starts the release
+// `pacman -U` of the package on Arch. The run loop then reports and exits 0; the launcher starts the release
 // unconfirmed and rolls it back after three failed starts. A SIGKILL anywhere leaves the old file or the new one
 // in place, never neither: everything before the rename is beside it, and the rename is atomic.
 import { createHash } from "node:crypto";

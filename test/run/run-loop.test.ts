@@ -1,9 +1,10 @@
-// The hold's decisions, with its link port given in memory: newest wins, superseded settled like applied.
+// The run loop's decisions, with its link port given in memory: newest wins, superseded settled like applied.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { type Delivery, Hold, type Link } from "../../src/hold/index.ts";
 import { makeHost } from "../../src/hosts/index.ts";
+import type { Delivered } from "../../src/link/index.ts";
+import { type LinkPort, RunLoop } from "../../src/run/index.ts";
 import { ensureKeys, Outbox, publicKeys, State, StoreOriginals } from "../../src/store/index.ts";
 import { localExec } from "../../src/system/index.ts";
 
@@ -12,7 +13,7 @@ import { tempDir } from "../support/tmp.ts";
 
 const quiet = { info() {}, warn() {}, error() {}, debug() {} };
 
-describe("the hold, one link's life", () => {
+describe("the run loop, one link's life", () => {
   // The stream keeps one message per subject, so on a real bus a newer declaration replaces an undelivered
   // older one; the "superseded" path is for a message already in hand when a newer arrives, a race a real
   // server cannot be made to lose on purpose. This port stands in for the link to make that moment exact.
@@ -39,29 +40,30 @@ describe("the hold, one link's life", () => {
       settled.push(what);
       return { ok: true } as const;
     };
-    const delivery = (seq: number, c: string, pending: number): Delivery => ({
+    const delivery = (seq: number, c: string, pending: number): Delivered => ({
       seq,
       data: Buffer.from(JSON.stringify(signEnvelope(body(c, seq), mesh.privateKey))),
       pending,
+      redelivered: false,
       working() {},
       ack: async () => settle(`ack ${seq}`),
       term: async () => settle(`term ${seq}`),
     });
-    let hold: Hold | null = null;
-    const link: Link = {
+    let loop: RunLoop | null = null;
+    const link: LinkPort = {
       async *declarations() {
         yield delivery(1, "old", 1);
         yield delivery(2, "new", 0);
-        hold!.stop();
+        loop!.stop();
       },
       report: async (r) => {
         said.push(r);
-        return { ok: true };
+        return { ok: true, seq: r.declaration.seq, duplicate: false };
       },
-      heartbeat() {},
+      heartbeat: () => ({ ok: true }),
       close: async () => {},
     };
-    hold = new Hold({
+    loop = new RunLoop({
       deps: {
         state,
         originals: new StoreOriginals(state),
@@ -88,7 +90,7 @@ describe("the hold, one link's life", () => {
       redialSpreadS: 1,
       driftS: 300,
     });
-    expect(await hold.run()).toBe("stopped");
+    expect(await loop.run()).toBe("stopped");
     expect(settled).toEqual(["ack 1", "ack 2"]);
     expect(said.map((r) => [r.declaration.seq, r.outcome])).toEqual([
       [1, "superseded"],

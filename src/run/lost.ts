@@ -1,4 +1,4 @@
-// How the hold says a link refused or lost. Credentials the bus refused stay refused until the node enrols again
+// How the run loop says a link refused or lost. Credentials the bus refused stay refused until the node enrols again
 // (`mesh node rm`, or `mesh node reissue` replaced them): said once, then the redials (backing off to their
 // longest wait) go on quietly, as the launcher waits for an enrolment, rather than a warning a minute for ever.
 import type { Logger } from "../appliers/index.ts";

@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { appendFileSync, renameSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { BinaryAtStart } from "../../src/hold/index.ts";
+import { BinaryAtStart } from "../../src/run/index.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const sha256 = (s: string | Buffer) => createHash("sha256").update(s).digest("hex");

@@ -1,7 +1,7 @@
 // When a node dials again: a fleet that lost its bus together must not come back in one second (issue 20).
 import { describe, expect, it } from "vitest";
 import { RECONNECT_FLOOR_MS, RECONNECT_MAX_MS, REDIAL_SPREAD_S } from "../../src/defaults.ts";
-import { backoffMs } from "../../src/hold/index.ts";
+import { backoffMs } from "../../src/run/index.ts";
 import { rng } from "../support/random.ts";
 
 describe("backoff", () => {

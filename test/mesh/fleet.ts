@@ -71,7 +71,10 @@ export async function addNode(dir: string, name: string, opts: AddOptions = {}):
   return added.stdout;
 }
 
-/** `enrol` with `code` on stdin, into `at/state` with `at/root` (and `rootDirs` under it) made first. */
+/**
+ * `enrol` with `code` on stdin (a code of this mesh's, or of a mesh double's), into `at/state` with `at/root` (and
+ * `rootDirs` under it) made first; it must exit 0.
+ */
 export async function enrolAt(code: string, at: string, rootDirs: string[] = []): Promise<Enrolled> {
   const state = join(at, "state");
   const root = join(at, "root");

@@ -2,7 +2,7 @@
 // executable against a real nats-server running the mesh's own accounts (src/mesh: operator, SYS, MESH, NODES), A's
 // membership and identity key read from A's store, and every trick played with them. Each failed on the one-account
 // bus; each must fail now, and what was held must stay held.
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPORTS_PER_NODE } from "../../src/defaults.ts";
 import { dial, membershipAuth } from "../../src/link/dial.ts";
 import { loadKeys, makeKeys, publicKeys, State } from "../../src/store/index.ts";
+import { enrolAt } from "../mesh/fleet.ts";
 import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
-import { runCli } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 
 let mesh: MeshDouble;
@@ -30,12 +30,7 @@ async function enrolled(node: string): Promise<string> {
   // kept for the whole file (tempDir's go after each test): a describe's nodes outlive its first test
   const base = mkdtempSync(join(tmpdir(), "bus-attacks-"));
   bases.push(base);
-  const state = join(base, "state");
-  mkdirSync(join(base, "root"));
-  const { code } = await mesh.enrolmentCode(node);
-  const r = await runCli(["enrol", "--state", state, "--root", join(base, "root")], { input: code });
-  expect(r.code, r.stderr).toBe(0);
-  return state;
+  return (await enrolAt((await mesh.enrolmentCode(node)).code, base)).state;
 }
 
 /** Dial as the node whose state directory this is, exactly as its own `run` would. */

@@ -1,5 +1,9 @@
 // Every timeout, interval, limit and default path the host uses, named once (nats.js style).
 
+/**
+ * The version a checkout says (package.json's): read only by src/build-info.ts, whose BUILD every report,
+ * heartbeat and `version` says; a build stamps package.json's in its place.
+ */
 export const VERSION = "0.1.0";
 
 export const DEFAULT_STATE_DIR = "/var/lib/mesh-host";

@@ -3,7 +3,8 @@ import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ApplierList } from "../src/appliers/index.ts";
 import { directoryApplier, fileApplier, PORTABLE_APPLIERS } from "../src/appliers/portable/index.ts";
-import { MAX_CODE_CHARS } from "../src/defaults.ts";
+import { BUILD } from "../src/build-info.ts";
+import { MAX_CODE_CHARS, VERSION } from "../src/defaults.ts";
 import { appliersOf } from "../src/hosts/index.ts";
 import { enrolPermissions, nodePermissions } from "../src/mesh/index.ts";
 import type { EnrolmentCode } from "../src/vocabulary/index.ts";
@@ -16,7 +17,9 @@ import {
   lineCount,
   ownModes,
   ownTimeouts,
+  ROOT,
   sourceFiles,
+  stateFileReaches,
   typeTagsIn,
 } from "./support/layers.ts";
 import { changedFiles, copyCli, copyWithNewType, NEW_TYPE_FILES, typecheck } from "./support/new-type.ts";
@@ -251,7 +254,7 @@ describe("the operator's layer (src/mesh/) and the host's", () => {
     expect(readFileSync(join(SRC, "cli/cli.ts"), "utf8")).not.toMatch(/^import .*\/mesh\//m);
   });
 
-  it("imports only the vocabulary, the defaults, the atomic write, Node's built-ins, zod and the nats client", () => {
+  it("imports only the vocabulary, the defaults, the durable writes, Node's built-ins, zod and the nats client", () => {
     const offenders = files(join(SRC, "mesh")).flatMap((f) =>
       importsOf(f)
         .filter(
@@ -262,7 +265,7 @@ describe("the operator's layer (src/mesh/) and the host's", () => {
             !/^\.\/[a-z-]+\.ts$/.test(i) &&
             !i.startsWith("../vocabulary/") &&
             i !== "../defaults.ts" &&
-            i !== "../atomic.ts",
+            i !== "../durable/index.ts",
         )
         .map((i) => `${relative(SRC, f)} imports ${i}`),
     );
@@ -408,6 +411,38 @@ describe("every timeout and mode is named once, in src/defaults.ts (nats.js styl
     expect(found).toEqual([]);
     expect(ownModes("src/mesh/synthetic.ts", "chmodSync(p, 0o600); const m = st.mode & 0o7777;")).toEqual([
       "src/mesh/synthetic.ts 0o600",
+    ]);
+  });
+
+  it("one version, the build's: only src/build-info.ts reads the checkout's, which is package.json's", () => {
+    const readers = sourceFiles().filter((f) =>
+      /import\s*{[^}]*\bVERSION\b[^}]*}\s*from\s*"[./]*defaults\.ts"/.test(
+        readFileSync(join(ROOT, f), "utf8"),
+      ),
+    );
+    expect(readers).toEqual(["src/build-info.ts"]);
+    const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
+    expect(VERSION).toBe(pkg.version);
+    expect(BUILD.version).toBe(VERSION);
+  });
+
+  it("only the store names the state directory's files: no State made, file named or path joined outside it", () => {
+    const found = sourceFiles()
+      .filter((f) => !f.startsWith("src/store/"))
+      .flatMap((f) => stateFileReaches(f));
+    expect(found).toEqual([]);
+    const text = [
+      "const ledger = new State(stateDir).readVersioned(LEDGER, LedgerFile);",
+      'if (ctx.state.readText("confirmed") !== d) state.writeText("confirmed", d);',
+      'const dir = join(stateDir, "overlay-retired"); const r = join(ctx.state.dir, "release");',
+      'const ok = ctx.state.readConfirmed(); const p = join(root, "etc");',
+    ].join("\n");
+    expect(stateFileReaches("src/appliers/synthetic.ts", text)).toEqual([
+      "src/appliers/synthetic.ts new State(…)",
+      "src/appliers/synthetic.ts ctx.state.readText(…)",
+      "src/appliers/synthetic.ts state.writeText(…)",
+      'src/appliers/synthetic.ts join(stateDir, "overlay-retired")',
+      'src/appliers/synthetic.ts join(ctx.state.dir, "release")',
     ]);
   });
 

@@ -1,6 +1,6 @@
 // What every applier is: one decision (read only) shared by plan and apply, and one executor per step.
 
-import type { OriginalMeta, Originals } from "../store/index.ts";
+import type { OriginalMeta, Originals, OverlayState } from "../store/index.ts";
 import type { Exec } from "../system/index.ts";
 import type { Did, Resource } from "../vocabulary/index.ts";
 
@@ -22,8 +22,8 @@ export interface Ports {
   rootless: boolean;
   log: Logger;
   originals: Originals;
-  /** The state directory: the node's keys and the overlay's journal and retirement ledger. */
-  stateDir?: string;
+  /** The overlay's files in the state directory (its key, journal, retirement ledger); none without one. */
+  overlay?: OverlayState;
 }
 
 /** One step of a plan: plain data, keyed by `action`, carried out by the applier of `type`. */

@@ -1,6 +1,7 @@
 // Apply a declaration: check who and which mode, plan, journal, execute step by step, read back, report.
 import type { DecideContext, Ports } from "../appliers/index.ts";
-import { FILE_READ_CONCURRENCY, VERSION } from "../defaults.ts";
+import { BUILD } from "../build-info.ts";
+import { FILE_READ_CONCURRENCY } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
 import type { Records, State, StoreOriginals } from "../store/index.ts";
 import { forgetResolved } from "../system/index.ts";
@@ -86,7 +87,7 @@ export function reportWithoutSteps(
     steps: [],
     holds: [],
     refusals,
-    host: { version: VERSION, os: host.kind },
+    host: { version: BUILD.version, os: host.kind },
   };
 }
 

@@ -3,7 +3,15 @@ import { readFileSync, readSync, statSync } from "node:fs";
 import type { Unseal } from "../apply/index.ts";
 import { DEFAULT_ANDROID_STATE_DIR, MAX_BODY_BYTES } from "../defaults.ts";
 import { detectHostKind, type Host, makeHost } from "../hosts/index.ts";
-import { deniedFault, errnoWords, faultLine, State, StoreOriginals, stateFault } from "../store/index.ts";
+import {
+  deniedFault,
+  errnoWords,
+  faultLine,
+  OverlayState,
+  State,
+  StoreOriginals,
+  stateFault,
+} from "../store/index.ts";
 import { localExec } from "../system/index.ts";
 import {
   type Declaration,
@@ -90,7 +98,7 @@ export function portsOf(ctx: Context) {
     exec: localExec(),
     rootless: ctx.rootless,
     log: ctx.log,
-    stateDir: ctx.state.dir,
+    overlay: new OverlayState(ctx.state),
   };
 }
 

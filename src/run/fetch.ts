@@ -16,8 +16,8 @@ import {
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
-import { writeFileAtomicSync } from "../atomic.ts";
 import { RELEASE_PROGRESS_CHUNKS, STATE_FILE_MODE } from "../defaults.ts";
+import { writeFileAtomicSync } from "../durable/index.ts";
 import type { ReleaseSource } from "../link/index.ts";
 import type { ObjectMeta, ReleaseManifest } from "../vocabulary/index.ts";
 

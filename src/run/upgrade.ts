@@ -11,18 +11,17 @@ import {
   createWriteStream,
   existsSync,
   mkdirSync,
-  readdirSync,
   rmSync,
   statfsSync,
   statSync,
 } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { dirname, join } from "node:path";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import * as zlib from "node:zlib";
 import type { Logger } from "../appliers/index.ts";
-import { fsPromises, fsyncDirSync, isTempName, tempPathFor } from "../atomic.ts";
 import { EXECUTABLE_MODE, RELEASE_SPACE_MARGIN_BYTES, STATE_DIR_MODE } from "../defaults.ts";
+import { commitTemp, sweepTempsBeside, syncFilled, tempPathFor } from "../durable/index.ts";
 import type { ReleaseSource } from "../link/index.ts";
 import type { State } from "../store/index.ts";
 import { installPackageFile } from "../system/arch/index.ts";
@@ -70,8 +69,6 @@ export function withStep(report: Report, s: ReportStep): Report {
     finished_at: now,
   };
 }
-/** What this host keeps of the last release it installed: Arch's binary is not the package the manifest names. */
-const INSTALLED_RECORD = "release.json";
 
 const step = (did: ReportStep["did"], detail: string): ReportStep => ({
   id: STEP_ID,
@@ -133,16 +130,19 @@ async function isInstalled(m: ReleaseManifest, d: UpgradeDeps): Promise<boolean>
   return now === binary;
 }
 
+/** What this host keeps of the last release it installed: Arch's binary is not the package the manifest names. */
 function readInstalled(state: State): { manifest: string; binary: string } | null {
   try {
-    const v = JSON.parse(state.readText(INSTALLED_RECORD) ?? "null");
-    return typeof v?.manifest === "string" && typeof v?.binary === "string" ? v : null;
+    const v = state.readInstalledRelease() as { manifest?: unknown; binary?: unknown } | null;
+    return typeof v?.manifest === "string" && typeof v?.binary === "string"
+      ? { manifest: v.manifest, binary: v.binary }
+      : null;
   } catch {
     return null;
   }
 }
 
-export const releaseDir = (state: State): string => join(state.dir, "release");
+export const releaseDir = (state: State): string => state.releaseDir();
 
 /** Why the disk has no room for the fetch and the unpacked file (null when it has). */
 function roomProblem(m: ReleaseManifest, fetchDir: string, installDir: string): string | null {
@@ -175,7 +175,8 @@ async function install(
 ): Promise<Upgraded> {
   const dest =
     m.kind === "arch" ? join(dirname(stored), `mesh-host-${m.version}-${m.arch}.pkg.tar.zst`) : target;
-  sweepBeside(dest);
+  // temp files a killed install left beside the binary (or the package)
+  sweepTempsBeside(dest);
   const temp = tempPathFor(dest);
   const unpacked = await unpack(stored, m, temp).catch(
     (e: Error) => `it could not be unpacked (${e.message})`,
@@ -186,40 +187,20 @@ async function install(
     return failed(`release ${m.version} refused: ${unpacked}`);
   }
   if (m.kind !== "arch") {
-    await swapIn(temp, target);
-    d.state.writeText(INSTALLED_RECORD, JSON.stringify({ manifest: m.sha256, binary: m.sha256 }));
+    await commitTemp(temp, target);
+    d.state.writeInstalledRelease({ manifest: m.sha256, binary: m.sha256 });
   } else {
-    await swapIn(temp, dest);
+    await commitTemp(temp, dest);
     const refused = await installPackageFile(d.exec, dest);
     rmSync(dest, { force: true });
     if (refused) return failed(`release ${m.version}: pacman -U refused it: ${refused}`);
     // what pacman put at the installed path now, not what this process started as
     const binary = await digestOfFile(target);
-    d.state.writeText(INSTALLED_RECORD, JSON.stringify({ manifest: m.sha256, binary: binary ?? "" }));
+    d.state.writeInstalledRelease({ manifest: m.sha256, binary: binary ?? "" });
   }
   sweepOthers(dirname(stored), "");
   d.log.info({ release: m.version, sha256: m.sha256 }, "release installed: exiting to be restarted onto it");
   return { step: step("updated", `release ${m.version} installed: restarting onto it`), restart: true };
-}
-
-/** Temp files a killed install left beside the binary (or the package). */
-function sweepBeside(path: string): void {
-  const dir = dirname(path);
-  if (!existsSync(dir)) return;
-  for (const name of readdirSync(dir))
-    if (isTempName(name) && name.startsWith(`.${basename(path)}`)) rmSync(join(dir, name), { force: true });
-}
-
-async function syncFile(path: string): Promise<void> {
-  const h = await fsPromises().open(path, "r");
-  // the umask narrowed the mode open was given: the launcher and the init run it as it is installed
-  await h.chmod(EXECUTABLE_MODE);
-  await h.sync().finally(() => h.close());
-}
-
-async function swapIn(temp: string, path: string): Promise<void> {
-  await fsPromises().rename(temp, path);
-  fsyncDirSync(dirname(path));
 }
 
 const DECOMPRESSORS: Record<ReleaseEncoding, (() => Transform) | undefined> = {
@@ -246,7 +227,8 @@ async function unpack(stored: string, m: ReleaseManifest, temp: string): Promise
   });
   const out = createWriteStream(temp, { mode: EXECUTABLE_MODE, flags: "wx" });
   await pipeline(createReadStream(stored), decompressor.call(zlib), count, out);
-  await syncFile(temp);
+  // the launcher and the init run it with the mode it is installed with
+  await syncFilled(temp, EXECUTABLE_MODE);
   if (size !== m.size) return `it unpacks to ${size} bytes, its manifest says ${m.size}`;
   if (hash.digest("hex") !== m.sha256) return "its unpacked SHA-256 is not its manifest's";
   return null;

@@ -8,6 +8,7 @@ import { generateKeyPairSync, type KeyObject, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { SECRET_FILE_MODE, STATE_DIR_MODE } from "../defaults.ts";
+import { writeFileAtomicSync } from "../durable/index.ts";
 import {
   type KeyKind,
   type KeyPair,
@@ -15,7 +16,6 @@ import {
   rawKeyFromB64,
   rawPublicOf,
 } from "../vocabulary/index.ts";
-import { writeFileAtomicSync } from "./atomic.ts";
 
 export interface NodeKeys {
   /** Ed25519: signs what the node says of itself (reports, heartbeats, a rekey); declarations name its public half. */

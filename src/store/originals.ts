@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readFileSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import * as z from "zod";
 import { STATE_DIR_MODE, STATE_FILE_MODE } from "../defaults.ts";
-import { writeFileAtomicSync } from "./atomic.ts";
+import { writeFileAtomicSync } from "../durable/index.ts";
 import type { State } from "./state.ts";
 
 /** Originals of what the mesh took over, kept beside the state: the port appliers are handed (Ports.originals), declared here with its one implementation. */

@@ -5,8 +5,8 @@ import { lstatSync, mkdirSync, readFileSync, renameSync, unlinkSync } from "node
 import { join } from "node:path";
 import * as z from "zod";
 import { MAX_OUTBOX_ENTRY_BYTES, STATE_DIR_MODE, STATE_FILE_MODE } from "../defaults.ts";
+import { fsyncDirSync, writeFileAtomicSync } from "../durable/index.ts";
 import { printable, Report } from "../vocabulary/index.ts";
-import { fsyncDirSync, writeFileAtomicSync } from "./atomic.ts";
 import type { State } from "./state.ts";
 
 const DIR = "outbox";

@@ -3,8 +3,8 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync
 import { join } from "node:path";
 import * as z from "zod";
 import { STATE_DIR_MODE, STATE_FILE_MODE, STATE_FORMAT } from "../defaults.ts";
-import { Membership, Mode, Report } from "../vocabulary/index.ts";
-import { isTempName, writeFileAtomicSync } from "./atomic.ts";
+import { isTempName, writeFileAtomicSync } from "../durable/index.ts";
+import { Membership, MembershipBus, Mode, Report } from "../vocabulary/index.ts";
 import { deniedFault, faultLine } from "./faults.ts";
 
 /** A state file this host cannot read: newer than it knows, not what it should be, or out of reach. Exit 2. */
@@ -55,6 +55,14 @@ const LastFile = z.object({
 export type LastFile = z.infer<typeof LastFile>;
 
 const LastReportFile = z.object({ format: z.number().int(), report: Report });
+
+/** The bus a node is on, never its password: the only fields of the membership `status` reads (built on first use). */
+const BusSummary = z.lazy(() =>
+  MembershipBus.unwrap().pick({ servers: true, user: true, fingerprint: true }).strip(),
+);
+export type BusSummary = z.infer<typeof BusSummary>;
+/** membership.json as the host writes it (`{format, membership}`), or the membership bare. */
+const MembershipText = z.lazy(() => z.union([z.object({ membership: BusSummary }), BusSummary]));
 
 /** Every state file's first field, read alone to say "a newer binary wrote it" rather than "not valid". */
 const Versioned = z.looseObject({ format: z.number() });
@@ -177,6 +185,51 @@ export class State {
 
   writeLastReport(report: Report): void {
     this.writeVersioned("last-report.json", { report }, false);
+  }
+
+  /**
+   * The digest of the binary that started and completed one reconcile: the launcher's `confirmed`, a bare line
+   * (a POSIX sh script reads it), not a versioned JSON file.
+   */
+  readConfirmed(): string | null {
+    return this.readText("confirmed")?.trim() ?? null;
+  }
+
+  writeConfirmed(digest: string): void {
+    if (this.readConfirmed() !== digest) this.writeText("confirmed", `${digest}\n`);
+  }
+
+  /**
+   * The bus a node is on, read leniently for `status` (as the host writes it, `{format, membership}`, or the
+   * membership bare; never its secrets); null when there is none it can read.
+   */
+  readBusSummary(): BusSummary | null {
+    const text = this.readText("membership.json");
+    if (!text) return null;
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      return null;
+    }
+    const m = MembershipText.safeParse(json);
+    if (!m.success) return null;
+    return "membership" in m.data ? m.data.membership : m.data;
+  }
+
+  /** What the last release installed by an upgrade was (`release.json`): unparsed, its reader judges it. */
+  readInstalledRelease(): unknown {
+    const text = this.readText("release.json");
+    return text === null ? null : JSON.parse(text);
+  }
+
+  writeInstalledRelease(value: { manifest: string; binary: string }): void {
+    this.writeText("release.json", JSON.stringify(value));
+  }
+
+  /** Where a release being fetched is kept, in parts, until it is verified and installed. */
+  releaseDir(): string {
+    return this.path("release");
   }
 
   readText(name: string): string | null {

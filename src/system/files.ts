@@ -19,9 +19,16 @@ import {
 } from "node:fs";
 import { basename, dirname } from "node:path";
 import { promisify } from "node:util";
-import { fillTemp, fsPromises, isTempName, renameTemp, tempPathFor } from "../atomic.ts";
 import { SYNC_READ_MAX_BYTES } from "../defaults.ts";
-import { errnoWords, fsyncDirShared } from "../store/index.ts";
+import {
+  fillTemp,
+  fsPromises,
+  fsyncDirShared,
+  isTempName,
+  renameTemp,
+  tempPathFor,
+} from "../durable/index.ts";
+import { errnoWords } from "../store/index.ts";
 import {
   at,
   type DirMaker,

@@ -7,6 +7,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { overlayStatus, overlayStatusLines } from "../../src/cli/commands/overlay.ts";
+import { OverlayState } from "../../src/store/index.ts";
 import { findTunnel, readInterface } from "../../src/system/arch/wireguard.ts";
 import { freshOverlayNode, hubTunnel, spokeTunnel } from "../support/overlay-pair.ts";
 import {
@@ -74,7 +75,9 @@ function takes(p: Pair, extra: Record<string, unknown> = {}, peer: Record<string
 
 const wgConf = (m: Machine, iface: string) => join(m.root, "etc/wireguard", `${iface}.conf`);
 const statusOf = (node: OverlayNode) =>
-  overlayStatusLines(overlayStatus(node.stateDir, node.state.readRecords().records)).join("\n");
+  overlayStatusLines(overlayStatus(new OverlayState(node.state), node.state.readRecords().records)).join(
+    "\n",
+  );
 const step = (r: { report: { steps: { id: string; did: string; detail: string }[] } }) => r.report.steps[0]!;
 
 describe("found tunnels", () => {

@@ -3,7 +3,7 @@
 // `plain` writes in place with writeFileSync: the control that shows the check can see a torn file.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { writeFileAtomicSync } from "../../src/store/atomic.ts";
+import { writeFileAtomicSync } from "../../src/durable/index.ts";
 
 const [mode, dir, ra, rb, ma, mb] = process.argv.slice(2) as [string, string, string, string, string, string];
 const records = [readFileSync(ra), readFileSync(rb)];

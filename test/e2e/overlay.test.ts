@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { openBound } from "../../src/link/index.ts";
 import { verifyRekey } from "../../src/link/rekey.ts";
 import { RunLoop } from "../../src/run/index.ts";
-import { loadIdentity, loadKeys, Outbox, publicB64, State, StoreOriginals } from "../../src/store/index.ts";
+import { loadIdentity, loadKeys, Outbox, OverlayState, publicB64, State, StoreOriginals } from "../../src/store/index.ts";
 import { MeshDouble } from "../mesh/index.ts";
 import { cliCommand } from "../support/cli.ts";
 import { hubTunnel, spokeTunnel } from "../support/overlay-pair.ts";
@@ -76,7 +76,7 @@ function runLoop(m: Machine, stateDir: string, node: string): RunLoop {
   const identity = loadIdentity(stateDir);
   if (!identity.ok) throw new Error(identity.reason);
   const dial = () => openBound(membership, node, identity.pair.privateKey);
-  const ports = { root: m.root, exec: m.exec, rootless: false, log: quiet, stateDir };
+  const ports = { root: m.root, exec: m.exec, rootless: false, log: quiet, overlay: new OverlayState(state) };
   return new RunLoop({
     deps: {
       state,

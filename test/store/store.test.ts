@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { writeFileAtomicSync } from "../../src/durable/index.ts";
 import {
   acceptedOf,
   acquireLock,
@@ -11,7 +12,6 @@ import {
   State,
   StateError,
   StoreOriginals,
-  writeFileAtomicSync,
 } from "../../src/store/index.ts";
 import { spawnGroup } from "../support/processes.ts";
 import { tempDir } from "../support/tmp.ts";

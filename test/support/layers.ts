@@ -16,6 +16,7 @@ export interface Edge {
 
 /** The layers in order, lowest first: a layer imports only the ones it is allowed below. */
 export const LAYERS = [
+  "durable",
   "vocabulary",
   "store",
   "system",
@@ -32,19 +33,20 @@ export type Layer = (typeof LAYERS)[number];
 /**
  * Which layer may import which: architecture.md's "knows about" column, each read with what the layers it
  * names know in turn (appliers know system, so what system knows too). The link knows the nats client and
- * the vocabulary it speaks, nothing of the host; the mesh knows the vocabulary only, and of the host's layers
- * only the cli imports it (for `mesh-host mesh …`).
+ * the vocabulary it speaks, nothing of the host; the mesh knows the vocabulary and the durable writes and lock
+ * only, and of the host's layers only the cli imports it (for `mesh-host mesh …`).
  */
 const KNOWS: Record<Layer, readonly Layer[]> = {
+  durable: [],
   vocabulary: [],
-  store: ["vocabulary"],
+  store: ["vocabulary", "durable"],
   system: ["store"],
   appliers: ["system", "vocabulary"],
   hosts: ["appliers"],
   apply: ["hosts", "store"],
   link: ["vocabulary"],
   run: ["link", "apply", "store"],
-  mesh: ["vocabulary"],
+  mesh: ["vocabulary", "durable"],
   cli: ["run", "mesh"],
 };
 
@@ -259,4 +261,41 @@ export function ownModes(path: string, text?: string): string[] {
   };
   visit(src);
   return [...out];
+}
+
+/** State's generic file methods: a caller outside the store naming a file through them knows the layout. */
+const STATE_FILE_METHODS = new Set([
+  "readText",
+  "writeText",
+  "readVersioned",
+  "writeVersioned",
+  "remove",
+  "list",
+  "path",
+]);
+
+/**
+ * Where `path` (outside src/store/) reaches a state file by its name rather than by the store's typed accessors:
+ * a `new State(…)` of its own (only the composition root, src/cli/context.ts, makes one), a file named through
+ * a state's generic methods (`state.readText("confirmed")`), or a path joined onto the state directory
+ * (`join(stateDir, …)`, `join(state.dir, …)`). Each as "path what" (no line numbers: they move).
+ */
+export function stateFileReaches(path: string, text?: string): string[] {
+  const src = parse(path, text);
+  const out: string[] = [];
+  const isStateDir = (e: ts.Expression) => /(^|\.)(stateDir|state\.dir)$/.test(e.getText(src));
+  const visit = (n: ts.Node) => {
+    if (ts.isNewExpression(n) && n.expression.getText(src) === "State" && path !== "src/cli/context.ts")
+      out.push(`${path} new State(…)`);
+    if (ts.isCallExpression(n) && ts.isPropertyAccessExpression(n.expression)) {
+      const { expression: receiver, name } = n.expression;
+      if (STATE_FILE_METHODS.has(name.text) && /(^|\.)state$/i.test(receiver.getText(src)))
+        out.push(`${path} ${receiver.getText(src)}.${name.text}(…)`);
+    }
+    if (ts.isCallExpression(n) && n.expression.getText(src) === "join" && n.arguments.some(isStateDir))
+      out.push(`${path} ${n.getText(src)}`);
+    ts.forEachChild(n, visit);
+  };
+  visit(src);
+  return out;
 }

@@ -27,6 +27,7 @@ import { appliersOf, type Host } from "../../src/hosts/index.ts";
 import {
   makeKeys,
   makeOverlayKey,
+  OverlayState,
   privateB64,
   publicB64,
   State,
@@ -409,7 +410,7 @@ export function overlayNode(m: Machine, stateDir: string, key?: WgKey): OverlayN
   if (key) saveKey(stateDir, "overlay", key.pair);
   const state = new State(stateDir);
   const host = overlayHost();
-  const ports = { root: m.root, exec: m.exec, rootless: false, log: quiet, stateDir };
+  const ports = { root: m.root, exec: m.exec, rootless: false, log: quiet, overlay: new OverlayState(state) };
   return {
     machine: m,
     stateDir,

@@ -76,7 +76,7 @@ const VENDOR_DIRS = ["/usr/lib/systemd/system", "/lib/systemd/system"];
 async function hasVendorFile(root: string, unit: string): Promise<boolean> {
   for (const dir of VENDOR_DIRS)
     if (
-      // node:fs/promises at this first use, not at every start (src/atomic.ts says why)
+      // node:fs/promises at this first use, not at every start (src/durable/write.ts says why)
       await process
         .getBuiltinModule("node:fs/promises")
         .lstat(underRoot(root, `${dir}/${unit}`))

@@ -31,6 +31,6 @@ export async function confirmBinary(state: State, binary: BinaryAtStart | null):
   // hashed now, not before the link is dialled: without the launcher that is ~100 MB read at start
   const digest = await binary?.digest();
   if (!digest) return false;
-  if (state.readText("confirmed")?.trim() !== digest) state.writeText("confirmed", `${digest}\n`);
+  state.writeConfirmed(digest);
   return true;
 }

@@ -1,23 +1,23 @@
 // `status`: what this node holds, and whether all is well with it.
 import { existsSync } from "node:fs";
-import * as z from "zod";
 import {
   acceptedOf,
   type DeclaredFile,
   moveInProgress,
   Outbox,
+  OverlayState,
   type Records,
   type RunFile,
   readRun,
 } from "../../store/index.ts";
-import { MembershipBus, type Report } from "../../vocabulary/index.ts";
+import type { Report } from "../../vocabulary/index.ts";
 import type { Context } from "../context.ts";
 import { printable, writeJson, writeOut } from "../output.ts";
 import { overlayStatus, overlayStatusLines } from "./overlay.ts";
 
 export function statusDoc(ctx: Context) {
   const node = ctx.state.readNode();
-  const membership = readMembershipSummary(ctx);
+  const membership = ctx.state.readBusSummary();
   const declared = ctx.state.readDeclared();
   const run = readRun(ctx.state);
   const outbox = new Outbox(ctx.state).pending();
@@ -42,12 +42,12 @@ export function statusDoc(ctx: Context) {
     heartbeat_at: run?.heartbeat_at ?? null,
     holds: ctx.originals.list(),
     held: heldOf(ctx.state.readRecords().records),
-    confirmed: ctx.state.readText("confirmed")?.trim() ?? null,
+    confirmed: ctx.state.readConfirmed(),
     outbox: outbox.length,
     outbox_oldest: outbox[0]?.report.finished_at ?? null,
     move: moveInProgress(ctx.state),
     overlay: ctx.host.appliers.has("overlay")
-      ? overlayStatus(ctx.state.dir, ctx.state.readRecords().records)
+      ? overlayStatus(new OverlayState(ctx.state), ctx.state.readRecords().records)
       : null,
   };
 }
@@ -121,28 +121,6 @@ function heldOf(records: Records): { id: string; type: string; name: string }[] 
     const held = rec.held === true || (rec.type === "container" && rec.created === false);
     return held ? [{ id, type: rec.type, name: rec.unit ?? rec.name ?? id }] : [];
   });
-}
-
-/** The bus a node is on, never its password: the only fields of the membership status reads (built on first use). */
-const BusSummary = z.lazy(() =>
-  MembershipBus.unwrap().pick({ servers: true, user: true, fingerprint: true }).strip(),
-);
-/** membership.json as the host writes it (`{format, membership}`), or the membership bare. */
-const MembershipText = z.lazy(() => z.union([z.object({ membership: BusSummary }), BusSummary]));
-
-/** The bus a node is on, never its password; null when the node has no membership status can read. */
-function readMembershipSummary(ctx: Context): z.infer<typeof BusSummary> | null {
-  const text = ctx.state.readText("membership.json");
-  if (!text) return null;
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  const m = MembershipText.safeParse(json);
-  if (!m.success) return null;
-  return "membership" in m.data ? m.data.membership : m.data;
 }
 
 /** A state directory that is not there holds no node: a typo in --state must not pass a monitoring check. */

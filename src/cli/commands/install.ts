@@ -1,14 +1,5 @@
 // `install-service`: for a machine that got no package, the same unit and launcher the package ships, under --root.
-import {
-  chmodSync,
-  closeSync,
-  copyFileSync,
-  existsSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  renameSync,
-} from "node:fs";
+import { copyFileSync, existsSync, mkdirSync } from "node:fs";
 import { dirname, isAbsolute, normalize, relative } from "node:path";
 import { ADMIN_UNIT_PATH, launcherText, PACKAGED_PATHS, unitTextWith } from "../../../pkgbuild/embedded.ts";
 import {
@@ -22,7 +13,8 @@ import {
   STATE_DIR_MODE,
   UNIT_FILE_MODE,
 } from "../../defaults.ts";
-import { acquireLock, fsyncDirSync, tempPathFor, writeFileAtomicSync } from "../../store/index.ts";
+import { commitTempSync, tempPathFor, writeFileAtomicSync } from "../../durable/index.ts";
+import { acquireLock } from "../../store/index.ts";
 import { underRoot } from "../../system/index.ts";
 import { type Args, UsageError } from "../args.ts";
 import type { Context } from "../context.ts";
@@ -36,12 +28,7 @@ function installBinary(target: string): boolean {
   if (self === target) return true;
   const temp = tempPathFor(target);
   copyFileSync(self, temp);
-  chmodSync(temp, EXECUTABLE_MODE);
-  const fd = openSync(temp, "r");
-  fsyncSync(fd);
-  closeSync(fd);
-  renameSync(temp, target);
-  fsyncDirSync(dirname(target));
+  commitTempSync(temp, target, EXECUTABLE_MODE);
   return true;
 }
 

@@ -3,7 +3,6 @@
 // the node is remade — and the mesh is told first, written second: the signed rekey is acknowledged by the
 // stream before the key is saved, so a run again puts right whichever half did not happen.
 // Also what `status` shows of the overlay (overlayStatus, overlayStatusLines): this file loads no bus client.
-import { join } from "node:path";
 import {
   facts,
   meshInterfaces,
@@ -13,16 +12,20 @@ import {
   takeovers,
 } from "../../appliers/arch/overlay/index.ts";
 import type { Rekey } from "../../link/rekey.ts";
-import { acquireLock, loadKeys, overlayKeyFromB64, publicB64, saveKey } from "../../store/index.ts";
+import {
+  acquireLock,
+  loadKeys,
+  OverlayState,
+  overlayKeyFromB64,
+  publicB64,
+  saveKey,
+} from "../../store/index.ts";
 import { readTunnel } from "../../system/arch/index.ts";
 import { localExec } from "../../system/index.ts";
 import { interfaceNameProblem } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import type { Context } from "../context.ts";
 import { writeJson, writeOut } from "../output.ts";
-
-/** What was last told, kept so a run after the key was written can say exactly the same again. */
-const TOLD = "overlay-rekey.json";
 
 export async function overlayCommand(ctx: Context): Promise<number> {
   const { iface, membership, node } = takeAsked(ctx);
@@ -54,7 +57,8 @@ export async function overlayCommand(ctx: Context): Promise<number> {
       );
       return 1;
     }
-    ctx.state.writeVersioned(TOLD, { rekey, seq: said.seq, at: new Date().toISOString() });
+    // what was told, kept so a run after the key was written can say exactly the same again
+    new OverlayState(ctx.state).writeTold(rekey, said.seq);
     if (!written) saveKey(ctx.state.dir, "overlay", t.pair);
     ctx.log.info({ interface: iface, seq: said.seq }, "overlay key taken; the mesh was told");
     sayTaken(ctx, { node, iface, rekey, said, written });
@@ -133,14 +137,8 @@ function sayTaken(
 
 /** The rekey last told, as signed; null when none was, or it was told in the unsigned form before v2. */
 function readTold(ctx: Context): Rekey | null {
-  const text = ctx.state.readText(TOLD);
-  if (!text) return null;
-  try {
-    const told = (JSON.parse(text) as { rekey?: Partial<Rekey> }).rekey;
-    return told?.body && told.signed?.v === 2 ? (told as Rekey) : null;
-  } catch {
-    return null;
-  }
+  const told = new OverlayState(ctx.state).readTold() as Partial<Rekey> | null;
+  return told?.body && told.signed?.v === 2 ? (told as Rekey) : null;
 }
 
 function say(ctx: Context, doc: object, line: string): void {
@@ -158,9 +156,12 @@ export interface OverlayStatus {
   takeover: (Takeover & { original?: string }) | null;
 }
 
-export function overlayStatus(stateDir: string, records: Record<string, { type: string }>): OverlayStatus[] {
-  const journal = takeovers(stateDir);
-  const retired = retiredTunnels(stateDir);
+export function overlayStatus(
+  overlay: OverlayState,
+  records: Record<string, { type: string }>,
+): OverlayStatus[] {
+  const journal = takeovers(overlay);
+  const retired = retiredTunnels(overlay);
   const out: OverlayStatus[] = [];
   const seen = new Set<string>();
   for (const r of Object.values(records)) {
@@ -173,7 +174,7 @@ export function overlayStatus(stateDir: string, records: Record<string, { type: 
       interface: rec.interface,
       config: rec.path,
       takeover: t
-        ? { ...t, ...(gone ? { retired: gone.at, original: join(stateDir, gone.kept) } : {}) }
+        ? { ...t, ...(gone ? { retired: gone.at, original: overlay.keptPath(gone.kept) } : {}) }
         : null,
     });
   }
@@ -182,7 +183,7 @@ export function overlayStatus(stateDir: string, records: Record<string, { type: 
       out.push({
         interface: null,
         config: null,
-        takeover: { ...journal[name], retired: gone.at, original: join(stateDir, gone.kept) },
+        takeover: { ...journal[name], retired: gone.at, original: overlay.keptPath(gone.kept) },
       });
   return out;
 }

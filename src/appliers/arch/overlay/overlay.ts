@@ -26,15 +26,12 @@ import { executeBy, failsAgain, stepsOf } from "../../step.ts";
 import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../../types.ts";
 import { type FoundRun, noteTakeover, retiredTunnels, type Takeover } from "./ledger.ts";
 import { type RetireData, retire } from "./retire.ts";
-import { initOf, overlayKeyOf, runner, type Survey, stateDirOf, survey } from "./survey.ts";
+import { initOf, overlayKeyOf, overlayStateOf, runner, type Survey, survey } from "./survey.ts";
 import { decideTakes, facts, type TakeData, takeOver } from "./takeover.ts";
 
 export {
   type Account,
   type FoundRun,
-  JOURNAL,
-  LEDGER,
-  LEDGER_DIR,
   type Retired,
   retiredTunnels,
   type Takeover,
@@ -212,7 +209,9 @@ export const overlayApplier: Applier<OverlayResource, OverlayRecord, OverlayStep
 
   async decideRemoval(id, record, ctx) {
     const init = await initOf(ctx);
-    const retired = record.takeover ? retiredTunnels(stateDirOf(ctx))[record.takeover.interface] : undefined;
+    const retired = record.takeover
+      ? retiredTunnels(overlayStateOf(ctx))[record.takeover.interface]
+      : undefined;
     const parts = [`${record.interface}: ${runner(init, record.interface)} down`];
     parts.push(record.created ? `${record.path} removed` : `${record.path} given back its original`);
     const t = record.takeover;
@@ -238,7 +237,7 @@ async function applyStep(
 ): Promise<Executed<OverlayRecord>> {
   const d = step.data;
   const init: Init = { systemd: d.systemd, exec: ctx.ports.exec };
-  const key = overlayKeyOf(stateDirOf(ctx));
+  const key = overlayKeyOf(overlayStateOf(ctx));
   if (typeof key === "string") return { did: "failed", detail: key, record: null };
   let record = d.record;
   const said: string[] = [];
@@ -268,7 +267,7 @@ async function applyStep(
     said.push(r.said);
     if (r.at) {
       record = { ...record, takeover: { ...record.takeover, retired: r.at } };
-      noteTakeover(stateDirOf(ctx), record.takeover!);
+      noteTakeover(overlayStateOf(ctx), record.takeover!);
     }
   }
   const detail = [
@@ -310,7 +309,7 @@ async function removeStep(
     }
   }
   // given back or retired, the takeover is over: a later declaration that takes it again starts afresh
-  if (t && !retired) noteTakeover(stateDirOf(ctx), { interface: t.interface, forget: true });
+  if (t && !retired) noteTakeover(overlayStateOf(ctx), { interface: t.interface, forget: true });
   return { did: "removed", detail: said.join("; "), record: null };
 }
 

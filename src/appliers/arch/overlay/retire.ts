@@ -2,13 +2,12 @@
 // the found configuration is removed from where its unit reads it, its original verified and recorded in the
 // ledger first, so a crash between the two still finds it retired and giving the overlay back never writes it.
 
-import { join } from "node:path";
 import { type Live, readRegular, removeRegular, WIREGUARD_DIR } from "../../../system/arch/index.ts";
 import { placeProblem } from "../../../system/index.ts";
 import { interfaceNameProblem, type OverlayResource } from "../../../vocabulary/index.ts";
 import type { DecideContext } from "../../types.ts";
-import { LEDGER_DIR, recordRetired, type Takeover } from "./ledger.ts";
-import { type Survey, stateDirOf } from "./survey.ts";
+import type { Takeover } from "./ledger.ts";
+import { overlayStateOf, type Survey } from "./survey.ts";
 
 export interface RetireData {
   path: string;
@@ -27,7 +26,7 @@ export async function decideRetire(
   if (typeof peer === "string") return peer;
   const problem = retirePathProblem(t, s, ctx);
   if (problem) return problem;
-  if (!stateDirOf(ctx)) return "no state directory to record its retirement in";
+  if (!overlayStateOf(ctx)) return "no state directory to record its retirement in";
   const original = t.kept ? await ctx.ports.originals.original(t.path) : null;
   if (!original || original.sha !== t.kept) return "its kept original does not verify, so the live one stays";
   return { path: t.path, peer: peer.publicKey, handshake: peer.latestHandshake };
@@ -61,19 +60,18 @@ export async function retire(
   wanted: OverlayResource,
   ctx: DecideContext,
 ): Promise<{ said: string; at?: string }> {
-  const stateDir = stateDirOf(ctx)!;
+  const overlay = overlayStateOf(ctx);
   const keptNot = (why: string) => ({ said: `${t.interface}'s configuration kept: ${why}` });
   const original = await ctx.ports.originals.original(r.path);
   if (!original || original.sha !== t.kept) return keptNot("its kept original does not verify");
   const live = await readRegular(ctx.ports.root, r.path);
   if (typeof live === "string") return keptNot(live);
+  if (!overlay) return keptNot("no state directory to record its retirement in");
   const at = new Date().toISOString();
-  const kept = `${LEDGER_DIR}/${original.sha}`;
   // recorded before anything is removed: a crash between the two still finds it retired
-  await recordRetired(
-    stateDir,
+  const kept = await overlay.recordRetired(
     t.interface,
-    { path: r.path, original: original.sha, kept, at, by: wanted.interface, peer: r.peer },
+    { path: r.path, original: original.sha, at, by: wanted.interface, peer: r.peer },
     original.bytes,
   );
   if (live) await removeRegular(ctx.ports.root, r.path);
@@ -81,6 +79,6 @@ export async function retire(
   const when = new Date(r.handshake * 1000).toISOString();
   return {
     at,
-    said: `${t.interface}'s configuration retired: peer ${r.peer.slice(0, 8)}… handshook with ${wanted.interface} at ${when}; ${r.path} ${live ? "removed" : "was already gone"}, its original kept at ${join(stateDir, kept)}`,
+    said: `${t.interface}'s configuration retired: peer ${r.peer.slice(0, 8)}… handshook with ${wanted.interface} at ${when}; ${r.path} ${live ? "removed" : "was already gone"}, its original kept at ${kept}`,
   };
 }

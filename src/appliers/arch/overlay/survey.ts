@@ -2,8 +2,7 @@
 // the configuration at the interface's path and the one the mesh would write there, the live interface, its
 // MTU and, where systemd runs, its wg-quick unit. A takeover reads the same, so both start from one survey.
 
-import { readFileSync } from "node:fs";
-import { keyPath, overlayKeyFromB64, privateB64, publicB64 } from "../../../store/index.ts";
+import type { OverlayKey, OverlayState } from "../../../store/index.ts";
 import {
   configPath,
   type FoundFile,
@@ -26,25 +25,12 @@ export type OverlayPorts = Ports;
 
 // ---- the node's overlay key
 
-export interface Key {
-  private: string;
-  public: string;
-}
+export type Key = OverlayKey;
 
 /** The node's overlay key, from its state directory; a reason never quotes the file. */
-export function overlayKeyOf(stateDir: string | undefined): Key | string {
-  if (!stateDir)
-    return "the node's overlay key cannot be read: this host gave the applier no state directory";
-  const path = keyPath(stateDir, "overlay");
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (e) {
-    return `the node's overlay key ${path} cannot be read: ${(e as NodeJS.ErrnoException).code} (enrol first)`;
-  }
-  const pair = overlayKeyFromB64(text);
-  if (!pair) return `${path} is not a key file`;
-  return { private: privateB64(pair.privateKey), public: publicB64(pair.publicKey) };
+export function overlayKeyOf(overlay: OverlayState | undefined): Key | string {
+  if (!overlay) return "the node's overlay key cannot be read: this host gave the applier no state directory";
+  return overlay.key();
 }
 
 // ---- what decide reads
@@ -61,7 +47,7 @@ export interface Survey {
   unit: UnitState | null;
 }
 
-export const stateDirOf = (ctx: DecideContext) => ctx.ports.stateDir;
+export const overlayStateOf = (ctx: DecideContext) => ctx.ports.overlay;
 export const initOf = async (ctx: DecideContext): Promise<Init> => ({
   systemd: await hasSystemd(ctx.ports.exec),
   exec: ctx.ports.exec,
@@ -70,7 +56,7 @@ export const runner = (init: Init, iface: string) =>
   init.systemd ? `wg-quick@${iface}` : `wg-quick ${iface}`;
 
 export async function survey(wanted: OverlayResource, ctx: DecideContext): Promise<Survey | string> {
-  const key = overlayKeyOf(stateDirOf(ctx));
+  const key = overlayKeyOf(overlayStateOf(ctx));
   if (typeof key === "string") return key;
   const path = configPath(wanted.interface);
   const problem = placeProblem(ctx.ports.root, path);

@@ -31,7 +31,7 @@ import type { OverlayResource } from "../../../vocabulary/index.ts";
 import type { DecideContext } from "../../types.ts";
 import { type Account, noteTakeover, retiredTunnels, type Takeover, takeovers } from "./ledger.ts";
 import { decideRetire, provingPeer, type RetireData } from "./retire.ts";
-import { type Key, runner, type Survey, stateDirOf } from "./survey.ts";
+import { type Key, overlayStateOf, runner, type Survey } from "./survey.ts";
 
 export interface TakeData {
   /** `kept`: what an attempt that left the interface `down` already kept, taken again as it is. */
@@ -72,10 +72,10 @@ export async function decideTakes(
   ctx: DecideContext,
 ): Promise<TakeDecision> {
   const name = wanted.takes!;
-  const stateDir = stateDirOf(ctx);
-  const retired = retiredTunnels(stateDir)[name];
+  const overlay = overlayStateOf(ctx);
+  const retired = retiredTunnels(overlay)[name];
   // the record, or the journal when the host died before the record was written
-  const prior = record?.takeover?.interface === name ? record.takeover : takeovers(stateDir)[name];
+  const prior = record?.takeover?.interface === name ? record.takeover : takeovers(overlay)[name];
   if (retired || prior?.state === "taken") {
     const beside = await besideTheMesh(wanted, s, name);
     if (beside.kind === "refuse") return beside;
@@ -253,13 +253,13 @@ export async function takeOver(
   }
   const result = (state: Account, why?: string) => {
     const takeover: Takeover = { ...t.takeover, state, kept, at };
-    noteTakeover(stateDirOf(ctx), takeover);
+    noteTakeover(overlayStateOf(ctx), takeover);
     return { ok: state === "taken", takeover, said: accountLine(takeover, why) };
   };
   // 2. the mesh's configuration is written before anything is stopped
   if (d.write) await writeConfig(ctx.ports.root, d.record.path, d.write.bytes);
   // written down as `down` before anything is stopped: a crash from here on is found, not forgotten
-  noteTakeover(stateDirOf(ctx), { ...t.takeover, state: "down", kept, at });
+  noteTakeover(overlayStateOf(ctx), { ...t.takeover, state: "down", kept, at });
   // 3. the found unit stopped and disabled; nothing flushed
   if (t.stop) {
     const stopped = await bringDown(init, name, true);

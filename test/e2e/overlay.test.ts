@@ -11,7 +11,15 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { openBound } from "../../src/link/index.ts";
 import { verifyRekey } from "../../src/link/rekey.ts";
 import { RunLoop } from "../../src/run/index.ts";
-import { loadIdentity, loadKeys, Outbox, OverlayState, publicB64, State, StoreOriginals } from "../../src/store/index.ts";
+import {
+  loadIdentity,
+  loadKeys,
+  Outbox,
+  OverlayState,
+  publicB64,
+  State,
+  StoreOriginals,
+} from "../../src/store/index.ts";
 import { MeshDouble } from "../mesh/index.ts";
 import { cliCommand } from "../support/cli.ts";
 import { hubTunnel, spokeTunnel } from "../support/overlay-pair.ts";

@@ -299,6 +299,12 @@ export const PULL_EXPIRES_MS = 5 * 60_000;
 export const PULL_RETRY_MS = 250;
 export const PULL_RETRY_MAX_MS = 2_000;
 export const PULL_FAILURES_MAX = 5;
+/**
+ * How long the link looks for the newer declaration the server's count says waits behind the one in hand. A message
+ * that is there comes at once; only a stale count (after a server restart) waits this out, and the one in hand is
+ * then applied. At least the client's floor for a pull's life (1 s).
+ */
+export const NEWER_LOOK_MS = 2_000;
 /** How long a report's publish, an ack and a term wait for the server's word. */
 export const SERVER_ACK_TIMEOUT_MS = 5_000;
 /** The longest INFO line a preflight reads before deciding it is not talking to a NATS server. */

@@ -1,101 +1,49 @@
-// `npm run bench:fleet [-- --nodes N]`: what one bus carries (`-- --upgrade`: a fleet upgraded, upgrade.ts). For a mesh of one server, then a three-server
+// `npm run bench:fleet [-- --nodes N]`: what one bus carries (`-- --upgrade`: a fleet upgraded, upgrade.ts;
+// `-- --simulated N`: N nodes simulated in one process, simulated.ts; `-- --baseline REF`: a healthy node's push
+// against an older build, baseline.ts). For a mesh of one server, then a three-server
 // cluster (each server under its own `mesh up --only I`, as the units run them): N real `mesh-host run`
 // processes (default 100), each with its own temporary root and state, each added with `mesh node add` and
 // enrolled with its code on stdin. Measured and printed:
 //   enrol      every node added and enrolled
 //   node add   `mesh node add` then `mesh node rm` of one more node, at 10 nodes and at N (the records are keys
-//              in the mesh-nodes bucket: no file is rewritten per node; each `mesh up` still renders its servers'
-//              user list while the servers authenticate by one)
+//              in the mesh-nodes bucket, the users JWTs: no file is rewritten per node, no server reloaded)
 //   push       `mesh push --all` of a 10-file declaration: publish (the DECLARE message's own time) → each report
 //   restart    the bus stopped right after a push and started again (for the cluster: the REPORTS stream's leader
 //              killed and started again): until every node heartbeats again, the reconnects a second (the
 //              jitter must spread them: no second holds more than a fifth of the fleet), reports lost (must be 0)
 //   rss        the bus's resident memory (every nats-server), with the fleet connected
 // Everything it starts runs under one temporary directory, in its own process group, and is stopped at the end.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connectBus, jsCall, MeshDir } from "../../src/mesh/index.ts";
-import { Heartbeat, parseJsonBytes, Report, SignedMessage } from "../../src/vocabulary/index.ts";
-import { awaitOutput, freePortPairs, mesh } from "../../test/mesh/operator.ts";
+import { freePortPairs, mesh } from "../../test/mesh/operator.ts";
 import { type Running, runCli, startCli } from "../../test/support/cli.ts";
 import { ensureSea } from "../../test/support/sea.ts";
-import { vmRssKb } from "./proc.ts";
+import { baselineBench } from "./baseline.ts";
+import {
+  ADD_RM_TRIES,
+  addRmMs,
+  busRssKb,
+  type Fleet,
+  flagValue,
+  heartbeatsBack,
+  leaderOf,
+  listen,
+  pushAll,
+  raise,
+  say,
+  tenFiles,
+  until,
+  upOnly,
+} from "./fleet-mesh.ts";
+import { simulatedScenario } from "./simulated.ts";
 import { formatKb, formatMs, percentile } from "./stats.ts";
 import { upgradeBench } from "./upgrade.ts";
 
 const HEARTBEAT_S = 5;
 const ENROL_AT_ONCE = 8;
-const ADD_RM_TRIES = 3;
-const EVENT_WAIT_MS = 10 * 60_000;
 /** A report not in by then is counted lost (the outbox retries every link, so a late one is a slow one). */
 const REPORTS_LOST_AFTER_MS = 5 * 60_000;
-
-function flagValue(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  const v = i >= 0 ? Number(process.argv[i + 1]) : fallback;
-  if (!Number.isInteger(v) || v < 1) {
-    process.stderr.write(`bench:fleet: --${name} must be a whole number from 1\n`);
-    process.exit(2);
-  }
-  return v;
-}
-
-const say = (line: string) => process.stdout.write(`${line}\n`);
-
-interface Fleet {
-  dir: string;
-  ups: Map<number, Running>;
-  runs: Running[];
-  heard: Map<string, number>;
-  /** From a mark on (the bus back after a restart): each node's first heartbeat. */
-  firstAfter: Map<string, number>;
-  reports: Map<string, { at: number; digest: string }>;
-}
-
-async function upOnly(dir: string, i: number): Promise<Running> {
-  const up = startCli(["mesh", "--mesh", dir, "up", "--only", String(i)]);
-  await awaitOutput(up, (o) => o.stdout.includes(`server ${i} ready`), `server ${i} ready`, EVENT_WAIT_MS);
-  return up;
-}
-
-/** Every server, each under its own `mesh up --only I`; resolved once JetStream has made the streams. */
-async function raise(dir: string, count: number): Promise<Map<number, Running>> {
-  const ups = new Map<number, Running>();
-  for (let i = 1; i <= count; i++) ups.set(i, await upOnly(dir, i));
-  await Promise.all(
-    [...ups.values()].map((u) =>
-      awaitOutput(u, (o) => o.stdout.includes("mesh up:"), "mesh up", EVENT_WAIT_MS),
-    ),
-  );
-  return ups;
-}
-
-async function until(check: () => boolean, what: string, ms = EVENT_WAIT_MS): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`no ${what} within ${ms / 1000} s`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** `mesh node add` then `mesh node rm` of a node not in the fleet: the median of ADD_RM_TRIES each. */
-async function addRmMs(dir: string): Promise<{ add: number; rm: number }> {
-  const add: number[] = [];
-  const rm: number[] = [];
-  for (let i = 0; i < ADD_RM_TRIES; i++) {
-    for (const [args, into] of [
-      [["node", "add", "probe"], add],
-      [["node", "rm", "probe"], rm],
-    ] as const) {
-      const start = Date.now();
-      const r = await mesh(dir, [...args]);
-      if (r.code !== 0) throw new Error(`${args.join(" ")}: ${r.stderr}`);
-      into.push(Date.now() - start);
-    }
-  }
-  return { add: percentile(add, 50), rm: percentile(rm, 50) };
-}
 
 async function enrolAll(
   base: string,
@@ -139,84 +87,8 @@ async function enrolAll(
   return runs;
 }
 
-/** A node's signed message's body, unverified: the bench times what arrives, `mesh up` judges it. */
-function bodyOf(data: Uint8Array): unknown {
-  const j = parseJsonBytes(data);
-  const signed = j.ok ? SignedMessage.safeParse(j.value) : null;
-  const body = signed?.success ? parseJsonBytes(signed.data.body) : null;
-  return body?.ok ? body.value : null;
-}
-
-/** The bench's own eyes on the bus: the time each node was last heard, and each node's last report. */
-async function listen(fleet: Fleet): Promise<() => Promise<void>> {
-  const bus = await connectBus(new MeshDir(fleet.dir), { reconnect: true, name: "bench:fleet" });
-  bus.nc.subscribe("mesh.heartbeat.>", {
-    callback: (_e, m) => {
-      const h = Heartbeat.safeParse(bodyOf(m.data));
-      if (!h.success) return;
-      fleet.heard.set(h.data.node, Date.now());
-      if (!fleet.firstAfter.has(h.data.node)) fleet.firstAfter.set(h.data.node, Date.now());
-    },
-  });
-  bus.nc.subscribe("mesh.report.>", {
-    callback: (_e, m) => {
-      const r = Report.safeParse(bodyOf(m.data));
-      if (r.success) fleet.reports.set(r.data.node, { at: Date.now(), digest: r.data.declaration.digest });
-    },
-  });
-  await bus.nc.flush();
-  return () => bus.close();
-}
-
-function tenFiles(base: string, tag: string): string {
-  const resources = Array.from({ length: 10 }, (_, i) => ({
-    id: `f${i}`,
-    type: "file",
-    path: `/etc/bench/${i}.conf`,
-    content: `${tag} ${i}\n`,
-  }));
-  const path = join(base, `${tag}.json`);
-  writeFileSync(path, JSON.stringify({ v: 1, mode: "converged", resources }));
-  return path;
-}
-
-/** `mesh push --all`; each node's latency from its DECLARE message's time to its report's arrival. */
-async function pushAll(fleet: Fleet, file: string): Promise<number[]> {
-  const r = await mesh(fleet.dir, ["push", "--all", file, "--json", "--wait-s", "600"]);
-  if (r.code !== 0) throw new Error(`mesh push --all exited ${r.code}: ${r.stderr}`);
-  const pushed = JSON.parse(r.stdout).nodes as { node: string; seq: number; digest: string }[];
-  const bus = await connectBus(new MeshDir(fleet.dir));
-  try {
-    // each report's latency from its declaration's own time in the stream
-    const latencies: number[] = [];
-    for (const p of pushed) {
-      const msg = await jsCall(() => bus.jsm.streams.getMessage("DECLARE", { seq: p.seq }));
-      const report = fleet.reports.get(p.node);
-      if (msg && report?.digest === p.digest) latencies.push(report.at - msg.time.getTime());
-    }
-    return latencies;
-  } finally {
-    await bus.close();
-  }
-}
-
-function busRssKb(dir: string, count: number): number {
-  let total = 0;
-  for (let i = 1; i <= count; i++) {
-    const pid = Number(readFileSync(join(dir, "servers", String(i), "server.pid"), "utf8"));
-    total += vmRssKb(pid) ?? 0;
-  }
-  return total;
-}
-
-/** How long after `from` every node had heartbeated again. */
-async function heartbeatsBack(fleet: Fleet, from: number, n: number): Promise<number> {
-  await until(() => fleet.firstAfter.size >= n, "a heartbeat from every node");
-  return Math.max(...fleet.firstAfter.values()) - from;
-}
-
 /** The nodes that dialled again after `from` (their own "link up" log line), and the most in any one second. */
-function reconnects(fleet: Fleet, from: number): { count: number; peak: number } {
+function reconnects(fleet: ProcFleet, from: number): { count: number; peak: number } {
   const perSecond = new Map<number, number>();
   let count = 0;
   for (const run of fleet.runs) {
@@ -234,10 +106,15 @@ function reconnects(fleet: Fleet, from: number): { count: number; peak: number }
   return { count, peak: Math.max(0, ...perSecond.values()) };
 }
 
+/** The fleet of real processes: each one's own log says when it dialled again. */
+interface ProcFleet extends Fleet {
+  runs: Running[];
+}
+
 async function scenario(servers: number, n: number): Promise<void> {
   const base = mkdtempSync(join(tmpdir(), `bench-fleet-${servers}-`));
   const dir = join(base, "mesh");
-  const fleet: Fleet = {
+  const fleet: ProcFleet = {
     dir,
     ups: new Map(),
     runs: [],
@@ -302,26 +179,33 @@ async function scenario(servers: number, n: number): Promise<void> {
   }
 }
 
-async function leaderOf(dir: string): Promise<number> {
-  const bus = await connectBus(new MeshDir(dir));
-  try {
-    const name = (await jsCall(() => bus.jsm.streams.info("REPORTS"))).cluster?.leader ?? "mesh-1";
-    return Number(name.replace("mesh-", ""));
-  } finally {
-    await bus.close();
-  }
-}
-
 async function main(): Promise<void> {
   process.env.MESH_HOST_BIN ??= ensureSea();
   // `--upgrade`: the fleet upgraded from the mesh's releases instead (scripts/bench/upgrade.ts)
   if (process.argv.includes("--upgrade")) return await upgradeBench(flagValue("nodes", 20));
+  // `--baseline REF`: a healthy node's push → applied beside an older build's (scripts/bench/baseline.ts)
+  const ref = process.argv[process.argv.indexOf("--baseline") + 1];
+  if (process.argv.includes("--baseline")) {
+    if (!ref || ref.startsWith("--")) {
+      process.stderr.write("bench:fleet: --baseline needs a commit (e.g. 4b88dcd)\n");
+      process.exit(2);
+    }
+    return await baselineBench(ref, flagValue("pushes", 10));
+  }
+  // `--simulated N`: N nodes simulated in this one process (scripts/bench/simulated.ts)
+  if (process.argv.includes("--simulated")) return await simulated(flagValue("simulated", 10_000));
   const n = flagValue("nodes", 100);
   say(
     `# bench:fleet — ${new Date().toISOString().slice(0, 10)}, ${n} nodes, heartbeat every ${HEARTBEAT_S} s`,
   );
   await scenario(1, n);
   await scenario(3, n);
+}
+
+async function simulated(n: number): Promise<void> {
+  say(`# bench:fleet --simulated — ${new Date().toISOString().slice(0, 10)}, ${n} nodes in one process`);
+  if (!process.argv.includes("--cluster-only")) await simulatedScenario(1, n);
+  if (!process.argv.includes("--single-only")) await simulatedScenario(3, n);
 }
 
 main().catch((e) => {

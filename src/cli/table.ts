@@ -121,7 +121,7 @@ export const FLAGS = {
     name: "token",
     value: "TOKEN",
     default: "standard input",
-    help: "the enrolment token (readable by every local user while it runs: better on standard input)",
+    help: "the code's credential: its JWT and seed, white-space apart (or a .creds body); a code made before: its token (readable by every local user while it runs: better on standard input)",
   }),
   replace: flag({ name: "replace", default: "off", help: "enrol again with new keys, records kept" }),
   "code-file": flag({
@@ -244,7 +244,8 @@ export const COMMANDS = [
       "The enrolment code is read from standard input (piped or pasted; surrounding white space is not part " +
       "of it) or from a file (the code-file flag), never shown. A code given as an argument still works, but every local " +
       "user can read it in /proc and take the answer with it, and mesh-host says so. Prints the node's name " +
-      "and the bus. The parts of the code may be given one by one instead (the token then on standard input).",
+      "and the bus. The parts of the code may be given one by one instead, the credential then on standard input: " +
+      "the enrolling user's JWT and its seed separated by white space, or a NATS .creds file's body as it is.",
     flags: ["code-file", "node", "server", "fingerprint", "token", "replace"],
     exits: ENROL_EXITS,
   }),

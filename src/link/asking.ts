@@ -25,7 +25,7 @@ import {
   unseal,
 } from "../vocabulary/index.ts";
 import { type DialAuth, type DialFailure, dial } from "./dial.ts";
-import { isNoResponders, isPermissionViolation, messageOf } from "./failures.ts";
+import { isCredentialRefused, isNoResponders, isPermissionViolation, messageOf } from "./failures.ts";
 
 /** Where (servers), which certificate (fingerprint), which bus (transport): what the code carries but the token. */
 export interface Approach {
@@ -85,10 +85,26 @@ export async function ask(approach: Approach, asking: Asking, opts: AskOptions =
     return { ok: false, kind: dialled.kind, reason: `cannot enrol: ${dialled.reason}${hint}` };
   }
   try {
-    return await converse(dialled.nc, asking, opts.timeoutMs ?? ENROL_TIMEOUT_MS);
+    const answered = await converse(dialled.nc, asking, opts.timeoutMs ?? ENROL_TIMEOUT_MS);
+    return answered.ok ? answered : ((await withdrawn(dialled.nc, asking.node)) ?? answered);
   } finally {
     await dialled.nc.close().catch(() => undefined);
   }
+}
+
+/**
+ * The bus cut the enrolling user while it asked (its code spent by an enrolment a moment before, whose user the
+ * controller revokes just after): a refusal of the code, said as one, not an unreachable bus.
+ */
+async function withdrawn(nc: NatsConnection, node: string): Promise<Answered | null> {
+  if (!nc.isClosed()) return null;
+  const why = await nc.closed();
+  if (!why || !isCredentialRefused(why)) return null;
+  return {
+    ok: false,
+    kind: "auth",
+    reason: `cannot enrol: the bus withdrew ${enrolUser(node)}'s credentials while it asked: the enrolment code is wrong, already used, expired or withdrawn; ask the operator for a new one`,
+  };
 }
 
 function enrolAuth(asking: Asking): DialAuth | null {

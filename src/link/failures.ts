@@ -3,7 +3,7 @@
 // PermissionViolationError, or as a RequestError carrying its message when it refused a request.
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { errors } from "@nats-io/transport-node";
-import type { Membership } from "../vocabulary/index.ts";
+import { type Membership, Report } from "../vocabulary/index.ts";
 
 type Failure = Error & { code?: unknown; cause?: unknown };
 
@@ -124,4 +124,18 @@ export function reachWords(e: unknown): string {
 /** The bus refused a user's credentials: said without nats' "(Authorization Violation)". */
 export function credentialsRefused(server: string, user: string): string {
   return `authentication error: ${server} refused ${user}'s credentials`;
+}
+
+/** Why a report cannot be said as it is (malformed, or another node's), or null. */
+export function reportProblem(report: Report, node: string): string | null {
+  const parsed = Report.safeParse(report);
+  if (!parsed.success) return `the report is malformed: ${firstIssue(parsed.error)}`;
+  if (parsed.data.node !== node) return `the report is for node ${parsed.data.node}, not ${node}`;
+  return null;
+}
+
+/** A schema's first complaint, as a path and a message. */
+export function firstIssue(error: { issues: { path: PropertyKey[]; message: string }[] }): string {
+  const issue = error.issues[0];
+  return issue ? `${issue.path.map(String).join(".") || "value"} ${issue.message}` : "invalid";
 }

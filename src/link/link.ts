@@ -9,6 +9,7 @@ import { createHash, type KeyObject } from "node:crypto";
 import { type Consumer, type JetStreamClient, type JsMsg, jetstream } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import {
+  NEWER_LOOK_MS,
   PULL_EXPIRES_MS,
   PULL_FAILURES_MAX,
   PULL_RETRY_MAX_MS,
@@ -21,22 +22,25 @@ import {
   type Membership,
   nodeInboxPrefix,
   nodeUser,
-  Report,
+  type Report,
   reportSubject,
   signMessage,
 } from "../vocabulary/index.ts";
 import { type DialFailure, dial, membershipAuth } from "./dial.ts";
 import {
   bindFailure,
+  firstIssue,
   isConsumerNotFound,
   isNoResponders,
   isPermissionViolation,
   isTimeout,
   messageOf,
   missingConsumer,
+  reportProblem,
 } from "./failures.ts";
 import { type ReleaseSource, releaseSource } from "./fetch-release.ts";
 import { answerPlans, type PlanAnswer } from "./plans.ts";
+import { pullOne, sleep } from "./pull.ts";
 
 export interface LinkOptions {
   dialTimeoutMs?: number;
@@ -61,11 +65,12 @@ export interface Delivered {
   seq: number;
   data: Uint8Array;
   /**
-   * How many more declarations wait on the consumer behind this one, asked as it is handed over: the stream keeps
-   * one message per subject, so a message's own count is 0 by construction, and the consumer's count is what says
-   * a newer declaration arrived while this one was on its way. Above 0, this one is superseded.
+   * The stream sequence of a newer declaration already pulled behind this one, or null: only a message in hand says
+   * this one is superseded, never the consumer's count, which right after a server restart can count what is gone.
    */
-  pending: number;
+  newer: number | null;
+  /** How many the server said wait behind it (the count a look behind it was taken on). */
+  claimed: number;
   redelivered: boolean;
   /** Keep it alive while an apply runs (an in-progress ack); no answer is waited for. */
   working(): void;
@@ -250,28 +255,32 @@ class NatsLink implements Link {
     return this.pull(this.consumer);
   }
 
-  // One message per pull, the next pulled only when the caller asks for it: nothing waits in this
-  // process with its ack timer running while an earlier declaration is being applied.
+  // One message per pull, the next pulled only when the caller asks for it, but for the look behind one the
+  // server says others wait behind (NEWER_LOOK_MS): what that finds is held and handed over next.
   private async *pull(consumer: Consumer): AsyncGenerator<Delivered> {
     const expires = this.opts.pullExpiresMs ?? PULL_EXPIRES_MS;
     let failures = 0;
-    while (!this.nc.isClosed()) {
-      try {
-        const batch = await consumer.fetch({ max_messages: 1, expires });
+    let ahead: JsMsg | null = null;
+    try {
+      while (!this.nc.isClosed()) {
         try {
-          for await (const m of batch) {
-            failures = 0;
-            yield this.delivered(m, (await this.waiting()) ?? 0);
-          }
-        } finally {
-          batch.stop();
+          const m: JsMsg | null = ahead ?? (await pullOne(consumer, expires));
+          ahead = null;
+          if (!m) continue;
+          failures = 0;
+          const claimed = Math.max(m.info.pending, (await this.waiting()) ?? 0);
+          ahead = claimed > 0 ? await pullOne(consumer, NEWER_LOOK_MS).catch(() => null) : null;
+          yield this.delivered(m, claimed, ahead && ahead.seq > m.seq ? ahead.seq : null);
+        } catch (e) {
+          if (this.nc.isClosed()) return;
+          failures++;
+          if (!(await this.stillThere(e, failures))) return;
+          await sleep(Math.min(PULL_RETRY_MS * failures, PULL_RETRY_MAX_MS));
         }
-      } catch (e) {
-        if (this.nc.isClosed()) return;
-        failures++;
-        if (!(await this.stillThere(e, failures))) return;
-        await sleep(Math.min(PULL_RETRY_MS * failures, PULL_RETRY_MAX_MS));
       }
+    } finally {
+      // the caller stopped hearing (an upgrade, a move): one held behind is handed back now, not at ack_wait
+      if (ahead && !this.nc.isClosed()) (ahead as JsMsg).nak();
     }
   }
 
@@ -300,7 +309,7 @@ class NatsLink implements Link {
     }
   }
 
-  private delivered(m: JsMsg, waiting: number): Delivered {
+  private delivered(m: JsMsg, claimed: number, newer: number | null): Delivered {
     // JsMsg's interface leaves out the reply subject its class carries: read through an 'in' check, not a cast
     const reply = "reply" in m && typeof m.reply === "string" ? m.reply : "";
     let settled = false;
@@ -323,7 +332,8 @@ class NatsLink implements Link {
     return {
       seq: m.seq,
       data: m.data,
-      pending: Math.max(m.info.pending, waiting),
+      newer,
+      claimed,
       redelivered: m.redelivered,
       working: () => {
         if (!settled && !this.nc.isClosed()) m.working();
@@ -381,20 +391,4 @@ class NatsLink implements Link {
       return { ok: false, reason: `the heartbeat was not sent: ${messageOf(e)}` };
     }
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
-
-function reportProblem(report: Report, node: string): string | null {
-  const parsed = Report.safeParse(report);
-  if (!parsed.success) return `the report is malformed: ${firstIssue(parsed.error)}`;
-  if (parsed.data.node !== node) return `the report is for node ${parsed.data.node}, not ${node}`;
-  return null;
-}
-
-function firstIssue(error: { issues: { path: PropertyKey[]; message: string }[] }): string {
-  const issue = error.issues[0];
-  return issue ? `${issue.path.map(String).join(".") || "value"} ${issue.message}` : "invalid";
 }

@@ -219,7 +219,10 @@ export function withRevoked(
   const users = { ...revoked.users };
   const enrolling = new Set(revoked.enrolling);
   for (const a of add) {
-    users[a.user] = Math.max(users[a.user] ?? 0, a.at);
+    const earlier = users[a.user];
+    // a user revoked before and admitted again holds a JWT issued after that revocation (`issuedAfter`), maybe
+    // within its second: revoked again, a second later at least, so that JWT is void too
+    users[a.user] = earlier === undefined ? a.at : Math.max(earlier + (a.enrolling ? 0 : 1), a.at);
     if (a.enrolling) enrolling.add(a.user);
   }
   for (const k of [...enrolling])
@@ -235,9 +238,20 @@ function userJwt(
   user: string,
   account: KeyObject,
   nats: Record<string, unknown>,
-  exp?: number,
+  time: { exp?: number; iat?: number } = {},
 ): string {
-  return issueJwt({ name, sub: user, exp, nats: { type: "user", ...nats } }, account, "account");
+  return issueJwt({ name, sub: user, ...time, nats: { type: "user", ...nats } }, account, "account");
+}
+
+/**
+ * The issued-at a new JWT for `user` must carry: now, or the second after the servers' revocation of that user when
+ * that is not yet past. A revocation voids every JWT of the user issued at or before its second (nats-server
+ * compares whole seconds), so a user revoked and admitted again within one second (`node reissue` then an
+ * enrolment with the same identity key, `node rm` + `node add` likewise) would be refused with its new JWT.
+ */
+export function issuedAfter(revoked: Revocations, user: string, now = Math.floor(Date.now() / 1000)): number {
+  const at = revoked.users[user];
+  return at === undefined ? now : Math.max(now, at + 1);
 }
 
 function grants(p: Permissions): { pub: { allow: string[] }; sub: { allow: string[] } } {
@@ -250,16 +264,25 @@ export function userOfIdentity(identityB64: string): string | null {
   return raw ? publicNkey("user", raw) : null;
 }
 
-/** A node's user: its identity key as the nkey, exactly its grants, answers to one request at a time (plans). */
-export function nodeUserJwt(keys: AccountKeys, node: string, user: string): string {
+/**
+ * A node's user: its identity key as the nkey, exactly its grants, answers to one request at a time (plans);
+ * `iat` from `issuedAfter` where the user may have been revoked before.
+ */
+export function nodeUserJwt(keys: AccountKeys, node: string, user: string, iat?: number): string {
   const granted = nodePermissions(node);
-  return userJwt(nodeUser(node), user, keys.nodes.privateKey, {
-    ...grants(granted),
-    ...(granted.allow_responses ? { resp: { max: 1, ttl: 0 } } : {}),
-    subs: NODE_MAX_SUBS,
-    payload: NODE_MAX_PAYLOAD,
-    data: -1,
-  });
+  return userJwt(
+    nodeUser(node),
+    user,
+    keys.nodes.privateKey,
+    {
+      ...grants(granted),
+      ...(granted.allow_responses ? { resp: { max: 1, ttl: 0 } } : {}),
+      subs: NODE_MAX_SUBS,
+      payload: NODE_MAX_PAYLOAD,
+      data: -1,
+    },
+    { iat },
+  );
 }
 
 /** An enrolling user, for a key made for one code: its grants, and the code's expiry as the JWT's. */
@@ -269,7 +292,7 @@ export function enrolUserJwt(keys: AccountKeys, node: string, user: string, exp:
     user,
     keys.nodes.privateKey,
     { ...grants(enrolPermissions(node)), subs: ENROL_MAX_SUBS, payload: ENROL_MAX_PAYLOAD, data: -1 },
-    exp,
+    { exp },
   );
 }
 

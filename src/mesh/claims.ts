@@ -130,12 +130,10 @@ export async function listeningNodes(mesh: MeshDir, nodes: string[]): Promise<Se
   }
 }
 
-/** Revoke on the mesh's running bus, as a user of SYS for this one call; a bus that does not answer is refused. */
-export async function revokeOnBus(mesh: MeshDir, revoke: Revoke[]): Promise<void> {
-  const keys = mesh.accountKeys();
-  let sys: NatsConnection;
+/** A connection to the mesh's running bus as a new user of SYS; a bus that does not answer is refused, saying `why`. */
+async function systemConnection(mesh: MeshDir, keys: AccountKeys, why: string): Promise<NatsConnection> {
   try {
-    sys = await connect({
+    return await connect({
       servers: mesh.urls(),
       authenticator: serviceAuthenticator(keys, "system", "mesh-host mesh (system)"),
       name: "mesh-host mesh (system)",
@@ -145,11 +143,28 @@ export async function revokeOnBus(mesh: MeshDir, revoke: Revoke[]): Promise<void
     });
   } catch (e) {
     throw new MeshRefused(
-      `the mesh's bus does not answer at ${mesh.urls().join(", ")}, so nothing could be revoked (is \`mesh-host mesh up\` running?): ${String((e as Error).message).split("\n")[0]}`,
+      `the mesh's bus does not answer at ${mesh.urls().join(", ")}, so ${why} (is \`mesh-host mesh up\` running?): ${String((e as Error).message).split("\n")[0]}`,
     );
   }
+}
+
+/** Revoke on the mesh's running bus, as a user of SYS for this one call; a bus that does not answer is refused. */
+export async function revokeOnBus(mesh: MeshDir, revoke: Revoke[]): Promise<void> {
+  const keys = mesh.accountKeys();
+  const sys = await systemConnection(mesh, keys, "nothing could be revoked");
   try {
     await revokeUsers(sys, keys, revoke);
+  } finally {
+    await sys.close().catch(() => undefined);
+  }
+}
+
+/** The revocations the mesh's servers hold now, asked over SYS: what a user admitted again is issued after. */
+export async function revocationsOnBus(mesh: MeshDir): Promise<Revocations> {
+  const keys = mesh.accountKeys();
+  const sys = await systemConnection(mesh, keys, "its revocations could not be read");
+  try {
+    return await currentRevocations(sys, keys);
   } finally {
     await sys.close().catch(() => undefined);
   }

@@ -9,6 +9,7 @@ export {
   accountId,
   accountJwt,
   enrolUserJwt,
+  issuedAfter,
   makeAccountKeys,
   NODE_SERVICES,
   nodeUserJwt,
@@ -17,7 +18,7 @@ export {
   userOfIdentity,
 } from "./accounts.ts";
 export { type Bus, BusDown, connectBus, ensureNodeConsumer, ensureStreams, jsCall } from "./bus.ts";
-export { type Revoke, revokeUsers, serviceAuthenticator } from "./claims.ts";
+export { type Revoke, revocationsOnBus, revokeUsers, serviceAuthenticator } from "./claims.ts";
 export { authLines, serverConf } from "./conf.ts";
 export { answerable, consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 export { writeAtomic } from "./files.ts";

@@ -13,13 +13,15 @@ export interface Claims {
   sub: string;
   /** Seconds since the epoch; absent: no expiry. */
   exp?: number;
+  /** Seconds since the epoch it counts as issued at (revocations compare it); absent: now. */
+  iat?: number;
   nats: Record<string, unknown>;
 }
 
-/** The JWT of `claims`, issued by `issuer` (an operator's or an account's private key) now. */
+/** The JWT of `claims`, issued by `issuer` (an operator's or an account's private key), now unless `claims.iat`. */
 export function issueJwt(claims: Claims, issuer: KeyObject, issuerRole: NkeyRole): string {
   const body: Record<string, unknown> = {
-    iat: Math.floor(Date.now() / 1000),
+    iat: claims.iat ?? Math.floor(Date.now() / 1000),
     iss: nkeyOf(issuerRole, issuer),
     name: claims.name,
     sub: claims.sub,

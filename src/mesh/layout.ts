@@ -48,6 +48,14 @@ function deniedLine(path: string): string {
 }
 
 /** Why mesh.json is not there: no mesh at all, or one this user may not look into (stat says which). */
+/**
+ * A directory made by a mesh-host whose bus took passwords: its nodes hold passwords and its servers a user list,
+ * which the keyed bus has no place for, so nothing (`mesh migrate` neither) carries it over.
+ */
+export function madeWithPasswords(dir: string): string {
+  return `${dir} was made by an older mesh-host whose bus took passwords (it has no accounts.json), which this mesh-host's bus does not: make a new mesh with \`mesh-host mesh init\` and enrol its nodes there`;
+}
+
 function absentWhy(dir: string, file: string): string {
   try {
     statSync(file);
@@ -89,10 +97,7 @@ export class MeshDir {
   /** The operator's and accounts' keys; a directory made by an older `init` (passwords) is refused, never misread. */
   accountKeys(): AccountKeys {
     const file = this.path("accounts.json");
-    if (!existsSync(file))
-      throw new MeshRefused(
-        `${this.dir} has no accounts.json: it was made by an older mesh-host (passwords, not keys): \`mesh-host mesh migrate\` makes it`,
-      );
+    if (!existsSync(file)) throw new MeshRefused(madeWithPasswords(this.dir));
     const keys = keysOfSeeds(this.parsed(file, MeshSeeds));
     if (!keys) throw new MeshRefused(`${file} holds a seed that is not an Ed25519 nkey seed`);
     return keys;

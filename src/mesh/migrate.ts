@@ -14,7 +14,7 @@ import { awaitStreams, type Bus, BusDown, connectBus } from "./bus.ts";
 import { syncDir, writeAtomic } from "./files.ts";
 import { merged } from "./fleet.ts";
 import { Conflict } from "./kv.ts";
-import { type MeshDir, MeshRefused } from "./layout.ts";
+import { type MeshDir, MeshRefused, madeWithPasswords } from "./layout.ts";
 import { type RunningServer, startServer, stopServer } from "./servers.ts";
 import {
   type CodeRecord,
@@ -136,12 +136,10 @@ async function reach(mesh: MeshDir): Promise<{ bus: Bus; started: RunningServer[
 
 export async function migrate(mesh: MeshDir, warn: (line: string) => void): Promise<Migrated> {
   const config = mesh.anyConfig();
+  // asked first: a directory of the password bus is format 2 too, and "nothing to migrate" would misread it
+  if (!existsSync(mesh.path("accounts.json"))) throw new MeshRefused(madeWithPasswords(mesh.dir));
   if (config.format === MESH_FORMAT)
     throw new MeshRefused(`${mesh.dir} is format ${MESH_FORMAT} already: nothing to migrate`);
-  if (!existsSync(mesh.path("accounts.json")))
-    throw new MeshRefused(
-      `${mesh.dir} was made with passwords (no accounts.json), which this mesh-host's bus does not take: make a new mesh with \`mesh-host mesh init\` and enrol its nodes there`,
-    );
   const files = readFiles(mesh);
   const { bus, started } = await reach(mesh);
   try {

@@ -5,8 +5,9 @@
 // back if the other bus will not hold it) until `node rm`.
 import { resolve } from "node:path";
 import { seal } from "../vocabulary/index.ts";
-import { nodeUserJwt, userOfIdentity } from "./accounts.ts";
+import { issuedAfter, NO_REVOCATIONS, nodeUserJwt, userOfIdentity } from "./accounts.ts";
 import { ensureNodeConsumer } from "./bus.ts";
+import { revocationsOnBus } from "./claims.ts";
 import { membershipOf } from "./controller.ts";
 import { Conflict } from "./kv.ts";
 import { MeshDir, MeshRefused } from "./layout.ts";
@@ -46,7 +47,12 @@ export async function prepareMove(
     fingerprint: toConfig.fingerprint,
     meshKey: toConfig.mesh_key,
     // the target mesh's NODES account issues the node's user there, for the same identity key
-    jwt: nodeUserJwt(to.accountKeys(), name, user),
+    jwt: nodeUserJwt(
+      to.accountKeys(),
+      name,
+      user,
+      issuedAfter(await revocationsOnBus(to).catch(() => NO_REVOCATIONS), user),
+    ),
   });
   const sealed = seal(Buffer.from(JSON.stringify(membership)), record.keys.sealing);
   const input = { file: record.last_body, secrets: new Map<string, Uint8Array>() };

@@ -129,6 +129,8 @@ export async function runRollout(r: RolloutRun): Promise<Job> {
         r.say(`halted: ${p.halted_because}`);
         await save(r);
         if (p.on_halt === "revert") await revert(r);
+        else if (p.release)
+          for (const n of r.job.targets.filter((t) => unheard(r.job.nodes[t]!))) await withdraw(r, n);
         break;
       }
       p.wave++;
@@ -267,13 +269,41 @@ async function gate(
     };
 }
 
-/** Each node the rollout changed gets its previous declaration again, under a new serial. */
+/** Pushed, and never heard from: a node away (offline) before its push reached it. */
+const unheard = (o: JobNode) => o.serial !== null && o.outcome === "silent" && o.at === null;
+
+/**
+ * A halted upgrade takes back what it pushed a node that never heard it: its previous declaration is sent again under
+ * a new serial (the stream keeps one per node), so a node that comes back finds that, never the release of a rollout
+ * that did not complete. Nothing is waited for: the node is away.
+ */
+async function withdraw(r: RolloutRun, n: string): Promise<void> {
+  const previous = r.job.rollout!.previous[n];
+  // an upgrade's targets all had one (checkUpgrade)
+  if (!previous) return;
+  const composed = await preparePush(r.state, [n], {
+    file: previous,
+    secrets: new Map(),
+    allowRemovals: true,
+  });
+  const [x] = await publishAndWait(r.mesh, r.state, composed, 0);
+  const node = r.job.nodes[n]!;
+  node.detail = `${node.detail}; the push withdrawn: its previous declaration sent again as serial ${x?.serial}, for when it comes back`;
+  r.say(`${n}: ${node.detail}`);
+  await save(r);
+}
+
+/** Each node the rollout changed gets its previous declaration again, under a new serial (unheard: withdrawn). */
 async function revert(r: RolloutRun): Promise<void> {
   const p = r.job.rollout!;
   const changed = r.job.targets.filter(
     (n) => r.job.nodes[n]!.serial !== null && r.job.nodes[n]!.outcome !== "refused",
   );
   for (const n of changed) {
+    if (p.release && unheard(r.job.nodes[n]!)) {
+      await withdraw(r, n);
+      continue;
+    }
     const previous = p.previous[n];
     if (!previous) {
       r.job.nodes[n]!.detail = "not reverted: it had no declaration from this mesh before";

@@ -16,9 +16,9 @@ import {
   REPORTS_CONSUMER,
   type Report,
 } from "../vocabulary/index.ts";
-import { nodeUserJwt, userOfIdentity } from "./accounts.ts";
+import { issuedAfter, NO_REVOCATIONS, nodeUserJwt, userOfIdentity } from "./accounts.ts";
 import { awaitStreams, type Bus, connectBus, ensureNodeConsumer, sweepConsumers } from "./bus.ts";
-import { type Revoke, revokeOnBus } from "./claims.ts";
+import { type Revoke, revocationsOnBus, revokeOnBus } from "./claims.ts";
 import { answerable, consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 import { admit } from "./enrolments.ts";
 import { reportOf, serialOf } from "./fleet.ts";
@@ -215,7 +215,7 @@ class Controller {
         servers: this.mesh.urls(),
         fingerprint: config.fingerprint,
         meshKey: config.mesh_key,
-        jwt: nodeUserJwt(this.mesh.accountKeys(), q.node, user!),
+        jwt: nodeUserJwt(this.mesh.accountKeys(), q.node, user!, await this.issuedAt(user!)),
       });
       await reply(this.bus.nc, q.node, q.reply, sealedAnswer(q, membership));
       this.said.say(
@@ -224,6 +224,11 @@ class Controller {
       );
     }
     m.ack();
+  }
+
+  /** The issued-at of a node user's JWT: after any revocation of that key the servers hold (accounts.ts). */
+  private async issuedAt(user: string): Promise<number> {
+    return issuedAfter(await revocationsOnBus(this.mesh).catch(() => NO_REVOCATIONS), user);
   }
 
   /**

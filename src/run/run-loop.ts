@@ -223,14 +223,18 @@ export class RunLoop {
   }
 
   /**
-   * Newest wins, decided here and only here: with newer declarations waiting behind it, a delivery is superseded,
-   * settled exactly as an applied one is (acked, and reported as such). A refused one is terminated, so it is
+   * Newest wins, decided here and only here: with a newer declaration pulled behind it, a delivery is superseded,
+   * settled exactly as an applied one is (acked, and reported as such). A count that said one waits while none came
+   * is not enough (link.ts): the one in hand is the newest and is applied. A refused one is terminated, so it is
    * never redelivered; either only once its report is safely in the outbox.
    */
   private async settle(d: Delivered): Promise<Settled> {
-    const superseded = d.pending > 0;
+    const superseded = d.newer !== null;
     if (!superseded)
-      this.o.log.debug({ seq: d.seq, bytes: d.data.length }, "declaration heard: verifying and applying it");
+      this.o.log.debug(
+        { seq: d.seq, bytes: d.data.length, ...(d.claimed ? { claimed: d.claimed } : {}) },
+        "declaration heard: verifying and applying it",
+      );
     const alive = setInterval(() => d.working(), WORKING_ACK_INTERVAL_MS);
     const applied = await applyDelivered(this.o.deps, { seq: d.seq, data: d.data, superseded })
       .then(async (a) => {
@@ -244,7 +248,7 @@ export class RunLoop {
     const settled = applied.report.outcome === "refused" ? await d.term() : await d.ack();
     if (!settled.ok) return settled;
     if (superseded) {
-      this.o.log.info({ seq: d.seq }, "declaration superseded by a newer one");
+      this.o.log.info({ seq: d.seq, newer: d.newer }, "declaration superseded by a newer one");
       return settled;
     }
     if (applied.moveTo) this.pendingMove = applied.moveTo;

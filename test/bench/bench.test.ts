@@ -222,3 +222,25 @@ describe("npm run bench -- --quick, tiny", () => {
     expect(balanced(readFileSync(join(out, "scaling.svg"), "utf8"))).toBe(true);
   });
 });
+
+describe("npm run bench:fleet -- --simulated 20 --single-only", () => {
+  it("simulates 20 real-protocol nodes on one server and prints every figure, no report lost", () => {
+    const tsx = join(REPO, "node_modules/tsx/dist/cli.mjs");
+    const args = ["scripts/bench/fleet.ts", "--simulated", "20", "--single-only"];
+    const r = spawnSync(process.execPath, [tsx, ...args], {
+      cwd: REPO,
+      encoding: "utf8",
+      timeout: 600_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain("## one server, 20 simulated nodes");
+    expect(r.stdout).toMatch(
+      /node add \/ node rm at 20 nodes against at 10 .*executable add .*\(×[0-9.]+\).*the function alone: add .*\(×[0-9.]+\)/,
+    );
+    expect(r.stdout).toMatch(/enrolled in .*every one heard/);
+    expect(r.stdout).toMatch(/publish → report: p50 .* \(20\/20 reports\)/);
+    expect(r.stdout).toMatch(/bus RSS .* a node; controller \(mesh up\) [0-9.]+ MB/);
+    expect(r.stdout).toMatch(/server restarted: .* 20 dials, .*reports lost: 0$/m);
+    expect(r.stdout).not.toContain("kept ");
+  });
+});

@@ -1,20 +1,24 @@
 // Scenario 3's last fault: a three-node JetStream cluster on loopback, its streams with three replicas, and the
 // node's membership naming all three servers. The DECLARE stream's leader is SIGKILLed, then the server the node
-// is connected to: each time the node binds again and the next declaration is applied and reported.
+// is connected to: each time the node binds again and the next declaration is applied and reported. The cluster
+// runs the mesh's own accounts (src/mesh: operator, SYS, MESH, NODES as JWTs, the `full` resolver): the test signs
+// in as a user of MESH, the node with its identity key and the user JWT NODES issued for it. No password.
 import type { ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AckPolicy, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection, nanos } from "@nats-io/transport-node";
-import { ensureKeys, publicKeys, State } from "../../src/store/index.ts";
 import {
-  makeMeshKey,
-  type Report,
-  Report as ReportSchema,
-  signEnvelope,
-} from "../../src/vocabulary/index.ts";
-import { freePort, makeCert, NATS_SERVER, permissionsFor } from "../mesh/index.ts";
+  authLines,
+  makeAccountKeys,
+  membershipOf,
+  nodeUserJwt,
+  serviceAuthenticator,
+  userOfIdentity,
+} from "../../src/mesh/index.ts";
+import { ensureKeys, publicKeys, State } from "../../src/store/index.ts";
+import { makeMeshKey, type Report, signEnvelope, verifyNodeMessage } from "../../src/vocabulary/index.ts";
+import { freePort, makeCert, NATS_SERVER } from "../mesh/index.ts";
 import { groupAlive, killGroup, spawnGroup } from "../support/processes.ts";
 import { describeExit, meshHost, removeTemp, sleep, tempDir } from "./support.ts";
 
@@ -38,8 +42,7 @@ interface Member {
 
 class Cluster {
   readonly members: Member[] = [];
-  readonly meshPassword = randomBytes(18).toString("base64url");
-  readonly nodePassword = randomBytes(18).toString("base64url");
+  readonly accounts = makeAccountKeys();
   readonly cert;
 
   constructor(readonly dir: string) {
@@ -57,17 +60,11 @@ class Cluster {
         child: null,
         log: "",
       });
-    const users = [
-      { user: "mesh", password: this.meshPassword },
-      { user: `node.${NODE}`, password: this.nodePassword, permissions: permissionsFor("node", NODE) },
-    ];
-    writeFileSync(
-      join(this.dir, "users.conf"),
-      `MESH {\n  jetstream: enabled\n  users: [\n${users.map((u) => `    ${JSON.stringify(u)}`).join("\n")}\n  ]\n}\n`,
-    );
     for (const m of this.members) {
       const store = join(this.dir, `js-${m.name}`);
+      const resolver = join(this.dir, `jwt-${m.name}`);
       mkdirSync(store, { recursive: true });
+      mkdirSync(resolver, { recursive: true });
       const routes = this.members
         .filter((o) => o !== m)
         .map((o) => `"nats-route://127.0.0.1:${o.clusterPort}"`)
@@ -81,7 +78,7 @@ class Cluster {
           `tls { cert_file: "${this.cert.certFile}", key_file: "${this.cert.keyFile}", timeout: 2 }`,
           `jetstream { store_dir: "${store}", max_memory_store: 64MB, max_file_store: 1GB }`,
           `cluster { name: "chaos", listen: "127.0.0.1:${m.clusterPort}", routes: [${routes}] }`,
-          `accounts { include "users.conf" }`,
+          ...authLines(this.accounts, resolver),
           "",
         ].join("\n"),
       );
@@ -117,15 +114,17 @@ class Cluster {
     return this.members.find((m) => m.name === name);
   }
 
-  /** The member the node's user is connected to, from each server's own /connz. */
-  async nodeServer(): Promise<Member | undefined> {
+  /** The member the node's user (`user`, its nkey) is connected to, from each server's own /connz. */
+  async nodeServer(user: string): Promise<Member | undefined> {
     for (const m of this.members) {
       if (!m.child) continue;
       try {
         const connz = (await (await fetch(`http://127.0.0.1:${m.httpPort}/connz?auth=true`)).json()) as {
-          connections?: { authorized_user?: string }[];
+          connections?: { authorized_user?: string; name_tag?: string }[];
         };
-        if (connz.connections?.some((c) => c.authorized_user === `node.${NODE}`)) return m;
+        // a JWT user is listed by its nkey (and its JWT's name as the tag)
+        if (connz.connections?.some((c) => c.authorized_user === user || c.name_tag === `node.${NODE}`))
+          return m;
       } catch {
         // this one is not answering
       }
@@ -156,14 +155,15 @@ async function retry<T>(fn: () => Promise<T>, what: string, ms = WAIT_MS): Promi
   throw new Error(`${what}: ${(last as Error)?.message}`);
 }
 
-/** Reports read straight from the REPORTS stream by sequence, so a leader change loses none of them. */
-async function reportsIn(jsm: JetStreamManager): Promise<Report[]> {
+/** Reports read straight from the REPORTS stream by sequence, so a leader change loses none of them; each the
+ *  node's only when signed by its identity key (`identity`, standard base64), as the controller reads them. */
+async function reportsIn(jsm: JetStreamManager, identity: string): Promise<Report[]> {
   const info = await jsm.streams.info("REPORTS");
   const out: Report[] = [];
   for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
     const m = await jsm.streams.getMessage("REPORTS", { seq });
-    const parsed = m ? ReportSchema.safeParse(m.json()) : null;
-    if (parsed?.success) out.push(parsed.data);
+    const heard = m ? verifyNodeMessage(m.data, "report", NODE, identity) : null;
+    if (heard?.ok) out.push(heard.value);
   }
   return out;
 }
@@ -180,8 +180,7 @@ export async function clusterLeaderKilled(notes: string[] = []): Promise<string[
     await Promise.all(cluster.members.map((m) => cluster.start(m)));
     nc = await connect({
       servers: cluster.urls,
-      user: "mesh",
-      pass: cluster.meshPassword,
+      authenticator: serviceAuthenticator(cluster.accounts, "mesh", "chaos-cluster"),
       tls: { ca: cluster.cert.certPem },
       reconnect: true,
       maxReconnectAttempts: -1,
@@ -221,18 +220,17 @@ export async function clusterLeaderKilled(notes: string[] = []): Promise<string[
     const keys = ensureKeys(stateDir);
     if (!keys.ok) throw new Error(keys.reason);
     const meshKey = makeMeshKey();
+    const identity = publicKeys(keys.keys).identity;
+    const user = userOfIdentity(identity)!;
     const state = new State(stateDir);
-    state.writeMembership({
-      transport: "nats",
-      servers: cluster.urls,
-      fingerprint: cluster.cert.fingerprint,
-      user: `node.${NODE}`,
-      password: cluster.nodePassword,
-      stream: "DECLARE",
-      consumer: `node-${NODE}`,
-      subject: `mesh.declare.${NODE}`,
-      mesh_key: meshKey.publicB64,
-    });
+    state.writeMembership(
+      membershipOf(NODE, {
+        servers: cluster.urls,
+        fingerprint: cluster.cert.fingerprint,
+        meshKey: meshKey.publicB64,
+        jwt: nodeUserJwt(cluster.accounts, NODE, user),
+      }),
+    );
     state.writeNode({ node: NODE, mode: null });
     host = await meshHost(
       [
@@ -258,7 +256,7 @@ export async function clusterLeaderKilled(notes: string[] = []): Promise<string[
       const body = JSON.stringify({
         v: 1,
         node: NODE,
-        to: publicKeys(keys.keys).identity,
+        to: identity,
         serial,
         issued_at: new Date().toISOString(),
         mode: "converged",
@@ -293,7 +291,7 @@ export async function clusterLeaderKilled(notes: string[] = []): Promise<string[
       const t1 = Date.now();
       timings.push(`${tag} applied after ${t1 - t0} ms`);
       while (Date.now() - t1 < REPORT_WAIT_MS) {
-        const reports = await reportsIn(jsm).catch(() => [] as Report[]);
+        const reports = await reportsIn(jsm, identity).catch(() => [] as Report[]);
         if (reports.some((r) => r.declaration.seq === seq && r.outcome === "applied")) {
           timings.push(`reported ${Date.now() - t1} ms later`);
           return [];
@@ -319,7 +317,7 @@ export async function clusterLeaderKilled(notes: string[] = []): Promise<string[
     );
     // back, then the server the node is on, killed: it must dial another and bind again
     await cluster.start(leader);
-    const on = await cluster.nodeServer();
+    const on = await cluster.nodeServer(user);
     if (on) {
       cluster.kill(on);
       problems.push(
@@ -329,7 +327,7 @@ export async function clusterLeaderKilled(notes: string[] = []): Promise<string[
       );
     } else problems.push("could not tell which server the node is connected to");
     // nothing applied twice to another outcome: a seq reported more than once changed nothing the second time
-    const reports = await retry(() => reportsIn(jsm), "reading the reports");
+    const reports = await retry(() => reportsIn(jsm, identity), "reading the reports");
     const seen = new Set<number>();
     for (const r of reports) {
       if (seen.has(r.declaration.seq) && r.steps.some((s) => s.did !== "unchanged"))

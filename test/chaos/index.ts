@@ -8,6 +8,7 @@ import { crashDuringApply } from "./crash-apply.ts";
 import { crashDuringSave } from "./crash-save.ts";
 import { hostileGenerated } from "./hostile.ts";
 import { hostileNamed } from "./hostile-named.ts";
+import { hostileNode } from "./hostile-node.ts";
 import { leastPrivilege } from "./privilege.ts";
 import { replayed } from "./replay.ts";
 import { offlineSecrets } from "./secrets.ts";
@@ -29,6 +30,7 @@ export const SCENARIOS: Scenario[] = [
   secretsFullFlow,
   leastPrivilege,
   replayed,
+  hostileNode,
 ];
 
 export interface Row {

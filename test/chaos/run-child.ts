@@ -24,7 +24,8 @@ const deliveries: Delivered[] = given.map((arg) => {
   return {
     seq: Number(arg.slice(0, at)),
     data: readFileSync(arg.slice(at + 1)),
-    pending: 0,
+    newer: null,
+    claimed: 0,
     redelivered: false,
     working() {},
     ack: async () => ({ ok: true }),

@@ -2,14 +2,18 @@
 // executable against a real nats-server running the mesh's own accounts (src/mesh: operator, SYS, MESH, NODES), A's
 // membership and identity key read from A's store, and every trick played with them. Each failed on the one-account
 // bus; each must fail now, and what was held must stay held.
+
+import { generateKeyPairSync, sign } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPORTS_PER_NODE } from "../../src/defaults.ts";
 import { dial, membershipAuth } from "../../src/link/dial.ts";
+import { issueJwt } from "../../src/mesh/jwt.ts";
 import { loadKeys, makeKeys, publicKeys, State } from "../../src/store/index.ts";
+import { nkeyOf } from "../../src/vocabulary/index.ts";
 import { enrolAt } from "../mesh/fleet.ts";
 import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
 import { ensureSea } from "../support/sea.ts";
@@ -212,5 +216,60 @@ describe("held (issue 28's list)", () => {
     await closed;
     expect(Date.now() - started).toBeLessThan(EVENT_WAIT_MS);
     await expect(asNode(a, "cut")).rejects.toThrow(/authentication|authorization/i);
+  });
+});
+
+describe("the NODES key's worst case: a user it signs with no subject limits (docs/security.md)", () => {
+  it("reaches none of MESH's JetStream API: no stream purged or deleted, no consumer made, no bucket written", async () => {
+    await enrolled("scoped");
+    await mesh.js.publish("mesh.report.scoped", "{}");
+    const pair = generateKeyPairSync("ed25519");
+    const user = nkeyOf("user", pair.publicKey);
+    const jwt = issueJwt(
+      {
+        name: "unscoped",
+        sub: user,
+        nats: { type: "user", pub: {}, sub: {}, subs: -1, data: -1, payload: -1 },
+      },
+      mesh.server.accounts.nodes.privateKey,
+      "account",
+    );
+    const nc = await connect({
+      servers: mesh.url,
+      tls: { ca: mesh.cert.certPem },
+      authenticator: (nonce?: string) => ({
+        jwt,
+        nkey: user,
+        sig: sign(null, Buffer.from(nonce ?? ""), pair.privateKey).toString("base64url"),
+      }),
+    });
+    const streams = (await mesh.jsm.streams.names().next()).sort();
+    const reports = await streamMessages("REPORTS");
+    const consumers = (await mesh.jsm.consumers.list("DECLARE").next()).map((c) => c.name).sort();
+    for (const [subject, body] of [
+      ["$JS.API.STREAM.PURGE.REPORTS", ""],
+      ["$JS.API.STREAM.DELETE.DECLARE", ""],
+      ["$JS.API.CONSUMER.DELETE.DECLARE.node-scoped", ""],
+      [
+        "$JS.API.CONSUMER.CREATE.DECLARE",
+        JSON.stringify({ stream_name: "DECLARE", config: { durable_name: "x" } }),
+      ],
+      ["$JS.API.STREAM.CREATE.MINE", JSON.stringify({ name: "MINE", subjects: ["mine.>"] })],
+      ["$KV.mesh-nodes.scoped", "{}"],
+      ["$JS.API.STREAM.MSG.GET.KV_mesh-nodes", JSON.stringify({ last_by_subj: "$KV.mesh-nodes.scoped" })],
+    ] as const) {
+      const answer = await nc.request(subject, body, { timeout: 5_000 }).then(
+        (m) => m.string(),
+        (e: Error) => e.message,
+      );
+      // whatever the server says (no responders, JetStream off in NODES), never a JetStream API answer of MESH's
+      expect(answer, subject).not.toMatch(/"success":true|"purged"|"config"|"val"|"stream"/);
+    }
+    await nc.flush();
+    await settle(nc);
+    expect((await mesh.jsm.streams.names().next()).sort()).toEqual(streams);
+    expect(await streamMessages("REPORTS")).toBe(reports);
+    expect((await mesh.jsm.consumers.list("DECLARE").next()).map((c) => c.name).sort()).toEqual(consumers);
+    await nc.close();
   });
 });

@@ -136,6 +136,39 @@ describe("enrolment", () => {
     );
   });
 
+  it("an enrolling user cut while it waits (its code spent a moment before) is a refusal of the code, not a bus away", async () => {
+    const { code } = await mesh.enrolmentCode("cut");
+    const decoded = decodeCode(code);
+    if (!decoded.ok || !("jwt" in decoded.value)) throw new Error("the double makes v2 codes");
+    const { servers, fingerprint, transport, jwt, seed } = decoded.value;
+    const keys = makeKeys();
+    mesh.setEnrolPolicy("cut", { answer: "ignore" });
+    const seen = mesh.enrolments.length;
+    const answered = ask(
+      { servers, fingerprint, transport },
+      {
+        node: "cut",
+        credential: { jwt, seed },
+        keys: publicKeys(keys),
+        sealing: keys.sealing.privateKey,
+        facts,
+      },
+    );
+    await waitFor(
+      () => mesh.enrolments.slice(seen).some((e) => e.question?.node === "cut"),
+      EVENT_WAIT_MS,
+      "the question",
+    );
+    // as the controller does a moment after another enrolment spent the code
+    await mesh.revokeCode(code);
+    expect(await answered).toEqual({
+      ok: false,
+      kind: "auth",
+      reason:
+        "cannot enrol: the bus withdrew enrol.cut's credentials while it asked: the enrolment code is wrong, already used, expired or withdrawn; ask the operator for a new one",
+    });
+  });
+
   it("a wrong seed is an authentication error that never quotes the seed", async () => {
     const { approach, asked } = await asking(mesh, "badtoken");
     const { asked: other } = await asking(mesh, "badtoken2");

@@ -103,7 +103,7 @@ describe("the link", () => {
     const seq = await mesh.declare("web-1", declaration("web-1", 1));
     const d = await hearing.delivered();
     expect(d.seq).toBe(seq);
-    expect(d.pending).toBe(0);
+    expect([d.newer, d.claimed]).toEqual([null, 0]);
     expect(d.redelivered).toBe(false);
     const verified = verifyEnvelope(d.data, { meshKey: mesh.meshKey.publicB64, node: "web-1" });
     expect(verified.ok).toBe(true);
@@ -267,7 +267,7 @@ describe("the link", () => {
     const hearing = new Hearing(await bound("away", membership));
     const d = await hearing.delivered();
     expect(d.seq).toBe(seqs[2]);
-    expect(d.pending).toBe(0);
+    expect([d.newer, d.claimed]).toEqual([null, 0]);
     const verified = verifyEnvelope(d.data, { meshKey: mesh.meshKey.publicB64, node: "away" });
     expect(verified.ok && verified.declaration.resources[0]).toMatchObject({ content: "declaration 3\n" });
     expect(await d.ack()).toEqual({ ok: true });
@@ -279,12 +279,12 @@ describe("the link", () => {
     const hearing = new Hearing(link);
     const first = await mesh.declare("busy", declaration("busy", 1));
     const d1 = await hearing.delivered();
-    expect([d1.seq, d1.pending, await link.waiting()]).toEqual([first, 0, 0]);
+    expect([d1.seq, d1.newer, await link.waiting()]).toEqual([first, null, 0]);
     const second = await mesh.declare("busy", declaration("busy", 2));
     expect(await link.waiting()).toBe(1);
     expect(await d1.ack()).toEqual({ ok: true }); // settled like an applied one: superseded
     const d2 = await hearing.delivered();
-    expect([d2.seq, d2.pending]).toEqual([second, 0]);
+    expect([d2.seq, d2.newer]).toEqual([second, null]);
     expect(await d2.ack()).toEqual({ ok: true });
   });
 

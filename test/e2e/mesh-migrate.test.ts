@@ -1,8 +1,9 @@
 // `mesh migrate`, through the built executable against a real nats-server: a mesh directory of format 1 (its
 // nodes in nodes/*.json, its fleet view in fleet.json, as the mesh-host before the buckets wrote them) is refused
 // by every other command with one line naming migrate, moved onto the bus by migrate (servers started for it),
-// and read from the bus after; a directory migrate cannot read is refused with nothing changed.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+// and read from the bus after; a directory migrate cannot read is refused with nothing changed, and so is one the
+// password bus made (its nodes hold passwords the keyed bus has no place for): every command, migrate too, says so.
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
@@ -113,4 +114,37 @@ describe("mesh migrate", () => {
     expect(r.stderr).toMatch(/nodes\/web-3\.json is not one this version of mesh-host reads \(at serial\)/);
     expect(snapshot(dir)).toEqual(before);
   });
+
+  it("refuses a directory of the password bus (no accounts.json, a user list) in one line from every command, migrate too", async () => {
+    const dir = await passwordBus();
+    const before = snapshot(dir);
+    for (const args of [["nodes"], ["up"], ["node", "add", "web-3"], ["node", "rm", "web-1"], ["migrate"]]) {
+      const r = await mesh(dir, args);
+      expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(2);
+      expect(r.stderr.trimEnd().split("\n"), args.join(" ")).toHaveLength(1);
+      expect(r.stderr, args.join(" ")).toMatch(
+        /was made by an older mesh-host whose bus took passwords \(it has no accounts\.json\).*make a new mesh with `mesh-host mesh init`/,
+      );
+      expect(r.stdout + r.stderr).not.toContain(PASSWORD);
+    }
+    expect(snapshot(dir)).toEqual(before);
+  });
 });
+
+const PASSWORD = "pw-controller-7Hk2";
+
+/** A mesh directory as the password bus left it: format 2, secrets.json with the passwords, each server's users. */
+async function passwordBus(): Promise<string> {
+  const dir = join(tempDir(), "m");
+  await initMesh(dir, await freePortPairs(1));
+  rmSync(join(dir, "accounts.json"));
+  writeFileSync(join(dir, "secrets.json"), JSON.stringify({ controller: PASSWORD, route: "pw-route" }), {
+    mode: 0o600,
+  });
+  writeFileSync(
+    join(dir, "servers", "1", "users.conf"),
+    `authorization { users: [ { user: "mesh", password: "${PASSWORD}" } ] }\n`,
+    { mode: 0o600 },
+  );
+  return dir;
+}

@@ -89,3 +89,19 @@ export async function meshSetUp(dir: string, args: string[], tries = 3): Promise
     if (r.code === 0 || i >= tries || !r.stderr.includes("Authorization Violation")) return r;
   }
 }
+
+/**
+ * One of two pushes raced to one node (`push --json`'s row): applied; superseded by the other; or, published after
+ * the other's newer serial, refused by the node's signed order as older than the newest it accepted — never a
+ * refusal for anything else.
+ */
+export function heldOrder(row: {
+  serial: number;
+  report?: { outcome: string; refusals?: { reason: string }[] } | null;
+}): void {
+  const outcome = row.report?.outcome;
+  if (outcome === "applied" || outcome === "superseded") return;
+  const reasons = (row.report?.refusals ?? []).map((r) => r.reason).join("; ");
+  if (outcome === "refused" && new RegExp(`^serial ${row.serial} is older than \\d+`).test(reasons)) return;
+  throw new Error(`serial ${row.serial}: ${outcome ?? "no report"} (${reasons})`);
+}

@@ -16,8 +16,10 @@ const quiet = { info() {}, warn() {}, error() {}, debug() {} };
 describe("the run loop, one link's life", () => {
   // The stream keeps one message per subject, so on a real bus a newer declaration replaces an undelivered
   // older one; the "superseded" path is for a message already in hand when a newer arrives, a race a real
-  // server cannot be made to lose on purpose. This port stands in for the link to make that moment exact.
-  it("settles a declaration with newer ones waiting as superseded (acked, never applied), then applies the newest", async () => {
+  // server cannot be made to lose on purpose. This port stands in for the link to make that moment exact. The
+  // server's count alone (`claimed`, stale right after a restart) sets nothing aside: the e2e newest-wins test
+  // makes a real server say so.
+  it("settles a declaration with a newer one pulled behind it as superseded (acked, never applied), then applies the newest; a count with nothing behind it is applied", async () => {
     const base = tempDir();
     mkdirSync(join(base, "root"));
     const state = new State(join(base, "state"));
@@ -40,10 +42,11 @@ describe("the run loop, one link's life", () => {
       settled.push(what);
       return { ok: true } as const;
     };
-    const delivery = (seq: number, c: string, pending: number): Delivered => ({
+    const delivery = (seq: number, c: string, newer: number | null, claimed = 0): Delivered => ({
       seq,
       data: Buffer.from(JSON.stringify(signEnvelope(body(c, seq), mesh.privateKey))),
-      pending,
+      newer,
+      claimed,
       redelivered: false,
       working() {},
       ack: async () => settle(`ack ${seq}`),
@@ -52,8 +55,9 @@ describe("the run loop, one link's life", () => {
     let loop: RunLoop | null = null;
     const link: LinkPort = {
       async *declarations() {
-        yield delivery(1, "old", 1);
-        yield delivery(2, "new", 0);
+        yield delivery(1, "old", 2, 1);
+        yield delivery(2, "new", null);
+        yield delivery(3, "newest", null, 1);
         loop!.stop();
       },
       report: async (r) => {
@@ -91,10 +95,11 @@ describe("the run loop, one link's life", () => {
       driftS: 300,
     });
     expect(await loop.run()).toBe("stopped");
-    expect(settled).toEqual(["ack 1", "ack 2"]);
+    expect(settled).toEqual(["ack 1", "ack 2", "ack 3"]);
     expect(said.map((r) => [r.declaration.seq, r.outcome])).toEqual([
       [1, "superseded"],
       [2, "applied"],
+      [3, "applied"],
     ]);
   });
 });

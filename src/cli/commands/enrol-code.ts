@@ -5,7 +5,13 @@ import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { MAX_CODE_CHARS } from "../../defaults.ts";
 import { faultLine } from "../../store/faults.ts";
-import { decodeCode, type EnrolmentCode, EnrolmentCodeV1, issueWords } from "../../vocabulary/index.ts";
+import {
+  decodeCode,
+  type EnrolmentCode,
+  EnrolmentCodeV1,
+  EnrolmentCodeV2,
+  issueWords,
+} from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import type { Context } from "../context.ts";
 
@@ -44,14 +50,26 @@ function warnArgv(): void {
   process.stderr.write(`mesh-host: ${ARGV_WARNING}\n`);
 }
 
+/**
+ * The token part as given: a mesh made with keys gives its code's enrolling credential, the user JWT and its seed
+ * (separated by white space, or a NATS credentials file's body as it is); a mesh made before gives a password.
+ */
+function credentialOf(token: string): { jwt: string; seed: string } | { token: string } {
+  const jwt = token.match(/(?:^|\s)(eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)(?=\s|$)/)?.[1];
+  const seed = token.match(/(?:^|\s)(SU[A-Z2-7]{56})(?=\s|$)/)?.[1];
+  return jwt !== undefined && seed !== undefined ? { jwt, seed } : { token };
+}
+
 function fromParts(ctx: Context, token: string): EnrolmentCode {
   const { node, server, fingerprint } = ctx.args;
-  // the per-part flags carry a v1 code's token: that form's parts are named, never a union's
-  const parsed = EnrolmentCodeV1.safeParse({ node, servers: server, fingerprint, transport: "nats", token });
+  const credential = credentialOf(token);
+  // the credential's form says which code this is: that form's parts are named, never a union's
+  const schema = "jwt" in credential ? EnrolmentCodeV2 : EnrolmentCodeV1;
+  const parsed = schema.safeParse({ node, servers: server, fingerprint, transport: "nats", ...credential });
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
   const field = String(issue.path[0] ?? "code");
-  const flag = field === "servers" ? "server" : field;
+  const flag = field === "servers" ? "server" : field === "jwt" || field === "seed" ? "token" : field;
   const given = { node, server: server.length ? server : undefined, fingerprint, token }[flag];
   // the token's own words are never said back: it is a password
   const why = given === undefined ? "is missing" : flag === "token" ? "is not valid" : issueWords(issue);

@@ -1,0 +1,80 @@
+// What `node add` and `node rm` cost at N nodes against what they cost at 10, measured so that the machine's load
+// falls on both alike: a companion mesh of the same shape holding 10 nodes is raised beside the fleet's, and the
+// two are asked in turns. Timed twice: through the executable (what an operator waits for, a process started
+// each time) and the command's own function in this process (addNode, removeNode: the bus's part alone).
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { addNode, MeshDir, removeNode } from "../../src/mesh/index.ts";
+import { freePortPairs, mesh } from "../../test/mesh/operator.ts";
+import type { Running } from "../../test/support/cli.ts";
+import { raise, say } from "./fleet-mesh.ts";
+import { formatMs, formatRatio, percentile } from "./stats.ts";
+
+const TRIES = 5;
+
+interface Costs {
+  cliAdd: number[];
+  cliRm: number[];
+  fnAdd: number[];
+  fnRm: number[];
+}
+
+const empty = (): Costs => ({ cliAdd: [], cliRm: [], fnAdd: [], fnRm: [] });
+
+async function timed(into: number[], work: () => Promise<unknown>): Promise<void> {
+  const start = performance.now();
+  await work();
+  into.push(performance.now() - start);
+}
+
+async function cli(dir: string, args: string[]): Promise<void> {
+  const r = await mesh(dir, args);
+  if (r.code !== 0) throw new Error(`mesh ${args.join(" ")}: ${r.stderr.trim()}`);
+}
+
+/** One add and one rm each way, of names no fleet holds. */
+async function once(dir: string, c: Costs): Promise<void> {
+  const meshDir = new MeshDir(dir);
+  await timed(c.cliAdd, () => cli(dir, ["node", "add", "probe"]));
+  await timed(c.cliRm, () => cli(dir, ["node", "rm", "probe"]));
+  await timed(c.fnAdd, () => addNode(meshDir, "probe-fn"));
+  await timed(c.fnRm, () => removeNode(meshDir, "probe-fn"));
+}
+
+/** A mesh of `servers` servers and 10 nodes added, under `base`. */
+async function companion(base: string, servers: number): Promise<{ dir: string; ups: Map<number, Running> }> {
+  const dir = join(base, "ten");
+  mkdirSync(base, { recursive: true });
+  const ports = await freePortPairs(servers);
+  await cli(dir, ["init", ...ports.flatMap((p) => ["--server", `127.0.0.1:${p}`])]);
+  const ups = await raise(dir, servers);
+  for (let i = 1; i <= 10; i++) await addNode(new MeshDir(dir), `t${i}`);
+  return { dir, ups };
+}
+
+const line = (what: string, big: number[], ten: number[]) =>
+  `${what} ${formatMs(percentile(big, 50))} against ${formatMs(percentile(ten, 50))} (${formatRatio(percentile(big, 50), percentile(ten, 50))})`;
+
+/** `node add`/`rm` at N (the fleet's mesh, `dir`) against at 10 (a companion mesh), in turns; printed. */
+export async function addCostAgainstTen(
+  dir: string,
+  base: string,
+  servers: number,
+  n: number,
+): Promise<void> {
+  const small = await companion(base, servers);
+  try {
+    const big = empty();
+    const ten = empty();
+    for (let i = 0; i < TRIES; i++)
+      for (const [d, c] of i % 2
+        ? [[dir, big] as const, [small.dir, ten] as const]
+        : [[small.dir, ten] as const, [dir, big] as const])
+        await once(d, c);
+    say(
+      `node add / node rm at ${n} nodes against at 10 (a mesh of 10 beside it, asked in turns, median of ${TRIES}): ${line("executable add", big.cliAdd, ten.cliAdd)}, ${line("rm", big.cliRm, ten.cliRm)}; the function alone: ${line("add", big.fnAdd, ten.fnAdd)}, ${line("rm", big.fnRm, ten.fnRm)}`,
+    );
+  } finally {
+    await Promise.all([...small.ups.values()].map((u) => u.stop()));
+  }
+}

@@ -1,0 +1,224 @@
+// `npm run bench:fleet -- --simulated N`: what one bus carries when the fleet is large. One process simulates N
+// nodes (sim-node.ts: their own identity keys, user JWTs from real enrolment answered by `mesh up`, the pinned TLS
+// dial, heartbeats, pulling declarations, signed reports), against one server, then a three-server cluster, each
+// server under its own `mesh up --only I`. Measured and printed:
+//   node add   `mesh node add` then `mesh node rm` of one more node at N nodes against a mesh of 10 beside it, in
+//              turns, and their ratio (add-cost.ts); the fleet itself is added by the function the command runs
+//   enrol      every node enrolled (asked, answered by a controller, membership opened) and heard
+//   push       `mesh push --all` of a 10-file declaration: each declaration's own time in the stream → its report
+//   rss        the bus (every nats-server) with the fleet connected, less the bus before it, a node; each `mesh up`
+//   restart    the bus stopped (for the cluster: the REPORTS stream's leader killed) right after a push and started
+//              again: until every node is heard again, the dials a second (no second above a fifth of the fleet),
+//              reports lost (0)
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { addNode, MeshDir } from "../../src/mesh/index.ts";
+import { freePortPairs, mesh } from "../../test/mesh/operator.ts";
+import { addCostAgainstTen } from "./add-cost.ts";
+import {
+  busRssKb,
+  type Fleet,
+  heartbeatsBack,
+  leaderOf,
+  listen,
+  pushAll,
+  raise,
+  say,
+  tenFiles,
+  until,
+  upOnly,
+} from "./fleet-mesh.ts";
+import { vmRssKb } from "./proc.ts";
+import { SimNode } from "./sim-node.ts";
+import { formatKb, formatMs, percentile } from "./stats.ts";
+
+/** The default of a real node (HEARTBEAT_S): the controller's load is a real fleet's. */
+const HEARTBEAT_S = 30;
+const ADD_AT_ONCE = 8;
+const ENROL_AT_ONCE = 32;
+const PROGRESS_MS = 60_000;
+/** A report not in by then is counted lost (the outbox retries on every link, so a late one is a slow one). */
+const REPORTS_LOST_AFTER_MS = 5 * 60_000;
+
+interface SimFleet extends Fleet {
+  nodes: SimNode[];
+  /** Each link's coming up, as it happened: the dials a second after a restart. */
+  linkUps: number[];
+  /** The bench's listener closed and opened again. */
+  relisten(): Promise<void>;
+}
+
+const names = (n: number) => Array.from({ length: n }, (_, i) => `s${String(i + 1).padStart(5, "0")}`);
+
+/** Run `work` over `items`, `atOnce` at a time. */
+async function eachAtOnce<T>(items: T[], atOnce: number, work: (item: T, i: number) => Promise<void>) {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      await work(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: atOnce }, worker));
+}
+
+/** Every node added, by the function `mesh node add` runs (a process each would time process starts). */
+async function addAll(dir: string, n: number): Promise<string[]> {
+  const meshDir = new MeshDir(dir);
+  const codes: string[] = new Array(n);
+  await eachAtOnce(names(n), ADD_AT_ONCE, async (name, i) => {
+    codes[i] = await addNode(meshDir, name);
+  });
+  return codes;
+}
+
+async function enrolAll(fleet: SimFleet, codes: string[]): Promise<void> {
+  await eachAtOnce(codes, ENROL_AT_ONCE, async (code) => {
+    const node = await SimNode.enrol(code);
+    // kept as soon as it runs, so a failure later still stops it
+    fleet.nodes.push(node);
+    node.start({ heartbeatS: HEARTBEAT_S, onUp: (_n, at) => fleet.linkUps.push(at) });
+  });
+}
+
+/** The nodes without a link, by why their last dial or bind failed. */
+function failures(fleet: SimFleet): string {
+  const by = new Map<string, number>();
+  for (const x of fleet.nodes) if (x.failure) by.set(x.failure, (by.get(x.failure) ?? 0) + 1);
+  return [...by].map(([why, count]) => `${count}× ${why}`).join("; ") || "no dial failing";
+}
+
+/** The dials after `from`, and the most in any one second. */
+function dialsAfter(fleet: SimFleet, from: number): { count: number; peak: number } {
+  const perSecond = new Map<number, number>();
+  const after = fleet.linkUps.filter((t) => t > from);
+  for (const t of after) {
+    const s = Math.floor((t - from) / 1000);
+    perSecond.set(s, (perSecond.get(s) ?? 0) + 1);
+  }
+  return { count: after.length, peak: Math.max(0, ...perSecond.values()) };
+}
+
+const controllerRssKb = (fleet: SimFleet) =>
+  [...fleet.ups.values()].reduce((kb, u) => kb + (vmRssKb(u.child.pid ?? 0) ?? 0), 0);
+
+async function measure(fleet: SimFleet, base: string, servers: number, n: number): Promise<void> {
+  const busEmpty = busRssKb(fleet.dir, servers);
+  const enrolStart = Date.now();
+  const codes = await addAll(fleet.dir, n);
+  const addedMs = Date.now() - enrolStart;
+  const enrolFrom = Date.now();
+  await enrolAll(fleet, codes);
+  const enrolMs = Date.now() - enrolFrom;
+  // a long wait says how it goes, on stderr: how many are heard, and why the others are not
+  const progress = setInterval(
+    () => process.stderr.write(`bench:fleet: ${fleet.heard.size}/${n} heard; ${failures(fleet)}\n`),
+    PROGRESS_MS,
+  );
+  await until(() => fleet.heard.size >= n, "a heartbeat from every node")
+    .catch((e: Error) => {
+      throw new Error(`${e.message}: ${fleet.heard.size} heard; ${failures(fleet)}`);
+    })
+    .finally(() => clearInterval(progress));
+  const heardMs = Date.now() - enrolFrom;
+  say(`\n## ${servers === 1 ? "one server" : `${servers}-server cluster`}, ${n} simulated nodes`);
+  await addCostAgainstTen(fleet.dir, join(base, "companion"), servers, n);
+  say(
+    `all ${n} added in ${formatMs(addedMs)}; enrolled in ${formatMs(enrolMs)} (${Math.round((n * 1000) / enrolMs)} a second), every one heard ${formatMs(heardMs)} after the first question`,
+  );
+  const latencies = await pushAll(fleet, tenFiles(base, "first"));
+  say(
+    `push --all, 10 files, publish → report: p50 ${formatMs(percentile(latencies, 50))}, p99 ${formatMs(percentile(latencies, 99))}, max ${formatMs(Math.max(...latencies))} (${latencies.length}/${n} reports)`,
+  );
+  const bus = busRssKb(fleet.dir, servers);
+  say(
+    `bus RSS ${formatKb(bus)} with ${n} nodes (${formatKb(busEmpty)} before them): ${formatKb((bus - busEmpty) / n)} a node; controller${servers > 1 ? "s" : ""} (mesh up) ${formatKb(controllerRssKb(fleet))}; the simulator ${formatKb(vmRssKb(process.pid))}`,
+  );
+  await restart(fleet, base, servers, n);
+}
+
+/**
+ * A push, then the server every node is linked to (each dials its membership's servers in order: the first) gone
+ * before every report is in, and started again: the outbox must bring each report. One server: SIGTERM, as a
+ * service manager stops it; the cluster: SIGKILL, a machine lost, the nodes dialling on to the next server.
+ */
+async function restart(fleet: SimFleet, base: string, servers: number, n: number): Promise<void> {
+  const second = await mesh(fleet.dir, [
+    "push",
+    "--all",
+    tenFiles(base, "second"),
+    "--json",
+    "--wait-s",
+    "0",
+  ]);
+  if (second.code !== 0) throw new Error(`mesh push --all: ${second.stderr}`);
+  const digests = new Map(
+    (JSON.parse(second.stdout).nodes as { node: string; digest: string }[]).map((p) => [p.node, p.digest]),
+  );
+  const leader = servers === 1 ? 1 : await leaderOf(fleet.dir);
+  await fleet.ups.get(1)!.stop(servers === 1 ? "SIGTERM" : "SIGKILL");
+  const down = Date.now();
+  fleet.firstAfter = new Map();
+  fleet.ups.set(1, await upOnly(fleet.dir, 1));
+  const upAgainMs = Date.now() - down;
+  // one server: the bench's own connection lost it too, and is heard from the moment it listens again
+  if (servers === 1) await fleet.relisten();
+  const linked = await linkedAgain(fleet, down, n);
+  const backMs = await heartbeatsBack(fleet, down, n);
+  const dialled = dialsAfter(fleet, down);
+  const reported = () => [...digests].filter(([node, d]) => fleet.reports.get(node)?.digest === d).length;
+  await until(() => reported() === digests.size, "every report of the push", REPORTS_LOST_AFTER_MS).catch(
+    () => undefined,
+  );
+  const fifth = Math.ceil(n / 5);
+  const what =
+    servers === 1 ? "server restarted" : `server 1 killed and restarted (the REPORTS leader was ${leader})`;
+  say(
+    `${what}: back in ${formatMs(upAgainMs)}; every node linked again (dialled, signed in, bound) ${formatMs(linked)} and heard ${formatMs(backMs)} after the stop; ${dialled.count} dials, at most ${dialled.peak} in one second (a fifth of the fleet is ${fifth}${dialled.peak > fifth ? ": ABOVE IT" : ""}); reports lost: ${digests.size - reported()}`,
+  );
+}
+
+/** How long after `from` every node's link was up again. */
+async function linkedAgain(fleet: SimFleet, from: number, n: number): Promise<number> {
+  const after = () => fleet.nodes.filter((x) => x.linkedAt > from);
+  await until(() => after().length >= n, "every node linked again");
+  return Math.max(...after().map((x) => x.linkedAt)) - from;
+}
+
+export async function simulatedScenario(servers: number, n: number): Promise<void> {
+  const base = mkdtempSync(join(tmpdir(), `bench-sim-${servers}-`));
+  const dir = join(base, "mesh");
+  const fleet: SimFleet = {
+    dir,
+    ups: new Map(),
+    heard: new Map(),
+    firstAfter: new Map(),
+    reports: new Map(),
+    nodes: [],
+    linkUps: [],
+    relisten: async () => {
+      await stopListening();
+      stopListening = await listen(fleet, servers);
+    },
+  };
+  let stopListening = async () => {};
+  let failed = true;
+  try {
+    const ports = await freePortPairs(servers);
+    const init = await mesh(dir, ["init", ...ports.flatMap((p) => ["--server", `127.0.0.1:${p}`])]);
+    if (init.code !== 0) throw new Error(`mesh init: ${init.stderr}`);
+    fleet.ups = await raise(dir, servers);
+    // on the last server: the one restarted is the first, where every node is linked
+    stopListening = await listen(fleet, servers);
+    await measure(fleet, base, servers, n);
+    failed = false;
+  } finally {
+    await Promise.all(fleet.nodes.map((x) => x.stop()));
+    await stopListening();
+    await Promise.all([...fleet.ups.values()].map((u) => u.stop()));
+    // a failed run keeps its directory: the servers' logs say what the bus saw
+    if (failed) process.stderr.write(`bench:fleet: kept ${base} for its logs\n`);
+    else rmSync(base, { recursive: true, force: true });
+  }
+}

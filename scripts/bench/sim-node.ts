@@ -4,8 +4,8 @@
 // reported applied, each resource "created". Thousands live in one process, so it keeps only what the bus needs:
 // its keys, its membership, its last serial, and an outbox of reports not yet acknowledged.
 import type { KeyObject } from "node:crypto";
-import { backoffMs } from "../../src/hold/index.ts";
 import { ask, type Delivered, type Link, openBound } from "../../src/link/index.ts";
+import { backoffMs } from "../../src/run/index.ts";
 import { makeKeyPair, makeOverlayKey, publicKeys } from "../../src/store/index.ts";
 import { decodeCode, type Membership, type Report, verifyEnvelope } from "../../src/vocabulary/index.ts";
 
@@ -138,7 +138,7 @@ export class SimNode {
     });
     // a mesh's declaration always carries its serial; one without is refused as the node refuses it
     const serial = v.ok ? (v.declaration.serial ?? 0) : 0;
-    if (!v.ok || serial <= this.lastSerial || d.pending > 0) {
+    if (!v.ok || serial <= this.lastSerial || d.newer !== null) {
       await d.term();
       return;
     }

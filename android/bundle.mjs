@@ -8,7 +8,9 @@
 //   (today: the overlay's and WireGuard's surfaces, which `enrol` reads to find a tunnel to take; the `overlay`
 //   and `install-service` commands, which cli.ts loads lazily) becomes a stub with the same export names, each a function that refuses with exit 2,
 //   "not on an Android host". The stub imports nothing, so nothing behind the real module is reached either.
-// The stubs are never called on Android: `enrol` looks for a tunnel only on a host that has an overlay applier.
+// - The overlay's files in the state directory (src/store/overlay.ts) become a stub the same way.
+// The stubs are never called on Android: `enrol` looks for a tunnel, and the commands hand the appliers the
+// overlay's state port, only on a host that has an overlay applier.
 import { relative, resolve } from "node:path";
 import { bundleOptions, ROOT } from "../build/bundle.mjs";
 
@@ -22,6 +24,8 @@ const NAMESPACE = "android-absent";
 const ARCH_ONLY_FOLDERS = /^src\/(appliers|system)\/arch\//;
 /** Commands with nothing to do on Android: the overlay's key, and a systemd unit and launcher to install. */
 const ARCH_ONLY_COMMANDS = /^src\/cli\/commands\/(overlay|install)\.ts$/;
+/** The overlay's files in the state directory: the store's port only a host with an overlay applier is handed. */
+const ARCH_ONLY_STATE = /^src\/store\/overlay\.ts$/;
 
 /** The operator's half (`mesh-host mesh …`): a phone is a node, never a mesh's controller. */
 const MESH_OPERATOR = /^src\/(mesh|cli\/mesh)\//;
@@ -32,6 +36,7 @@ export function isArchOnly(rel) {
     rel === "src/hosts/arch.ts" ||
     ARCH_ONLY_FOLDERS.test(rel) ||
     ARCH_ONLY_COMMANDS.test(rel) ||
+    ARCH_ONLY_STATE.test(rel) ||
     MESH_OPERATOR.test(rel)
   );
 }

@@ -108,6 +108,8 @@ export const KEPT_DIR_HANDLES_MAX = 256;
 export const UNIT_VERIFY_DIR = "/var/tmp";
 /** `systemd-analyze verify` loads one unit and what it names: seconds at most, even on a busy machine. */
 export const UNIT_VERIFY_TIMEOUT_MS = 60_000;
+/** `systemd-analyze calendar` parses one expression: it answers at once, given room on a busy machine. */
+export const CALENDAR_CHECK_TIMEOUT_MS = 10_000;
 
 /** A unit file and the package's files a shell or the init reads: the owner writes, everyone reads. */
 export const UNIT_FILE_MODE = 0o644;
@@ -166,6 +168,19 @@ export const SERVER_LOG_POLL_MS = 25;
 export const JETSTREAM_READY_MS = 60_000;
 export const MESH_CONNECT_TIMEOUT_MS = 5_000;
 /**
+ * An operator's or controller's connection lost mid-command tries again this often, without end while it is
+ * asked to reconnect at all (the servers restarting under `mesh up`).
+ */
+export const MESH_RECONNECT_WAIT_MS = 250;
+export const MESH_RECONNECT_ATTEMPTS = -1;
+/** How often a server pings its clients to find a dead connection (nats-server's `ping_interval`). */
+export const SERVER_PING_INTERVAL_S = 20;
+/** How long a TLS handshake with a server (a client's or a route's) may take (nats-server's tls `timeout`). */
+export const SERVER_TLS_TIMEOUT_S = 2;
+/** JetStream's bounds on a server: memory for in-memory streams (none of the mesh's), disk for the rest. */
+export const SERVER_JETSTREAM_MEMORY = "64MB";
+export const SERVER_JETSTREAM_DISK = "1GB";
+/**
  * How long a server's account resolver looks for an account it does not hold (every one of the mesh's is
  * preloaded): shorter than MESH_CONNECT_TIMEOUT_MS, so a user of another mesh's account is refused in words
  * rather than left to time out.
@@ -191,6 +206,8 @@ export const SHARED_ACK_WAIT_MS = 5_000;
  * controller that died until it expires, and hands it messages meanwhile (each then waits SHARED_ACK_WAIT_MS).
  */
 export const SHARED_PULL_EXPIRES_MS = 5_000;
+/** How many messages a controller's pull on a shared durable asks for at once. */
+export const SHARED_PULL_BATCH = 100;
 /** A consume loop whose consumer failed starts again after this. */
 export const CONSUME_RETRY_MS = 250;
 // The bus's accounts and their bounds (protocol.md "Accounts" and "Limits" say why each is what it is).

@@ -22,7 +22,14 @@ import {
   stateFileReaches,
   typeTagsIn,
 } from "./support/layers.ts";
-import { changedFiles, copyCli, copyWithNewType, NEW_TYPE_FILES, typecheck } from "./support/new-type.ts";
+import {
+  changedFiles,
+  copyCli,
+  copyPush,
+  copyWithNewType,
+  NEW_TYPE_FILES,
+  typecheck,
+} from "./support/new-type.ts";
 
 const TOKEN = "tok_S3CRET-9f2c1e";
 
@@ -344,7 +351,6 @@ const TYPE_NAMED_OUTSIDE: Record<string, string> = {
   "src/cli/commands/info.ts container": "status says a found container is held (its record's created: false)",
   "src/cli/commands/info.ts overlay": "status shows the overlay's interface where the host has one",
   "src/cli/commands/overlay.ts overlay": "the `overlay` command reads the declared overlay",
-  "src/mesh/push.ts file": "the operator's push carries only the secrets a file reads",
 };
 
 describe("a new resource type touches three files: its vocabulary, its applier file, the host's list", () => {
@@ -367,29 +373,115 @@ describe("a new resource type touches three files: its vocabulary, its applier f
     expect(appliersOf(PORTABLE_APPLIERS).get("file")).toBe(fileApplier);
   });
 
-  it("a type added in exactly those three files typechecks, is applied, left as it is, and given back", async () => {
+  it("a type added in exactly those three files (kind, applier, list) with a path, a secret, a reference and an adopted hold typechecks, plans, applies, reads back, is refused on a collision, is pushed with --secret, is held as found and given back", async () => {
     const dir = copyWithNewType();
     try {
       expect(changedFiles(dir)).toEqual([...NEW_TYPE_FILES].sort());
       expect(await typecheck(dir)).toBe("");
-      const decl = (resources: unknown[]) =>
-        JSON.stringify({ v: 1, node: "n1", mode: "converged", resources });
+      const decl = (resources: unknown[], more: object = {}) =>
+        JSON.stringify({ v: 1, node: "n1", mode: "converged", resources, ...more });
       const marker = { id: "hello", type: "marker", path: "/srv/hello.txt", text: "hello\n" };
       mkdirSync(join(dir, "root"));
       const flags = ["--root", join(dir, "root"), "--state", join(dir, "state"), "--host", "linux", "--json"];
-      const applied = async (resources: unknown[]) => {
-        writeFileSync(join(dir, "d.json"), decl(resources));
-        const r = await copyCli(dir, ["apply", join(dir, "d.json"), ...flags]);
+      const cli = async (resources: unknown[], more: object = {}, extra: string[] = [], verb = "apply") => {
+        writeFileSync(join(dir, "d.json"), decl(resources, more));
+        return copyCli(dir, [verb, join(dir, "d.json"), ...flags, ...extra]);
+      };
+      const applied = async (
+        resources: unknown[],
+        more: object = {},
+        extra: string[] = [],
+        verb = "apply",
+      ) => {
+        const r = await cli(resources, more, extra, verb);
         expect(r.code, r.stderr).toBe(0);
-        const steps: { id: string; did: string }[] = JSON.parse(r.stdout).report.steps;
+        const out = JSON.parse(r.stdout);
+        const steps: { id: string; did: string }[] = out.report?.steps ?? out.plan;
         return steps.map((s) => `${s.id} ${s.did}`);
       };
+      expect(await applied([marker], {}, [], "plan")).toEqual(["hello created"]);
+      expect(existsSync(join(dir, "root/srv/hello.txt"))).toBe(false);
       expect(await applied([marker])).toEqual(["hello created"]);
       expect(readFileSync(join(dir, "root/srv/hello.txt"), "utf8")).toBe("hello\n");
       expect(await applied([marker])).toEqual(["hello unchanged"]);
+      // its kind's path collides with a file's, and nothing may be under a file: refused whole, nothing changed
+      const file = { id: "f", type: "file", path: "/srv/hello.txt", content: "x" };
+      const collided = await cli([file, marker]);
+      expect(collided.code).toBe(2);
+      expect(collided.stderr).toContain('resource "hello", field "path": is also declared by "f"');
+      const under = await cli([{ ...file, path: "/srv" }, marker]);
+      expect(under.stderr).toContain(
+        'resource "hello", field "path": is under /srv, which "f" declares a file',
+      );
+      // it names another resource: an undeclared one is refused, a declared one is fine
+      const dangling = await cli([{ ...marker, after: ["nope"] }]);
+      expect(dangling.code).toBe(2);
+      expect(dangling.stderr).toContain(
+        'resource "hello", field "after": names "nope", which is not declared',
+      );
       const other = { id: "other", type: "directory", path: "/srv/other" };
-      expect(await applied([other])).toEqual(["other created", "hello removed"]);
+      expect(await applied([other, { ...marker, after: ["other"] }])).toEqual([
+        "other created",
+        "hello unchanged",
+      ]);
+      // it reads a secret: refused when the declaration does not carry it, written when given, never said
+      const secret = { ...marker, text: undefined, secret: "token" };
+      const missing = await cli([other, secret]);
+      expect(missing.stderr).toContain(
+        'resource "hello", field "secret": names secret "token", which the declaration does not carry',
+      );
+      const SECRET = "s3cret-marker-value";
+      writeFileSync(join(dir, "token"), SECRET);
+      const withSecret = await cli([other, secret], { secrets: { token: "installer" } }, [
+        "--secret",
+        `token=${join(dir, "token")}`,
+      ]);
+      expect(withSecret.code, withSecret.stderr).toBe(0);
+      expect(readFileSync(join(dir, "root/srv/hello.txt"), "utf8")).toBe(SECRET);
+      expect(withSecret.stdout + withSecret.stderr).not.toContain(SECRET);
+      // mesh push seals what its kind reads, and refuses a --secret nothing reads
+      const pushFile = { v: 1, mode: "converged", resources: [secret] };
+      const pushed = await copyPush(dir, pushFile, { token: SECRET });
+      expect(pushed.refused).toBeUndefined();
+      expect(pushed.opened).toEqual({ token: SECRET });
+      expect(JSON.stringify(pushed.body)).not.toContain(SECRET);
+      const unread = await copyPush(dir, pushFile, { token: SECRET, other: "x" });
+      expect(unread.refused).toBe('--secret other: no resource of the declaration reads secret "other"');
+      // undeclared on a converged node: given back (removed), its path gone
+      expect(await applied([other])).toEqual(["other unchanged", "hello removed"]);
       expect(existsSync(join(dir, "root/srv/hello.txt"))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
+
+  it("the new type is held as found on an adopted node, taken only by takes: true, and given back as found", async () => {
+    const dir = copyWithNewType();
+    try {
+      mkdirSync(join(dir, "root/srv"), { recursive: true });
+      writeFileSync(join(dir, "root/srv/found.txt"), "the host's\n");
+      const flags = ["--root", join(dir, "root"), "--state", join(dir, "state"), "--host", "linux", "--json"];
+      const applied = async (resources: unknown[]) => {
+        writeFileSync(join(dir, "d.json"), JSON.stringify({ v: 1, node: "n1", mode: "adopted", resources }));
+        const r = await copyCli(dir, ["apply", join(dir, "d.json"), ...flags]);
+        expect(r.code, r.stderr).toBe(0);
+        const steps: { id: string; did: string; detail: string }[] = JSON.parse(r.stdout).report.steps;
+        return steps.map((s) => `${s.id} ${s.did}${s.detail.includes("held") ? " held" : ""}`);
+      };
+      const found = { id: "found", type: "marker", path: "/srv/found.txt", text: "the mesh's\n" };
+      const fresh = { id: "fresh", type: "marker", path: "/srv/fresh.txt", text: "new\n" };
+      expect(await applied([found, fresh])).toEqual(["found unchanged held", "fresh created"]);
+      expect(readFileSync(join(dir, "root/srv/found.txt"), "utf8")).toBe("the host's\n");
+      // held once held, as found
+      expect(await applied([found, fresh])).toEqual(["found unchanged held", "fresh unchanged"]);
+      expect(readFileSync(join(dir, "root/srv/found.txt"), "utf8")).toBe("the host's\n");
+      // undeclared: given back as found, nothing of it touched; the mesh's own is removed
+      const steps = await applied([{ id: "d", type: "directory", path: "/srv/d" }]);
+      expect(steps).toEqual(["d created", "fresh removed", "found unchanged"]);
+      expect(readFileSync(join(dir, "root/srv/found.txt"), "utf8")).toBe("the host's\n");
+      // declared again with takes: true, it is the mesh's
+      expect(await applied([{ ...found, takes: true }])).toEqual(["found created", "d removed"]);
+      expect(readFileSync(join(dir, "root/srv/found.txt"), "utf8")).toBe("the mesh's\n");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -397,7 +489,7 @@ describe("a new resource type touches three files: its vocabulary, its applier f
 });
 
 describe("every timeout and mode is named once, in src/defaults.ts (nats.js style)", () => {
-  it("no module declares a `_MS`/`_S` constant of its own or passes setTimeout/setInterval a number", () => {
+  it("no module declares a `_MS`/`_S` constant of its own, gives an option key (`timeout`, `max_bytes` ...) a number, or passes setTimeout/setInterval one", () => {
     const found = sourceFiles()
       .filter((f) => f !== "src/defaults.ts")
       .flatMap((f) => ownTimeouts(f));
@@ -446,19 +538,31 @@ describe("every timeout and mode is named once, in src/defaults.ts (nats.js styl
     ]);
   });
 
-  it("the rule sees a delay written in place and a timeout declared beside its use", () => {
+  it("the rule sees a delay written in place, a timeout declared beside its use, and an option key given a number", () => {
     const text = [
       "export const WAIT_MS = 30_000;",
       "function f(ms: number) { const GRACE_S = 5; return ms * GRACE_S; }",
       "await new Promise((r) => setTimeout(r, 20));",
       "setInterval(() => tick(), 5 * 1000);",
       "setTimeout(r, WAIT_MS); setInterval(beat, heartbeatS * 1000); const waitMs = 10;",
+      "connect({ reconnectTimeWait: 250, maxReconnectAttempts: 10, timeout: 2 * 1000, reconnect: true });",
+      "consumer.fetch({ expires: 30_000, max_bytes: 1024, max_messages: 1 }); const o = { max: -1, ttl: 0 };",
+      "exec.run(argv, { timeoutMs: 10_000 }); function f({ retries = 3 } = {}, waitMs = 20) {}",
+      "connect({ reconnectTimeWait: RECONNECT_MS, timeout: CONNECT_TIMEOUT_MS, port: 4222 });",
     ].join("\n");
     expect(ownTimeouts("src/mesh/synthetic.ts", text)).toEqual([
       "src/mesh/synthetic.ts const WAIT_MS",
       "src/mesh/synthetic.ts const GRACE_S",
       "src/mesh/synthetic.ts setTimeout(…, 20)",
       "src/mesh/synthetic.ts setInterval(…, 5 * 1000)",
+      "src/mesh/synthetic.ts reconnectTimeWait: 250",
+      "src/mesh/synthetic.ts maxReconnectAttempts: 10",
+      "src/mesh/synthetic.ts timeout: 2 * 1000",
+      "src/mesh/synthetic.ts expires: 30_000",
+      "src/mesh/synthetic.ts max_bytes: 1024",
+      "src/mesh/synthetic.ts timeoutMs: 10_000",
+      "src/mesh/synthetic.ts retries: 3",
+      "src/mesh/synthetic.ts waitMs: 20",
     ]);
   });
 });

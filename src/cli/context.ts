@@ -98,7 +98,8 @@ export function portsOf(ctx: Context) {
     exec: localExec(),
     rootless: ctx.rootless,
     log: ctx.log,
-    overlay: new OverlayState(ctx.state),
+    // the overlay's files in the state directory: the Android bundle leaves them out (it has no overlay)
+    overlay: ctx.host.kind === "android" ? undefined : new OverlayState(ctx.state),
   };
 }
 

@@ -24,6 +24,8 @@ import {
   JS_RELOAD_MS,
   JS_RETRY_MS,
   MESH_CONNECT_TIMEOUT_MS,
+  MESH_RECONNECT_ATTEMPTS,
+  MESH_RECONNECT_WAIT_MS,
   REKEY_MAX_BYTES,
   REKEY_PER_NODE,
   REPORT_MAX_MSG_BYTES,
@@ -93,8 +95,8 @@ async function dialController(
         tls: { ca: mesh.certPem() },
         timeout: MESH_CONNECT_TIMEOUT_MS,
         reconnect: opts.reconnect ?? false,
-        maxReconnectAttempts: -1,
-        reconnectTimeWait: 250,
+        maxReconnectAttempts: MESH_RECONNECT_ATTEMPTS,
+        reconnectTimeWait: MESH_RECONNECT_WAIT_MS,
       });
     } catch (e) {
       if (e instanceof MeshRefused) throw e;

@@ -44,7 +44,7 @@ export function serviceAuthenticator(
 const dec = new TextDecoder();
 
 /** The NODES claims the servers hold now (the newest, revocations and all); `init`'s when they hold none. */
-async function currentRevocations(sys: NatsConnection, keys: AccountKeys): Promise<Revocations> {
+export async function currentRevocations(sys: NatsConnection, keys: AccountKeys): Promise<Revocations> {
   const id = accountId(keys, "nodes");
   try {
     const m = await sys.request(`$SYS.REQ.ACCOUNT.${id}.CLAIMS.LOOKUP`, "", { timeout: CLAIMS_UPDATE_MS });

@@ -5,7 +5,14 @@
 // them preloaded. No user and no password is in it: `node add` and `node rm` never rewrite it. In a cluster, the
 // routes authenticate by mutual TLS with the mesh's own certificate (the only CA they trust), no password.
 import { isIP } from "node:net";
-import { RESOLVER_FETCH_S, ROUTE_PORT_OFFSET } from "../defaults.ts";
+import {
+  RESOLVER_FETCH_S,
+  ROUTE_PORT_OFFSET,
+  SERVER_JETSTREAM_DISK,
+  SERVER_JETSTREAM_MEMORY,
+  SERVER_PING_INTERVAL_S,
+  SERVER_TLS_TIMEOUT_S,
+} from "../defaults.ts";
 import { type AccountKeys, accountId, accountJwt, operatorJwt } from "./accounts.ts";
 import type { MeshConfig, MeshDir } from "./layout.ts";
 
@@ -46,16 +53,16 @@ export function serverConf(
     `listen: ${q(`${bindOf(me.host)}:${me.port}`)}`,
     `pid_file: ${q(`${dir}/server.pid`)}`,
     `log_file: ${q(`${dir}/server.log`)}`,
-    'ping_interval: "20s"',
+    `ping_interval: "${SERVER_PING_INTERVAL_S}s"`,
     "tls {",
     `  cert_file: ${q(mesh.path("tls", "cert.pem"))}`,
     `  key_file: ${q(mesh.path("tls", "key.pem"))}`,
-    "  timeout: 2",
+    `  timeout: ${SERVER_TLS_TIMEOUT_S}`,
     "}",
     "jetstream {",
     `  store_dir: ${q(`${dir}/jetstream`)}`,
-    "  max_memory_store: 64MB",
-    "  max_file_store: 1GB",
+    `  max_memory_store: ${SERVER_JETSTREAM_MEMORY}`,
+    `  max_file_store: ${SERVER_JETSTREAM_DISK}`,
     "}",
     ...authLines(keys, `${dir}/jwt`),
   ];
@@ -73,7 +80,7 @@ export function serverConf(
       `    ca_file: ${q(mesh.path("tls", "cert.pem"))}`,
       // a route must show the mesh's own certificate: the only credential a route has
       "    verify: true",
-      "    timeout: 2",
+      `    timeout: ${SERVER_TLS_TIMEOUT_S}`,
       "  }",
       `  routes: [${routes.join(", ")}]`,
       "}",

@@ -3,7 +3,7 @@
 // `mesh up` runs it; the test double in test/mesh/ uses it too.
 import type { JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { CONSUME_RETRY_MS, SHARED_PULL_EXPIRES_MS } from "../defaults.ts";
+import { CONSUME_RETRY_MS, SHARED_PULL_BATCH, SHARED_PULL_EXPIRES_MS } from "../defaults.ts";
 import {
   declareSubject,
   type EnrolQuestion,
@@ -92,7 +92,10 @@ export async function consumeLoop(
       const consumer = await bus.js.consumers.get(stream, durable);
       said = false;
       // short-lived pulls: one left by a controller that died (its machine with it) stops taking messages soon
-      const messages = await consumer.consume({ max_messages: 100, expires: SHARED_PULL_EXPIRES_MS });
+      const messages = await consumer.consume({
+        max_messages: SHARED_PULL_BATCH,
+        expires: SHARED_PULL_EXPIRES_MS,
+      });
       for await (const m of messages) {
         if (stopped()) break;
         try {

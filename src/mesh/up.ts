@@ -18,7 +18,7 @@ import {
 } from "../vocabulary/index.ts";
 import { issuedAfter, NO_REVOCATIONS, nodeUserJwt, userOfIdentity } from "./accounts.ts";
 import { awaitStreams, type Bus, connectBus, ensureNodeConsumer, sweepConsumers } from "./bus.ts";
-import { type Revoke, revocationsOnBus, revokeOnBus } from "./claims.ts";
+import { currentRevocations, type Revoke, revokeOnBus } from "./claims.ts";
 import { answerable, consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 import { admit } from "./enrolments.ts";
 import { reportOf, serialOf } from "./fleet.ts";
@@ -117,6 +117,8 @@ class Controller {
   private readonly refused: Said;
   private readonly spent: Revoke[] = [];
   private spendTimer: NodeJS.Timeout | null = null;
+  /** SYS, for reading NODES' revocations at an enrolment: opened at the first, kept until stop. */
+  private sys: Promise<Bus> | null = null;
 
   constructor(
     private readonly mesh: MeshDir,
@@ -177,6 +179,7 @@ class Controller {
     if (this.floodTimer) clearInterval(this.floodTimer);
     this.sayFloods();
     await this.writer.flush();
+    await this.sys?.then((sys) => sys.close()).catch(() => undefined);
   }
 
   /** An enrolment question: answered with the membership sealed to its key, or refused with a reason. */
@@ -226,9 +229,21 @@ class Controller {
     m.ack();
   }
 
-  /** The issued-at of a node user's JWT: after any revocation of that key the servers hold (accounts.ts). */
+  /**
+   * The issued-at of a node user's JWT: after any revocation of that key the servers hold (accounts.ts), read over
+   * one SYS connection kept for it (an enrolment of ten thousand nodes opens one, not ten thousand).
+   */
   private async issuedAt(user: string): Promise<number> {
-    return issuedAfter(await revocationsOnBus(this.mesh).catch(() => NO_REVOCATIONS), user);
+    this.sys ??= connectBus(this.mesh, { reconnect: true, system: true, name: "mesh-host mesh up (system)" });
+    const held = await this.sys.then(
+      (sys) => currentRevocations(sys.nc, this.mesh.accountKeys()),
+      () => {
+        // not reached this time: the next enrolment dials again; this one is issued now, as before the rule
+        this.sys = null;
+        return NO_REVOCATIONS;
+      },
+    );
+    return issuedAfter(held, user);
   }
 
   /**

@@ -5,6 +5,7 @@ export * from "./code.ts";
 export * from "./declaration.ts";
 export * from "./envelope.ts";
 export * from "./json.ts";
+export * from "./kind.ts";
 export * from "./names.ts";
 export * from "./nkeys.ts";
 export * from "./plan.ts";

@@ -17,9 +17,11 @@ import {
   revocationsOnBus,
   revokeUsers,
   serviceAuthenticator,
+  userOfIdentity,
 } from "../../src/mesh/index.ts";
 import { nkeyOf } from "../../src/vocabulary/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
+import { nodeRecord } from "../mesh/state.ts";
 import { type Running, runCli, startRun } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 
@@ -111,6 +113,10 @@ describe("node reissue, then an enrolment with the same identity key", () => {
     expect(first.code, first.stderr).toBe(0);
     const reissued = await mesh(dir, ["node", "reissue", "web-1"]);
     expect(reissued.code, reissued.stderr).toBe(0);
+    // the reissue's revocation of the node's identity user, dated a second on: whatever second the enrolment's
+    // answer lands in, it is not past the revocation's, so a JWT issued "now" would be void
+    const identity = (await nodeRecord(dir, "web-1")).keys!.identity;
+    await revoke(userOfIdentity(identity)!, now() + 1);
     // the machine kept its keys and lost its membership: it enrols again with the same identity key
     rmSync(join(state, "membership.json"));
     const again = await runCli(["enrol", "--state", state, "--root", root], { input: reissued.stdout });

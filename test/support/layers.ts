@@ -218,8 +218,20 @@ export function typeTagsIn(path: string, types: ReadonlySet<string>): Set<string
 }
 
 /**
- * Where `path` names a timeout of its own instead of src/defaults.ts's: a `const X_MS =` or `X_S =` declared
- * here, or a setTimeout/setInterval whose delay is a number written in place (literals only, no name in it).
+ * An option key (a client's or a server's, a parameter's default) that holds a timeout, an interval, a wait, a
+ * count of tries or a size: `reconnectTimeWait`, `maxReconnectAttempts`, `timeout`, `expires`, `max_bytes`,
+ * `ttl`, `timeoutMs`, `max_messages` ...
+ */
+const LIMIT_KEY =
+  /(timeout|time_?wait|wait|expires|interval|delay|ttl|limit|attempts|retries|tries|bytes|age|heartbeat|deadline|grace|^max|_max|Max|Ms$|_ms$|_s$)/i;
+/** -1, 0 and 1 say "none", "unlimited" or "one at a time", not a figure to tune: no default names them. */
+const SAYS_NONE_OR_ONE = new Set(["-1", "0", "1"]);
+
+/**
+ * Where `path` names a timeout or a limit of its own instead of src/defaults.ts's: a `const X_MS =` or `X_S =`
+ * declared here, an option key such as `reconnectTimeWait`, `timeout` or `max_bytes` given a number written in
+ * place (a property, a destructured or a parameter's default), or a setTimeout/setInterval whose delay is a
+ * number written in place (literals only, no name in it).
  * Each as "path const NAME" or "path setTimeout(…, 20)" (no line numbers: they move). `text` stands in for the
  * file's own, so a test can show the rule a synthetic module.
  */
@@ -237,6 +249,16 @@ export function ownTimeouts(path: string, text?: string): string[] {
       /^[A-Z][A-Z0-9_]*_(MS|S)$/.test(n.name.text)
     )
       out.push(`${path} const ${n.name.text}`);
+    if (
+      (ts.isPropertyAssignment(n) || ts.isBindingElement(n) || ts.isParameter(n)) &&
+      n.name &&
+      (ts.isIdentifier(n.name) || ts.isStringLiteral(n.name)) &&
+      LIMIT_KEY.test(n.name.text) &&
+      n.initializer &&
+      literalOnly(n.initializer) &&
+      !SAYS_NONE_OR_ONE.has(n.initializer.getText(src))
+    )
+      out.push(`${path} ${n.name.text}: ${n.initializer.getText(src)}`);
     if (
       ts.isCallExpression(n) &&
       ts.isIdentifier(n.expression) &&

@@ -1,6 +1,11 @@
 // systemd, reached only through the command port: what a unit is now, unit files the mesh writes, and the
 // few verbs the service and process appliers use. Nothing here pretends another init exists (docs/architecture.md, "What the init is asked for").
-import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, SYSTEMCTL_TIMEOUT_MS } from "../../defaults.ts";
+import {
+  CALENDAR_CHECK_TIMEOUT_MS,
+  DEFAULT_DIR_MODE,
+  DEFAULT_FILE_MODE,
+  SYSTEMCTL_TIMEOUT_MS,
+} from "../../defaults.ts";
 import { oneLine } from "../../vocabulary/index.ts";
 import { sha256 } from "../digest.ts";
 import type { Exec, ExecResult } from "../exec.ts";
@@ -83,7 +88,7 @@ export const isActive = (activeState: string): boolean =>
 export async function calendarProblem(exec: Exec, schedule: string): Promise<string | null> {
   const r = await exec.run(["systemd-analyze", "calendar", "--", schedule], {
     env: C_LOCALE,
-    timeoutMs: 10_000,
+    timeoutMs: CALENDAR_CHECK_TIMEOUT_MS,
   });
   if (r.code === 0) return null;
   return `systemd rejects "${schedule}": ${failureText(r)}`;

@@ -143,8 +143,6 @@ export interface Traits<R extends Resource, Rec extends RecordBase, S extends St
    * with the next ones of its kind (their fsyncs overlap), and temporaries a crash left there are swept.
    */
   writesFiles?: boolean;
-  /** The names of the declaration's secrets it reads: unsealed up front, so a bad one refuses before anything. */
-  secrets?(wanted: R): string[];
   /** The path at which what it writes is a secret: its original is kept as one and no digest of it is said. */
   secretAt?(wanted: R): string | undefined;
   /** Before a step runs: the record this id will have (journalled pending) and the found original to keep. */
@@ -155,6 +153,12 @@ export interface Traits<R extends Resource, Rec extends RecordBase, S extends St
   originalsAt?(record: Rec): string[];
   /** The digest of what the record says the host last wrote at its path: what `DecideContext.wrote` reads. */
   wrote?(record: Rec): string | undefined;
+  /**
+   * On an adopted node, for a kind whose facts say it is held there (`adopted`): whether the host already has
+   * one at its place. The apply then holds it as found and gives it back as found (apply/adopted.ts); this
+   * applier never sees it until a declaration takes it.
+   */
+  found?(wanted: R, ctx: DecideContext): Promise<boolean>;
   /** `--diff`: what a planned step will change, as lines; never a secret's content. */
   diff?(step: S, wanted: R | undefined, root: string): Promise<string[] | undefined>;
 }

@@ -12,7 +12,9 @@ import {
   type Refusal,
   type Report,
   type ReportStep,
+  secretsOf,
 } from "../vocabulary/index.ts";
+import { isAdoptedStep } from "./adopted.ts";
 import { execute } from "./execute.ts";
 import { journal, originalsNow, sweepTemps } from "./journal.ts";
 import { CHANGING, mapLimited, type PlanInput, type PlannedStep, planSteps, traitsOf } from "./plan.ts";
@@ -116,7 +118,7 @@ function unsealAll(req: ApplyRequest): { secrets: Map<string, Uint8Array>; refus
   const secrets = new Map<string, Uint8Array>();
   const refusals: Refusal[] = [];
   for (const r of req.declaration.resources)
-    for (const name of traitsOf(req.host, r.type).secrets?.(r) ?? []) {
+    for (const { name } of secretsOf(r)) {
       if (secrets.has(name)) continue;
       const sealed = req.declaration.secrets?.[name];
       const opened = sealed
@@ -225,7 +227,8 @@ async function planFor(req: ApplyRequest, secrets: Map<string, Uint8Array>): Pro
     owed,
   };
   const steps = await planSteps(input);
-  const diffOf = (s: PlannedStep) => traitsOf(req.host, s.type).diff?.(s, s.resource, req.ports.root);
+  const diffOf = (s: PlannedStep) =>
+    isAdoptedStep(s) ? undefined : traitsOf(req.host, s.type).diff?.(s, s.resource, req.ports.root);
   const plan = await mapLimited(steps, FILE_READ_CONCURRENCY, async (s) =>
     withDiff(planLine(s), req.diff ? await diffOf(s) : undefined),
   );

@@ -1,9 +1,11 @@
 // Carrying out a planned apply's steps, one run at a time, each by the applier of its type, with what reads
 // changes decided again as the apply reaches it (the same decision the plan used).
+import type { Executed, RecordBase } from "../appliers/index.ts";
 import { FILE_WRITE_CONCURRENCY } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
 import type { Records } from "../store/index.ts";
 import type { ReportStep } from "../vocabulary/index.ts";
+import { executeAdopted, isAdoptedStep } from "./adopted.ts";
 import {
   type Decider,
   decider,
@@ -75,6 +77,7 @@ async function runOne(
   const unheld = step.resource && run.unheld?.get(step.id);
   if (unheld) return { ...planLine(step), did: "failed", detail: unheld };
   const { records } = run;
+  if (isAdoptedStep(step)) return recorded(step, executeAdopted(step), records);
   const applier = host.appliers.get(step.type)!;
   // an id that named something else until the removal just before: its new record is journalled now
   const intent = applier.traits?.journal?.(step).intent;
@@ -85,13 +88,17 @@ async function runOne(
   try {
     // the applier is told exactly the record its decision saw (a removal: the one it gives back)
     const record = step.resource ? step.record : (step.record ?? records[step.id]);
-    const done = await applier.execute(step, step.resource, record, ctx());
-    if (done.record) records[step.id] = done.record;
-    else if (!step.resource) delete records[step.id];
-    return { id: step.id, type: step.type, did: done.did, detail: done.detail };
+    return recorded(step, await applier.execute(step, step.resource, record, ctx()), records);
   } catch (e) {
     return { id: step.id, type: step.type, did: "failed", detail: failureDetail(e, step) };
   }
+}
+
+/** What a step came to, its record kept (or, for a removal, forgotten). */
+function recorded(step: PlannedStep, done: Executed<RecordBase>, records: Records): ReportStep {
+  if (done.record) records[step.id] = done.record;
+  else if (!step.resource) delete records[step.id];
+  return { id: step.id, type: step.type, did: done.did, detail: done.detail };
 }
 
 /** Steps grouped so that consecutive file writes run side by side (their fsyncs overlap) and all else one at a time. */

@@ -3,10 +3,12 @@
 // type what its resources, steps and records say (its traits): nothing here names a type.
 import { dirname } from "node:path";
 import type { KeptOriginal } from "../appliers/index.ts";
+import { errnoWords } from "../faults.ts";
 import type { Host } from "../hosts/index.ts";
-import { errnoWords, type Records, type State, type StoreOriginals } from "../store/index.ts";
+import type { Records, State, StoreOriginals } from "../store/index.ts";
 import { sweepTempsAt } from "../system/index.ts";
-import type { Declaration, Report } from "../vocabulary/index.ts";
+import { type Declaration, pathsOf, type Report } from "../vocabulary/index.ts";
+import { isAdoptedStep } from "./adopted.ts";
 import { type PlannedStep, traitsOf } from "./plan.ts";
 
 /**
@@ -26,6 +28,8 @@ export async function journal(
   let intents = 0;
   const unheld = new Map<string, string>();
   for (const s of steps) {
+    // a hold or give-back touches nothing: there is nothing to journal before it
+    if (isAdoptedStep(s)) continue;
     const traits = traitsOf(host, s.type);
     const secretAt = s.resource && traits.secretAt?.(s.resource);
     if (secretAt) kept.markSecret(secretAt);
@@ -63,9 +67,7 @@ async function keptOrWhy(kept: StoreOriginals, original: KeptOriginal): Promise<
 
 /** Temporary files a crash left beside declared or recorded files: swept before writing anew. */
 export function sweepTemps(host: Host, root: string, d: Declaration, records: Records): void {
-  const declared = d.resources.flatMap((r) =>
-    traitsOf(host, r.type).writesFiles && "path" in r ? [r.path] : [],
-  );
+  const declared = d.resources.flatMap((r) => (traitsOf(host, r.type).writesFiles ? pathsOf(r) : []));
   const recorded = Object.values(records).flatMap((r) => {
     const traits = traitsOf(host, r.type);
     const path = traits.writesFiles ? traits.pathOf?.(r) : undefined;

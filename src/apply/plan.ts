@@ -4,7 +4,8 @@ import type { DecideContext, RecordBase, Step, Traits } from "../appliers/index.
 import { FILE_READ_CONCURRENCY } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
 import type { Records } from "../store/index.ts";
-import type { Declaration, Did, Resource } from "../vocabulary/index.ts";
+import { type Declaration, type Did, pathsOf, type Resource } from "../vocabulary/index.ts";
+import { giveBackOf, holdOf, isAdoptedStep, isHeldRecord } from "./adopted.ts";
 
 /** What a step does to the machine: these make `on` and `restart_on` fire. */
 export const CHANGING: ReadonlySet<Did> = new Set([
@@ -34,7 +35,7 @@ export interface PlanInput {
 }
 
 export function declaredPaths(declaration: Declaration): Set<string> {
-  return new Set(declaration.resources.flatMap((r) => ("path" in r ? [r.path] : [])));
+  return new Set(declaration.resources.flatMap(pathsOf));
 }
 
 /** `fn` over `items`, at most `limit` at once, results in order. */
@@ -71,7 +72,8 @@ export const recordPath = (host: Host, record: RecordBase): string | undefined =
 function sameThing(host: Host, record: RecordBase | undefined, r: Resource): boolean {
   if (!record || record.type !== r.type) return false;
   const path = recordPath(host, record);
-  return path === undefined || !("path" in r) || path === r.path;
+  const paths = pathsOf(r);
+  return path === undefined || paths.length === 0 || paths.includes(path);
 }
 
 /** The digest the records say the host last wrote at `path`, as they stand. */
@@ -163,6 +165,11 @@ async function removalsOf(input: PlanInput, ctx: DecideContext): Promise<Planned
   const steps: PlannedStep[] = [];
   for (const id of gone) {
     const record = records[id]!;
+    const givenBack = giveBackOf(id, record);
+    if (givenBack) {
+      steps.push({ ...givenBack, record });
+      continue;
+    }
     const applier = host.appliers.get(record.type);
     if (!applier) {
       const detail = `no applier on this host gives back a ${record.type}`;
@@ -195,7 +202,11 @@ export function decider(input: PlanInput, live: Records = { ...input.records }):
       const old = host.appliers.get(record.type);
       if (old) steps.push({ ...(await old.decideRemoval(r.id, record, ctx)), record });
     }
-    steps.push({ ...(await applier.decide(r, current, ctx)), resource: r, record: current });
+    const held = await holdOf(host, r, current, ctx);
+    // a hold's record is the apply's: the applier is handed only its own, so a resource taken now is new to it
+    const own = current && !isHeldRecord(current) ? current : undefined;
+    const step = held ?? (await applier.decide(r, own, ctx));
+    steps.push({ ...step, resource: r, record: held ? current : own });
     return steps;
   };
   return {
@@ -203,7 +214,7 @@ export function decider(input: PlanInput, live: Records = { ...input.records }):
     context,
     noteWrite(step) {
       // the record the step journals is the one the apply will leave: a later `wrote` reads the plan's own write
-      const intent = traitsOf(host, step.type).journal?.(step).intent;
+      const intent = isAdoptedStep(step) ? undefined : traitsOf(host, step.type).journal?.(step).intent;
       if (step.resource && intent && step.action !== "refuse") live[step.id] = intent;
     },
     decideBatch: (rs) => mapLimited(rs, FILE_READ_CONCURRENCY, (r) => decide(r, NOTHING)),
@@ -226,7 +237,7 @@ export function runsOf(host: Host, resources: Resource[]): Resource[][] {
 export function noteChange(step: PlannedStep, did: Did, changed: Set<string>, made: Set<string>): void {
   if (!CHANGING.has(did)) return;
   changed.add(step.id);
-  if (step.resource && "path" in step.resource && did !== "removed") made.add(step.resource.path);
+  if (step.resource && did !== "removed") for (const path of pathsOf(step.resource)) made.add(path);
 }
 
 /** The whole plan: every step the apply would take, in its order, with what each would change fed forward. */

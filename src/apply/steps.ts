@@ -1,8 +1,8 @@
 // What the steps of an apply came to, said: as a plan's line, in the log, as an interruption, as one line for a
 // step that threw.
 import type { Logger } from "../appliers/index.ts";
-import { errnoWords } from "../store/index.ts";
-import type { ReportStep } from "../vocabulary/index.ts";
+import { errnoWords } from "../faults.ts";
+import { pathsOf, type ReportStep } from "../vocabulary/index.ts";
 import type { PlannedStep } from "./plan.ts";
 
 export interface PlanLine {
@@ -40,7 +40,7 @@ export function logSteps(log: Logger, steps: ReportStep[]): void {
  */
 export function failureDetail(e: unknown, step: PlannedStep): string {
   const err = e as NodeJS.ErrnoException;
-  const path = step.resource && "path" in step.resource ? step.resource.path : undefined;
+  const path = step.resource && pathsOf(step.resource)[0];
   if (err.code && /^E[A-Z]+$/.test(err.code) && err.message?.startsWith(`${err.code}:`))
     return `${path ? `${path}: ` : ""}${errnoWords(err.code)}`;
   let message = (err.message ?? String(e))

@@ -14,6 +14,7 @@ import {
   refusalLine,
   reportSubject,
   seal,
+  secretsOf,
   signEnvelope,
 } from "../vocabulary/index.ts";
 import { firstLine, jsCall } from "./bus.ts";
@@ -106,11 +107,12 @@ export function compose(
   return { node, serial, body, digest: digestOf(body), to: record.keys.identity, kept };
 }
 
-/** A `--secret` no file resource names would be sealed and sent for nothing: a misspelt name, most likely. */
+/** A `--secret` no resource reads (its kind says which it reads) would be sent for nothing: a misspelt name, most likely. */
 function checkSecretsUsed(declaration: Declaration, given: ReadonlyMap<string, Uint8Array>): void {
+  const read = new Set(declaration.resources.flatMap((r) => secretsOf(r).map((s) => s.name)));
   for (const name of given.keys())
-    if (!declaration.resources.some((r) => r.type === "file" && r.secret === name))
-      throw new MeshRefused(`--secret ${name}: no file resource of the declaration names secret "${name}"`);
+    if (!read.has(name))
+      throw new MeshRefused(`--secret ${name}: no resource of the declaration reads secret "${name}"`);
 }
 
 /**

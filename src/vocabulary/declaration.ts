@@ -1,21 +1,25 @@
 // The declaration: the whole of what the mesh wants on one node, refused on arrival if malformed.
 import { createHash } from "node:crypto";
 import * as z from "zod";
+import { printable } from "../printable.ts";
 import { containerCrossChecks } from "./containers.ts";
 import { parseJsonBytes } from "./json.ts";
 import { nameProblem } from "./names.ts";
 import { overlayCrossChecks } from "./overlay.ts";
-import { printable } from "./printable.ts";
 import type { Parsed, Refusal } from "./refusal.ts";
 import { refusalsFromIssues } from "./refusal.ts";
 import { ReleaseVersion } from "./release.ts";
 import {
+  factsOf,
   isResourceType,
+  KINDS,
   Name,
   NodeName,
   PENDING_TYPES,
-  RESOURCE_SCHEMAS,
+  pathsOf,
   type Resource,
+  refsOf,
+  secretsOf,
 } from "./resources.ts";
 
 export const Mode = z.enum(["adopted", "converged"]);
@@ -140,9 +144,10 @@ function parseResource(raw: unknown, index: number, support: TypeSupport): Parse
       ok: false,
       refusals: [{ id: name, field: "type", reason: `type ${quoted(type)}: ${support.reason}` }],
     };
-  const parsed = RESOURCE_SCHEMAS[type].safeParse(raw);
+  const schema = KINDS[type].schema;
+  const parsed = schema.safeParse(raw);
   if (!parsed.success)
-    return { ok: false, refusals: refusalsFromIssues(name, parsed.error.issues, [], RESOURCE_SCHEMAS[type]) };
+    return { ok: false, refusals: refusalsFromIssues(name, parsed.error.issues, [], schema) };
   return { ok: true, value: parsed.data as Resource };
 }
 
@@ -155,7 +160,10 @@ function unsupported(type: string, pending: boolean, support: TypeSupport): stri
   return pending ? `type ${quoted(type)}: ${support.reason}` : `unknown type ${quoted(type)}`;
 }
 
-/** What no single resource can know: unique ids and paths, references to ids that exist, emptiness meant. */
+/**
+ * What no single resource can know, from each kind's facts: unique ids and paths, references to ids that exist,
+ * secrets the declaration carries, emptiness meant.
+ */
 function crossChecks(head: z.infer<typeof DeclarationHead>, resources: Resource[]): Refusal[] {
   const refusals: Refusal[] = [];
   if (head.resources.length === 0 && !head.owns_nothing)
@@ -171,26 +179,26 @@ function crossChecks(head: z.infer<typeof DeclarationHead>, resources: Resource[
   for (const r of resources) {
     if (ids.has(r.id)) refusals.push({ id: r.id, field: "id", reason: "is declared more than once" });
     ids.add(r.id);
-    if (r.type === "file" || r.type === "directory") {
-      const other = paths.get(r.path);
+    for (const path of pathsOf(r)) {
+      const other = paths.get(path);
       if (other) refusals.push({ id: r.id, field: "path", reason: `is also declared by "${other}"` });
-      paths.set(r.path, r.id);
+      paths.set(path, r.id);
     }
   }
   refusals.push(...underFiles(resources));
   refusals.push(...containerCrossChecks(resources));
   refusals.push(...overlayCrossChecks(resources));
   for (const r of resources) {
-    const refs = r.type === "action" ? r.on : r.type === "service" ? r.restart_on : undefined;
-    const field = r.type === "action" ? "on" : "restart_on";
-    for (const ref of refs ?? [])
-      if (!ids.has(ref)) refusals.push({ id: r.id, field, reason: `names "${ref}", which is not declared` });
-    if (r.type === "file" && r.secret && !head.secrets?.[r.secret])
-      refusals.push({
-        id: r.id,
-        field: "secret",
-        reason: `names secret "${r.secret}", which the declaration does not carry`,
-      });
+    for (const { field, name } of refsOf(r))
+      if (!ids.has(name))
+        refusals.push({ id: r.id, field, reason: `names "${name}", which is not declared` });
+    for (const { field, name } of secretsOf(r))
+      if (!head.secrets?.[name])
+        refusals.push({
+          id: r.id,
+          field,
+          reason: `names secret "${name}", which the declaration does not carry`,
+        });
   }
   return refusals;
 }
@@ -201,18 +209,29 @@ function crossChecks(head: z.infer<typeof DeclarationHead>, resources: Resource[
  */
 function underFiles(resources: Resource[]): Refusal[] {
   const files = new Map<string, string>();
-  for (const r of resources) if (r.type === "file") files.set(r.path, r.id);
+  for (const r of resources)
+    if (factsOf(r.type).pathIsFile) for (const path of pathsOf(r)) files.set(path, r.id);
   const refusals: Refusal[] = [];
-  for (const r of resources) {
-    if (r.type !== "file" && r.type !== "directory") continue;
-    for (let up = parentOf(r.path); up !== "/"; up = parentOf(up)) {
-      const file = files.get(up);
-      if (file === undefined) continue;
-      refusals.push({ id: r.id, field: "path", reason: `is under ${up}, which "${file}" declares a file` });
-      break;
+  for (const r of resources)
+    for (const path of pathsOf(r)) {
+      const under = fileAbove(path, files);
+      if (under)
+        refusals.push({
+          id: r.id,
+          field: "path",
+          reason: `is under ${under.up}, which "${under.id}" declares a file`,
+        });
     }
-  }
   return refusals;
+}
+
+/** The nearest path above `path` that a declared file holds, and its id. */
+function fileAbove(path: string, files: ReadonlyMap<string, string>): { up: string; id: string } | undefined {
+  for (let up = parentOf(path); up !== "/"; up = parentOf(up)) {
+    const id = files.get(up);
+    if (id !== undefined) return { up, id };
+  }
+  return undefined;
 }
 
 const parentOf = (path: string): string => path.slice(0, Math.max(1, path.lastIndexOf("/")));

@@ -4,13 +4,27 @@
 import * as z from "zod";
 import { ACTION_MAX_TIMEOUT_S } from "../defaults.ts";
 import { ContainerResource, ImageResource, NetworkResource, VolumeResource } from "./containers.ts";
+import { type KindFacts, kind, type Named } from "./kind.ts";
 import { AbsPath, checkedString, Name, pathProblem } from "./names.ts";
 
 export { AbsPath, Name };
 
 import { OverlayResource } from "./overlay.ts";
 
-export * from "./containers.ts";
+export {
+  Address,
+  ContainerResource,
+  containerCrossChecks,
+  ImageRef,
+  ImageResource,
+  inSubnet,
+  MESH_LABEL_PREFIX,
+  NetworkResource,
+  RUNTIME_NETWORKS,
+  RuntimeKind,
+  subnetProblem,
+  VolumeResource,
+} from "./containers.ts";
 export { configPath, interfaceNameProblem, OverlayResource, WIREGUARD_DIR } from "./overlay.ts";
 
 /**
@@ -269,33 +283,72 @@ export const ProcessResource = z.lazy(() =>
     }),
 );
 
-/** The types the vocabulary knows, by name; a host implements some of them and refuses the rest. */
-export const RESOURCE_SCHEMAS = {
-  file: FileResource,
-  directory: DirectoryResource,
-  action: ActionResource,
-  service: ServiceResource,
-  package: PackageResource,
-  process: ProcessResource,
-  image: ImageResource,
-  network: NetworkResource,
-  volume: VolumeResource,
-  container: ContainerResource,
-  overlay: OverlayResource,
+/** A resource's own flag `takes`: on an adopted node, make what is found the mesh's rather than hold it. */
+const takes = (r: { takes?: boolean }): boolean => r.takes === true;
+const named = (field: string, names: readonly string[] | undefined): Named[] =>
+  (names ?? []).map((name) => ({ field, name }));
+
+/**
+ * Every kind the vocabulary knows, by type: its schema and its facts (kind.ts). A host implements some of them
+ * and refuses the rest. A new type is one kind here, its applier, and its family's list of appliers.
+ */
+export const KINDS = {
+  file: kind("file", FileResource, {
+    pathsOf: (r) => [r.path],
+    pathIsFile: true,
+    secretsOf: (r) => named("secret", r.secret === undefined ? [] : [r.secret]),
+  }),
+  directory: kind("directory", DirectoryResource, { pathsOf: (r) => [r.path] }),
+  action: kind("action", ActionResource, { refsOf: (r) => named("on", r.on) }),
+  service: kind("service", ServiceResource, {
+    refsOf: (r) => named("restart_on", r.restart_on),
+    adopted: { takes },
+  }),
+  package: kind("package", PackageResource, { adopted: { takes } }),
+  process: kind("process", ProcessResource, { adopted: { takes } }),
+  image: kind("image", ImageResource),
+  network: kind("network", NetworkResource),
+  volume: kind("volume", VolumeResource),
+  container: kind("container", ContainerResource, { adopted: { takes } }),
+  overlay: kind("overlay", OverlayResource),
 } as const;
+
+/** Each kind's schema, by type: what the declaration's own reference (docs/declaration.md) is checked against. */
+// one cast: fromEntries forgets which key holds which schema, and KINDS is keyed by each kind's own type
+export const RESOURCE_SCHEMAS = Object.fromEntries(Object.values(KINDS).map((k) => [k.type, k.schema])) as {
+  [K in ResourceType]: (typeof KINDS)[K]["schema"];
+};
 
 /** Types the vocabulary names but whose schema later work defines (containers.md, overlay.md). */
 export const PENDING_TYPES = [] as const;
 
-export type ResourceType = keyof typeof RESOURCE_SCHEMAS;
+export type ResourceType = keyof typeof KINDS;
 export type FileResource = z.infer<typeof FileResource>;
 export type DirectoryResource = z.infer<typeof DirectoryResource>;
 export type ActionResource = z.infer<typeof ActionResource>;
 export type ServiceResource = z.infer<typeof ServiceResource>;
 export type PackageResource = z.infer<typeof PackageResource>;
 export type ProcessResource = z.infer<typeof ProcessResource>;
-export type Resource = { [K in ResourceType]: z.infer<(typeof RESOURCE_SCHEMAS)[K]> }[ResourceType];
+/** The resource of each type, by type. */
+type ResourceByType = { [K in ResourceType]: z.infer<(typeof KINDS)[K]["schema"]> };
+export type Resource = ResourceByType[ResourceType];
+
+const FACTS: { [K in ResourceType]: KindFacts<ResourceByType[K]> } = KINDS;
+
+/** The facts of the kind `type`, over its own resources (`factsOf(r.type).pathsOf?.(r)`). */
+export function factsOf<K extends ResourceType>(type: K): KindFacts<ResourceByType[K]> {
+  return FACTS[type];
+}
 
 export function isResourceType(type: string): type is ResourceType {
-  return Object.hasOwn(RESOURCE_SCHEMAS, type);
+  return Object.hasOwn(KINDS, type);
 }
+
+/** The absolute paths `r` owns on the machine (its kind's `pathsOf`): none for most kinds. */
+export const pathsOf = (r: Resource): string[] => factsOf(r.type).pathsOf?.(r) ?? [];
+
+/** The declaration's secrets `r` reads, each with the field that names it. */
+export const secretsOf = (r: Resource): Named[] => factsOf(r.type).secretsOf?.(r) ?? [];
+
+/** The other resources `r` names by id, each with the field that names it. */
+export const refsOf = (r: Resource): Named[] => factsOf(r.type).refsOf?.(r) ?? [];

@@ -163,7 +163,7 @@ describe("one server: the operator's path", () => {
       ],
       [
         ["web-1", file(base, "unused.json", declaration("x")), "--secret", `nothing=${join(base, "dbpw")}`],
-        /--secret nothing: no file resource/,
+        /--secret nothing: no resource of the declaration reads secret/,
       ],
       [
         [

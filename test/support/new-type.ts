@@ -1,5 +1,5 @@
 // A new resource type, added to a copy of src/ the way a newcomer would add one: its schema in the vocabulary's
-// Resource union, its one applier file and a line in the host's list, nothing else. test/code.test.ts
+// Resource union, its one applier file and a line in the host's list, nothing else. test/architecture.test.ts
 // typechecks the copy and applies the type through the copy's own CLI, so "three files" is held, not told.
 import { execFile } from "node:child_process";
 import {
@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { ROOT } from "./layers.ts";
 
-/** The three files, from the repository root, and what each gains. */
+/** The three files, from the repository root: its kind (beside the others), its applier, its family's list. */
 export const NEW_TYPE_FILES = [
   "src/vocabulary/resources.ts",
   "src/appliers/portable/marker.ts",
@@ -24,38 +24,61 @@ export const NEW_TYPE_FILES = [
 ] as const;
 
 const SCHEMA = `
-/** marker: a file holding one line of text (a type added by test/support/new-type.ts). */
+/** marker: a file holding one line of text or a secret (a type added by test/support/new-type.ts). */
 export const MarkerResource = z.lazy(() =>
-  z.strictObject({ ...base, type: z.literal("marker"), path: AbsPath, text: z.string() }),
+  z.strictObject({
+    ...base,
+    type: z.literal("marker"),
+    path: AbsPath,
+    text: z.string().optional(),
+    secret: Name.optional(),
+    after: z.array(Name).optional(),
+    takes: z.boolean().optional(),
+  }),
 );
 export type MarkerResource = z.infer<typeof MarkerResource>;
 `;
 
-const APPLIER = `// marker: a file holding one line of text, written whole, removed when undeclared.
+/** The marker's kind: its path, the secret it reads, the ids it names, and that it is held on an adopted node. */
+const KIND = `  marker: kind("marker", MarkerResource, {
+    pathsOf: (r) => [r.path],
+    pathIsFile: true,
+    secretsOf: (r) => named("secret", r.secret === undefined ? [] : [r.secret]),
+    refsOf: (r) => named("after", r.after),
+    adopted: { takes },
+  }),
+`;
+
+const APPLIER = `// marker: a file holding one line of text or a secret, written whole, removed when undeclared.
 import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE } from "../../defaults.ts";
 import { readFileAt, removeFileAt, writeFileAt } from "../../system/index.ts";
-import type { MarkerResource } from "../../vocabulary/index.ts";
 import { executeBy, failsAgain, stepsOf } from "../step.ts";
-import type { Applier, Executors, RecordBase, StepOf } from "../types.ts";
+import type { Applier, Executors, RecordBase, ResourceOf, StepOf } from "../types.ts";
+
+// the vocabulary's door names what it lets through: the type is read off the Resource union instead
+type MarkerResource = ResourceOf<"marker">;
 
 interface MarkerRecord extends RecordBase {
   type: "marker";
   path: string;
 }
 
-type MarkerStep = StepOf<"write", Uint8Array> | StepOf<"none" | "remove" | "refuse">;
+type MarkerStep =
+  | StepOf<"write", { path: string; bytes: Uint8Array }>
+  | StepOf<"remove", { path: string }>
+  | StepOf<"none" | "refuse">;
 
 const step = stepsOf<MarkerStep>("marker");
 
 const executors: Executors<MarkerStep, MarkerResource, MarkerRecord> = {
-  write: async (s, wanted, _record, ctx) => {
-    const path = wanted!.path;
-    await writeFileAt(ctx.ports.root, path, s.data, { mode: DEFAULT_FILE_MODE, dirMode: DEFAULT_DIR_MODE });
+  write: async (s, _wanted, _record, ctx) => {
+    const { path, bytes } = s.data;
+    await writeFileAt(ctx.ports.root, path, bytes, { mode: DEFAULT_FILE_MODE, dirMode: DEFAULT_DIR_MODE });
     return { did: s.did, detail: s.detail, record: { type: "marker", path } };
   },
   none: async (s, _wanted, record) => ({ did: s.did, detail: s.detail, record: record ?? null }),
-  remove: async (s, _wanted, record, ctx) => {
-    removeFileAt(ctx.ports.root, record!.path);
+  remove: async (s, _wanted, _record, ctx) => {
+    removeFileAt(ctx.ports.root, s.data.path);
     return { did: "removed", detail: s.detail, record: null };
   },
   refuse: failsAgain,
@@ -63,19 +86,24 @@ const executors: Executors<MarkerStep, MarkerResource, MarkerRecord> = {
 
 export const markerApplier: Applier<MarkerResource, MarkerRecord, MarkerStep> = {
   type: "marker",
-  traits: { writesFiles: true, pathOf: (record) => record.path },
+  traits: {
+    writesFiles: true,
+    pathOf: (record) => record.path,
+    found: async (wanted, ctx) => (await readFileAt(ctx.ports.root, wanted.path)) !== null,
+  },
 
   async decide(wanted, record, ctx) {
-    const bytes = Buffer.from(wanted.text, "utf8");
-    const found = await readFileAt(ctx.ports.root, wanted.path);
-    if (typeof found === "string") return step(wanted.id, "failed", "refuse", found);
-    if (found && Buffer.compare(Buffer.from(found.bytes), bytes) === 0)
-      return step(wanted.id, "unchanged", "none", \`\${wanted.path} is as declared\`);
-    return step(wanted.id, record ? "updated" : "created", "write", \`\${wanted.path} written\`, bytes);
+    const { id, path, secret, text } = wanted;
+    const bytes = secret === undefined ? Buffer.from(text ?? "", "utf8") : ctx.secret(secret);
+    const found = await readFileAt(ctx.ports.root, path);
+    if (typeof found === "string") return step(id, "failed", "refuse", found);
+    if (found && Buffer.compare(Buffer.from(found.bytes), Buffer.from(bytes)) === 0)
+      return step(id, "unchanged", "none", \`\${path} is as declared\`);
+    return step(id, record ? "updated" : "created", "write", \`\${path} written\`, { path, bytes });
   },
 
   async decideRemoval(id, record) {
-    return step(id, "removed", "remove", \`\${record.path} removed\`);
+    return step(id, "removed", "remove", \`\${record.path} removed\`, { path: record.path });
   },
 
   execute: executeBy(executors),
@@ -104,7 +132,7 @@ export function copyWithNewType(): string {
   const [vocabulary, applier, list] = NEW_TYPE_FILES.map((f) => join(dir, f)) as [string, string, string];
   let v = readFileSync(vocabulary, "utf8");
   v = after(v, "\nconst base = { id: Name };\n", SCHEMA, NEW_TYPE_FILES[0]);
-  v = after(v, "export const RESOURCE_SCHEMAS = {\n", "  marker: MarkerResource,\n", NEW_TYPE_FILES[0]);
+  v = after(v, "export const KINDS = {\n", KIND, NEW_TYPE_FILES[0]);
   writeFileSync(vocabulary, v);
   writeFileSync(applier, APPLIER);
   let l = readFileSync(list, "utf8");
@@ -178,4 +206,39 @@ export async function copyCli(
       stderr: err.stderr ?? "",
     };
   }
+}
+
+/** What the copy's `mesh push` composes for one node (its real `compose`, sealing to a fresh key), or its refusal. */
+const PUSH_SCRIPT = `
+import { generateKeyPairSync } from "node:crypto";
+import { compose } from "./src/mesh/push.ts";
+import { unseal } from "./src/vocabulary/index.ts";
+const [file, given] = JSON.parse(process.argv[2]);
+const raw = (k) => Buffer.from(k.export({ format: "jwk" }).x, "base64url").toString("base64");
+const identity = generateKeyPairSync("ed25519").publicKey;
+const sealing = generateKeyPairSync("x25519");
+const keys = { identity: raw(identity), sealing: raw(sealing.publicKey), overlay: raw(sealing.publicKey) };
+const record = { node: "n1", keys, serial: 0 };
+const secrets = new Map(Object.entries(given).map(([k, v]) => [k, Buffer.from(v)]));
+try {
+  const body = JSON.parse(compose(record, { file, secrets }).body);
+  const opened = Object.fromEntries(
+    Object.entries(body.secrets).map(([k, v]) => [k, unseal(v, sealing.privateKey).bytes.toString()]),
+  );
+  console.log(JSON.stringify({ body, opened }));
+} catch (e) {
+  console.log(JSON.stringify({ refused: e.message }));
+}
+`;
+
+export async function copyPush(
+  dir: string,
+  file: Record<string, unknown>,
+  given: Record<string, string>,
+): Promise<{ body?: Record<string, unknown>; opened?: Record<string, string>; refused?: string }> {
+  writeFileSync(join(dir, "push-check.ts"), PUSH_SCRIPT);
+  const tsx = join(ROOT, "node_modules/tsx/dist/cli.mjs");
+  const args = [tsx, join(dir, "push-check.ts"), JSON.stringify([file, given])];
+  const { stdout } = await run(process.execPath, args, { cwd: dir });
+  return JSON.parse(stdout);
 }

@@ -82,7 +82,7 @@ function holdStep(
   const record: PackageRecord = { type: "package", name, found: kept?.found ?? foundOf(now), held: true };
   // an id that named a package the mesh installed gives that one back first, as an install would
   const givesBack = previous?.found.installed === false;
-  const before = givesBack ? `${previous!.name} given back, then ` : "";
+  const before = previous && givesBack ? `${previous.name} given back, then ` : "";
   const detail = `${before}${name} ${now.version} held: found installed on this adopted node (takes: true installs ${version})`;
   return step(id, givesBack ? "updated" : "unchanged", "hold", detail, { record, previous });
 }

@@ -24,8 +24,11 @@ function outcome(result: ExecResult, timeoutS: number): { ok: boolean; said: str
   };
 }
 
-/** The action applier's steps: none of them carries data (the argv is the declaration's). */
-export type ActionStep = StepOf<"run" | "none" | "forget" | "fail" | "refuse">;
+/** What a run needs: the declaration's argv, environment and timeout, carried in the step. */
+type RunData = Pick<ActionResource, "run" | "env" | "timeout_s">;
+
+/** The action applier's steps: only a run carries data. */
+export type ActionStep = StepOf<"run", RunData> | StepOf<"none" | "forget" | "fail" | "refuse">;
 
 export const actionApplier: Applier<ActionResource, ActionRecord, ActionStep> = {
   type: "action",
@@ -54,7 +57,8 @@ export const actionApplier: Applier<ActionResource, ActionRecord, ActionStep> = 
       : wanted.creates
         ? `${wanted.creates} is absent`
         : "runs on every apply";
-    return { ...base, did: "ran", action: "run", detail: `run ${JSON.stringify(wanted.run)} (${why})` };
+    const data: RunData = { run: wanted.run, env: wanted.env, timeout_s: wanted.timeout_s };
+    return { ...base, did: "ran", action: "run", detail: `run ${JSON.stringify(wanted.run)} (${why})`, data };
   },
 
   async decideRemoval(id) {
@@ -67,19 +71,20 @@ export const actionApplier: Applier<ActionResource, ActionRecord, ActionStep> = 
     };
   },
 
-  async execute(step, wanted, record, ctx) {
+  async execute(step, _wanted, record, ctx) {
     if (step.action !== "run")
       return {
         did: step.did,
         detail: step.detail,
         record: step.action === "forget" ? null : (record ?? { type: "action" }),
       };
-    const timeoutS = wanted!.timeout_s ?? ACTION_DEFAULT_TIMEOUT_S;
+    const { data } = step;
+    const timeoutS = data.timeout_s ?? ACTION_DEFAULT_TIMEOUT_S;
     // under --root the action is told where the machine is, and starts there: `creates` is checked under the
     // root, so "$MESH_ROOT/<creates>" (or the path relative to its working directory) is the one it checks
     const { root } = ctx.ports;
-    const env = { ...wanted!.env, MESH_ROOT: root };
-    const result = await ctx.ports.exec.run(wanted!.run, { env, cwd: root, timeoutMs: timeoutS * 1000 });
+    const env = { ...data.env, MESH_ROOT: root };
+    const result = await ctx.ports.exec.run(data.run, { env, cwd: root, timeoutMs: timeoutS * 1000 });
     const { ok, said } = outcome(result, timeoutS);
     return { did: ok ? "ran" : "failed", detail: said, record: { type: "action" } };
   },

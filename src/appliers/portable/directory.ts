@@ -96,8 +96,8 @@ const pathOf = (wanted: DirectoryResource | undefined, record: DirectoryRecord |
 
 /** One executor per action of DirectoryStep. */
 const executors: Executors<DirectoryStep, DirectoryResource, DirectoryRecord> = {
-  make: async (step, wanted, _record, ctx) => makeAndReadBack(step, wanted!, ctx),
-  adopt: async (step, wanted, _record, ctx) => makeAndReadBack(step, wanted!, ctx),
+  make: async (step, _wanted, _record, ctx) => makeAndReadBack(step, ctx),
+  adopt: async (step, _wanted, _record, ctx) => makeAndReadBack(step, ctx),
   none: keeps,
   remove: async (step, wanted, record, ctx) => {
     const path = pathOf(wanted, record);
@@ -201,10 +201,11 @@ export const directoryApplier: Applier<DirectoryResource, DirectoryRecord, Direc
 
 async function makeAndReadBack(
   step: StepOf<"make" | "adopt" | "none", DirData>,
-  wanted: DirectoryResource,
   ctx: DecideContext,
 ): Promise<Executed<DirectoryRecord>> {
   const { data } = step;
+  // the declared path travels in the step, as the record it will have
+  const wanted = { path: data.intent.path };
   const { root } = ctx.ports;
   // walked afresh and held as a handle: the chmod, chown and purge land on the directory the walk reached,
   // and a link swapped in anywhere on the path since the plan is refused, never followed

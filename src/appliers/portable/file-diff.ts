@@ -2,9 +2,7 @@
 // the content (nor a digest) of a file filled from a secret.
 import { MAX_DIFF_BYTES, MAX_DIFF_LINES } from "../../defaults.ts";
 import { octal, readFileAt } from "../../system/index.ts";
-import type { Resource } from "../../vocabulary/index.ts";
-import type { Step } from "../types.ts";
-import { isFileWrite } from "./file.ts";
+import type { FileResource } from "../../vocabulary/index.ts";
 import { unifiedDiff } from "./unified-diff.ts";
 
 interface Before {
@@ -32,14 +30,16 @@ function textOf(bytes: Uint8Array): string | null {
   }
 }
 
-/** The diff lines of a planned step, or undefined when it writes no file. */
-export async function fileDiff(
-  step: Step & { resource?: Resource },
-  root: string,
-): Promise<string[] | undefined> {
-  const wanted = step.resource;
-  if (!isFileWrite(step) || wanted?.type !== "file") return undefined;
-  const w = step.data;
+/** What a planned write puts at the path: its bytes, mode and owner (the file applier's write step's data). */
+export interface Written {
+  bytes: Uint8Array;
+  mode: number;
+  uid?: number;
+  gid?: number;
+}
+
+/** The diff lines of a planned write of `wanted`: handed the write by the file applier, it imports nothing of it. */
+export async function fileDiff(w: Written, wanted: FileResource, root: string): Promise<string[]> {
   const now = await before(root, wanted.path);
   const out: string[] = [];
   if (wanted.secret) out.push("(secret: content not shown)");

@@ -125,10 +125,6 @@ const executors: Executors<FileStep, FileResource, FileRecord> = {
   refuse: failsAgain,
 };
 
-/** A planned write of the file applier, told apart by its type and action: the one step a diff reads. */
-export const isFileWrite = (s: { type: string; action: string }): s is StepOf<"write", WriteData> =>
-  s.type === "file" && s.action === "write";
-
 const pathOf = (wanted: FileResource | undefined, record: FileRecord | undefined): string =>
   wanted?.path ?? record?.path ?? "";
 
@@ -136,7 +132,6 @@ export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
   type: "file",
   traits: {
     writesFiles: true,
-    secrets: (wanted) => (wanted.secret === undefined ? [] : [wanted.secret]),
     secretAt: (wanted) => (wanted.secret === undefined ? undefined : wanted.path),
     journal: ({ data }) => ({
       intent: data?.intent,
@@ -149,7 +144,8 @@ export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
     }),
     pathOf: (record) => record.path,
     wrote: (record) => record.wrote || undefined,
-    diff: (step, wanted, root) => fileDiff({ ...step, resource: wanted }, root),
+    diff: async (step, wanted, root) =>
+      step.action === "write" && wanted ? fileDiff(step.data, wanted, root) : undefined,
   },
 
   async decide(wanted, record, ctx) {

@@ -5,7 +5,7 @@
 
 import { DEFAULT_DIR_MODE } from "../../defaults.ts";
 import { entryAt, type MadeDir, octal, parseMode, removeDirAt, resolveIds } from "../../system/index.ts";
-import type { DirectoryResource } from "../../vocabulary/index.ts";
+import { type DirectoryResource, pathsOf } from "../../vocabulary/index.ts";
 import type { DecideContext } from "../types.ts";
 
 /** The ancestors of `path` below the root ("/a/b/c" → ["/a", "/a/b"]), outermost first. */
@@ -56,7 +56,7 @@ export function madeParents(ctx: DecideContext, missing: string[]): string[] {
 export function makingWords(ctx: DecideContext, id: string, parents: string[]): string {
   const declared = ctx.declared ?? [];
   const index = declared.findIndex((r) => r.id === id);
-  const earlier = declared.slice(0, Math.max(index, 0)).flatMap((r) => ("path" in r ? [r.path] : []));
+  const earlier = declared.slice(0, Math.max(index, 0)).flatMap(pathsOf);
   const said = parents.filter((p) => !earlier.some((e) => e === p || e.startsWith(`${p}/`)));
   if (!said.length) return "";
   return `, making ${said.join(", ")} ${octal(DEFAULT_DIR_MODE)}${ctx.ports.rootless ? "" : " root:root"}`;

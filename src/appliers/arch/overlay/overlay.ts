@@ -75,12 +75,16 @@ interface ApplyData {
   retire?: RetireData;
   notes: string[];
   record: OverlayRecord;
+  /** The overlay as declared: carried in the step, so its executor is handed it, never looks it up. */
+  wanted: OverlayResource;
 }
 
 interface RemoveData {
   systemd: boolean;
   /** The tunnel it took was retired: nothing of it is written back. */
   retired: boolean;
+  /** The record it gives back: carried in the step, as the apply's decision saw it. */
+  record: OverlayRecord;
 }
 
 /** The overlay applier's steps, keyed by action: each executor below is handed its own. */
@@ -164,8 +168,8 @@ function applyStepOf(
 /** One executor per action of OverlayStep. */
 const executors: Executors<OverlayStep, OverlayResource, OverlayRecord> = {
   none: async (step) => ({ did: "unchanged", detail: step.detail, record: step.data.record }),
-  apply: async (step, wanted, _record, ctx) => applyStep(step, wanted!, ctx),
-  remove: async (step, _wanted, record, ctx) => removeStep(step, record!, ctx),
+  apply: async (step, _wanted, _record, ctx) => applyStep(step, step.data.wanted, ctx),
+  remove: async (step, _wanted, _record, ctx) => removeStep(step, step.data.record, ctx),
   refuse: failsAgain,
 };
 
@@ -195,7 +199,16 @@ export const overlayApplier: Applier<OverlayResource, OverlayRecord, OverlayStep
     const isUp = s.live.kind === "up" || (s.unit !== null && unitRunning(s.unit));
     const bring = write || diff ? (isUp ? "restart" : "start") : "none";
     const next = nextRecordOf(wanted, record, s);
-    const data: ApplyData = { systemd: s.init.systemd, write, bring, take, retire, notes, record: next };
+    const data: ApplyData = {
+      systemd: s.init.systemd,
+      write,
+      bring,
+      take,
+      retire,
+      notes,
+      record: next,
+      wanted,
+    };
     if (!take && !write && bring === "none" && !retire)
       return stepOf(
         wanted.id,
@@ -222,6 +235,7 @@ export const overlayApplier: Applier<OverlayResource, OverlayRecord, OverlayStep
     return stepOf(id, "removed", "remove", parts.join("; "), {
       systemd: init.systemd,
       retired: Boolean(retired),
+      record,
     });
   },
 

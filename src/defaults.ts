@@ -233,8 +233,12 @@ export const ENROL_PER_NODE = 4;
 export const ENROL_MAX_BYTES = 16 * 1024 * 1024;
 export const DECLARE_MAX_BYTES = 512 * 1024 * 1024;
 export const STREAM_MAX_MSG_BYTES = 1024 * 1024;
-/** A spent code's enrolling user is revoked this long after the answer (batched): not on the answer's heels. */
-export const ENROL_REVOKE_DELAY_MS = 2_000;
+/**
+ * A spent code's enrolling user is revoked this long after its answer (batched): not on the answer's heels, and
+ * long enough for a node whose answer was lost to ask again (every ENROL_ASK_AGAIN_MS) and be answered again.
+ */
+export const ENROL_REVOKE_DELAY_MS = 6_000;
+export const ENROL_ASK_AGAIN_MS = 2_000;
 /** How long the servers are given to take an account's new claims (a revocation) over the system account. */
 export const CLAIMS_UPDATE_MS = 10_000;
 /**

@@ -12,7 +12,7 @@
 import { type KeyObject, randomBytes } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ENROL_TIMEOUT_MS, SERVER_ACK_TIMEOUT_MS } from "../defaults.ts";
+import { ENROL_ASK_AGAIN_MS, ENROL_TIMEOUT_MS, SERVER_ACK_TIMEOUT_MS } from "../defaults.ts";
 import {
   EnrolAnswer,
   EnrolQuestion,
@@ -140,12 +140,7 @@ async function converse(nc: NatsConnection, asking: Asking, timeoutMs: number): 
     };
   const asked = await publish(nc, asking.node, JSON.stringify(question.data));
   if (!asked.ok) return asked;
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<"timeout">((resolve) => {
-    timer = setTimeout(() => resolve("timeout"), timeoutMs);
-  });
-  const got = await Promise.race([answer, timedOut]);
-  clearTimeout(timer);
+  const got = await answerOrTimeout(nc, asking.node, JSON.stringify(question.data), answer, timeoutMs);
   sub.unsubscribe();
   if (got === "timeout")
     return {
@@ -158,6 +153,35 @@ async function converse(nc: NatsConnection, asking: Asking, timeoutMs: number): 
   if (got === null)
     return { ok: false, kind: "unreachable", reason: "the connection closed before the mesh answered" };
   return answerOf(got, asking);
+}
+
+/**
+ * The answer, asking again every ENROL_ASK_AGAIN_MS until it comes or `timeoutMs` is spent. An answer crossing
+ * from the mesh's account while the servers take the nodes' account's new claims (a revocation pushed for another
+ * node's spent code) can be lost; the same question asked again is answered again (the code is spent to these
+ * keys), well before the controller revokes this code's user (ENROL_REVOKE_DELAY_MS after its first answer).
+ */
+async function answerOrTimeout(
+  nc: NatsConnection,
+  node: string,
+  question: string,
+  answer: Promise<Uint8Array | null | Error>,
+  timeoutMs: number,
+): Promise<Uint8Array | null | Error | "timeout"> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const wait = Math.min(ENROL_ASK_AGAIN_MS, deadline - Date.now());
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<"waited">((resolve) => {
+      timer = setTimeout(() => resolve("waited"), wait);
+    });
+    const got = await Promise.race([answer, waited]);
+    clearTimeout(timer);
+    if (got !== "waited") return got;
+    if (Date.now() >= deadline) return "timeout";
+    // a question that cannot be asked again is still waited on: the first may yet be answered
+    await publish(nc, node, question);
+  }
 }
 
 type Asked = { ok: true; seq: number } | { ok: false; kind: "protocol" | "unreachable"; reason: string };

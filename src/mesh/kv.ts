@@ -41,8 +41,24 @@ export class Bucket<T> {
     private readonly bus: Bus,
     readonly name: string,
     private readonly schema: z.ZodType<T>,
+    /**
+     * Every compare-and-set also names the whole bucket's last sequence. nats-server before 2.9.21 checks a
+     * write's expected last sequence per subject only against its store, not against the writes a cluster is
+     * still agreeing (nats-server#4320): raced writers naming one revision all won, so two pushes took one serial
+     * and one code could be spent twice. The bucket-wide check counts those writes; its price is a read of the
+     * stream's state a write and a lost race whenever any key of the bucket changed meanwhile, so it is for the
+     * buckets whose writes must be one at a time (the nodes' serials, the codes), not the fleet view.
+     */
+    private readonly serialised = false,
   ) {
     this.stream = `KV_${name}`;
+  }
+
+  /** What a compare-and-set at `revision` expects of the stream (see `serialised`). */
+  private async expecting(revision: number): Promise<{ lastSubjectSequence: number; lastSequence?: number }> {
+    if (!this.serialised) return { lastSubjectSequence: revision };
+    const info = await jsCall(() => this.bus.jsm.streams.info(this.stream));
+    return { lastSubjectSequence: revision, lastSequence: info.state.last_seq };
   }
 
   subject(key: string): string {
@@ -90,11 +106,8 @@ export class Bucket<T> {
   async update(key: string, value: T, revision: number): Promise<number> {
     try {
       // tried again after a timeout: a write that did land makes the next try a Conflict, never a double write
-      const ack = await jsCall(() =>
-        this.bus.js.publish(this.subject(key), this.encode(value), {
-          expect: { lastSubjectSequence: revision },
-        }),
-      );
+      const expect = await this.expecting(revision);
+      const ack = await jsCall(() => this.bus.js.publish(this.subject(key), this.encode(value), { expect }));
       return ack.seq;
     } catch (e) {
       if (lostRace(e)) throw new Conflict(`${this.name}/${key} was changed by another writer`);
@@ -122,10 +135,11 @@ export class Bucket<T> {
     h.set(OPERATION, "PURGE");
     h.set(ROLLUP, "sub");
     try {
+      const expect = revision === undefined ? undefined : await this.expecting(revision);
       const ack = await jsCall(() =>
         this.bus.js.publish(this.subject(key), new Uint8Array(), {
           headers: h,
-          ...(revision === undefined ? {} : { expect: { lastSubjectSequence: revision } }),
+          ...(expect ? { expect } : {}),
         }),
       );
       return ack.seq;

@@ -95,8 +95,8 @@ export interface State {
 export function stateOf(bus: Bus): State {
   return {
     bus,
-    nodes: new Bucket(bus, BUCKETS.nodes, NodeRecord),
-    codes: new Bucket(bus, BUCKETS.codes, CodeRecord),
+    nodes: new Bucket(bus, BUCKETS.nodes, NodeRecord, true),
+    codes: new Bucket(bus, BUCKETS.codes, CodeRecord, true),
     fleet: new Bucket(bus, BUCKETS.fleet, FleetEntry),
     jobs: new Bucket(bus, BUCKETS.jobs, JobRecord),
   };

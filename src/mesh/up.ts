@@ -115,7 +115,8 @@ class Controller {
   private readonly said: Said;
   /** What went wrong with a node's message: on stderr, the same one not repeated within a minute. */
   private readonly refused: Said;
-  private readonly spent: Revoke[] = [];
+  /** Spent enrolling users, in the order their answers went out, each with when it is due to be revoked. */
+  private readonly spent: { due: number; revoke: Revoke }[] = [];
   private spendTimer: NodeJS.Timeout | null = null;
   /** SYS, for reading NODES' revocations at an enrolment: opened at the first, kept until stop. */
   private sys: Promise<Bus> | null = null;
@@ -211,7 +212,6 @@ class Controller {
       this.refused.say(`enrol:${q.node}`, `refused an enrolment as node ${q.node}: ${admitted}`);
       await reply(this.bus.nc, q.node, q.reply, refusedAnswer(admitted));
     } else {
-      this.revokeLater(admitted);
       await ensureNodeConsumer(this.bus, q.node);
       const config = this.mesh.config();
       const membership = membershipOf(q.node, {
@@ -221,6 +221,10 @@ class Controller {
         jwt: nodeUserJwt(this.mesh.accountKeys(), q.node, user!, await this.issuedAt(user!)),
       });
       await reply(this.bus.nc, q.node, q.reply, sealedAnswer(q, membership));
+      // counted from its own answer, never a burst's first (a code spent late in a burst was revoked before its
+      // answer went out), and only once answered: a failure above leaves the question to be handed out again
+      // and answered to the same keys, which a revocation would have cut off
+      this.revokeAfterAnswer(admitted);
       this.said.say(
         `enrolled:${q.node}:${q.keys.identity}`,
         `enrolled node ${q.node} (${printable(q.facts.hostname ?? "?", 64)})`,
@@ -247,22 +251,27 @@ class Controller {
   }
 
   /**
-   * A spent code's enrolling user is revoked: batched, a moment after the answer (revoking at once would cut the
-   * connection the answer is on), one push for every code spent within ENROL_REVOKE_DELAY_MS.
+   * A spent code's enrolling user is revoked ENROL_REVOKE_DELAY_MS after its own answer went out (revoking at once
+   * would cut the connection the answer is on); every one due by then goes in one push.
    */
-  private revokeLater(spent: CodeRecord): void {
-    this.spent.push({
-      user: spent.user,
-      at: Math.ceil(Date.parse(spent.expires_at) / 1000),
-      enrolling: true,
-    });
-    this.spendTimer ??= setTimeout(() => {
-      this.spendTimer = null;
-      const revoke = this.spent.splice(0);
-      void revokeOnBus(this.mesh, revoke).catch((e: Error) =>
+  private revokeAfterAnswer(spent: CodeRecord): void {
+    const revoke = { user: spent.user, at: Math.ceil(Date.parse(spent.expires_at) / 1000), enrolling: true };
+    this.spent.push({ due: Date.now() + ENROL_REVOKE_DELAY_MS, revoke });
+    this.spendTimer ??= setTimeout(() => this.revokeDue(), ENROL_REVOKE_DELAY_MS);
+  }
+
+  /** Every spent enrolling user now due, in one push; the timer set again for the next one due. */
+  private revokeDue(): void {
+    this.spendTimer = null;
+    const now = Date.now();
+    const waiting = this.spent.findIndex((s) => s.due > now);
+    const due = this.spent.splice(0, waiting === -1 ? this.spent.length : waiting).map((s) => s.revoke);
+    if (due.length)
+      void revokeOnBus(this.mesh, due).catch((e: Error) =>
         this.warn(`cannot revoke spent enrolling users (their codes are spent all the same): ${e.message}`),
       );
-    }, ENROL_REVOKE_DELAY_MS);
+    const next = this.spent[0];
+    if (next) this.spendTimer = setTimeout(() => this.revokeDue(), next.due - now);
   }
 
   /** A report, read once across every controller (REPORTS' one durable): the fleet entry written at once. */

@@ -1,0 +1,49 @@
+// Compare-and-set on the mesh's buckets in a three-server cluster: of writers naming one revision at once,
+// exactly one wins. nats-server before 2.9.21 checks a write's expected last sequence per subject only against
+// what its store holds, not the writes still being agreed (nats-server#4320): two raced writes both landed, and two
+// operators pushing at once to one node were both given serial 3 (seen once in mesh-machines on a busy machine).
+// Without the bucket-wide check (a bucket made as the fleet view is) all twelve won here, every time tried.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as z from "zod";
+import { Bucket, Conflict, MeshDir, openState, type State } from "../../src/mesh/index.ts";
+import { TestMesh } from "../mesh/fleet.ts";
+import { ensureSea } from "../support/sea.ts";
+
+const WRITERS = 12;
+const ROUNDS = 5;
+const Value = z.object({ n: z.number() });
+
+let m: TestMesh;
+const states: State[] = [];
+beforeAll(async () => {
+  process.env.MESH_HOST_BIN ??= ensureSea();
+  m = await TestMesh.start("kv-race-", 3);
+  for (let i = 0; i < 2; i++) states.push(await openState(new MeshDir(m.dir)));
+}, 600_000);
+afterAll(async () => {
+  for (const s of states) await s.bus.close();
+  await m?.stop();
+});
+
+describe("a compare-and-set raced in a cluster", () => {
+  it(`lets one of ${WRITERS} writers naming one revision win, ${ROUNDS} times over`, async () => {
+    const buckets = states.map((s) => new Bucket(s.bus, "mesh-test-race", Value, true));
+    await buckets[0]!.ensure(3);
+    await buckets[0]!.put("k", { n: 0 });
+    for (let round = 1; round <= ROUNDS; round++) {
+      const before = (await buckets[0]!.get("k"))!;
+      const tries = await Promise.all(
+        Array.from({ length: WRITERS }, (_, i) =>
+          buckets[i % buckets.length]!.update("k", { n: round * 100 + i }, before.revision).then(
+            () => "won",
+            (e: unknown) => (e instanceof Conflict ? "lost" : `failed: ${String(e)}`),
+          ),
+        ),
+      );
+      expect(
+        tries.filter((t) => t === "won"),
+        `round ${round}: ${tries.join(", ")}`,
+      ).toHaveLength(1);
+    }
+  }, 600_000);
+});

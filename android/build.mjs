@@ -2,10 +2,10 @@
 // `npm run build:android -- --runtime PATH [flags]`: the Android executable and its init service,
 //   dist/android/mesh-host-<version>-android-<arch> and dist/android/mesh-host.rc.
 //
-// 1. esbuild bundles src/cli/main.ts as the Linux build does, with only the Android host's appliers (the
-//    portable floor): android/bundle.mjs swaps src/hosts/arch.ts for src/hosts/floor-only.ts and stubs every
-//    other Arch module a shared one imports. The build fails if the metafile still lists an Arch module, or
-//    anything external but Node's built-ins.
+// 1. esbuild bundles src/cli/main-android.ts, the Android executable's composition root, as the Linux build
+//    bundles its own: that root hands the commands the portable floor only, so nothing of the Arch host is
+//    reached. The build fails if the metafile still lists an Arch module, or anything external but Node's
+//    built-ins.
 // 2. The SEA blob is made by a Node runtime running here (`<node> --experimental-sea-config`). Node ties a blob
 //    to the version that made it, so the blob maker must be the Android runtime's version. The Android runtime
 //    makes its own blob when it can run on this machine (a stand-in, or a build on the device); otherwise
@@ -50,7 +50,7 @@ import {
   since,
   writeSeaConfig,
 } from "../build/tools.mjs";
-import { androidBundleOptions, archModulesIn, ROOT, stubsIn } from "./bundle.mjs";
+import { androidBundleOptions, archModulesIn, ROOT } from "./bundle.mjs";
 import { elfOf } from "./elf.mjs";
 import { RC_DEFAULTS, rcProblem, rcText } from "./rc.mjs";
 import { fileContextsText, teText } from "./sepolicy.mjs";
@@ -200,10 +200,7 @@ async function bundle(work, version, commit) {
     );
   const arch = archModulesIn(result.metafile);
   if (arch.length) fail(`the Android bundle still carries ${arch.join(", ")} (${rel(meta)})`);
-  const stubs = stubsIn(result.metafile);
-  say(
-    `bundle ${rel(outfile)} ${mib(statSync(outfile).size)} in ${since(t)}: the floor only${stubs.length ? `; left out, refusing if called: ${stubs.join(", ")}` : ""}`,
-  );
+  say(`bundle ${rel(outfile)} ${mib(statSync(outfile).size)} in ${since(t)}: the floor only`);
   return outfile;
 }
 

@@ -1,11 +1,10 @@
 // Types of android/bundle.mjs, for the tests that import it.
-import type { BuildOptions, Metafile, Plugin } from "esbuild";
+import type { BuildOptions, Metafile } from "esbuild";
 
 export const ROOT: string;
+export const ANDROID_ENTRY: string;
 export function isArchOnly(rel: string): boolean;
 export function archModulesIn(metafile: Metafile, cwd?: string): string[];
-export function stubsIn(metafile: Metafile): string[];
-export function androidOnly(): Plugin;
 export function androidBundleOptions(o: {
   entry?: string;
   outfile: string;

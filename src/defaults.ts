@@ -140,7 +140,7 @@ export const INTERFACE_SETTLE_MS = 3_000;
 export const LOOK_AGAIN_MS = 1_500;
 /** How often an interface is looked at while one waits for it to come or go. */
 export const INTERFACE_POLL_MS = 100;
-/** `getprop` is asked only when one is on PATH (src/hosts/kind.ts), and never for longer than this. */
+/** `getprop` is asked only when one is on PATH (src/host-kind.ts), and never for longer than this. */
 export const GETPROP_TIMEOUT_MS = 1_000;
 
 // The operator's half (`mesh-host mesh …`, src/mesh/): its directory, its servers and its waits.

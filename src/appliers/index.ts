@@ -2,4 +2,25 @@
 // host: service, package, process, `containers/`, `overlay/`). This index is what every applier shares: the
 // Applier interface, the step and its builder. The families' own surfaces are their folders' index.ts.
 export { stepsOf } from "./step.ts";
-export type * from "./types.ts";
+export type {
+  Applier,
+  ApplierList,
+  DecideContext,
+  Exec,
+  ExecOptions,
+  ExecResult,
+  Executed,
+  Executors,
+  KeptOriginal,
+  Logger,
+  OriginalMeta,
+  Originals,
+  Ports,
+  RecordBase,
+  RecordOfAny,
+  ResourceOf,
+  Step,
+  StepFor,
+  StepOf,
+  Traits,
+} from "./types.ts";

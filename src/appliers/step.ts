@@ -1,5 +1,5 @@
 // Building an applier's steps and carrying them out by action: the one place a step's action meets its data.
-import { errnoWords } from "../store/index.ts";
+import { errnoWords } from "../faults.ts";
 import type { DecideContext, Executed, Executors, Step, StepFor } from "./types.ts";
 
 /**

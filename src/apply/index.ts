@@ -2,7 +2,23 @@
 // applied step by step with a journal, each step read back, and the report built. sources.ts is how one arrives
 // (delivered, kept, a file): the one place an envelope is verified and the state lock taken. It reaches the
 // machine only through the host's appliers and keeps its records in the store; it knows nothing of the bus.
-export * from "./apply.ts";
+export {
+  type ApplyRequest,
+  type ApplyResult,
+  applyDeclaration,
+  modeRefusal,
+  type PlanLine,
+  reportWithoutSteps,
+  type Unseal,
+} from "./apply.ts";
 export { CHANGING, declaredPaths, planSteps } from "./plan.ts";
 export { planAsked } from "./planned.ts";
-export * from "./sources.ts";
+export {
+  type ApplyOptions,
+  type Arrival,
+  applyDelivered,
+  applyFile,
+  applyKept,
+  type Machine,
+  type NodeParts,
+} from "./sources.ts";

@@ -3,8 +3,9 @@
 // type what its resources, steps and records say (its traits): nothing here names a type.
 import { dirname } from "node:path";
 import type { KeptOriginal } from "../appliers/index.ts";
+import { errnoWords } from "../faults.ts";
 import type { Host } from "../hosts/index.ts";
-import { errnoWords, type Records, type State, type StoreOriginals } from "../store/index.ts";
+import type { Records, State, StoreOriginals } from "../store/index.ts";
 import { sweepTempsAt } from "../system/index.ts";
 import { type Declaration, pathsOf, type Report } from "../vocabulary/index.ts";
 import { isAdoptedStep } from "./adopted.ts";

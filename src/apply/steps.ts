@@ -1,7 +1,7 @@
 // What the steps of an apply came to, said: as a plan's line, in the log, as an interruption, as one line for a
 // step that threw.
 import type { Logger } from "../appliers/index.ts";
-import { errnoWords } from "../store/index.ts";
+import { errnoWords } from "../faults.ts";
 import { pathsOf, type ReportStep } from "../vocabulary/index.ts";
 import type { PlannedStep } from "./plan.ts";
 

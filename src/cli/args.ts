@@ -8,8 +8,8 @@ import {
   MOVE_GRACE_S,
   REDIAL_SPREAD_S,
 } from "../defaults.ts";
-import type { HostKind } from "../hosts/index.ts";
-import { printable } from "./output.ts";
+import type { HostKind } from "../host-kind.ts";
+import { printable } from "../printable.ts";
 import { COMMANDS, type Command, commandSpec, FLAGS, type Flag, type FlagName, flagsOf } from "./table.ts";
 
 export type { Command } from "./table.ts";

@@ -2,56 +2,74 @@
 //
 // Each command's code is loaded when that command runs, never before: `version` loads no schema, no applier and
 // no logger; an offline apply never loads the link (tls, the NATS client); only the commands that dial do. A new
-// command is one line in HANDLERS, its module imported inside its handler: a static import here would put it,
-// and all it imports, into every command's start-up (test/build/build.test.ts checks the link stays out).
-import { faultLine } from "../store/faults.ts";
+// command is one line in `handlers`, its module imported inside its handler: a static import here would put it,
+// and all it imports, into every command's start-up (test/build/build.test.ts checks the link stays out). What only
+// some hosts carry (the Arch appliers, the overlay, the operator's commands) comes in `parts`, from the
+// executable's composition root (main.ts, main-android.ts), so an executable without it never bundles it.
+import { faultLine } from "../faults.ts";
 import { type Args, type Command, parseCli, UsageError } from "./args.ts";
 import type { Context } from "./context.ts";
 import { commandHelp, overview } from "./help.ts";
 import { writeOut } from "./output.ts";
+import type { HostParts } from "./parts.ts";
 import { commandSpec } from "./table.ts";
 
 /** Runs the command; `made` is told the context once there is one (its state directory names faults). */
 type Handler = (args: Args, made: (ctx: Context) => void) => Promise<number>;
 
-/** A command that works on this machine's state: the context (host, state, logger) is made for it first. */
-const withContext =
-  (run: (ctx: Context) => Promise<number> | number): Handler =>
-  async (args, made) => {
-    const ctx = (await import("./context.ts")).makeContext(args);
-    made(ctx);
-    return run(ctx);
-  };
-
 /** Every command of the table has its handler: a command added there and not here fails the typecheck. */
-const HANDLERS: Record<Exclude<Command, "help">, Handler> = {
-  apply: withContext(async (ctx) => (await import("./commands/apply.ts")).applyCommand(ctx, ctx.args.dryRun)),
-  plan: withContext(async (ctx) => (await import("./commands/apply.ts")).applyCommand(ctx, true)),
-  genesis: withContext(async (ctx) => (await import("./commands/apply.ts")).genesisCommand(ctx)),
-  enrol: withContext(async (ctx) => (await import("./commands/enrol.ts")).enrolCommand(ctx)),
-  reconcile: withContext(async (ctx) => (await import("./commands/reconcile.ts")).reconcileCommand(ctx)),
-  run: withContext(async (ctx) => (await import("./commands/run.ts")).runCommand(ctx)),
-  overlay: withContext(async (ctx) => (await import("./commands/overlay.ts")).overlayCommand(ctx)),
-  "install-service": withContext(async (ctx) =>
-    (await import("./commands/install.ts")).installServiceCommand(ctx),
-  ),
-  status: withContext(async (ctx) => (await import("./commands/info.ts")).statusCommand(ctx)),
-  version: async (args) => (await import("./commands/version.ts")).versionCommand(args),
-};
+function handlers(parts: HostParts): Record<Exclude<Command, "help">, Handler> {
+  /** A command that works on this machine's state: the context (host, state, logger) is made for it first. */
+  const withContext =
+    (run: (ctx: Context) => Promise<number> | number): Handler =>
+    async (args, made) => {
+      const ctx = await (await import("./context.ts")).makeContext(args, parts);
+      made(ctx);
+      return run(ctx);
+    };
+  /** A command only some executables carry: this one's root handed it in, or it refuses in one line. */
+  const carried = (name: keyof HostParts["commands"]): Handler =>
+    withContext((ctx) => {
+      const command = parts.commands[name];
+      if (!command) throw new UsageError(`${ctx.host.support.reason}: ${name} is not in this executable`);
+      return command(ctx);
+    });
+  return {
+    apply: withContext(async (ctx) =>
+      (await import("./commands/apply.ts")).applyCommand(ctx, ctx.args.dryRun),
+    ),
+    plan: withContext(async (ctx) => (await import("./commands/apply.ts")).applyCommand(ctx, true)),
+    genesis: withContext(async (ctx) => (await import("./commands/apply.ts")).genesisCommand(ctx)),
+    enrol: withContext(async (ctx) => (await import("./commands/enrol.ts")).enrolCommand(ctx)),
+    reconcile: withContext(async (ctx) => (await import("./commands/reconcile.ts")).reconcileCommand(ctx)),
+    run: withContext(async (ctx) => (await import("./commands/run.ts")).runCommand(ctx)),
+    overlay: carried("overlay"),
+    "install-service": carried("install-service"),
+    status: withContext(async (ctx) => (await import("./commands/info.ts")).statusCommand(ctx)),
+    version: async (args) => (await import("./commands/version.ts")).versionCommand(args),
+  };
+}
 
-export async function main(argv: string[]): Promise<number> {
+/** The operator's commands (src/cli/mesh/), with their own flags and help, where this executable carries them. */
+function mesh(parts: HostParts, argv: string[]): Promise<number> {
+  if (!parts.mesh)
+    throw new UsageError(
+      "the operator's commands (mesh …) are not in this executable, which runs a node only",
+    );
+  return parts.mesh(argv);
+}
+
+export async function main(argv: string[], parts: HostParts): Promise<number> {
   let stateDir: string | undefined;
   try {
-    // the operator's commands (src/cli/mesh/) have their own flags and help, and are not in the Android build
-    if (argv[0] === "mesh") return await (await import("./mesh/main.ts")).meshMain(argv.slice(1));
-    if (argv[0] === "help" && argv[1] === "mesh")
-      return await (await import("./mesh/main.ts")).meshMain(["help", ...argv.slice(2)]);
+    if (argv[0] === "mesh") return await mesh(parts, argv.slice(1));
+    if (argv[0] === "help" && argv[1] === "mesh") return await mesh(parts, ["help", ...argv.slice(2)]);
     const args = parseCli(argv);
     if (args.command === "help") {
       writeOut(args.helpFor ? commandHelp(commandSpec(args.helpFor)!) : overview());
       return 0;
     }
-    return await HANDLERS[args.command as keyof typeof HANDLERS](args, (ctx) => {
+    return await handlers(parts)[args.command as Exclude<Command, "help">](args, (ctx) => {
       stateDir = ctx.state.dir;
     });
   } catch (e) {

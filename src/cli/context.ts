@@ -2,16 +2,10 @@
 import { readFileSync, readSync, statSync } from "node:fs";
 import type { Unseal } from "../apply/index.ts";
 import { DEFAULT_ANDROID_STATE_DIR, MAX_BODY_BYTES } from "../defaults.ts";
-import { detectHostKind, type Host, makeHost } from "../hosts/index.ts";
-import {
-  deniedFault,
-  errnoWords,
-  faultLine,
-  OverlayState,
-  State,
-  StoreOriginals,
-  stateFault,
-} from "../store/index.ts";
+import { deniedFault, errnoWords, faultLine } from "../faults.ts";
+import { detectHostKind } from "../host-kind.ts";
+import { type Host, makeHost } from "../hosts/index.ts";
+import { OverlayState, State, StoreOriginals, stateFault } from "../store/index.ts";
 import { localExec } from "../system/index.ts";
 import {
   type Declaration,
@@ -24,11 +18,14 @@ import {
 } from "../vocabulary/index.ts";
 import { type Args, UsageError } from "./args.ts";
 import { type Log, makeLog } from "./log.ts";
+import type { HostParts } from "./parts.ts";
 import { type GivenSecrets, readGivenSecrets, unsealerFor } from "./unseal.ts";
 
 export interface Context {
   args: Args;
   host: Host;
+  /** What this executable's composition root handed in: its appliers, and the parts only some hosts have. */
+  parts: HostParts;
   state: State;
   originals: StoreOriginals;
   log: Log;
@@ -38,8 +35,9 @@ export interface Context {
   unseal: Unseal;
 }
 
-export function makeContext(args: Args): Context {
-  const host = makeHost(args.host ?? detectHostKind());
+export async function makeContext(args: Args, parts: HostParts): Promise<Context> {
+  const kind = args.host ?? detectHostKind();
+  const host = makeHost(kind, await parts.appliers(kind));
   const stateDir = !args.stateGiven && host.kind === "android" ? DEFAULT_ANDROID_STATE_DIR : args.state;
   rootIsDirectory(args.root);
   stateIsDirectory(stateDir);
@@ -50,6 +48,7 @@ export function makeContext(args: Args): Context {
   return {
     args,
     host,
+    parts,
     state,
     originals: new StoreOriginals(state),
     log,

@@ -2,12 +2,10 @@
 // step, unchanged ones included). A long apply at a terminal shows a progress line on stderr.
 import type { PlanLine } from "../apply/index.ts";
 import { PROGRESS_AFTER_MS, PROGRESS_EVERY_MS } from "../defaults.ts";
-import type { Report } from "../vocabulary/index.ts";
 // the one sanitiser (defined in the vocabulary, beside what it guards), alone: this file is loaded at start,
 // before zod. Every text output of the CLI takes it from here.
-import { printable } from "../vocabulary/printable.ts";
-
-export { printable };
+import { printable } from "../printable.ts";
+import type { Report } from "../vocabulary/index.ts";
 
 type Line = PlanLine | Report["steps"][number];
 

@@ -12,6 +12,7 @@ import {
   MOVE_GRACE_S,
   REDIAL_SPREAD_S,
 } from "../defaults.ts";
+import { HOST_KINDS } from "../host-kind.ts";
 import { ENROL_EXITS, type Exit, HOST_EXITS, MESH_EXITS, STATUS_EXITS } from "./exits.ts";
 import { MESH_COMMANDS, MESH_FLAGS } from "./table-mesh.ts";
 
@@ -33,7 +34,6 @@ export interface Flag {
 }
 
 export const LOG_FORMATS = ["json", "text"] as const;
-export const HOST_KIND_NAMES = ["arch", "android", "linux"] as const;
 const flag = (f: Flag): Flag => f;
 const seconds = (name: string, v: number, help: string): Flag => ({
   name,
@@ -65,7 +65,7 @@ export const FLAGS = {
     value: "KIND",
     default: "detected",
     help: "the kind of machine",
-    choices: HOST_KIND_NAMES,
+    choices: HOST_KINDS,
   }),
   json: flag({ name: "json", default: "off", help: "stdout is one JSON document and nothing else" }),
   "log-format": flag({

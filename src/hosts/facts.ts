@@ -2,8 +2,8 @@
 // upgraded, memory added, a machine renamed). Each a string; `--where` selects by them beside the labels.
 import { arch, availableParallelism, hostname, platform, release, totalmem } from "node:os";
 import { BUILD } from "../build-info.ts";
+import type { HostKind } from "../host-kind.ts";
 import type { NodeFacts } from "../vocabulary/index.ts";
-import type { HostKind } from "./kind.ts";
 
 export function hostFacts(kind: HostKind): NodeFacts {
   return {

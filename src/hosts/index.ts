@@ -1,15 +1,13 @@
-// hosts: the per-OS set of appliers (the Arch host's, the portable floor for Android and any other Linux), and
-// the reason each host gives for the types it does not implement. Which host this machine is: kind.ts.
+// hosts: the per-OS set of appliers (the portable floor for every host, and the family an executable's
+// composition root hands in for Arch), and the reason each host gives for the types it does not implement.
+// Which host this machine is: src/host-kind.ts.
 
 import type { Applier, ApplierList } from "../appliers/index.ts";
 import { PORTABLE_APPLIERS } from "../appliers/portable/index.ts";
+import type { HostKind } from "../host-kind.ts";
 import type { TypeSupport } from "../vocabulary/index.ts";
-import { archAppliers } from "./arch.ts";
-
-import type { HostKind } from "./kind.ts";
 
 export { hostFacts } from "./facts.ts";
-export { detectHostKind, HOST_KINDS, type HostKind } from "./kind.ts";
 
 export interface Host {
   kind: HostKind;
@@ -32,9 +30,11 @@ export function appliersOf(list: ApplierList): ReadonlyMap<string, Applier> {
   return new Map(appliers.flatMap((a) => (a ? [[a.type, a] as const] : [])));
 }
 
-export function makeHost(kind: HostKind): Host {
-  const appliers = appliersOf(
-    kind === "arch" ? { ...PORTABLE_APPLIERS, ...archAppliers() } : PORTABLE_APPLIERS,
-  );
+/**
+ * The host for a machine of `kind`: the portable floor, and on Arch the family's appliers the executable's
+ * composition root hands in (`family`: none in the Android executable, which carries no Arch code).
+ */
+export function makeHost(kind: HostKind, family: ApplierList = {}): Host {
+  const appliers = appliersOf(kind === "arch" ? { ...PORTABLE_APPLIERS, ...family } : PORTABLE_APPLIERS);
   return { kind, appliers, support: { supports: (type) => appliers.has(type), reason: REASONS[kind] } };
 }

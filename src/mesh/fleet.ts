@@ -1,7 +1,8 @@
 // The fleet view: what the controllers heard last from each node (the mesh-fleet bucket), merged so that two
 // controllers writing one node's entry keep the newer of each half, and the rows `mesh nodes` shows from it.
 import { FLEET_CELL_CHARS } from "../defaults.ts";
-import { type Heartbeat, printable, type Report } from "../vocabulary/index.ts";
+import { printable } from "../printable.ts";
+import type { Heartbeat, Report } from "../vocabulary/index.ts";
 import type { FleetEntry, NodeRecord } from "./state.ts";
 
 /** What one controller heard of a node since it last wrote the node's entry. */

@@ -4,7 +4,8 @@
 // revocations, pushed over the system account.
 import { generateKeyPairSync } from "node:crypto";
 import { CODE_EXPIRES_S, MESH_FORMAT } from "../defaults.ts";
-import { encodeCode, NodeName, nkeyOf, printable, seedOf } from "../vocabulary/index.ts";
+import { printable } from "../printable.ts";
+import { encodeCode, NodeName, nkeyOf, seedOf } from "../vocabulary/index.ts";
 import { enrolUserJwt, userOfIdentity } from "./accounts.ts";
 import { dropNode, ensureNodeConsumer } from "./bus.ts";
 import { type Revoke, revokeOnBus } from "./claims.ts";

@@ -4,14 +4,9 @@
 // `mesh.plan.<n>`, never through DECLARE: nothing pending for the node is displaced, no serial is taken or kept,
 // and nothing here or on the node changes. A node not on the bus is said at once (no plan subscription of its own in NODES, asked over SYS); one on it has
 // the deadline to answer.
-import {
-  digestOf,
-  type PlanAnswer,
-  type PlanBody,
-  planSubject,
-  printable,
-  signPlan,
-} from "../vocabulary/index.ts";
+
+import { printable } from "../printable.ts";
+import { digestOf, type PlanAnswer, type PlanBody, planSubject, signPlan } from "../vocabulary/index.ts";
 import { firstLine } from "./bus.ts";
 import { listeningNodes } from "./claims.ts";
 import { heardFrom } from "./heard.ts";

@@ -2,7 +2,7 @@
 // a message refused (not the vocabulary, or on another node's subject), a declaration a node refused. A node may
 // say the same wrong thing every second: the same line is said once per UP_SAID_REPEAT_MS, with how many more.
 import { UP_SAID_REPEAT_MS } from "../defaults.ts";
-import { printable } from "../vocabulary/index.ts";
+import { printable } from "../printable.ts";
 
 export class Said {
   private readonly last = new Map<string, { at: number; more: number }>();

@@ -3,7 +3,7 @@
 // `canary`, `!canary`, requirements joined by commas (and). As in Kubernetes, `!=` and `notin` also match a
 // node without the key. A label and a fact never share a name (labels.ts refuses such a label), so which one a
 // key reads is never in doubt. A selector that does not parse is one line naming what is wrong.
-import { printable } from "../vocabulary/index.ts";
+import { printable } from "../printable.ts";
 import { MeshRefused } from "./layout.ts";
 
 export type Requirement =

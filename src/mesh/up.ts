@@ -7,12 +7,12 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
 import { ENROL_REVOKE_DELAY_MS, FLOOD_LOG_MS } from "../defaults.ts";
+import { printable } from "../printable.ts";
 import {
   ENROL_CONSUMER,
   EnrolQuestion,
   type Heartbeat,
   parseJsonBytes,
-  printable,
   REPORTS_CONSUMER,
   type Report,
 } from "../vocabulary/index.ts";

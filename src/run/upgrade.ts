@@ -24,7 +24,6 @@ import { EXECUTABLE_MODE, RELEASE_SPACE_MARGIN_BYTES, STATE_DIR_MODE } from "../
 import { commitTemp, sweepTempsBeside, syncFilled, tempPathFor } from "../durable/index.ts";
 import type { ReleaseSource } from "../link/index.ts";
 import type { State } from "../store/index.ts";
-import { installPackageFile } from "../system/arch/index.ts";
 import type { Exec } from "../system/index.ts";
 import {
   ReleaseArch,
@@ -47,6 +46,8 @@ export interface UpgradeDeps {
   /** The installed binary (the launcher's MESH_HOST_BIN): what a release replaces. */
   installed: BinaryAtStart | null;
   log: Logger;
+  /** Install a package file (pacman -U on Arch): why not, or null. Only a host whose releases are packages has it. */
+  installPackage?: (exec: Exec, file: string) => Promise<string | null>;
 }
 
 /** The release step as the report carries it, and whether the host now exits to be restarted onto it. */
@@ -191,7 +192,9 @@ async function install(
     d.state.writeInstalledRelease({ manifest: m.sha256, binary: m.sha256 });
   } else {
     await commitTemp(temp, dest);
-    const refused = await installPackageFile(d.exec, dest);
+    const refused = d.installPackage
+      ? await d.installPackage(d.exec, dest)
+      : "this executable installs no packages";
     rmSync(dest, { force: true });
     if (refused) return failed(`release ${m.version}: pacman -U refused it: ${refused}`);
     // what pacman put at the installed path now, not what this process started as

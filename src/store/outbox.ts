@@ -6,7 +6,8 @@ import { join } from "node:path";
 import * as z from "zod";
 import { MAX_OUTBOX_ENTRY_BYTES, STATE_DIR_MODE, STATE_FILE_MODE } from "../defaults.ts";
 import { fsyncDirSync, writeFileAtomicSync } from "../durable/index.ts";
-import { printable, Report } from "../vocabulary/index.ts";
+import { printable } from "../printable.ts";
+import { Report } from "../vocabulary/index.ts";
 import type { State } from "./state.ts";
 
 const DIR = "outbox";

@@ -4,8 +4,8 @@ import { join } from "node:path";
 import * as z from "zod";
 import { STATE_DIR_MODE, STATE_FILE_MODE, STATE_FORMAT } from "../defaults.ts";
 import { isTempName, writeFileAtomicSync } from "../durable/index.ts";
+import { deniedFault, faultLine } from "../faults.ts";
 import { Membership, MembershipBus, Mode, Report } from "../vocabulary/index.ts";
-import { deniedFault, faultLine } from "./faults.ts";
 
 /** A state file this host cannot read: newer than it knows, not what it should be, or out of reach. Exit 2. */
 export class StateError extends Error {}

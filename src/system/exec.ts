@@ -1,6 +1,6 @@
 // The one way anything is run: argv without a shell, a timeout, output kept as a tail.
 import { ACTION_OUTPUT_TAIL_BYTES } from "../defaults.ts";
-import { errnoWords } from "../store/index.ts";
+import { errnoWords } from "../faults.ts";
 
 /** The outcome of running a command; never thrown, so a failure is a value the report can carry. */
 export interface ExecResult {

@@ -28,7 +28,7 @@ import {
   renameTemp,
   tempPathFor,
 } from "../durable/index.ts";
-import { errnoWords } from "../store/index.ts";
+import { errnoWords } from "../faults.ts";
 import {
   at,
   type DirMaker,

@@ -24,7 +24,18 @@ export {
   type WriteOptions,
   writeFileAt,
 } from "./files.ts";
-export * from "./paths.ts";
+export {
+  forgetResolved,
+  type Ids,
+  idsField,
+  octal,
+  ownerIgnored,
+  parseMode,
+  placeProblem,
+  placeRefuses,
+  resolveIds,
+  underRoot,
+} from "./paths.ts";
 export {
   type DirMaker,
   forgetHandles,

@@ -36,7 +36,7 @@ import {
 } from "node:fs";
 import { basename, dirname, sep } from "node:path";
 import { KEPT_DIR_HANDLES_MAX } from "../defaults.ts";
-import { errnoWords } from "../store/index.ts";
+import { errnoWords } from "../faults.ts";
 
 /** Linux's O_PATH on x86, x86-64, arm and arm64 (every machine the host ships for); Node does not export it. */
 const O_PATH = 0o10000000;

@@ -1,11 +1,11 @@
 // The declaration: the whole of what the mesh wants on one node, refused on arrival if malformed.
 import { createHash } from "node:crypto";
 import * as z from "zod";
+import { printable } from "../printable.ts";
 import { containerCrossChecks } from "./containers.ts";
 import { parseJsonBytes } from "./json.ts";
 import { nameProblem } from "./names.ts";
 import { overlayCrossChecks } from "./overlay.ts";
-import { printable } from "./printable.ts";
 import type { Parsed, Refusal } from "./refusal.ts";
 import { refusalsFromIssues } from "./refusal.ts";
 import { ReleaseVersion } from "./release.ts";

@@ -1,20 +1,176 @@
 // vocabulary: what the mesh and the node say to each other, as zod schemas (types are their `z.infer`) — the
 // envelope, the declaration and every resource type, the one rule for names and paths, refusals, sealing, the
 // enrolment code, and the names the protocol composes (subjects.ts). It imports no other layer.
-export * from "./code.ts";
-export * from "./declaration.ts";
-export * from "./envelope.ts";
-export * from "./json.ts";
-export * from "./kind.ts";
-export * from "./names.ts";
-export * from "./nkeys.ts";
-export * from "./plan.ts";
-export * from "./printable.ts";
-export * from "./raw-keys.ts";
-export * from "./refusal.ts";
-export * from "./release.ts";
-export * from "./resources.ts";
-export * from "./seal.ts";
-export * from "./signed.ts";
-export * from "./subjects.ts";
-export * from "./wire.ts";
+export { CODE_PREFIX, type DecodedCode, decodeCode, encodeCode } from "./code.ts";
+export {
+  AddressedTo,
+  ALL_TYPES,
+  type Declaration,
+  DeclarationHead,
+  digestOf,
+  INSTALLER_SECRET,
+  IssuedAt,
+  Mode,
+  parseDeclaration,
+  parseDeclarationBody,
+  Sealed,
+  Serial,
+  type TypeSupport,
+} from "./declaration.ts";
+export {
+  ED25519_SPKI_PREFIX,
+  ed25519PublicFromB64,
+  type MeshPublicKey,
+  makeMeshKey,
+  signEnvelope,
+  type Verified,
+  type VerifyOptions,
+  verifyEnvelope,
+} from "./envelope.ts";
+export { type JsonResult, parseJsonBytes, sizeWords, tooBig } from "./json.ts";
+export { type Kind, type KindFacts, kind, type Named } from "./kind.ts";
+export { AbsPath, checkedString, isIP, Name, nameProblem, pathProblem } from "./names.ts";
+export {
+  base32,
+  keyPairOfSeed,
+  NKEY_ROLES,
+  type NkeyRole,
+  nkeyOf,
+  publicNkey,
+  seedNkey,
+  seedOf,
+} from "./nkeys.ts";
+export {
+  PLAN_CONTEXT,
+  PlanAnswer,
+  PlanBody,
+  PlanLineWire,
+  PlanMessage,
+  type PlanVerifyOptions,
+  planSubject,
+  signPlan,
+  type VerifiedPlan,
+  verifyPlan,
+} from "./plan.ts";
+export {
+  type KeyKind,
+  type KeyPair,
+  keyPairFromRaw,
+  publicKeyFromRaw,
+  rawKeyFromB64,
+  rawPublicOf,
+} from "./raw-keys.ts";
+export {
+  issueWords,
+  oneLine,
+  type Parsed,
+  type Refusal,
+  refusalLine,
+  refusalsFromIssues,
+} from "./refusal.ts";
+export {
+  type ManifestRead,
+  manifestOf,
+  ObjectMeta,
+  RELEASE_BUCKET,
+  RELEASE_DIRECT_GET,
+  RELEASE_STREAM,
+  RELEASE_SUBJECTS,
+  ReleaseArch,
+  ReleaseEncoding,
+  ReleaseKind,
+  ReleaseManifest,
+  ReleaseVersion,
+  releaseChunkSubject,
+  releaseMetaSubject,
+  releaseObjectName,
+  signManifest,
+  verifyManifest,
+} from "./release.ts";
+export {
+  ActionResource,
+  Address,
+  bundlePathProblem,
+  ContainerResource,
+  configPath,
+  containerCrossChecks,
+  DirectoryResource,
+  FileResource,
+  factsOf,
+  ImageRef,
+  ImageResource,
+  inSubnet,
+  interfaceNameProblem,
+  isResourceType,
+  KINDS,
+  MESH_LABEL_PREFIX,
+  NetworkResource,
+  NodeName,
+  OctalMode,
+  OverlayResource,
+  PackageResource,
+  PENDING_TYPES,
+  Principal,
+  ProcessResource,
+  packageNameProblem,
+  pathsOf,
+  programPathProblem,
+  programProblem,
+  RESOURCE_SCHEMAS,
+  type Resource,
+  type ResourceType,
+  RUNTIME_NETWORKS,
+  RuntimeKind,
+  refsOf,
+  ServiceResource,
+  secretsOf,
+  subnetProblem,
+  unitNameProblem,
+  VolumeResource,
+  WIREGUARD_DIR,
+} from "./resources.ts";
+export { SEAL_VERSION, type SealOptions, seal, type Unsealed, unseal } from "./seal.ts";
+export {
+  type NodeMessageKind,
+  type NodeSaid,
+  SignedMessage,
+  signMessage,
+  type VerifiedMessage,
+  verifyNodeMessage,
+} from "./signed.ts";
+export {
+  CONTROLLER_USER,
+  declareSubject,
+  ENROL_CONSUMER,
+  enrolInboxPrefix,
+  enrolSubject,
+  enrolUser,
+  heartbeatSubject,
+  nodeConsumer,
+  nodeInboxPrefix,
+  nodeUser,
+  REPORTS_CONSUMER,
+  rekeySubject,
+  reportSubject,
+  STREAM_SUBJECTS,
+  type StreamName,
+} from "./subjects.ts";
+export {
+  Did,
+  EnrolAnswer,
+  EnrolmentCode,
+  EnrolmentCodeV1,
+  EnrolmentCodeV2,
+  EnrolQuestion,
+  Envelope,
+  Heartbeat,
+  Membership,
+  MembershipBus,
+  NodeFacts,
+  OriginalPath,
+  Outcome,
+  RekeyBody,
+  Report,
+  ReportStep,
+  Tunnel,
+} from "./wire.ts";

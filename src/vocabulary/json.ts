@@ -1,5 +1,5 @@
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from "../defaults.ts";
-import { printable } from "./printable.ts";
+import { printable } from "../printable.ts";
 
 export type JsonResult = { ok: true; value: unknown } | { ok: false; reason: string };
 

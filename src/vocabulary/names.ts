@@ -1,6 +1,6 @@
 // The one rule for names and paths: checked on arrival and again before every removal.
 import * as z from "zod";
-import { printable } from "./printable.ts";
+import { printable } from "../printable.ts";
 
 /**
  * `net.isIP`, with node:net loaded at its first call rather than at start-up: only a declaration that names an

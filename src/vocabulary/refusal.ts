@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { printable } from "./printable.ts";
+import { printable } from "../printable.ts";
 
 /** Why something was refused: the resource (or "declaration"), the field, a one-line reason. */
 export interface Refusal {

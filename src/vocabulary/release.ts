@@ -13,7 +13,7 @@ export const ReleaseVersion = z
   .string()
   .regex(/^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$/, "must be a version such as 0.2.0 (letters, digits, . + _ -)");
 
-/** What the host is (hosts/kind.ts) and which processor it runs on (process.arch). */
+/** What the host is (src/host-kind.ts) and which processor it runs on (process.arch). */
 export const ReleaseKind = z.enum(["linux", "arch", "android"]);
 export type ReleaseKind = z.infer<typeof ReleaseKind>;
 export const ReleaseArch = z.enum(["x64", "arm64"]);

@@ -11,7 +11,20 @@ export { AbsPath, Name };
 
 import { OverlayResource } from "./overlay.ts";
 
-export * from "./containers.ts";
+export {
+  Address,
+  ContainerResource,
+  containerCrossChecks,
+  ImageRef,
+  ImageResource,
+  inSubnet,
+  MESH_LABEL_PREFIX,
+  NetworkResource,
+  RUNTIME_NETWORKS,
+  RuntimeKind,
+  subnetProblem,
+  VolumeResource,
+} from "./containers.ts";
 export { configPath, interfaceNameProblem, OverlayResource, WIREGUARD_DIR } from "./overlay.ts";
 
 /**

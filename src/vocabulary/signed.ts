@@ -7,10 +7,10 @@
 import { type KeyObject, sign, verify } from "node:crypto";
 import * as z from "zod";
 import { MAX_ENVELOPE_BYTES } from "../defaults.ts";
+import { printable } from "../printable.ts";
 import { ed25519PublicFromB64 } from "./envelope.ts";
 import { parseJsonBytes } from "./json.ts";
 import { PlanAnswer } from "./plan.ts";
-import { printable } from "./printable.ts";
 import { Heartbeat, RekeyBody, Report } from "./wire.ts";
 
 /** A node's message on the wire: v 2, so it is never mistaken for the mesh's declaration envelope (v 1). */

@@ -7,7 +7,14 @@ import { parseDeclaration } from "../../src/vocabulary/index.ts";
 import { decl } from "../support/offline.ts";
 import { type PacmanRoot, pacmanRoot } from "../support/pacman.ts";
 import { ensureSea, seaMachine } from "../support/sea.ts";
-import { type ArchMachine, archHost, archMachine, detailOf, dids, hostExec } from "../support/systemd.ts";
+import {
+  type ArchMachine,
+  archHost,
+  detailOf,
+  dids,
+  freshArchMachine,
+  hostExec,
+} from "../support/systemd.ts";
 import { tempDir } from "../support/tmp.ts";
 
 let p: PacmanRoot;
@@ -25,7 +32,7 @@ beforeAll(async () => {
 });
 afterAll(() => p?.remove());
 
-const fresh = (): ArchMachine => archMachine(p.root, p.exec, tempDir("mesh-arch-state-"));
+const fresh = (): ArchMachine => freshArchMachine(p.root, p.exec);
 const nothing = decl([], { owns_nothing: true });
 const pkg = (id: string, name: string, version?: string) => ({
   id,

@@ -17,7 +17,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { processApplier } from "../../src/appliers/arch/process.ts";
 import type { DecideContext } from "../../src/appliers/types.ts";
 import { State, StoreOriginals } from "../../src/store/index.ts";
@@ -29,26 +29,22 @@ import { ensureSea } from "../support/sea.ts";
 import {
   type ArchMachine,
   archHost,
-  archMachine,
-  bootContainer,
   type Container,
+  containerForFile,
   detailOf,
   dids,
+  freshArchMachine,
   planned,
   seaInContainer,
 } from "../support/systemd.ts";
 import { tempDir } from "../support/tmp.ts";
 
 let c: Container;
-// the first run on a machine builds the cached root (~40-60 s, more on a slow mirror); later ones take ~2 s
-beforeAll(async () => {
-  c = await bootContainer();
-}, 600_000);
-afterAll(async () => {
-  await c?.stop();
+containerForFile((booted) => {
+  c = booted;
 });
 
-const fresh = (): ArchMachine => archMachine(c.root, c.exec, tempDir("mesh-arch-state-"));
+const fresh = (): ArchMachine => freshArchMachine(c.root, c.exec);
 const nothing = decl([], { owns_nothing: true });
 const at = (path: string) => join(c.root, path);
 const RUN = 'printf "%s\\n" "$@" > args.txt\nexec sleep infinity\n';

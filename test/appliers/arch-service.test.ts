@@ -2,32 +2,27 @@
 // after the reload that loads it, and undeclaring gives back what was found instead of stopping it.
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { showUnit, type UnitState } from "../../src/system/arch/index.ts";
 import { parseDeclaration } from "../../src/vocabulary/index.ts";
 import { decl } from "../support/offline.ts";
 import {
   type ArchMachine,
   archHost,
-  archMachine,
-  bootContainer,
   type Container,
+  containerForFile,
   detailOf,
   dids,
+  freshArchMachine,
   seaInContainer,
 } from "../support/systemd.ts";
-import { tempDir } from "../support/tmp.ts";
 
 let c: Container;
-// the first run on a machine builds the cached root (~40-60 s, more on a slow mirror); later ones take ~2 s
-beforeAll(async () => {
-  c = await bootContainer();
-}, 600_000);
-afterAll(async () => {
-  await c?.stop();
+containerForFile((booted) => {
+  c = booted;
 });
 
-const fresh = (): ArchMachine => archMachine(c.root, c.exec, tempDir("mesh-arch-state-"));
+const fresh = (): ArchMachine => freshArchMachine(c.root, c.exec);
 const nothing = decl([], { owns_nothing: true });
 const unitFile = (description: string, extra = "") =>
   `[Unit]\nDescription=${description}\n\n[Service]\nExecStart=/bin/sleep infinity\n${extra}\n[Install]\nWantedBy=multi-user.target\n`;

@@ -4,6 +4,7 @@
 import { existsSync, lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { freshOverlayNode, hubTunnel, spokeTunnel } from "../support/overlay-pair.ts";
 import { tempDir } from "../support/tmp.ts";
 import {
   isUp,
@@ -30,31 +31,14 @@ beforeEach(async () => {
   [hub, spoke] = await Promise.all([systemdMachine(), netnsMachine()]);
   under = await wire(hub, spoke, 2);
   [hubKey, spokeKey] = [wgKey(), wgKey()];
-  await plantTunnel(spoke, "wg0", {
-    key: spokeKey,
-    address: "10.78.0.2/24",
-    port: 51821,
-    peers: [{ key: hubKey.public, allowed: "10.78.0.1/32", endpoint: `${under.a}:51820` }],
-  });
+  await plantTunnel(spoke, "wg0", spokeTunnel(spokeKey, hubKey, under.a));
 });
 
 afterEach(async () => {
   await Promise.all([hub?.stop(), spoke?.stop()]);
 });
 
-const found = (how: "init" | "by hand" = "init") =>
-  plantTunnel(
-    hub,
-    "wg0",
-    {
-      key: hubKey,
-      address: "10.78.0.1/24",
-      port: 51820,
-      mtu: 1380,
-      peers: [{ key: spokeKey.public, allowed: "10.78.0.2/32" }],
-    },
-    how,
-  );
+const found = (how: "init" | "by hand" = "init") => plantTunnel(hub, "wg0", hubTunnel(hubKey, spokeKey), how);
 
 const takes = () => ({
   v: 1,
@@ -87,7 +71,7 @@ describe("overlay under systemd (wg-quick@)", () => {
   it("takes wg-quick@wg0 over: found unit stopped and disabled, wg-quick@mesh0 enabled and active, the spoke pings; retired after its handshake", async () => {
     await found();
     expect(await pings(spoke, "10.78.0.1")).toBe(true);
-    const node = overlayNode(hub, tempDir("mesh-wg-state-"), hubKey);
+    const node = freshOverlayNode(hub, hubKey);
     const taken = await node.apply(takes());
     expect(taken.exit, detail(taken)).toBe(0);
     expect(detail(taken)).toContain(
@@ -113,7 +97,7 @@ describe("overlay under systemd (wg-quick@)", () => {
 
   it("a found unit started again by hand beside the mesh's is said, never stopped (issue 27, item 18)", async () => {
     await found();
-    const node = overlayNode(hub, tempDir("mesh-wg-state-"), hubKey);
+    const node = freshOverlayNode(hub, hubKey);
     const taken = await node.apply(takes());
     expect(taken.exit, detail(taken)).toBe(0);
     // someone starts the found tunnel again, on a port of its own (on the mesh's it could not listen)
@@ -133,7 +117,7 @@ describe("overlay under systemd (wg-quick@)", () => {
 
   it("retirement's guards: a configuration turned into a link, or a path the mesh writes, is kept and said (issue 27, item 18)", async () => {
     await found();
-    const node = overlayNode(hub, tempDir("mesh-wg-state-"), hubKey);
+    const node = freshOverlayNode(hub, hubKey);
     expect((await node.apply(takes())).exit).toBe(0);
     const conf = join(hub.root, "etc/wireguard/wg0.conf");
     // a link where the found configuration was: never followed, never removed, nor what it points at
@@ -167,7 +151,7 @@ describe("overlay under systemd (wg-quick@)", () => {
 
   it("wg not answering keeps the found configuration and says why, in the plan and the report (issue 27, item 18)", async () => {
     await found();
-    const node = overlayNode(hub, tempDir("mesh-wg-state-"), hubKey);
+    const node = freshOverlayNode(hub, hubKey);
     expect((await node.apply(takes())).exit).toBe(0);
     const conf = join(hub.root, "etc/wireguard/wg0.conf");
     const wg = join(hub.root, "usr/bin/wg");
@@ -212,7 +196,7 @@ describe("overlay under systemd (wg-quick@)", () => {
   it("a mesh unit that fails to start puts wg-quick@wg0 back, enabled and active, and the spoke still pings", async () => {
     await found();
     const before = readFileSync(join(hub.root, "etc/wireguard/wg0.conf"));
-    const node = overlayNode(hub, tempDir("mesh-wg-state-"), hubKey);
+    const node = freshOverlayNode(hub, hubKey);
     await hub.must("ip", "link", "add", "mesh0", "type", "veth", "peer", "name", "mesh0p");
     const failed = await node.apply(takes());
     expect(failed.exit).toBe(1);
@@ -226,7 +210,7 @@ describe("overlay under systemd (wg-quick@)", () => {
 
   it("an interface raised by hand, not by its unit, is looked at again and refused naming `wg-quick down`, nothing stopped", async () => {
     await found("by hand");
-    const node = overlayNode(hub, tempDir("mesh-wg-state-"), hubKey);
+    const node = freshOverlayNode(hub, hubKey);
     const r = await node.apply(takes());
     expect(r.exit).toBe(2);
     expect(r.report.refusals[0]?.reason).toContain("wg0 is up but not by wg-quick@wg0 (raised by hand)");
@@ -243,7 +227,7 @@ describe("overlay under systemd (wg-quick@)", () => {
     mkdirSync(dropIn, { recursive: true });
     writeFileSync(join(dropIn, "stop.conf"), "[Service]\nExecStop=\nExecStop=/bin/true\nKillMode=none\n");
     await hub.must("systemctl", "daemon-reload");
-    const node = overlayNode(hub, tempDir("mesh-wg-state-"), hubKey);
+    const node = freshOverlayNode(hub, hubKey);
     const r = await node.apply(takes());
     expect(r.exit).toBe(1);
     expect(detail(r)).toContain("takeover of wg0: not taken");

@@ -2,7 +2,7 @@
 // found `[Interface]` say, the config the mesh writes, and the rekey's signature over its fixed text.
 import { createPrivateKey } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { signRekey, verifyRekey } from "../../src/link/rekey.ts";
+import { signRekey, verifyRekey } from "../../src/link/index.ts";
 import { publicB64 } from "../../src/store/index.ts";
 import { parseConfig, parseDump, rangeOf, renderConfig } from "../../src/system/arch/wireguard.ts";
 import { type OverlayResource, parseDeclaration } from "../../src/vocabulary/index.ts";

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { overlayStatus, overlayStatusLines } from "../../src/cli/commands/overlay.ts";
 import { OverlayState } from "../../src/store/index.ts";
 import { findTunnel, readInterface } from "../../src/system/arch/wireguard.ts";
-import { tempDir } from "../support/tmp.ts";
+import { freshOverlayNode, hubTunnel, spokeTunnel } from "../support/overlay-pair.ts";
 import {
   isUp,
   lastHandshake,
@@ -17,7 +17,6 @@ import {
   mtuOf,
   netnsMachine,
   type OverlayNode,
-  overlayNode,
   pings,
   plantTunnel,
   seaNode,
@@ -48,20 +47,9 @@ async function pair(opts: { plant?: boolean } = {}): Promise<Pair> {
   machines.push(hub, spoke);
   const under = await wire(hub, spoke, 1);
   const [hubKey, spokeKey] = [wgKey(), wgKey()];
-  const found: TunnelSpec = {
-    key: hubKey,
-    address: "10.78.0.1/24",
-    port: 51820,
-    mtu: 1380,
-    peers: [{ key: spokeKey.public, allowed: "10.78.0.2/32" }],
-  };
+  const found = hubTunnel(hubKey, spokeKey);
   if (opts.plant !== false) await plantTunnel(hub, "wg0", found);
-  await plantTunnel(spoke, "wg0", {
-    key: spokeKey,
-    address: "10.78.0.2/24",
-    port: 51821,
-    peers: [{ key: hubKey.public, allowed: "10.78.0.1/32", endpoint: `${under.a}:51820` }],
-  });
+  await plantTunnel(spoke, "wg0", spokeTunnel(spokeKey, hubKey, under.a));
   return { hub, spoke, hubKey, spokeKey, under, found };
 }
 
@@ -123,7 +111,7 @@ describe("found tunnels", () => {
 describe("overlay without a takeover", () => {
   it("writes the config 0600 with the node's key, brings it up, reads it back, repairs drift, and undeclared goes down and away", async () => {
     const p = await pair({ plant: false });
-    const node = overlayNode(p.hub, tempDir("mesh-wg-state-"), p.hubKey);
+    const node = freshOverlayNode(p.hub, p.hubKey);
     const d = decl([
       {
         id: "overlay",
@@ -165,7 +153,7 @@ describe("taking a found tunnel over", () => {
   it("holds the found config, stops the found tunnel, brings the mesh's up on its port, address, key and MTU; retires it only after a handshake, and nothing writes it back", async () => {
     const p = await pair();
     expect(await pings(p.spoke, "10.78.0.1")).toBe(true);
-    const node = overlayNode(p.hub, tempDir("mesh-wg-state-"), p.hubKey);
+    const node = freshOverlayNode(p.hub, p.hubKey);
     const foundConf = readFileSync(wgConf(p.hub, "wg0"));
 
     // the plan says what the apply will do, and does none of it
@@ -273,7 +261,7 @@ describe("taking a found tunnel over", () => {
 
   it("refuses a takeover that would not keep the found MTU or range, naming both values, with nothing stopped", async () => {
     const p = await pair();
-    const node = overlayNode(p.hub, tempDir("mesh-wg-state-"), p.hubKey);
+    const node = freshOverlayNode(p.hub, p.hubKey);
     const sea = seaNode(node);
     // the seeds' regression: a path tuned to 1380 brought up at 1420
     const mtu = await sea.apply(takes(p, { mtu: 1420 }));
@@ -296,7 +284,7 @@ describe("taking a found tunnel over", () => {
       "wg0's range is 10.78.0.0/24 and the declaration's 10.78.0.1/16 makes it 10.78.0.0/16",
     );
     // the spoke's wg0 names no MTU: one declared would change what its path runs at just the same
-    const spoke = seaNode(overlayNode(p.spoke, tempDir("mesh-wg-state-"), p.spokeKey));
+    const spoke = seaNode(freshOverlayNode(p.spoke, p.spokeKey));
     const peer = { public_key: p.hubKey.public, allowed_ips: ["10.78.0.1/32"] };
     const some = await spoke.apply(
       takes(p, { address: "10.78.0.2/24", listen_port: 51821, mtu: 1420, peers: [peer] }),
@@ -318,7 +306,7 @@ describe("taking a found tunnel over", () => {
 
   it("refuses a takeover that would not match — port, address, key, MTU — naming the remedy, with nothing stopped", async () => {
     const p = await pair();
-    const node = overlayNode(p.hub, tempDir("mesh-wg-state-"), p.hubKey);
+    const node = freshOverlayNode(p.hub, p.hubKey);
     const refused = async (d: unknown) => {
       const r = await node.apply(d);
       expect(r.exit).toBe(2);
@@ -336,7 +324,7 @@ describe("taking a found tunnel over", () => {
     expect((await refused(takes(p, { mtu: undefined }))).reason).toContain("wg0 runs at MTU 1380");
     expect((await refused(takes(p, { takes: "wg7" }))).reason).toContain("no interface wg7 is up");
     // a node whose overlay key is not the tunnel's
-    const other = overlayNode(p.hub, tempDir("mesh-wg-state-"), wgKey());
+    const other = freshOverlayNode(p.hub, wgKey());
     const key = await other.apply(takes(p));
     expect(key.exit).toBe(2);
     expect(key.report.refusals[0]?.reason).toContain("`mesh-host overlay take --tunnel wg0`");
@@ -350,7 +338,7 @@ describe("taking a found tunnel over", () => {
 
   it("a mesh interface that fails to start has the found tunnel started again, and the peer still pings", async () => {
     const p = await pair();
-    const node = overlayNode(p.hub, tempDir("mesh-wg-state-"), p.hubKey);
+    const node = freshOverlayNode(p.hub, p.hubKey);
     // something else already holds the name: wg-quick up mesh0 refuses
     await p.hub.must("ip", "link", "add", "mesh0", "type", "veth", "peer", "name", "mesh0p");
     const failed = await node.apply(takes(p));
@@ -374,7 +362,7 @@ describe("taking a found tunnel over", () => {
 
   it("undeclared before it was proven: the mesh's interface goes and the found tunnel is given back as it was", async () => {
     const p = await pair();
-    const node = overlayNode(p.hub, tempDir("mesh-wg-state-"), p.hubKey);
+    const node = freshOverlayNode(p.hub, p.hubKey);
     const before = readFileSync(wgConf(p.hub, "wg0"));
     expect(step(await node.apply(takes(p))).detail).toContain("takeover of wg0: taken");
     const gone = await node.apply(nothing);
@@ -390,7 +378,7 @@ describe("taking a found tunnel over", () => {
 
   it("a host that died after stopping the found tunnel finds the takeover in its journal, and brings its own interface up", async () => {
     const p = await pair();
-    const node = overlayNode(p.hub, tempDir("mesh-wg-state-"), p.hubKey);
+    const node = freshOverlayNode(p.hub, p.hubKey);
     expect(step(await node.apply(takes(p))).detail).toContain("takeover of wg0: taken");
     // as a crash leaves it: the found tunnel stopped, the mesh's not up, the journal saying `down`, no record
     await p.hub.must("wg-quick", "down", "mesh0");

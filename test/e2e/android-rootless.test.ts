@@ -256,10 +256,14 @@ describe("the Android host as an unprivileged user, offline", () => {
       const r = await host([...args, "--host", "android", "--state", state]);
       expect(r.code, args[0]).toBe(2);
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
-      expect(r.stderr).toMatch(
-        /^mesh-host: not on an Android host: \w+ \(src\/cli\/commands\/\w+\.ts\) is not in the Android build/,
-      );
+      expect(r.stderr).toMatch(/^mesh-host: not on an Android host: [\w-]+ is not in this executable\n$/);
     }
+    // the operator's half is not in it either: a phone is a node, never a mesh's controller
+    const mesh = await host(["mesh", "nodes"]);
+    expect(mesh.code).toBe(2);
+    expect(mesh.stderr).toBe(
+      "mesh-host: the operator's commands (mesh …) are not in this executable, which runs a node only\n",
+    );
   });
 });
 

@@ -4,7 +4,7 @@
 // bus; each must fail now, and what was held must stay held.
 
 import { generateKeyPairSync, sign } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -14,8 +14,8 @@ import { dial, membershipAuth } from "../../src/link/dial.ts";
 import { issueJwt } from "../../src/mesh/jwt.ts";
 import { loadKeys, makeKeys, publicKeys, State } from "../../src/store/index.ts";
 import { nkeyOf } from "../../src/vocabulary/index.ts";
+import { enrolAt } from "../mesh/fleet.ts";
 import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
-import { runCli } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
 
 let mesh: MeshDouble;
@@ -34,12 +34,7 @@ async function enrolled(node: string): Promise<string> {
   // kept for the whole file (tempDir's go after each test): a describe's nodes outlive its first test
   const base = mkdtempSync(join(tmpdir(), "bus-attacks-"));
   bases.push(base);
-  const state = join(base, "state");
-  mkdirSync(join(base, "root"));
-  const { code } = await mesh.enrolmentCode(node);
-  const r = await runCli(["enrol", "--state", state, "--root", join(base, "root")], { input: code });
-  expect(r.code, r.stderr).toBe(0);
-  return state;
+  return (await enrolAt((await mesh.enrolmentCode(node)).code, base)).state;
 }
 
 /** Dial as the node whose state directory this is, exactly as its own `run` would. */

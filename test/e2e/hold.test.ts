@@ -4,6 +4,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeMeshKey, signEnvelope } from "../../src/vocabulary/index.ts";
+import { enrolAt } from "../mesh/fleet.ts";
 import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
 import { type Running, runCli, startRun } from "../support/cli.ts";
 import { untilFileArgv } from "../support/events.ts";
@@ -23,15 +24,9 @@ afterAll(async () => {
 });
 
 async function enrolled(node: string) {
-  const base = tempDir();
-  const state = join(base, "state");
-  const root = join(base, "root");
-  const { mkdirSync } = await import("node:fs");
-  mkdirSync(root);
   const { code, token } = await mesh.enrolmentCode(node);
-  const r = await runCli(["enrol", code, "--state", state, "--root", root]);
-  expect(r.code, r.stderr).toBe(0);
-  expect(`${r.stdout}${r.stderr}`).not.toContain(token);
+  const { state, root, said } = await enrolAt(code, tempDir(), { codeAs: "argument" });
+  expect(said).not.toContain(token);
   return { state, root, token };
 }
 

@@ -9,25 +9,23 @@ import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MeshDir, serviceAuthenticator } from "../../src/mesh/index.ts";
-import { awaitOutput, freePortPairs, heldOrder, initMesh, mesh, meshUp } from "../mesh/operator.ts";
+import { addNode, enrolAt, Kept, runLinkUp } from "../mesh/fleet.ts";
+import { freePortPairs, heldOrder, initMesh, mesh, meshUp } from "../mesh/operator.ts";
 import { asNodeUser, nodeRecord } from "../mesh/state.ts";
-import { type Running, runCli, startRun } from "../support/cli.ts";
+import { type Running, runCli } from "../support/cli.ts";
 import { EVENT_WAIT_MS } from "../support/events.ts";
 import { ensureSea } from "../support/sea.ts";
 
 const WAIT = ["--wait-s", "120"];
 /** Issue 28, item 8: what one node sent in 10 s. */
 const FLOOD = 287_500;
-const running: Running[] = [];
+const kept = new Kept();
 
 beforeAll(() => {
   process.env.MESH_HOST_BIN ??= ensureSea();
 }, 600_000);
 
-function keep(r: Running): Running {
-  running.push(r);
-  return r;
-}
+const keep = (r: Running) => kept.keep(r);
 
 const declaration = (content: string) => ({
   v: 1,
@@ -92,20 +90,13 @@ describe("three controllers with their own copies of the mesh directory, and a s
   }, 300_000);
 
   afterAll(async () => {
-    while (running.length) await running.pop()!.stop();
+    await kept.stopAll();
     rmSync(base, { recursive: true, force: true });
   });
 
   it("enrols through one machine, pushes from the other console, and applies when the node's machine dies", async () => {
-    const added = await mesh(machines[0]!, ["node", "add", "web-1"]);
-    expect(added.code, added.stderr).toBe(0);
-    const state = join(base, "web-1", "state");
-    const root = join(base, "web-1", "root");
-    mkdirSync(root, { recursive: true });
-    const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: added.stdout });
-    expect(enrol.code, enrol.stderr).toBe(0);
-    node = { state, root, run: keep(startRun(state, root)) };
-    await awaitOutput(node.run, (o) => o.stderr.includes('"link up"'), "the node's link up");
+    const { state, root } = await enrolAt(await addNode(machines[0]!, "web-1"), join(base, "web-1"));
+    node = { state, root, run: await runLinkUp(kept, { state, root }) };
 
     const first = await mesh(operator, ["push", "web-1", file("one.json", "one\n"), ...WAIT]);
     expect(first.code, first.stderr).toBe(0);

@@ -1,9 +1,10 @@
 // Moving an enrolled node to another bus, and never stranding it: two real nats-servers, different certificates and users.
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { beginMove, loadKeys, publicKeys, State } from "../../src/store/index.ts";
 import { type Membership, seal } from "../../src/vocabulary/index.ts";
+import { enrolAt } from "../mesh/fleet.ts";
 import { EVENT_WAIT_MS, MeshDouble } from "../mesh/index.ts";
 import { runCli, startRun } from "../support/cli.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -27,12 +28,8 @@ const decl = (node: string, content: string, extra: object = {}) => ({
 });
 
 async function enrolOnA(node: string) {
-  const base = tempDir();
-  const state = join(base, "state");
-  const root = join(base, "root");
-  mkdirSync(root);
   const { code } = await a.enrolmentCode(node);
-  expect((await runCli(["enrol", code, "--state", state, "--root", root])).code).toBe(0);
+  const { state, root } = await enrolAt(code, tempDir(), { codeAs: "argument" });
   return { state, root };
 }
 

@@ -4,6 +4,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Envelope } from "../../src/vocabulary/index.ts";
+import { enrolAt } from "../mesh/fleet.ts";
 import { EVENT_WAIT_MS, type MeshDouble, waitFor } from "../mesh/index.ts";
 import { type Running, runCli, startRun } from "../support/cli.ts";
 import { untilFileArgv } from "../support/events.ts";
@@ -20,13 +21,8 @@ const bytesOf = (e: Envelope) => new TextEncoder().encode(JSON.stringify(e));
 
 /** Enrolled through the CLI (the code on standard input), the node's `run` started; `stop()` must exit 0. */
 async function holding(node: string, opts: { ackWaitMs?: number } = {}) {
-  const base = tempDir();
-  const state = join(base, "state");
-  const root = join(base, "root");
-  mkdirSync(root);
   const { code } = await mesh.enrolmentCode(node);
-  const r = await runCli(["enrol", "--state", state, "--root", root], { input: `${code}\n` });
-  expect(r.code, r.stderr).toBe(0);
+  const { state, root } = await enrolAt(`${code}\n`, tempDir());
   if (opts.ackWaitMs) {
     await mesh.deleteConsumer(node);
     await mesh.admit(node, { ackWaitMs: opts.ackWaitMs });

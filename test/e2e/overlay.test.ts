@@ -8,8 +8,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { openBound } from "../../src/link/index.ts";
-import { verifyRekey } from "../../src/link/rekey.ts";
+import { openBound, verifyRekey } from "../../src/link/index.ts";
 import { RunLoop } from "../../src/run/index.ts";
 import {
   loadIdentity,
@@ -22,6 +21,7 @@ import {
 } from "../../src/store/index.ts";
 import { MeshDouble } from "../mesh/index.ts";
 import { cliCommand } from "../support/cli.ts";
+import { hubTunnel, spokeTunnel } from "../support/overlay-pair.ts";
 import { hostExec } from "../support/systemd.ts";
 import { tempDir } from "../support/tmp.ts";
 import {
@@ -68,23 +68,11 @@ async function pair(): Promise<Pair> {
   machines.push(hub, spoke);
   const under = await wire(hub, spoke, 3);
   const [hubKey, spokeKey] = [wgKey(), wgKey()];
-  await plantTunnel(spoke, "wg0", {
-    key: spokeKey,
-    address: "10.78.0.2/24",
-    port: 51821,
-    peers: [{ key: hubKey.public, allowed: "10.78.0.1/32", endpoint: `${under.a}:51820` }],
-  });
+  await plantTunnel(spoke, "wg0", spokeTunnel(spokeKey, hubKey, under.a));
   return { hub, spoke, hubKey, spokeKey, under };
 }
 
-const plantHub = (p: Pair) =>
-  plantTunnel(p.hub, "wg0", {
-    key: p.hubKey,
-    address: "10.78.0.1/24",
-    port: 51820,
-    mtu: 1380,
-    peers: [{ key: p.spokeKey.public, allowed: "10.78.0.2/32" }],
-  });
+const plantHub = (p: Pair) => plantTunnel(p.hub, "wg0", hubTunnel(p.hubKey, p.spokeKey));
 
 const quiet = { info() {}, warn() {}, error() {}, debug() {} };
 

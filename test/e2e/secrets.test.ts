@@ -1,9 +1,10 @@
 // A whole flow with known secret values: none of them reaches a log, stdout, stderr, a report, the outbox or the state.
-import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadKeys, privateB64, publicKeys } from "../../src/store/index.ts";
 import { seal } from "../../src/vocabulary/index.ts";
+import { enrolAt } from "../mesh/fleet.ts";
 import { MeshDouble } from "../mesh/index.ts";
 import { runCli, startRun } from "../support/cli.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -26,12 +27,8 @@ describe("secrets never leak", () => {
   it("a sealed file secret is written only where declared; no token, password or secret appears anywhere else", async () => {
     const node = "keeper";
     const base = tempDir();
-    const state = join(base, "state");
-    const root = join(base, "root");
-    mkdirSync(root);
     const { code, token } = await mesh.enrolmentCode(node);
-    const enrol = await runCli(["enrol", code, "--state", state, "--root", root]);
-    expect(enrol.code).toBe(0);
+    const { state, root, said: enrolSaid } = await enrolAt(code, base, { codeAs: "argument" });
     // no password exists: the node's sign-in secret is its identity key, which must show only in its 0600 file
     const idKeys = loadKeys(state);
     if (!idKeys.ok) throw new Error(idKeys.reason);
@@ -62,7 +59,7 @@ describe("secrets never leak", () => {
       await mesh.awaitHeartbeat(2);
       const status = await runCli(["status", "--json", "--state", state, "--root", root]);
       const dry = await runCli(["reconcile", "--dry-run", "--json", "--state", state, "--root", root]);
-      outputs = [enrol.stdout, enrol.stderr, status.stdout, status.stderr, dry.stdout, dry.stderr].join("\n");
+      outputs = [enrolSaid, status.stdout, status.stderr, dry.stdout, dry.stderr].join("\n");
     } finally {
       await host.stop("SIGKILL");
     }

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadKeys, publicKeys } from "../../src/store/index.ts";
 import { type Report, seal } from "../../src/vocabulary/index.ts";
+import { enrolAt } from "../mesh/fleet.ts";
 import type { MeshDouble } from "../mesh/index.ts";
 import { runCli, startRun } from "../support/cli.ts";
 import { meshForFile } from "../support/mesh-file.ts";
@@ -28,12 +29,7 @@ function partOf(digest: string, text: string): string | null {
 
 async function enrolled(node: string) {
   const base = tempDir();
-  const state = join(base, "state");
-  const root = join(base, "root");
-  mkdirSync(root);
-  const { code } = await mesh.enrolmentCode(node);
-  const r = await runCli(["enrol", "--state", state, "--root", root], { input: code });
-  expect(r.code, r.stderr).toBe(0);
+  const { state, root } = await enrolAt((await mesh.enrolmentCode(node)).code, base);
   return { base, state, root };
 }
 

@@ -71,13 +71,27 @@ export async function addNode(dir: string, name: string, opts: AddOptions = {}):
   return added.stdout;
 }
 
-/** `enrol` with `code` on stdin, into `at/state` with `at/root` (and `rootDirs` under it) made first. */
-export async function enrolAt(code: string, at: string, rootDirs: string[] = []): Promise<Enrolled> {
+export interface EnrolOptions {
+  /** Directories made under its root before it enrols. */
+  rootDirs?: string[];
+  /** How the code is given: on stdin (the default) or as `enrol CODE`. */
+  codeAs?: "stdin" | "argument";
+}
+
+/**
+ * `enrol` with `code` (a code of this mesh's, or of a mesh double's) into `at/state`, with `at/root` (and
+ * `rootDirs` under it) made first; it must exit 0.
+ */
+export async function enrolAt(code: string, at: string, opts: EnrolOptions = {}): Promise<Enrolled> {
   const state = join(at, "state");
   const root = join(at, "root");
   mkdirSync(root, { recursive: true });
-  for (const d of rootDirs) mkdirSync(join(root, d), { recursive: true });
-  const enrol = await runCli(["enrol", "--state", state, "--root", root], { input: code });
+  for (const d of opts.rootDirs ?? []) mkdirSync(join(root, d), { recursive: true });
+  const dirs = ["--state", state, "--root", root];
+  const enrol =
+    opts.codeAs === "argument"
+      ? await runCli(["enrol", code, ...dirs])
+      : await runCli(["enrol", ...dirs], { input: code });
   expect(enrol.code, enrol.stderr).toBe(0);
   return { state, root, said: enrol.stdout + enrol.stderr };
 }
@@ -89,11 +103,9 @@ export async function runLinkUp(kept: Kept, node: NodeDirs, flags: string[] = []
   return run;
 }
 
-export interface NodeOptions extends AddOptions {
+export interface NodeOptions extends AddOptions, EnrolOptions {
   /** Where its directories go under the mesh's base (default: its name). */
   at?: string;
-  /** Directories made under its root before it enrols. */
-  rootDirs?: string[];
   /** `run`'s own flags. */
   flags?: string[];
 }
@@ -141,7 +153,7 @@ export class TestMesh {
   /** Added, enrolled under `base/<at>`, and run until its link is up. */
   async node(name: string, opts: NodeOptions = {}): Promise<LinkedNode> {
     const code = await addNode(this.dir, name, opts);
-    const dirs = await enrolAt(code, join(this.base, opts.at ?? name), opts.rootDirs);
+    const dirs = await enrolAt(code, join(this.base, opts.at ?? name), opts);
     return { name, code, ...dirs, run: await runLinkUp(this.kept, dirs, opts.flags) };
   }
 

@@ -37,7 +37,7 @@ export interface ServerUser {
   permissions?: Permissions;
 }
 
-/** The node's and the enrolling user's permissions: the mesh's own (src/mesh), which test/code.test.ts holds to the fixture. */
+/** The node's and the enrolling user's permissions: the mesh's own (src/mesh), which test/architecture.test.ts holds to the fixture. */
 export function permissionsFor(kind: "node" | "enrol", node: string): Permissions {
   return kind === "node" ? nodePermissions(node) : enrolPermissions(node);
 }

@@ -1,4 +1,4 @@
-// The source as a graph, for test/code.test.ts: every file's imports (static, re-exports, `import()`), its
+// The source as a graph, for test/architecture.test.ts: every file's imports (static, re-exports, `import()`), its
 // length and its functions' lengths, read with the TypeScript parser (no regex over code), and the rules
 // of the layering (architecture.md's table) as a pure function over any graph, so a test can feed it a
 // synthetic one and see it refuse an import that runs the wrong way.
@@ -63,7 +63,20 @@ const allowed = {} as Record<Layer, ReadonlySet<Layer>>;
 for (const l of LAYERS) allowed[l] = closure(l);
 export const ALLOWED: Readonly<Record<Layer, ReadonlySet<Layer>>> = allowed;
 
-/** The layer of a file under src/, or null for what every layer may import (src/defaults.ts, src/build-info.ts). */
+/**
+ * The leaves beside the layers, which any layer may import and which import no layer: the defaults, the version,
+ * and what a command needs at start without loading a layer behind its door (the sanitiser of text shown, errno
+ * in words, which host this is).
+ */
+export const LEAVES = [
+  "src/build-info.ts",
+  "src/defaults.ts",
+  "src/faults.ts",
+  "src/host-kind.ts",
+  "src/printable.ts",
+];
+
+/** The layer of a file under src/, or null for a leaf every layer may import (LEAVES). */
 export function layerOf(path: string): Layer | null {
   const parts = path.split("/");
   if (parts[0] !== "src" || parts.length < 3) return null;

@@ -1,5 +1,5 @@
 // A new resource type, added to a copy of src/ the way a newcomer would add one: its schema in the vocabulary's
-// Resource union, its one applier file and a line in the host's list, nothing else. test/code.test.ts
+// Resource union, its one applier file and a line in the host's list, nothing else. test/architecture.test.ts
 // typechecks the copy and applies the type through the copy's own CLI, so "three files" is held, not told.
 import { execFile } from "node:child_process";
 import {
@@ -52,9 +52,11 @@ const KIND = `  marker: kind("marker", MarkerResource, {
 const APPLIER = `// marker: a file holding one line of text or a secret, written whole, removed when undeclared.
 import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE } from "../../defaults.ts";
 import { readFileAt, removeFileAt, writeFileAt } from "../../system/index.ts";
-import type { MarkerResource } from "../../vocabulary/index.ts";
 import { executeBy, failsAgain, stepsOf } from "../step.ts";
-import type { Applier, Executors, RecordBase, StepOf } from "../types.ts";
+import type { Applier, Executors, RecordBase, ResourceOf, StepOf } from "../types.ts";
+
+// the vocabulary's door names what it lets through: the type is read off the Resource union instead
+type MarkerResource = ResourceOf<"marker">;
 
 interface MarkerRecord extends RecordBase {
   type: "marker";

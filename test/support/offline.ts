@@ -1,8 +1,10 @@
 // Apply a declaration in-process against a temporary root, the way the CLI does.
 
+import { archAppliers } from "../../src/appliers/arch/index.ts";
 import type { Ports } from "../../src/appliers/types.ts";
 import { type ApplyResult, applyDeclaration, type Unseal } from "../../src/apply/index.ts";
-import { type Host, type HostKind, makeHost } from "../../src/hosts/index.ts";
+import type { HostKind } from "../../src/host-kind.ts";
+import { type Host, makeHost } from "../../src/hosts/index.ts";
 import { State, StoreOriginals } from "../../src/store/index.ts";
 import { localExec } from "../../src/system/index.ts";
 import { digestOf, parseDeclaration, refusalLine } from "../../src/vocabulary/index.ts";
@@ -48,6 +50,9 @@ export interface Machine {
   ): Promise<ApplyResult>;
 }
 
+/** The host as the Linux and Arch executable makes it: on Arch, with the Arch appliers its root hands in. */
+const hostOf = (kind: HostKind): Host => makeHost(kind, kind === "arch" ? archAppliers() : {});
+
 export function machine(root: string, stateDir: string): Machine {
   return {
     root,
@@ -56,7 +61,7 @@ export function machine(root: string, stateDir: string): Machine {
       return applyRaw(
         raw,
         {
-          host: makeHost(opts.host ?? "linux"),
+          host: hostOf(opts.host ?? "linux"),
           state: new State(stateDir),
           ports: { root, exec: localExec(), rootless: process.getuid?.() !== 0, log: quiet },
           source: opts.source,

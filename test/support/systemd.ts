@@ -4,6 +4,7 @@ import { spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll } from "vitest";
 import { packageApplier } from "../../src/appliers/arch/package.ts";
 import { processApplier } from "../../src/appliers/arch/process.ts";
 import { serviceApplier } from "../../src/appliers/arch/service.ts";
@@ -16,6 +17,7 @@ import { localExec } from "../../src/system/index.ts";
 import { applyRaw } from "./offline.ts";
 import { killGroup, spawnGroup } from "./processes.ts";
 import { ensureSea, type SeaMachine, seaMachine } from "./sea.ts";
+import { tempDir } from "./tmp.ts";
 
 /** Where the root tarball is kept between runs; CI keeps this directory (or points the variable elsewhere). */
 export const CACHE_DIR = process.env.MESH_HOST_TEST_CACHE ?? "/var/cache/mesh-host-test";
@@ -221,6 +223,25 @@ export function archMachine(root: string, exec: Exec, stateDir: string): ArchMac
       state.ensure().writeRecords(records, Object.keys(records));
     },
   };
+}
+
+/** A machine on `root` through `exec` with a state directory of its own, new each call: a test's fresh start. */
+export const freshArchMachine = (root: string, exec: Exec): ArchMachine =>
+  archMachine(root, exec, tempDir("mesh-arch-state-"));
+
+/**
+ * One container for a whole test file: booted before its first test and handed to `use` (the first run on a
+ * machine builds the cached root, ~40-60 s, more on a slow mirror; later ones take ~2 s), stopped after its last.
+ */
+export function containerForFile(use: (c: Container) => void): void {
+  let c: Container | undefined;
+  beforeAll(async () => {
+    c = await bootContainer();
+    use(c);
+  }, 600_000);
+  afterAll(async () => {
+    await c?.stop();
+  });
 }
 
 /** A report in-process or from the built executable (none when it refused). */

@@ -1,8 +1,8 @@
-// The one sanitiser (src/vocabulary/printable.ts): every control character a terminal obeys is shown escaped,
+// The one sanitiser (src/printable.ts): every control character a terminal obeys is shown escaped,
 // what is printable passes unchanged, escaping twice changes nothing, and a cut never splits an escape.
 import { describe, expect, it } from "vitest";
 import { table } from "../../src/cli/output.ts";
-import { printable } from "../../src/vocabulary/index.ts";
+import { printable } from "../../src/printable.ts";
 
 describe("printable", () => {
   it("escapes C0, DEL, C1, the line separators and the bidi controls; leaves the rest", () => {

@@ -5,13 +5,8 @@
 import { generateKeyPairSync } from "node:crypto";
 import { fc, test } from "@fast-check/vitest";
 import { describe, expect } from "vitest";
-import {
-  printable,
-  type Report,
-  rawPublicOf,
-  signMessage,
-  verifyNodeMessage,
-} from "../../src/vocabulary/index.ts";
+import { printable } from "../../src/printable.ts";
+import { type Report, rawPublicOf, signMessage, verifyNodeMessage } from "../../src/vocabulary/index.ts";
 
 const node = generateKeyPairSync("ed25519");
 const other = generateKeyPairSync("ed25519");

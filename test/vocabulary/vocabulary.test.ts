@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { archAppliers } from "../../src/appliers/arch/index.ts";
 import { makeHost } from "../../src/hosts/index.ts";
 import {
   nameProblem,
@@ -58,7 +59,7 @@ describe("a declaration on arrival", () => {
   });
 
   it("takes: a boolean on a service, a package and a process, refused naming the field otherwise", () => {
-    const arch = makeHost("arch");
+    const arch = makeHost("arch", archAppliers());
     const svc = { id: "s", type: "service", unit: "a.service", takes: true };
     const pkg = { id: "p", type: "package", name: "a", version: "1.0-1", takes: false };
     const proc = { id: "q", type: "process", name: "q", exec: ["/bin/true"], takes: true };

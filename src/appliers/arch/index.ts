@@ -1,7 +1,8 @@
 // appliers/arch: the Arch host's appliers beyond the portable floor — service (systemd, and giving a unit back
 // as found: give-back.ts), package (pacman), process, `containers/`, `overlay/`. Drivers are src/system/arch.
-// The Android build leaves this folder out (android/bundle.mjs). The Arch host's list is here: a new Arch type
-// is its vocabulary, its applier file and a line below (src/hosts/arch.ts takes the list as it is).
+// The Android executable never names this folder (its root is src/cli/main-android.ts). The Arch host's list is
+// here: a new Arch type is its kind, its applier file and a line below; the Linux executable's root
+// (src/cli/main.ts) hands the list in as it is.
 import type { ApplierList } from "../types.ts";
 import { runtimeAppliers } from "./containers/index.ts";
 import { overlayApplier } from "./overlay/index.ts";
@@ -9,9 +10,26 @@ import { packageApplier } from "./package.ts";
 import { processApplier } from "./process.ts";
 import { serviceApplier } from "./service.ts";
 
-export * from "./containers/index.ts";
+export {
+  containerApplier,
+  imageApplier,
+  networkApplier,
+  runtimeAppliers,
+  volumeApplier,
+} from "./containers/index.ts";
 export type { GiveBack, ServiceFound, ServiceRecord } from "./give-back.ts";
-export * from "./overlay/index.ts";
+export {
+  accountLine,
+  facts,
+  meshInterfaces,
+  type OverlayPorts,
+  type OverlayRecord,
+  overlayApplier,
+  overlayKeyOf,
+  retiredTunnels,
+  type Takeover,
+  takeovers,
+} from "./overlay/index.ts";
 export { packageApplier, processApplier, serviceApplier };
 
 /** The Arch host's own appliers, each under its type: systemd, pacman, processes, containers, the overlay. */

@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { MAX_CODE_CHARS } from "../../defaults.ts";
-import { faultLine } from "../../store/faults.ts";
+import { faultLine } from "../../faults.ts";
 import {
   decodeCode,
   type EnrolmentCode,

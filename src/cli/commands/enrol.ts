@@ -1,20 +1,16 @@
 // `enrol` (the code on standard input, or --code-file F): make keys, ask the mesh, save the membership. The token
 // is never printed.
-import { meshInterfaces, facts as tunnelFacts } from "../../appliers/arch/overlay/index.ts";
 import { hostFacts } from "../../hosts/index.ts";
-import { ask } from "../../link/asking.ts";
+import { ask } from "../../link/index.ts";
 import {
   acquireLock,
   ensureKeys,
   forgetOrder,
   makeKeyPair,
   type NodeKeys,
-  overlayKeyFromB64,
   publicKeys,
   saveKey,
 } from "../../store/index.ts";
-import { type Found, findTunnel, type TunnelFacts } from "../../system/arch/index.ts";
-import { localExec } from "../../system/index.ts";
 import { UsageError } from "../args.ts";
 import type { Context } from "../context.ts";
 import { writeJson, writeOut } from "../output.ts";
@@ -26,8 +22,9 @@ export async function enrolCommand(ctx: Context): Promise<number> {
   const replacing = enrolledAlready(ctx, code.node);
   const lock = await acquireLock(ctx.state.ensure().dir);
   try {
-    const found = await foundTunnel(ctx);
-    const tunnel = found.kind === "one" ? takeKey(ctx, found) : undefined;
+    // only an executable that carries the overlay looks for a tunnel to take (its root hands the part in)
+    const found = ctx.host.appliers.has("overlay") ? await ctx.parts.tunnelAtEnrol?.(ctx) : undefined;
+    const tunnel = found?.tunnel;
     const keys = replacing ? renewedKeys(ctx.state.dir) : ensureKeys(ctx.state.dir);
     if (!keys.ok) throw new UsageError(keys.reason);
     const answer = await ask(
@@ -61,15 +58,14 @@ export async function enrolCommand(ctx: Context): Promise<number> {
       user: answer.membership.user,
       servers: answer.membership.servers,
       tunnel: tunnel ?? null,
-      ...(found.kind === "many" ? { tunnels_found: found.interfaces } : {}),
+      ...(found?.interfaces ? { tunnels_found: found.interfaces } : {}),
     };
     if (ctx.args.json) writeJson(doc);
     else
       writeOut(
-        [
-          `enrolled ${doc.node} as ${doc.user} on ${doc.servers.join(", ")}`,
-          ...tunnelLines(found, tunnel),
-        ].join("\n"),
+        [`enrolled ${doc.node} as ${doc.user} on ${doc.servers.join(", ")}`, ...(found?.lines ?? [])].join(
+          "\n",
+        ),
       );
     return 0;
   } finally {
@@ -105,44 +101,4 @@ function renewedKeys(stateDir: string) {
   if (!kept.ok) return kept;
   const keys = { ...kept.keys, identity: makeKeyPair("ed25519"), sealing: makeKeyPair("x25519") };
   return { ok: true as const, keys };
-}
-
-/** The WireGuard tunnels up besides the mesh's, where this host runs an overlay; none where it does not. */
-async function foundTunnel(ctx: Context): Promise<Found> {
-  if (!ctx.host.appliers.has("overlay")) return { kind: "none" };
-  const found = await findTunnel(localExec(), ctx.args.root, meshInterfaces(ctx.state.readRecords().records));
-  if (found.kind === "unknown")
-    ctx.log.warn({ reason: found.reason }, "could not look for a WireGuard tunnel");
-  return found;
-}
-
-/**
- * Exactly one tunnel up besides the mesh's: its private key becomes the node's overlay key (the one credential
- * the mesh takes rather than mints), saved where a made one is, never printed, never sent. Not enrolled yet,
- * so a key an earlier attempt made is replaced: only an answered question makes a key the mesh's.
- */
-function takeKey(ctx: Context, found: Extract<Found, { kind: "one" }>): TunnelFacts | undefined {
-  const pair = overlayKeyFromB64(found.found.privateKey);
-  if (!pair) {
-    ctx.log.warn(
-      { interface: found.found.tunnel.interface },
-      "the found tunnel's key is not a WireGuard key: not taken",
-    );
-    return undefined;
-  }
-  saveKey(ctx.state.ensure().dir, "overlay", pair);
-  ctx.log.info({ interface: found.found.tunnel.interface }, "the overlay key is taken from the found tunnel");
-  return found.found.tunnel;
-}
-
-function tunnelLines(found: Found, tunnel: TunnelFacts | undefined): string[] {
-  if (tunnel)
-    return [
-      `took the overlay key of WireGuard interface ${tunnel.interface} (${tunnel.address || "no address"}; ${tunnelFacts(tunnel)}): the mesh composes from it`,
-    ];
-  if (found.kind === "many")
-    return [
-      `found ${found.interfaces.length} WireGuard interfaces (${found.interfaces.join(", ")}): none taken; \`mesh-host overlay take --tunnel <if>\` takes one`,
-    ];
-  return [];
 }

@@ -1,21 +1,21 @@
 // `status`: what this node holds, and whether all is well with it.
 import { existsSync } from "node:fs";
+import { printable } from "../../printable.ts";
 import {
   acceptedOf,
   type DeclaredFile,
   moveInProgress,
   Outbox,
-  OverlayState,
   type Records,
   type RunFile,
   readRun,
 } from "../../store/index.ts";
 import type { Report } from "../../vocabulary/index.ts";
 import type { Context } from "../context.ts";
-import { printable, writeJson, writeOut } from "../output.ts";
-import { overlayStatus, overlayStatusLines } from "./overlay.ts";
+import { writeJson, writeOut } from "../output.ts";
+import type { OverlayShown } from "../parts.ts";
 
-export function statusDoc(ctx: Context) {
+export function statusDoc(ctx: Context, overlay: OverlayShown | null) {
   const node = ctx.state.readNode();
   const membership = ctx.state.readBusSummary();
   const declared = ctx.state.readDeclared();
@@ -46,9 +46,7 @@ export function statusDoc(ctx: Context) {
     outbox: outbox.length,
     outbox_oldest: outbox[0]?.report.finished_at ?? null,
     move: moveInProgress(ctx.state),
-    overlay: ctx.host.appliers.has("overlay")
-      ? overlayStatus(new OverlayState(ctx.state), ctx.state.readRecords().records)
-      : null,
+    overlay: overlay?.status ?? null,
   };
 }
 
@@ -130,14 +128,16 @@ function stateProblems(dir: string): string[] {
     : [`no state at ${dir}: mesh-host has never run here, or --state names the wrong directory`];
 }
 
-export function statusCommand(ctx: Context): number {
-  const doc = statusDoc(ctx);
+export async function statusCommand(ctx: Context): Promise<number> {
+  // the overlay's account, where this host has one (its root hands the part in): from the state alone
+  const overlay = ctx.host.appliers.has("overlay") ? ((await ctx.parts.overlayStatus?.(ctx)) ?? null) : null;
+  const doc = statusDoc(ctx, overlay);
   const problems = [...stateProblems(ctx.state.dir), ...problemsOf(doc)];
   if (ctx.args.json) writeJson({ ...doc, ok: problems.length === 0, problems });
   // every line escaped: a step's detail and a report's notes may carry what a declaration or a tunnel said
   else
     writeOut(
-      statusLines(doc, problems)
+      statusLines(doc, overlay?.lines ?? [], problems)
         .map((l) => printable(l))
         .join("\n"),
     );
@@ -150,7 +150,7 @@ const at = (label: string) => `${label}:`.padEnd(13);
 /** Lines after the first of a field, under its value. */
 const more = (lines: string[]) => lines.map((l, i) => (i ? `${" ".repeat(13)}${l}` : l));
 
-function statusLines(doc: ReturnType<typeof statusDoc>, problems: string[]): string[] {
+function statusLines(doc: ReturnType<typeof statusDoc>, overlay: string[], problems: string[]): string[] {
   const r = doc.report;
   return [
     `${at("node")}${doc.node ?? "(no identity yet)"}`,
@@ -173,9 +173,7 @@ function statusLines(doc: ReturnType<typeof statusDoc>, problems: string[]): str
         )
       : []),
     ...(r?.not_reached ? [`${at("not reached")}${r.not_reached} step(s) after the failure`] : []),
-    ...(doc.overlay
-      ? more(overlayStatusLines(doc.overlay)).map((l, i) => (i ? l : `${at("overlay")}${l}`))
-      : []),
+    ...(doc.overlay ? more(overlay).map((l, i) => (i ? l : `${at("overlay")}${l}`)) : []),
     `${at("holds")}${doc.holds.length ? doc.holds.map((h) => h.path).join(", ") : "(none)"}`,
     ...(doc.held.length
       ? [

@@ -11,7 +11,7 @@ import {
   type Takeover,
   takeovers,
 } from "../../appliers/arch/overlay/index.ts";
-import type { Rekey } from "../../link/rekey.ts";
+import type { Rekey } from "../../link/index.ts";
 import {
   acquireLock,
   loadKeys,
@@ -26,11 +26,12 @@ import { interfaceNameProblem } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import type { Context } from "../context.ts";
 import { writeJson, writeOut } from "../output.ts";
+import type { OverlayShown } from "../parts.ts";
 
 export async function overlayCommand(ctx: Context): Promise<number> {
   const { iface, membership, node } = takeAsked(ctx);
   // the bus client is loaded here, not at the top: `status` reads this file and must start without it
-  const { signRekey, tellRekey } = await import("../../link/rekey.ts");
+  const { signRekey, tellRekey } = await import("../../link/index.ts");
   const lock = await acquireLock(ctx.state.ensure().dir);
   try {
     const t = await tunnelToTake(ctx, iface);
@@ -186,6 +187,12 @@ export function overlayStatus(
         takeover: { ...journal[name], retired: gone.at, original: overlay.keptPath(gone.kept) },
       });
   return out;
+}
+
+/** What `status` shows of the overlay (handed to it by the Linux root): the account, and its lines. */
+export function overlayShown(ctx: Context): OverlayShown {
+  const status = overlayStatus(new OverlayState(ctx.state), ctx.state.readRecords().records);
+  return { status, lines: overlayStatusLines(status) };
 }
 
 /** One line each, as `status` prints them after `overlay:`. */

@@ -127,6 +127,8 @@ function upgradeDeps(ctx: Context, membership: Membership, installed: BinaryAtSt
     exec: portsOf(ctx).exec,
     installed,
     log: ctx.log,
+    // pacman -U, where this executable's root carries it (a release that is a package)
+    ...(ctx.parts.installPackage ? { installPackage: ctx.parts.installPackage } : {}),
   };
 }
 

@@ -1,6 +1,6 @@
 // `version`: what this binary is. It needs no state, no appliers and no logger, so it loads none of them.
 import { BUILD } from "../../build-info.ts";
-import { detectHostKind } from "../../hosts/kind.ts";
+import { detectHostKind } from "../../host-kind.ts";
 import type { Args } from "../args.ts";
 import { writeJson, writeOut } from "../output.ts";
 

@@ -10,8 +10,8 @@ import {
   ROLLOUT_GATE_S,
   ROLLOUT_WAVES,
 } from "../../defaults.ts";
+import { printable } from "../../printable.ts";
 import { type Given, tokens, UsageError } from "../args.ts";
-import { printable } from "../output.ts";
 import {
   type CommandSpec,
   FLAGS,

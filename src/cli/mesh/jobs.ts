@@ -14,7 +14,8 @@ import {
   type Pushed,
   reportOf,
 } from "../../mesh/index.ts";
-import { printable, type Report } from "../../vocabulary/index.ts";
+import { printable } from "../../printable.ts";
+import type { Report } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
 import { summary, table, writeJson, writeOut } from "../output.ts";
 import type { MeshArgs } from "./args.ts";

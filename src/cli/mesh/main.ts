@@ -24,10 +24,11 @@ import {
   writeAtomic,
   writeUnits,
 } from "../../mesh/index.ts";
+import { printable } from "../../printable.ts";
 import { UsageError } from "../args.ts";
 import { runningBinary } from "../commands/confirm.ts";
 import { meshCommandHelp } from "../help.ts";
-import { printable, summary, writeJson, writeOut } from "../output.ts";
+import { summary, writeJson, writeOut } from "../output.ts";
 import { meshCommandSpec } from "../table.ts";
 import { MESH_NODE_USAGE, MESH_RELEASE_USAGE, MESH_USAGE, type MeshArgs, parseMesh } from "./args.ts";
 import { jobCommand, jobsCommand, reportCommand } from "./jobs.ts";

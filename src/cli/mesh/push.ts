@@ -1,6 +1,7 @@
 // `mesh push` and `mesh move`: what was sent to whom, and each node's report printed the way `apply` prints it.
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { MAX_BODY_BYTES } from "../../defaults.ts";
+import { faultLine } from "../../faults.ts";
 import {
   exitOf,
   JobLog,
@@ -16,10 +17,10 @@ import {
   selectedNodes,
   targetsOf,
 } from "../../mesh/index.ts";
-import { faultLine } from "../../store/index.ts";
+import { printable } from "../../printable.ts";
 import { parseJsonBytes, tooBig } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
-import { printable, summary, table, writeJson, writeOut } from "../output.ts";
+import { summary, table, writeJson, writeOut } from "../output.ts";
 import { progress } from "../progress.ts";
 import { readGivenSecrets } from "../unseal.ts";
 import type { MeshArgs } from "./args.ts";

@@ -2,9 +2,10 @@
 // exit 2, nothing stored.
 import { resolve } from "node:path";
 import { addRelease, listReleases, type MeshDir, removeRelease } from "../../mesh/index.ts";
+import { printable } from "../../printable.ts";
 import { ReleaseKind as Kinds, type ReleaseKind } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
-import { printable, writeJson, writeOut } from "../output.ts";
+import { writeJson, writeOut } from "../output.ts";
 import type { MeshArgs } from "./args.ts";
 
 const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;

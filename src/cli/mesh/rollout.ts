@@ -17,9 +17,10 @@ import {
   startJob,
   wavesOf,
 } from "../../mesh/index.ts";
+import { printable } from "../../printable.ts";
 import { ReleaseVersion } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
-import { printable, writeJson, writeOut } from "../output.ts";
+import { writeJson, writeOut } from "../output.ts";
 import { readGivenSecrets } from "../unseal.ts";
 import type { MeshArgs } from "./args.ts";
 import { jobText, readJob, shownJob, warnLine } from "./jobs.ts";

@@ -33,7 +33,7 @@ import { type FoundConfig, hostOf, parseConfig, rangeOf } from "./wireguard-conf
 // named in src/defaults.ts with every other timeout; said here too, so the driver's surface is unchanged
 export { LOOK_AGAIN_MS } from "../../defaults.ts";
 // the configuration as text is its own file; the driver's surface still carries it
-export * from "./wireguard-config.ts";
+export { type FoundConfig, hostOf, parseConfig, rangeOf, renderConfig } from "./wireguard-config.ts";
 
 export { configPath, WIREGUARD_DIR };
 export const quickUnit = (iface: string): string => `wg-quick@${iface}.service`;

@@ -2,10 +2,11 @@
 // the kind (`version`, the flag check) starts without loading them.
 import { accessSync, constants, existsSync, readFileSync } from "node:fs";
 import { delimiter, join } from "node:path";
-import { GETPROP_TIMEOUT_MS } from "../defaults.ts";
+import { GETPROP_TIMEOUT_MS } from "./defaults.ts";
 
-export type HostKind = "arch" | "android" | "linux";
-export const HOST_KINDS: readonly HostKind[] = ["arch", "android", "linux"];
+/** The kinds there are: `--host` offers these, and a host is one of them. */
+export const HOST_KINDS = ["arch", "android", "linux"] as const;
+export type HostKind = (typeof HOST_KINDS)[number];
 
 /** Where Android keeps its build properties: present on every Android system image. */
 const ANDROID_BUILD_PROP = "/system/build.prop";

@@ -1,5 +1,6 @@
 // What every applier is: one decision (read only) shared by plan and apply, and one executor per step.
 
+import * as z from "zod";
 import type { OriginalMeta, Originals, OverlayState } from "../store/index.ts";
 import type { Exec } from "../system/index.ts";
 import type { Did, Resource } from "../vocabulary/index.ts";
@@ -81,6 +82,13 @@ export type RecordBase = {
   /** Journalled before its step ran and not yet confirmed by it (an apply killed or interrupted first). */
   pending?: boolean;
 };
+
+/**
+ * The record schema of the applier of `type`: its own fields beside the type and the journal's `pending`, any
+ * other field kept as written (a newer field an older record lacks is optional in its shape, not refused here).
+ */
+export const recordOf = <T extends string, S extends z.core.$ZodLooseShape>(type: T, shape: S) =>
+  z.looseObject({ type: z.literal(type), pending: z.boolean().optional(), ...shape });
 
 /** A record as the records file keeps it, of whichever type: its applier's own fields, unread until checked. */
 export type RecordOfAny = RecordBase & { readonly [field: string]: unknown };
@@ -170,6 +178,11 @@ export interface Applier<
   S extends Step = Step,
 > {
   type: R["type"];
+  /**
+   * What its records are: the apply parses each one from disk with it before any decision (a record it does
+   * not parse makes the records file unreadable), so `decide`, `decideRemoval` and `execute` get only these.
+   */
+  recordSchema?: z.ZodType<Rec>;
   /** Read only: the one step that makes the machine match `wanted`, given the record of earlier applies. */
   decide(wanted: R, record: Rec | undefined, ctx: DecideContext): Promise<S>;
   /** Read only: the one step that gives back an undeclared resource (remove what the mesh made, restore what it found). */

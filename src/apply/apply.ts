@@ -18,7 +18,7 @@ import { isAdoptedStep } from "./adopted.ts";
 import { execute } from "./execute.ts";
 import { journal, originalsNow, sweepTemps } from "./journal.ts";
 import { CHANGING, mapLimited, type PlanInput, type PlannedStep, planSteps, traitsOf } from "./plan.ts";
-import { sameRecords } from "./records.ts";
+import { readableBy, sameRecords } from "./records.ts";
 import { interruption, logSteps, type PlanLine, planLine } from "./steps.ts";
 
 export type { PlanLine } from "./steps.ts";
@@ -216,7 +216,7 @@ interface Planned {
 }
 
 async function planFor(req: ApplyRequest, secrets: Map<string, Uint8Array>): Promise<Planned> {
-  const { records, order } = req.state.readRecords();
+  const { records, order } = req.state.readRecords(readableBy(req.host));
   const owed = new Set(req.state.readOwed());
   const input = {
     declaration: req.declaration,

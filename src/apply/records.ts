@@ -1,5 +1,21 @@
 // Whether an apply changed the records: a no-op (the drift check, most of the time) writes none.
+import type { RecordOfAny } from "../appliers/index.ts";
+import type { Host } from "../hosts/index.ts";
 import type { Records } from "../store/index.ts";
+import { isHeldRecord } from "./adopted.ts";
+
+/**
+ * Whether a record from disk is one its type's applier can read, parsed by the applier's record schema before
+ * anything decides on it: a hold's is the apply's own, and a type with no applier here is refused at its
+ * removal ("no applier on this host gives back …"), as before.
+ */
+export const readableBy =
+  (host: Host) =>
+  (record: RecordOfAny): boolean => {
+    if (isHeldRecord(record)) return true;
+    const schema = host.appliers.get(record.type)?.recordSchema;
+    return !schema || schema.safeParse(record).success;
+  };
 
 /**
  * Whether the records and their order are what they were, as they would be written: an entry an executor

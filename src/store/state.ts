@@ -110,8 +110,14 @@ export class State {
     this.writeVersioned("node.json", value);
   }
 
-  readRecords(): { records: Records; order: string[] } {
+  /**
+   * The records, each one `readable` says its type's reader can read: one that is not makes the file unreadable,
+   * refused as any state file that is not what it should be (the store knows no type's own fields).
+   */
+  readRecords(readable?: (record: Records[string]) => boolean): { records: Records; order: string[] } {
     const file = this.readVersioned("records.json", RecordsFile);
+    if (file && readable && !Object.values(file.records).every(readable))
+      throw new StateError(`${this.path("records.json")} is not a valid state file`);
     return file ? { records: file.records, order: file.order } : { records: {}, order: [] };
   }
 

@@ -1,6 +1,7 @@
 // Giving a unit back when its service is undeclared: the service record (what the host found the first time it
 // touched a unit), the plan of giving it back and its execution. The service applier's side, over the systemd
 // driver (src/system/arch/systemd.ts), which knows no record.
+import * as z from "zod";
 import {
   isAbsent,
   isActive,
@@ -15,30 +16,37 @@ import {
 } from "../../system/arch/index.ts";
 import { underRoot } from "../../system/index.ts";
 import { thrownLine } from "../step.ts";
-import type { DecideContext, Exec, RecordBase, Step } from "../types.ts";
+import { type DecideContext, type Exec, recordOf, type Step } from "../types.ts";
 
 /** What the host found the first time it touched a unit, one property at a time: kept, never overwritten. */
-export interface ServiceFound {
+export const ServiceFound = z.looseObject({
   /** LoadState when first touched: "not-found" means the unit did not exist. */
-  load: string;
+  load: z.string(),
   /** UnitFileState the first time the mesh set `enabled`. */
-  enabled?: string;
+  enabled: z.string().optional(),
   /** ActiveState the first time the mesh set `state`. */
-  active?: string;
-}
+  active: z.string().optional(),
+});
+export type ServiceFound = z.infer<typeof ServiceFound>;
 
-export interface ServiceRecord extends RecordBase {
-  type: "service";
-  unit: string;
+export const ServiceRecord = recordOf("service", {
+  unit: z.string(),
   /** Absent only in a record written before the host kept what it found: such a unit is left alone. */
-  found?: ServiceFound;
+  found: ServiceFound.optional(),
   /** The unit file the mesh wrote at /etc/systemd/system/<unit>; `created` when nothing was there before. */
-  file?: { created: boolean; wrote: string };
+  file: z.looseObject({ created: z.boolean(), wrote: z.string() }).optional(),
   /** What was declared last (content by digest): a change the declaration did not ask for is a repair. */
-  declared?: { enabled?: boolean; state?: "running" | "stopped"; content?: string };
+  declared: z
+    .looseObject({
+      enabled: z.boolean().optional(),
+      state: z.enum(["running", "stopped"]).optional(),
+      content: z.string().optional(),
+    })
+    .optional(),
   /** Found running on an adopted node and held: never touched, so nothing is owed back when undeclared. */
-  held?: true;
-}
+  held: z.literal(true).optional(),
+});
+export type ServiceRecord = z.infer<typeof ServiceRecord>;
 
 export const foundLine = (f: ServiceFound) =>
   `found ${f.load}${f.enabled !== undefined ? `, ${f.enabled || "no file state"}` : ""}${f.active !== undefined ? `, ${f.active}` : ""}`;

@@ -1,5 +1,6 @@
 // package: installed by pacman, read back with `pacman -Q`; undeclared, removed only if the mesh installed it.
 
+import * as z from "zod";
 import {
   errorLines,
   type Installed,
@@ -13,18 +14,25 @@ import {
 import type { PackageResource } from "../../vocabulary/index.ts";
 import { packageNameProblem } from "../../vocabulary/index.ts";
 import { executeBy, failedKeeping, failsAgain, forgets, keepsHeld, recorded, stepsOf } from "../step.ts";
-import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
+import {
+  type Applier,
+  type DecideContext,
+  type Executed,
+  type Executors,
+  recordOf,
+  type StepOf,
+} from "../types.ts";
 
-export interface PackageRecord extends RecordBase {
-  type: "package";
-  name: string;
+export const PackageRecord = recordOf("package", {
+  name: z.string(),
   /** Whether the package was installed when the host first touched it (and at which version): kept, never overwritten. */
-  found: { installed: boolean; version?: string };
+  found: z.looseObject({ installed: z.boolean(), version: z.string().optional() }),
   /** The version last declared, if any. */
-  version?: string;
+  version: z.string().optional(),
   /** Found installed at another version on an adopted node and held: the mesh has installed nothing of it. */
-  held?: true;
-}
+  held: z.literal(true).optional(),
+});
+export type PackageRecord = z.infer<typeof PackageRecord>;
 
 interface HoldData {
   record: PackageRecord;
@@ -102,6 +110,7 @@ const executors: Executors<PackageStep, PackageResource, PackageRecord> = {
 };
 
 export const packageApplier: Applier<PackageResource, PackageRecord, PackageStep> = {
+  recordSchema: PackageRecord,
   type: "package",
 
   async decide(wanted, record, ctx) {

@@ -1,8 +1,9 @@
 // The names, paths and unit files a process is run by: derived from its name alone (process.ts says why), so
 // the removal finds them from the record without reading anything it could be misled by.
+import * as z from "zod";
 import { commandLine, unitPath } from "../../system/arch/index.ts";
 import type { ProcessResource } from "../../vocabulary/index.ts";
-import type { RecordBase } from "../types.ts";
+import { recordOf } from "../types.ts";
 
 /** Where every process's bundle lives; a process's own directory is `<BUNDLE_ROOT>/<name>`. */
 export const BUNDLE_ROOT = "/var/lib/mesh";
@@ -11,17 +12,17 @@ export const bundleDir = (name: string): string => `${BUNDLE_ROOT}/${name}`;
 export const serviceUnit = (name: string): string => `mesh-process-${name}.service`;
 export const timerUnit = (name: string): string => `mesh-process-${name}.timer`;
 
-export interface ProcessRecord extends RecordBase {
-  type: "process";
-  name: string;
-  scheduled: boolean;
+export const ProcessRecord = recordOf("process", {
+  name: z.string(),
+  scheduled: z.boolean(),
   /** Bundle files written, by path inside the bundle, with the digest of what was written. */
-  bundle: Record<string, string>;
+  bundle: z.record(z.string(), z.string()),
   /** Digest of the declaration (less its id) last applied: a change it did not ask for is a repair. */
-  declared: string;
+  declared: z.string(),
   /** Found running on an adopted node and held: nothing of it was written, so nothing is removed. */
-  held?: true;
-}
+  held: z.literal(true).optional(),
+});
+export type ProcessRecord = z.infer<typeof ProcessRecord>;
 
 /** The unit files a process is run by, by declared path. */
 export function renderUnits(p: ProcessResource): Record<string, string> {

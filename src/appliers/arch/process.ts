@@ -29,7 +29,7 @@ import {
   type RemoveData,
   removeProcess,
 } from "./process-run.ts";
-import { bundleDir, type ProcessRecord, renderUnits, serviceUnit, timerUnit } from "./process-units.ts";
+import { bundleDir, ProcessRecord, renderUnits, serviceUnit, timerUnit } from "./process-units.ts";
 
 export type { ProcessStep } from "./process-run.ts";
 export {
@@ -206,6 +206,7 @@ const run = executeBy<ProcessStep, ProcessResource, ProcessRecord>({
 } satisfies Executors<ProcessStep, ProcessResource, ProcessRecord>);
 
 export const processApplier: Applier<ProcessResource, ProcessRecord, ProcessStep> = {
+  recordSchema: ProcessRecord,
   type: "process",
 
   async decide(wanted, record, ctx) {

@@ -25,7 +25,7 @@ import {
   planGiveBack,
   reloadRunShow,
   type ServiceFound,
-  type ServiceRecord,
+  ServiceRecord,
 } from "./give-back.ts";
 
 export type { ServiceFound, ServiceRecord } from "./give-back.ts";
@@ -183,6 +183,7 @@ const executors: Executors<ServiceStep, ServiceResource, ServiceRecord> = {
 };
 
 export const serviceApplier: Applier<ServiceResource, ServiceRecord, ServiceStep> = {
+  recordSchema: ServiceRecord,
   type: "service",
   // `restart_on`
   traits: { readsChanges: () => true },

@@ -1,12 +1,12 @@
 // action: argv run without a shell when what it is `on` changed; its exit and output tail go in the report.
+import type * as z from "zod";
 import { ACTION_DEFAULT_TIMEOUT_S, ACTION_OUTPUT_TAIL_BYTES } from "../../defaults.ts";
 import { entryAt, placeProblem, placeRefuses } from "../../system/index.ts";
 import type { ActionResource } from "../../vocabulary/index.ts";
-import type { Applier, ExecResult, RecordBase, StepOf } from "../types.ts";
+import { type Applier, type ExecResult, recordOf, type StepOf } from "../types.ts";
 
-export interface ActionRecord extends RecordBase {
-  type: "action";
-}
+export const ActionRecord = recordOf("action", {});
+export type ActionRecord = z.infer<typeof ActionRecord>;
 
 function tail(result: ExecResult): string {
   const text = `${result.stdout}${result.stderr}`.trim();
@@ -31,6 +31,7 @@ type RunData = Pick<ActionResource, "run" | "env" | "timeout_s">;
 export type ActionStep = StepOf<"run", RunData> | StepOf<"none" | "forget" | "fail" | "refuse">;
 
 export const actionApplier: Applier<ActionResource, ActionRecord, ActionStep> = {
+  recordSchema: ActionRecord,
   type: "action",
   traits: { readsChanges: () => true, stopsOnFailure: true },
 

@@ -2,6 +2,7 @@
 
 import { closeSync } from "node:fs";
 import { basename } from "node:path";
+import * as z from "zod";
 import { DEFAULT_DIR_MODE, PLAN_NAMES_MAX } from "../../defaults.ts";
 import {
   chmodDirAt,
@@ -22,7 +23,14 @@ import {
 } from "../../system/index.ts";
 import type { DirectoryResource } from "../../vocabulary/index.ts";
 import { executeBy, failsAgain, forgets, keeps, stepsOf } from "../step.ts";
-import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
+import {
+  type Applier,
+  type DecideContext,
+  type Executed,
+  type Executors,
+  recordOf,
+  type StepOf,
+} from "../types.ts";
 import { type Claim, claimOf } from "./claim.ts";
 import {
   keptParents,
@@ -34,16 +42,16 @@ import {
   removingWords,
 } from "./parents.ts";
 
-export interface DirectoryRecord extends RecordBase {
-  type: "directory";
-  path: string;
-  created: boolean;
+export const DirectoryRecord = recordOf("directory", {
+  path: z.string(),
+  created: z.boolean(),
   /** The mode it had when the mesh first found it, to give back on undeclare. */
-  found_mode?: string;
-  mode?: string;
+  found_mode: z.string().optional(),
+  mode: z.string().optional(),
   /** The parent directories the host made for it (absent before): removed with it when empty. */
-  parents?: string[];
-}
+  parents: z.array(z.string()).optional(),
+});
+export type DirectoryRecord = z.infer<typeof DirectoryRecord>;
 
 interface DirData {
   mode?: number;
@@ -120,6 +128,7 @@ const executors: Executors<DirectoryStep, DirectoryResource, DirectoryRecord> = 
 };
 
 export const directoryApplier: Applier<DirectoryResource, DirectoryRecord, DirectoryStep> = {
+  recordSchema: DirectoryRecord,
   type: "directory",
   traits: {
     journal: ({ data }) => ({ intent: typeof data === "object" ? data.intent : undefined }),

@@ -1,5 +1,6 @@
 // file: written atomically, read back by digest and mode; what was found is held, never lost.
 
+import * as z from "zod";
 import { DEFAULT_FILE_MODE } from "../../defaults.ts";
 import {
   idsField,
@@ -16,7 +17,14 @@ import {
 } from "../../system/index.ts";
 import type { FileResource } from "../../vocabulary/index.ts";
 import { executeBy, failsAgain, forgets, keeps, stepsOf } from "../step.ts";
-import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../types.ts";
+import {
+  type Applier,
+  type DecideContext,
+  type Executed,
+  type Executors,
+  recordOf,
+  type StepOf,
+} from "../types.ts";
 import { type Claim, claimOf } from "./claim.ts";
 import { fileDiff } from "./file-diff.ts";
 import {
@@ -29,17 +37,17 @@ import {
   removingWords,
 } from "./parents.ts";
 
-export interface FileRecord extends RecordBase {
-  type: "file";
-  path: string;
+export const FileRecord = recordOf("file", {
+  path: z.string(),
   /** True when the mesh made the file; false when it was found (and its original held). */
-  created: boolean;
+  created: z.boolean(),
   /** SHA-256 of what the host last wrote: a digest, never the content (it may be a secret). */
-  wrote: string;
-  mode?: string;
+  wrote: z.string(),
+  mode: z.string().optional(),
   /** The parent directories the host made for it (absent before): removed with it when empty. */
-  parents?: string[];
-}
+  parents: z.array(z.string()).optional(),
+});
+export type FileRecord = z.infer<typeof FileRecord>;
 
 interface Found {
   sha: string;
@@ -129,6 +137,7 @@ const pathOf = (wanted: FileResource | undefined, record: FileRecord | undefined
   wanted?.path ?? record?.path ?? "";
 
 export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
+  recordSchema: FileRecord,
   type: "file",
   traits: {
     writesFiles: true,

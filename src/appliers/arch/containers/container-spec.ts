@@ -2,24 +2,25 @@
 // (env-files, files bind-mounted directly; nothing inside a mounted directory), read as the state stands when the
 // apply reaches it; written on the container as a label, so a mismatch says which file or field changed.
 
+import * as z from "zod";
 import type { ContainerInfo } from "../../../system/arch/index.ts";
 import { entryAt, readFileAt, sha256 } from "../../../system/index.ts";
-import type { ContainerResource, Resource, RuntimeKind } from "../../../vocabulary/index.ts";
-import type { DecideContext, RecordBase } from "../../types.ts";
+import { type ContainerResource, type Resource, RuntimeKind } from "../../../vocabulary/index.ts";
+import { type DecideContext, recordOf } from "../../types.ts";
 
-export interface ContainerRecord extends RecordBase {
-  type: "container";
-  name: string;
-  runtime: RuntimeKind;
+export const ContainerRecord = recordOf("container", {
+  name: z.string(),
+  runtime: RuntimeKind,
   /** True when the mesh made it; false when it was found on an adopted node and is held. */
-  created: boolean;
+  created: z.boolean(),
   /** The spec digest written on it as the `mesh-host.spec` label. */
-  spec?: string;
+  spec: z.string().optional(),
   /** A digest of each declared field, so a recreate can say which one changed. */
-  fields?: Record<string, string>;
+  fields: z.record(z.string(), z.string()).optional(),
   /** What it read at creation: path → content digest. */
-  read?: Record<string, string>;
-}
+  read: z.record(z.string(), z.string()).optional(),
+});
+export type ContainerRecord = z.infer<typeof ContainerRecord>;
 
 export const sha = (data: string | Uint8Array) => sha256(typeof data === "string" ? Buffer.from(data) : data);
 

@@ -22,7 +22,7 @@ import {
   removeContainer,
 } from "./container-run.ts";
 import {
-  type ContainerRecord,
+  ContainerRecord,
   declaredOf,
   fieldsOf,
   type Inputs,
@@ -146,6 +146,7 @@ export function containerApplier(
 ): Applier<ContainerResource, ContainerRecord, ContainerStep> {
   return {
     type: "container",
+    recordSchema: ContainerRecord,
     // what it reads at creation, as the steps before left it, and the actions it is `on`
     traits: { readsChanges: () => true },
 

@@ -3,6 +3,7 @@
 // read back by the image's id. Undeclared, an image is left: a container outside the mesh may run it.
 
 import { closeSync } from "node:fs";
+import * as z from "zod";
 import {
   isError,
   machineRuntimes,
@@ -12,28 +13,28 @@ import {
   shortRef,
 } from "../../../system/arch/index.ts";
 import { openFileAt, readFileAt, sha256 } from "../../../system/index.ts";
-import type { ImageResource, RuntimeKind } from "../../../vocabulary/index.ts";
+import { type ImageResource, RuntimeKind } from "../../../vocabulary/index.ts";
 import { executeBy, failsAgain, forgets, stepsOf } from "../../step.ts";
-import type {
-  Applier,
-  DecideContext,
-  Executed,
-  Executors,
-  RecordBase,
-  StepFor,
-  StepOf,
+import {
+  type Applier,
+  type DecideContext,
+  type Executed,
+  type Executors,
+  recordOf,
+  type StepFor,
+  type StepOf,
 } from "../../types.ts";
 import { sessionOf } from "./session.ts";
 
-export interface ImageRecord extends RecordBase {
-  type: "image";
-  ref: string;
-  runtime: RuntimeKind;
+export const ImageRecord = recordOf("image", {
+  ref: z.string(),
+  runtime: RuntimeKind,
   /** The image's id when last read back. */
-  image: string;
+  image: z.string(),
   /** The content digest of the tarball it was loaded from. */
-  loaded?: string;
-}
+  loaded: z.string().optional(),
+});
+export type ImageRecord = z.infer<typeof ImageRecord>;
 
 interface ImageData {
   runtime: RuntimeKind;
@@ -76,6 +77,7 @@ export function imageApplier(
 ): Applier<ImageResource, ImageRecord, ImageStep> {
   return {
     type: "image",
+    recordSchema: ImageRecord,
     // a tarball loaded is read as the files before it left it
     traits: { readsChanges: (w) => w.load !== undefined },
 

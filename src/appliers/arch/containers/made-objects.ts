@@ -2,6 +2,7 @@
 // and do alike is here — their steps, made when absent, removed when undeclared only if the mesh made them, the
 // executors of a step kept or a removal, and the read back after a create — so the rules cannot drift apart.
 
+import * as z from "zod";
 import {
   type Answer,
   type InfoOf,
@@ -11,19 +12,22 @@ import {
   type RuntimeFinder,
   type VolumeInfo,
 } from "../../../system/arch/index.ts";
-import type { Did, RuntimeKind } from "../../../vocabulary/index.ts";
+import { type Did, RuntimeKind } from "../../../vocabulary/index.ts";
 import { failsAgain } from "../../step.ts";
-import type { DecideContext, Executed, RecordBase, Step, StepOf } from "../../types.ts";
+import type { DecideContext, Executed, Step, StepOf } from "../../types.ts";
 import { type Session, sessionOf } from "./session.ts";
 
 export type MadeKind = "network" | "volume";
 
-export interface MadeRecord extends RecordBase {
-  name: string;
-  runtime: RuntimeKind;
+/** What a network's and a volume's records both say, beside their own fields. */
+export const madeFields = {
+  name: z.string(),
+  runtime: RuntimeKind,
   /** True when the mesh made it: then, and only then, undeclaring removes it. */
-  created: boolean;
-}
+  created: z.boolean(),
+};
+const MadeRecord = z.looseObject({ type: z.string(), pending: z.boolean().optional(), ...madeFields });
+export type MadeRecord = z.infer<typeof MadeRecord>;
 
 /** The steps a network and a volume share, keyed by action: the record it will have rides on each that keeps it. */
 export type MadeStep<Rec extends MadeRecord> =

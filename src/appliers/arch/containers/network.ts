@@ -2,6 +2,7 @@
 // definition changes (the containers declared on it are recreated by their own digest), one it found is never
 // replaced; undeclared, removed only when the mesh made it.
 
+import type * as z from "zod";
 import {
   isError,
   machineRuntimes,
@@ -11,23 +12,30 @@ import {
 } from "../../../system/arch/index.ts";
 import type { NetworkResource, Resource } from "../../../vocabulary/index.ts";
 import { executeBy, stepsOf } from "../../step.ts";
-import type { Applier, DecideContext, Executed, Executors, StepFor, StepOf } from "../../types.ts";
+import {
+  type Applier,
+  type DecideContext,
+  type Executed,
+  type Executors,
+  recordOf,
+  type StepFor,
+  type StepOf,
+} from "../../types.ts";
 import {
   absentStep,
   isDone,
   lookUp,
-  type MadeRecord,
   type MadeStep,
   madeExecutors,
+  madeFields,
   readBack,
   removalStep,
   toCreate,
 } from "./made-objects.ts";
 import { declaredElsewhere, takenOver } from "./session.ts";
 
-export interface NetworkRecord extends MadeRecord {
-  type: "network";
-}
+export const NetworkRecord = recordOf("network", madeFields);
+export type NetworkRecord = z.infer<typeof NetworkRecord>;
 
 /** The network applier's steps, keyed by action: a volume's, and a recreate. */
 export type NetworkStep = MadeStep<NetworkRecord> | StepOf<"recreate", NetworkRecord>;
@@ -72,6 +80,7 @@ export function networkApplier(
 ): Applier<NetworkResource, NetworkRecord, NetworkStep> {
   return {
     type: "network",
+    recordSchema: NetworkRecord,
 
     async decide(w, record, ctx) {
       const looked = await lookUp(step, "network", w, record, ctx, finder);

@@ -1,28 +1,37 @@
 // volume: made as declared, read back by `volume inspect`; never recreated (its data would go with it);
 // undeclared, removed only when the mesh made it and the declaration said `remove_data: true`, else kept and said.
 
+import * as z from "zod";
 import { isError, machineRuntimes, type RuntimeFinder, type VolumeInfo } from "../../../system/arch/index.ts";
 import type { VolumeResource } from "../../../vocabulary/index.ts";
 import { executeBy, stepsOf } from "../../step.ts";
-import type { Applier, DecideContext, Executed, Executors, StepOf } from "../../types.ts";
+import {
+  type Applier,
+  type DecideContext,
+  type Executed,
+  type Executors,
+  recordOf,
+  type StepOf,
+} from "../../types.ts";
 import {
   absentStep,
   isDone,
   lookUp,
-  type MadeRecord,
   type MadeStep,
   madeExecutors,
+  madeFields,
   readBack,
   removalStep,
   toCreate,
 } from "./made-objects.ts";
 import { declaredElsewhere, takenOver } from "./session.ts";
 
-export interface VolumeRecord extends MadeRecord {
-  type: "volume";
+export const VolumeRecord = recordOf("volume", {
+  ...madeFields,
   /** What the last declaration said: undeclared, the data goes only when this was true. */
-  remove_data: boolean;
-}
+  remove_data: z.boolean(),
+});
+export type VolumeRecord = z.infer<typeof VolumeRecord>;
 
 /** The volume applier's steps, keyed by action: a volume is never recreated. */
 export type VolumeStep = MadeStep<VolumeRecord>;
@@ -50,6 +59,7 @@ export function volumeApplier(
 ): Applier<VolumeResource, VolumeRecord, VolumeStep> {
   return {
     type: "volume",
+    recordSchema: VolumeRecord,
 
     async decide(w, record, ctx) {
       const looked = await lookUp(step, "volume", w, record, ctx, finder);

@@ -5,7 +5,7 @@
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, StorageType } from "@nats-io/jetstream";
 import { headers, type MsgHdrs } from "@nats-io/transport-node";
 import type * as z from "zod";
-import { KV_LIST_BATCH } from "../defaults.ts";
+import { KV_CAS_TRIES, KV_LIST_BATCH } from "../defaults.ts";
 import { type Bus, jsCall } from "./bus.ts";
 import { MeshRefused } from "./layout.ts";
 
@@ -104,15 +104,41 @@ export class Bucket<T> {
 
   /** Write only if the key is still at `revision`; a Conflict otherwise. */
   async update(key: string, value: T, revision: number): Promise<number> {
-    try {
-      // tried again after a timeout: a write that did land makes the next try a Conflict, never a double write
-      const expect = await this.expecting(revision);
-      const ack = await jsCall(() => this.bus.js.publish(this.subject(key), this.encode(value), { expect }));
-      return ack.seq;
-    } catch (e) {
-      if (lostRace(e)) throw new Conflict(`${this.name}/${key} was changed by another writer`);
-      throw e;
+    return await this.publishAt(key, this.encode(value), revision);
+  }
+
+  /**
+   * Publish to `key` expecting it at `revision`. A serialised bucket's write also loses when another key changed
+   * (see `serialised`): that is no conflict of this key's, so it is tried again while the key stays at `revision`.
+   */
+  private async publishAt(
+    key: string,
+    data: string | Uint8Array,
+    revision: number,
+    h?: MsgHdrs,
+  ): Promise<number> {
+    for (let i = 1; ; i++) {
+      try {
+        // tried again after a timeout: a write that did land makes the next try a Conflict, never a double write
+        const expect = await this.expecting(revision);
+        const ack = await jsCall(() =>
+          this.bus.js.publish(this.subject(key), data, { expect, ...(h ? { headers: h } : {}) }),
+        );
+        return ack.seq;
+      } catch (e) {
+        if (!lostRace(e)) throw e;
+        if (!this.serialised || i >= KV_CAS_TRIES || (await this.revisionOf(key)) !== revision)
+          throw new Conflict(`${this.name}/${key} was changed by another writer`);
+      }
     }
+  }
+
+  /** The key's last stream sequence, its marker's included; 0 when it was never written. */
+  private async revisionOf(key: string): Promise<number> {
+    const sm = await jsCall(() =>
+      this.bus.jsm.streams.getMessage(this.stream, { last_by_subj: this.subject(key) }),
+    );
+    return sm?.seq ?? 0;
   }
 
   /** Write only if the key holds nothing (never written, or removed); a Conflict when it holds a value. */
@@ -134,19 +160,9 @@ export class Bucket<T> {
     const h = headers();
     h.set(OPERATION, "PURGE");
     h.set(ROLLUP, "sub");
-    try {
-      const expect = revision === undefined ? undefined : await this.expecting(revision);
-      const ack = await jsCall(() =>
-        this.bus.js.publish(this.subject(key), new Uint8Array(), {
-          headers: h,
-          ...(expect ? { expect } : {}),
-        }),
-      );
-      return ack.seq;
-    } catch (e) {
-      if (lostRace(e)) throw new Conflict(`${this.name}/${key} was changed by another writer`);
-      throw e;
-    }
+    if (revision !== undefined) return await this.publishAt(key, new Uint8Array(), revision, h);
+    const ack = await jsCall(() => this.bus.js.publish(this.subject(key), new Uint8Array(), { headers: h }));
+    return ack.seq;
   }
 
   /**

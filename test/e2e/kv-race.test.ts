@@ -46,4 +46,22 @@ describe("a compare-and-set raced in a cluster", () => {
       ).toHaveLength(1);
     }
   }, 600_000);
+
+  it("lets writers of different keys at once all win: a create, an update and a removal each of its own key", async () => {
+    const buckets = states.map((s) => new Bucket(s.bus, "mesh-test-race", Value, true));
+    const keys = Array.from({ length: WRITERS }, (_, i) => `own-${i}`);
+    for (const k of keys) await buckets[0]!.put(k, { n: 0 });
+    const revisions = await Promise.all(keys.map(async (k) => (await buckets[0]!.get(k))!.revision));
+    const wrote = await Promise.all(
+      keys.flatMap((k, i) => {
+        const b = buckets[i % buckets.length]!;
+        return [b.update(k, { n: 1 }, revisions[i]!), b.create(`new-${i}`, { n: 2 })];
+      }),
+    );
+    expect(wrote.every((seq) => seq > 0)).toBe(true);
+    const removed = await Promise.all(
+      keys.map(async (k, i) => buckets[i % buckets.length]!.remove(k, (await buckets[0]!.get(k))!.revision)),
+    );
+    expect(removed.every((seq) => seq > 0)).toBe(true);
+  }, 600_000);
 });

@@ -91,16 +91,21 @@ export async function meshSetUp(dir: string, args: string[], tries = 3): Promise
 }
 
 /**
- * One of two pushes raced to one node (`push --json`'s row): applied; superseded by the other; or, published after
- * the other's newer serial, refused by the node's signed order as older than the newest it accepted — never a
- * refusal for anything else.
+ * One of two pushes raced to one node (`push --json`'s row): applied; superseded by the other; published after the
+ * other's newer serial, refused by the node's signed order as older than the newest it accepted; or, the older of
+ * the two, replaced on the bus by the newer before the node took it (DECLARE keeps one declaration a node, newest
+ * wins), so never delivered and never reported — never a refusal for anything else.
  */
-export function heldOrder(row: {
-  serial: number;
-  report?: { outcome: string; refusals?: { reason: string }[] } | null;
-}): void {
+export function heldOrder(
+  row: {
+    serial: number;
+    report?: { outcome: string; refusals?: { reason: string }[] } | null;
+  },
+  newest: number,
+): void {
   const outcome = row.report?.outcome;
   if (outcome === "applied" || outcome === "superseded") return;
+  if (!row.report && row.serial < newest) return;
   const reasons = (row.report?.refusals ?? []).map((r) => r.reason).join("; ");
   if (outcome === "refused" && new RegExp(`^serial ${row.serial} is older than \\d+`).test(reasons)) return;
   throw new Error(`serial ${row.serial}: ${outcome ?? "no report"} (${reasons})`);

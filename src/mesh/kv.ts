@@ -89,9 +89,7 @@ export class Bucket<T> {
 
   /** The key's value and revision; null when it was never written or was removed. */
   async get(key: string): Promise<Entry<T> | null> {
-    const sm = await jsCall(() =>
-      this.bus.jsm.streams.getMessage(this.stream, { last_by_subj: this.subject(key) }),
-    );
+    const sm = await this.lastOf(key);
     if (!sm || markerOf(sm.header)) return null;
     return { key, value: this.parse(key, sm.data), revision: sm.seq };
   }
@@ -135,10 +133,14 @@ export class Bucket<T> {
 
   /** The key's last stream sequence, its marker's included; 0 when it was never written. */
   private async revisionOf(key: string): Promise<number> {
-    const sm = await jsCall(() =>
+    return (await this.lastOf(key))?.seq ?? 0;
+  }
+
+  /** The key's last message (a value or a removal's marker), by direct get; null when it was never written. */
+  private async lastOf(key: string) {
+    return await jsCall(() =>
       this.bus.jsm.streams.getMessage(this.stream, { last_by_subj: this.subject(key) }),
     );
-    return sm?.seq ?? 0;
   }
 
   /** Write only if the key holds nothing (never written, or removed); a Conflict when it holds a value. */
@@ -148,9 +150,7 @@ export class Bucket<T> {
     } catch (e) {
       if (!(e instanceof Conflict)) throw e;
     }
-    const sm = await jsCall(() =>
-      this.bus.jsm.streams.getMessage(this.stream, { last_by_subj: this.subject(key) }),
-    );
+    const sm = await this.lastOf(key);
     if (sm && markerOf(sm.header)) return await this.update(key, value, sm.seq);
     throw new Conflict(`${this.name}/${key} exists`);
   }

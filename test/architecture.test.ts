@@ -181,7 +181,7 @@ describe("a new resource type touches three files: its vocabulary, its applier f
     expect(appliersOf(PORTABLE_APPLIERS).get("file")).toBe(fileApplier);
   });
 
-  it("a type added in exactly those three files (kind, applier, list) with a path, a secret, a reference and an adopted hold typechecks, plans, applies, reads back, is refused on a collision, is pushed with --secret, is held as found and given back", async () => {
+  it("a type added in exactly those three files (kind, applier, list) with a path, a unique key, what it makes, a secret, a reference and an adopted hold typechecks, plans, applies, reads back, is refused on a collision, is pushed with --secret, is held as found and given back", async () => {
     const dir = copyWithNewType();
     try {
       expect(changedFiles(dir)).toEqual([...NEW_TYPE_FILES].sort());
@@ -221,6 +221,18 @@ describe("a new resource type touches three files: its vocabulary, its applier f
       expect(under.stderr).toContain(
         'resource "hello", field "path": is under /srv, which "f" declares a file',
       );
+      // its kind's unique key: two markers with one label are refused, naming the earlier
+      const labelled = await cli([
+        { ...marker, label: "greeting" },
+        { ...marker, id: "again", path: "/srv/again.txt", label: "greeting" },
+      ]);
+      expect(labelled.code).toBe(2);
+      expect(labelled.stderr).toContain('resource "again", field "label": is also the label of "hello"');
+      // what it makes (its kind's madeOf) exists for what comes after it, in a plan before the machine has it
+      const creates = { id: "act", type: "action", run: ["/bin/true"], creates: "/srv/made.txt" };
+      expect(
+        await applied([{ ...marker, id: "made", path: "/srv/made.txt" }, creates], {}, [], "plan"),
+      ).toEqual(["made created", "act skipped", "hello removed"]);
       // it names another resource: an undeclared one is refused, a declared one is fine
       const dangling = await cli([{ ...marker, after: ["nope"] }]);
       expect(dangling.code).toBe(2);

@@ -3,6 +3,7 @@
 // verbatim and be refused at create, after the old container was already gone.
 // Each schema is built on its first use (`z.lazy`, see resources.ts): only a declaration naming the type pays.
 import * as z from "zod";
+import type { UniqueKey } from "./kind.ts";
 import { AbsPath, checkedString, isIP, Name, nameProblem, pathProblem } from "./names.ts";
 import type { Refusal } from "./refusal.ts";
 
@@ -249,6 +250,14 @@ export type ImageResource = z.infer<typeof ImageResource>;
 export type NetworkResource = z.infer<typeof NetworkResource>;
 export type VolumeResource = z.infer<typeof VolumeResource>;
 export type ContainerResource = z.infer<typeof ContainerResource>;
+
+/** A runtime object's name: one object of a kind (container, network, volume) per name. */
+export const runtimeName =
+  (space: string) =>
+  (r: { name: string }): UniqueKey[] => [
+    { space, key: r.name, field: "name", clash: (earlier) => `is also the name of "${earlier}"` },
+  ];
+
 type RuntimeResource = ImageResource | NetworkResource | VolumeResource | ContainerResource;
 
 const RUNTIME_TYPES = new Set(["image", "network", "volume", "container"]);
@@ -256,12 +265,15 @@ const RUNTIME_TYPES = new Set(["image", "network", "volume", "container"]);
 /**
  * What only the whole declaration can say about its containers: an `ip` inside the subnet of the network
  * declared here, what a container reads or joins declared before it (so it is there, and already new, when the
- * container is reached), `restart_on` naming declared ids, one name per object, one runtime.
+ * container is reached), one runtime. One name per object and `restart_on` naming declared ids are the kinds'
+ * facts (resources.ts: `uniqueKeysOf`, `refsOf`), checked with every kind's.
  */
-export function containerCrossChecks(resources: readonly { id: string; type: string }[]): Refusal[] {
-  const x = crossIndex(resources);
+export function containerCrossChecks(
+  resources: readonly { id: string; type: string }[],
+  made: ReadonlyMap<string, string>,
+): Refusal[] {
+  const x = crossIndex(resources, made);
   return [
-    ...sharedNames(x.all),
     ...mixedRuntimes(x.all),
     ...x.all.flatMap((r) => [...loadOrder(r, x), ...(r.type === "container" ? containerRefs(r, x) : [])]),
   ];
@@ -273,14 +285,16 @@ interface CrossIndex {
   networks: Map<string, NetworkResource>;
   volumes: Map<string, VolumeResource>;
   images: Map<string, ImageResource>;
-  /** A declared file's or directory's path, to the id that declares it. */
-  files: Map<string, string>;
-  ids: Set<string>;
+  /** A path the declaration makes (its kinds' `madeOf`), to the id that makes it. */
+  files: ReadonlyMap<string, string>;
   /** Whether `other` is declared after `id`. */
   after: (id: string, other: string | undefined) => boolean;
 }
 
-function crossIndex(resources: readonly { id: string; type: string }[]): CrossIndex {
+function crossIndex(
+  resources: readonly { id: string; type: string }[],
+  made: ReadonlyMap<string, string>,
+): CrossIndex {
   const all = resources.filter((r) => RUNTIME_TYPES.has(r.type)) as RuntimeResource[];
   const position = new Map(resources.map((r, i) => [r.id, i]));
   return {
@@ -288,31 +302,9 @@ function crossIndex(resources: readonly { id: string; type: string }[]): CrossIn
     networks: new Map(all.flatMap((r) => (r.type === "network" ? [[r.name, r] as const] : []))),
     volumes: new Map(all.flatMap((r) => (r.type === "volume" ? [[r.name, r] as const] : []))),
     images: new Map(all.flatMap((r) => (r.type === "image" ? [[r.id, r] as const] : []))),
-    files: new Map(
-      resources.flatMap((r) =>
-        (r.type === "file" || r.type === "directory") && "path" in r && typeof r.path === "string"
-          ? [[r.path, r.id] as const]
-          : [],
-      ),
-    ),
-    ids: new Set(resources.map((r) => r.id)),
+    files: made,
     after: (id, other) => other !== undefined && (position.get(other) ?? -1) > (position.get(id) ?? -1),
   };
-}
-
-/** Two networks, volumes or containers under one runtime name. */
-function sharedNames(all: readonly RuntimeResource[]): Refusal[] {
-  const refusals: Refusal[] = [];
-  for (const type of ["network", "volume", "container"] as const) {
-    const seen = new Map<string, string>();
-    for (const r of all)
-      if (r.type === type) {
-        const other = seen.get(r.name);
-        if (other) refusals.push({ id: r.id, field: "name", reason: `is also the name of "${other}"` });
-        seen.set(r.name, r.id);
-      }
-  }
-  return refusals;
 }
 
 /** One declaration, one runtime: each resource naming one is refused when they name more than one. */
@@ -358,9 +350,6 @@ function containerRefs(r: ContainerResource, x: CrossIndex): Refusal[] {
         reason: `is written by "${x.files.get(p)}", declared after it`,
       });
   });
-  for (const ref of r.restart_on ?? [])
-    if (!x.ids.has(ref))
-      refusals.push({ id: r.id, field: "restart_on", reason: `names "${ref}", which is not declared` });
   return refusals;
 }
 

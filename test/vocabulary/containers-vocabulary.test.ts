@@ -111,6 +111,20 @@ describe("container resources on arrival", () => {
     expect(refusals([c({ labels: { "mesh-host.spec": "forged" } })])[0]?.field).toBe("labels.mesh-host.spec");
   });
 
+  it("holds each runtime name unique among its own kind only (the kinds' unique keys), naming the earlier", () => {
+    const said = (resources: unknown[]) => refusals(resources).map((r) => `${r.id}.${r.field}: ${r.reason}`);
+    expect(said([c(), c({ id: "web2" })])).toEqual(['web2.name: is also the name of "web"']);
+    const vol = (id: string) => ({ id, type: "volume", name: "webnet" });
+    expect(said([net(), vol("v1"), vol("v2")])).toEqual(['v2.name: is also the name of "v1"']);
+    // a network, a volume and a container may share a name: the runtime keeps them apart
+    expect(said([net(), vol("v1"), c({ name: "webnet" })])).toEqual([]);
+    // a file a container reads is what the declaration makes (the file kind's madeOf), whichever kind makes it
+    expect(said([{ id: "d", type: "directory", path: "/srv/d" }, c({ env_files: ["/srv/d"] })])).toEqual([]);
+    expect(said([c({ env_files: ["/srv/d"] }), { id: "d", type: "directory", path: "/srv/d" }])).toEqual([
+      'web.env_files.0: is written by "d", declared after it',
+    ]);
+  });
+
   it("refuses forms the runtime would misread: a comma in a mount, a ref that is a flag, an unknown field", () => {
     expect(refusals([c({ mounts: [{ type: "bind", source: "/a,b", target: "/x" }] })])[0]?.field).toBe(
       "mounts.0.source",

@@ -1,6 +1,9 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { archAppliers } from "../../src/appliers/arch/index.ts";
+import { readableBy } from "../../src/apply/records.ts";
+import { makeHost } from "../../src/hosts/index.ts";
 import { decl, machine } from "../support/offline.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -35,5 +38,45 @@ describe("records parsed by their applier's record schema before any decision", 
     writeFileSync(path, JSON.stringify(kept));
     const r = await m.apply(decl([file("f", "/etc/one.conf", "x\n")]));
     expect(r.exit).toBe(0);
+  });
+});
+
+describe("the overlay's record, through its applier's record schema like every kind's", () => {
+  // as the release before this one wrote it: the takeover's account as the store's journal keeps it
+  const previous = {
+    type: "overlay",
+    interface: "mesh0",
+    path: "/etc/wireguard/mesh0.conf",
+    created: true,
+    wrote: "a".repeat(64),
+    found: { enabled: true, running: true },
+    takeover: {
+      interface: "wg0",
+      state: "taken",
+      port: 51820,
+      address: "10.78.0.1",
+      range: "10.78.0.0/24",
+      peers: 1,
+      mtu: 1380,
+      path: "/etc/wireguard/wg0.conf",
+      kept: "b".repeat(64),
+      found: { enabled: true, running: true },
+      at: "2026-12-01T10:00:00.000Z",
+    },
+  };
+  const readable = readableBy(makeHost("arch", archAppliers()));
+
+  it("reads a record written by the previous release, a takeover's account in it, and one without a takeover", () => {
+    expect(readable(previous)).toBe(true);
+    const { takeover: _none, ...plain } = previous;
+    expect(readable(plain)).toBe(true);
+    expect(readable({ ...previous, pending: true, later: "a newer field" })).toBe(true);
+  });
+
+  it("refuses one that says not what it found, or a takeover in another shape, before any decision", () => {
+    const { found: _found, ...unfound } = previous;
+    expect(readable(unfound)).toBe(false);
+    expect(readable({ ...previous, takeover: { ...previous.takeover, state: "half" } })).toBe(false);
+    expect(readable({ ...previous, created: "yes" })).toBe(false);
   });
 });

@@ -286,7 +286,10 @@ describe("a new resource type touches three files: its vocabulary, its applier f
         const r = await copyCli(dir, ["apply", join(dir, "d.json"), ...flags]);
         expect(r.code, r.stderr).toBe(0);
         const steps: { id: string; did: string; detail: string }[] = JSON.parse(r.stdout).report.steps;
-        return steps.map((s) => `${s.id} ${s.did}${s.detail.includes("held") ? " held" : ""}`);
+        // a hold says "<what> held: found …"; its give-back "<what> left as it was found", as every kind's
+        const said = (d: string) =>
+          d.includes(" held: ") ? " held" : d.includes("left as it was found") ? " left" : "";
+        return steps.map((s) => `${s.id} ${s.did}${said(s.detail)}`);
       };
       const found = { id: "found", type: "marker", path: "/srv/found.txt", text: "the mesh's\n" };
       const fresh = { id: "fresh", type: "marker", path: "/srv/fresh.txt", text: "new\n" };
@@ -297,7 +300,7 @@ describe("a new resource type touches three files: its vocabulary, its applier f
       expect(readFileSync(join(dir, "root/srv/found.txt"), "utf8")).toBe("the host's\n");
       // undeclared: given back as found, nothing of it touched; the mesh's own is removed
       const steps = await applied([{ id: "d", type: "directory", path: "/srv/d" }]);
-      expect(steps).toEqual(["d created", "fresh removed", "found unchanged"]);
+      expect(steps).toEqual(["d created", "fresh removed", "found unchanged left"]);
       expect(readFileSync(join(dir, "root/srv/found.txt"), "utf8")).toBe("the host's\n");
       // declared again with takes: true, it is the mesh's
       expect(await applied([{ ...found, takes: true }])).toEqual(["found created", "d removed"]);

@@ -165,7 +165,7 @@ async function removalsOf(input: PlanInput, ctx: DecideContext): Promise<Planned
   const steps: PlannedStep[] = [];
   for (const id of gone) {
     const record = records[id]!;
-    const givenBack = giveBackOf(id, record);
+    const givenBack = giveBackOf(host, id, record);
     if (givenBack) {
       steps.push({ ...givenBack, record });
       continue;

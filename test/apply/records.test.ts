@@ -2,6 +2,8 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { archAppliers } from "../../src/appliers/arch/index.ts";
+import type { RecordOfAny } from "../../src/appliers/index.ts";
+import { giveBackOf } from "../../src/apply/adopted.ts";
 import { readableBy } from "../../src/apply/records.ts";
 import { makeHost } from "../../src/hosts/index.ts";
 import { decl, machine } from "../support/offline.ts";
@@ -78,5 +80,72 @@ describe("the overlay's record, through its applier's record schema like every k
     expect(readable(unfound)).toBe(false);
     expect(readable({ ...previous, takeover: { ...previous.takeover, state: "half" } })).toBe(false);
     expect(readable({ ...previous, created: "yes" })).toBe(false);
+  });
+});
+
+describe("records of holds as the previous release wrote them: read, and given back as found by the one step", () => {
+  const host = makeHost("arch", archAppliers());
+  const readable = readableBy(host);
+  // each kind's own record of a hold, exactly as its applier wrote it before the hold was one step
+  const previous: [string, Record<string, unknown>, string][] = [
+    [
+      "ssh",
+      {
+        type: "service",
+        unit: "sshd.service",
+        held: true,
+        found: { load: "loaded", enabled: "enabled", active: "active" },
+      },
+      "sshd.service left as it was found: it was held, never the mesh's",
+    ],
+    [
+      "vim",
+      { type: "package", name: "vim", found: { installed: true, version: "9.1-1" }, held: true },
+      "vim left installed: it was found installed (9.1-1)",
+    ],
+    [
+      "job",
+      { type: "process", name: "job", scheduled: false, bundle: {}, declared: "c".repeat(64), held: true },
+      "job left as it was found: it was held, never the mesh's",
+    ],
+    [
+      "db",
+      { type: "container", name: "db", runtime: "docker", created: false },
+      "db left as it was found: it was held, never the mesh's",
+    ],
+  ];
+
+  it.each(previous)(
+    "%s: read by its applier's schema, and given back touching nothing",
+    (id, record, said) => {
+      expect(readable(record as RecordOfAny)).toBe(true);
+      expect(giveBackOf(host, id, record as RecordOfAny)).toEqual({
+        id,
+        type: record.type,
+        did: "unchanged",
+        action: "give-back-as-found",
+        detail: said,
+        by: "apply",
+      });
+    },
+  );
+
+  it("leaves a record of what the mesh made to its applier's removal", () => {
+    const made = {
+      type: "service",
+      unit: "web.service",
+      found: { load: "not-found" },
+      file: { created: true, wrote: "d".repeat(64) },
+    };
+    expect(readable(made)).toBe(true);
+    expect(giveBackOf(host, "web", made)).toBeUndefined();
+    expect(
+      giveBackOf(host, "db", {
+        type: "container",
+        name: "db",
+        runtime: "docker",
+        created: true,
+      } as RecordOfAny),
+    ).toBeUndefined();
   });
 });

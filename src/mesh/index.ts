@@ -52,6 +52,7 @@ export {
   type PushInput,
   preparePush,
   publishAndWait,
+  replacedLine,
   targetsOf,
 } from "./push.ts";
 export {

@@ -3,7 +3,7 @@
 // the whole --wait-s and exit 3 ("no report"), though the node's report of the newer one had come long before;
 // now it says which serial replaced it as soon as that report comes, and exits 1 (set aside, as superseded).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runLinkUp, TestMesh } from "../mesh/fleet.ts";
+import { appConf, runLinkUp, TestMesh } from "../mesh/fleet.ts";
 import { waitForAsync } from "../mesh/index.ts";
 import { nodeRecord } from "../mesh/state.ts";
 import { startCli } from "../support/cli.ts";
@@ -23,12 +23,6 @@ afterAll(async () => {
   await m?.stop();
 });
 
-const declaration = (content: string) => ({
-  v: 1,
-  mode: "converged",
-  resources: [{ id: "conf", type: "file", path: "/etc/app.conf", content }],
-});
-
 /** Until the node's record holds a push of `serial` with its stream sequence (published). */
 async function published(serial: number): Promise<void> {
   await waitForAsync(
@@ -45,20 +39,11 @@ describe("a push replaced on the bus before the node took it", () => {
     const base = (await nodeRecord(m.dir, "web")).serial;
 
     const older = m.keep(
-      startCli(["mesh", "--mesh", m.dir, "push", "web", m.file("a.json", declaration("a\n")), ...WAIT]),
+      startCli(["mesh", "--mesh", m.dir, "push", "web", m.file("a.json", appConf("a\n")), ...WAIT]),
     );
     await published(base + 1);
     const newer = m.keep(
-      startCli([
-        "mesh",
-        "--mesh",
-        m.dir,
-        "push",
-        "web",
-        m.file("b.json", declaration("b\n")),
-        ...WAIT,
-        "--json",
-      ]),
+      startCli(["mesh", "--mesh", m.dir, "push", "web", m.file("b.json", appConf("b\n")), ...WAIT, "--json"]),
     );
     await published(base + 2);
     await runLinkUp(m.kept, node);

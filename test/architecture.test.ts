@@ -156,7 +156,6 @@ describe("the layering (architecture.md), held over src/", () => {
 const TYPE_NAMED_OUTSIDE: Record<string, string> = {
   "src/cli/commands/enrol.ts overlay":
     "enrolment takes a found WireGuard tunnel over only where an overlay is",
-  "src/cli/commands/info.ts container": "status says a found container is held (its record's created: false)",
   "src/cli/commands/info.ts overlay": "status shows the overlay's interface where the host has one",
   "src/cli/commands/overlay.ts overlay": "the `overlay` command reads the declared overlay",
 };
@@ -295,6 +294,9 @@ describe("a new resource type touches three files: its vocabulary, its applier f
       const fresh = { id: "fresh", type: "marker", path: "/srv/fresh.txt", text: "new\n" };
       expect(await applied([found, fresh])).toEqual(["found unchanged held", "fresh created"]);
       expect(readFileSync(join(dir, "root/srv/found.txt"), "utf8")).toBe("the host's\n");
+      // status names it among what the node holds, as it does every kind's hold
+      const status = await copyCli(dir, ["status", ...flags]);
+      expect(JSON.parse(status.stdout).held).toEqual([{ id: "found", type: "marker", name: "found" }]);
       // held once held, as found
       expect(await applied([found, fresh])).toEqual(["found unchanged held", "fresh unchanged"]);
       expect(readFileSync(join(dir, "root/srv/found.txt"), "utf8")).toBe("the host's\n");

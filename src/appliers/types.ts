@@ -172,16 +172,15 @@ export interface Traits<R extends Resource, Rec extends RecordBase, S extends St
   /**
    * Adopted mode's input, for a kind whose facts say it is held there (`adopted`) and a declaration that does
    * not take it: whether the host already has one at its place, as the hold to keep (`true`: held under the
-   * apply's own record), or false. `held` is this id's record of an earlier hold of the same thing (`givenBackAs`,
+   * apply's own record), or false. `held` is this id's record of an earlier hold of the same thing (`heldAs`,
    * `sameAs`): whether it is held still is the applier's to say. The apply holds it and gives it back as found
    * (apply/adopted.ts), one step for every kind; this applier decides only what it is handed when not held.
    */
   found?(wanted: R, ctx: DecideContext, held?: Rec): Promise<boolean | Found<Rec>>;
-  /**
-   * Whether a record of its own is a hold's (found, never touched): what giving it back as found says ("web.service
-   * left as it was found: it was held, never the mesh's"), or undefined for a record of what the mesh made.
-   */
-  givenBackAs?(record: Rec): string | undefined;
+  /** Whether a record of its own is a hold's (found, never touched): what it holds (the unit, the package), or undefined. */
+  heldAs?(record: Rec): string | undefined;
+  /** What giving a held record back as found says, where more than that it is left as found (a package stays installed). */
+  leftAs?(record: Rec): string;
   /**
    * Whether `record` names what `wanted` does (the same unit, package, process); another is given back first
    * when `wanted` is held (its own removal), as its decision does when it is not. Absent: always the same.

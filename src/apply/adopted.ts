@@ -13,6 +13,7 @@ import {
   type Traits,
 } from "../appliers/index.ts";
 import type { Host } from "../hosts/index.ts";
+import type { Records } from "../store/index.ts";
 import { factsOf, pathsOf, type Resource } from "../vocabulary/index.ts";
 
 /** The apply's own record of a hold, for a kind whose applier keeps none: nothing of it is the mesh's. */
@@ -44,10 +45,18 @@ export const isAdoptedStep = (step: Step): step is AdoptedStep => "by" in step &
 const traitsOf = (host: Host, type: string): Traits<Resource, RecordBase, Step> =>
   host.appliers.get(type)?.traits ?? {};
 
-/** What giving back a record of a hold says (its applier's words), or undefined: a record of what the mesh made. */
-function givenBackAs(host: Host, id: string, record: RecordBase): string | undefined {
-  if (isHeldRecord(record)) return leftAsFound(id);
-  return traitsOf(host, record.type).givenBackAs?.(record);
+/** What a record of a hold holds (its applier's words, or the id), or undefined: a record of what the mesh made. */
+function heldAs(host: Host, id: string, record: RecordBase): string | undefined {
+  if (isHeldRecord(record)) return id;
+  return traitsOf(host, record.type).heldAs?.(record);
+}
+
+/** What an adopted node holds until a declaration takes it, by id: each record of a hold, and what it holds. */
+export function holdsIn(host: Host, records: Records): { id: string; type: string; name: string }[] {
+  return Object.entries(records).flatMap(([id, r]) => {
+    const name = heldAs(host, id, r);
+    return name === undefined ? [] : [{ id, type: r.type, name }];
+  });
 }
 
 /** The hold of a kind whose applier says only that one is found: the apply's own record, its path or id. */
@@ -72,7 +81,7 @@ export async function holdOf(
   const traits = traitsOf(host, r.type);
   if (ctx.mode !== "adopted" || !takes || !applier || !traits.found || takes(r)) return undefined;
   if (record && isHeldRecord(record)) return holdStep(r, plainHold(r));
-  const held = record !== undefined && givenBackAs(host, r.id, record) !== undefined;
+  const held = record !== undefined && heldAs(host, r.id, record) !== undefined;
   const same = record === undefined || (traits.sameAs?.(record, r) ?? true);
   if (record && !held && same) return undefined;
   const found = await traits.found(r, ctx, held && same ? record : undefined);
@@ -102,8 +111,9 @@ function holdStep(r: Resource, hold: Found<RecordBase>, first?: HoldData["first"
 
 /** The give-back of a held record no longer declared: nothing of it was the mesh's, so nothing is touched. */
 export function giveBackOf(host: Host, id: string, record: RecordBase): AdoptedStep | undefined {
-  const detail = givenBackAs(host, id, record);
-  if (detail === undefined) return undefined;
+  const what = heldAs(host, id, record);
+  if (what === undefined) return undefined;
+  const detail = traitsOf(host, record.type).leftAs?.(record) ?? leftAsFound(what);
   return { id, type: record.type, did: "unchanged", action: "give-back-as-found", detail, by: "apply" };
 }
 

@@ -106,7 +106,8 @@ export const packageApplier: Applier<PackageResource, PackageRecord, PackageStep
   type: "package",
   traits: {
     found: foundInstalled,
-    givenBackAs: (record) => (record.held ? leftInstalled(record) : undefined),
+    heldAs: (record) => (record.held ? record.name : undefined),
+    leftAs: leftInstalled,
     sameAs: (record, wanted) => record.name === wanted.name,
   },
 

@@ -17,7 +17,7 @@ import {
 } from "../../system/arch/index.ts";
 import { entryAt, octal, placeProblem, sha256 } from "../../system/index.ts";
 import { bundlePathProblem, nameProblem, type ProcessResource } from "../../vocabulary/index.ts";
-import { executeBy, failsAgain, leftAsFound, stepsOf, thrownLine } from "../step.ts";
+import { executeBy, failsAgain, stepsOf, thrownLine } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, Found } from "../types.ts";
 import {
   type ApplyData,
@@ -205,7 +205,7 @@ export const processApplier: Applier<ProcessResource, ProcessRecord, ProcessStep
   type: "process",
   traits: {
     found: foundRunning,
-    givenBackAs: (record) => (record.held ? leftAsFound(record.name) : undefined),
+    heldAs: (record) => (record.held ? record.name : undefined),
     sameAs: (record, wanted) => record.name === wanted.name,
   },
 

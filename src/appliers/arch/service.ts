@@ -16,7 +16,7 @@ import {
 import { sha256 } from "../../system/index.ts";
 import type { ServiceResource } from "../../vocabulary/index.ts";
 import { unitNameProblem } from "../../vocabulary/index.ts";
-import { executeBy, failedKeeping, failsAgain, leftAsFound, stepsOf, thrownLine } from "../step.ts";
+import { executeBy, failedKeeping, failsAgain, stepsOf, thrownLine } from "../step.ts";
 import type { Applier, DecideContext, Executed, Executors, Found, StepOf } from "../types.ts";
 import {
   foundLine,
@@ -169,7 +169,7 @@ export const serviceApplier: Applier<ServiceResource, ServiceRecord, ServiceStep
     // `restart_on`
     readsChanges: () => true,
     found: foundRunning,
-    givenBackAs: (record) => (record.held ? leftAsFound(record.unit) : undefined),
+    heldAs: (record) => (record.held ? record.unit : undefined),
     sameAs: (record, wanted) => record.unit === wanted.unit,
   },
 

@@ -12,7 +12,7 @@ import {
 } from "../../../system/arch/index.ts";
 import type { ContainerResource } from "../../../vocabulary/index.ts";
 import { inSubnet } from "../../../vocabulary/index.ts";
-import { executeBy, failsAgain, forgets, leftAsFound, recorded, stepsOf } from "../../step.ts";
+import { executeBy, failsAgain, forgets, recorded, stepsOf } from "../../step.ts";
 import type { Applier, DecideContext, Executors, Found } from "../../types.ts";
 import {
   type ContainerStep,
@@ -172,7 +172,7 @@ export function containerApplier(
       // what it reads at creation, as the steps before left it, and the actions it is `on`
       readsChanges: () => true,
       found: (w, ctx, held) => foundUnlabelled(w, ctx, finder, held),
-      givenBackAs: (record) => (record.created ? undefined : leftAsFound(record.name)),
+      heldAs: (record) => (record.created ? undefined : record.name),
     },
 
     async decide(w, record, ctx) {

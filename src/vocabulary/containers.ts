@@ -258,6 +258,27 @@ export const runtimeName =
     { space, key: r.name, field: "name", clash: (earlier) => `is also the name of "${earlier}"` },
   ];
 
+/**
+ * A container's name, and each host port it publishes while it runs: two running containers cannot bind one
+ * address, port and protocol (the runtime refuses the second at its start, after the first is made). A stopped
+ * one binds nothing, so it may share its ports.
+ */
+export function containerKeys(r: ContainerResource): UniqueKey[] {
+  const ports: UniqueKey[] =
+    r.state === "stopped"
+      ? []
+      : (r.ports ?? []).map((p, i) => {
+          const key = `${p.address ?? "*"}:${p.host}/${p.protocol}`;
+          return {
+            space: "published port",
+            key,
+            field: `ports.${i}`,
+            clash: (earlier) => `${key} is also published by "${earlier}"`,
+          };
+        });
+  return [...runtimeName("container name")(r), ...ports];
+}
+
 type RuntimeResource = ImageResource | NetworkResource | VolumeResource | ContainerResource;
 
 const RUNTIME_TYPES = new Set(["image", "network", "volume", "container"]);

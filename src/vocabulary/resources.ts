@@ -5,6 +5,7 @@ import * as z from "zod";
 import { ACTION_MAX_TIMEOUT_S } from "../defaults.ts";
 import {
   ContainerResource,
+  containerKeys,
   ImageResource,
   NetworkResource,
   runtimeName,
@@ -317,7 +318,7 @@ export const KINDS = {
   network: kind("network", NetworkResource, { uniqueKeysOf: runtimeName("network name") }),
   volume: kind("volume", VolumeResource, { uniqueKeysOf: runtimeName("volume name") }),
   container: kind("container", ContainerResource, {
-    uniqueKeysOf: runtimeName("container name"),
+    uniqueKeysOf: containerKeys,
     refsOf: (r) => named("restart_on", r.restart_on),
     adopted: { takes },
   }),

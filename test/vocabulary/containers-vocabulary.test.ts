@@ -118,6 +118,20 @@ describe("container resources on arrival", () => {
     expect(said([net(), vol("v1"), vol("v2")])).toEqual(['v2.name: is also the name of "v1"']);
     // a network, a volume and a container may share a name: the runtime keeps them apart
     expect(said([net(), vol("v1"), c({ name: "webnet" })])).toEqual([]);
+    // a host port two running containers publish: the runtime would refuse the second at its start
+    const port = (host: number, extra: Record<string, unknown> = {}) => ({ host, container: 80, ...extra });
+    expect(
+      said([c({ ports: [port(8080)] }), c({ id: "web2", name: "web2", ports: [port(9090), port(8080)] })]),
+    ).toEqual(['web2.ports.1: *:8080/tcp is also published by "web"']);
+    // another address, another protocol, or a stopped container binds nothing of the other's
+    expect(
+      said([
+        c({ ports: [port(8080)] }),
+        c({ id: "a", name: "aa", ports: [port(8080, { address: "127.0.0.1" })] }),
+        c({ id: "u", name: "uu", ports: [port(8080, { protocol: "udp" })] }),
+        c({ id: "s", name: "ss", state: "stopped", ports: [port(8080)] }),
+      ]),
+    ).toEqual([]);
     // a file a container reads is what the declaration makes (the file kind's madeOf), whichever kind makes it
     expect(said([{ id: "d", type: "directory", path: "/srv/d" }, c({ env_files: ["/srv/d"] })])).toEqual([]);
     expect(said([c({ env_files: ["/srv/d"] }), { id: "d", type: "directory", path: "/srv/d" }])).toEqual([

@@ -180,6 +180,15 @@ describe("a new resource type touches three files: its vocabulary, its applier f
     expect(appliersOf(PORTABLE_APPLIERS).get("file")).toBe(fileApplier);
   });
 
+  it("no applier decides the adopted-mode hold itself: none reads the declaration's mode or a resource's takes (the overlay's takes names a tunnel)", () => {
+    const own = sourceFiles()
+      .filter((f) => f.startsWith("src/appliers/") && !f.startsWith("src/appliers/arch/overlay/"))
+      .filter((f) =>
+        /\bctx\.mode\b|\.takes\b|\bmode === "adopted"/.test(readFileSync(join(ROOT, f), "utf8")),
+      );
+    expect(own).toEqual([]);
+  });
+
   it("a type added in exactly those three files (kind, applier, list) with a path, a unique key, what it makes, a secret, a reference and an adopted hold typechecks, plans, applies, reads back, is refused on a collision, is pushed with --secret, is held as found and given back", async () => {
     const dir = copyWithNewType();
     try {

@@ -157,7 +157,6 @@ const TYPE_NAMED_OUTSIDE: Record<string, string> = {
   "src/cli/commands/enrol.ts overlay":
     "enrolment takes a found WireGuard tunnel over only where an overlay is",
   "src/cli/commands/info.ts overlay": "status shows the overlay's interface where the host has one",
-  "src/cli/commands/overlay.ts overlay": "the `overlay` command reads the declared overlay",
 };
 
 describe("a new resource type touches three files: its vocabulary, its applier file, the host's list", () => {

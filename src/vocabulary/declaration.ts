@@ -2,7 +2,7 @@
 import { createHash } from "node:crypto";
 import * as z from "zod";
 import { printable } from "../printable.ts";
-import { containerCrossChecks } from "./containers.ts";
+import { containerCrossChecks } from "./container-checks.ts";
 import { parseJsonBytes } from "./json.ts";
 import type { UniqueKey } from "./kind.ts";
 import { nameProblem } from "./names.ts";

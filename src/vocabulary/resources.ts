@@ -3,14 +3,8 @@
 // files never builds the container or overlay schemas, and `version` builds none (issue 22: start-up).
 import * as z from "zod";
 import { ACTION_MAX_TIMEOUT_S } from "../defaults.ts";
-import {
-  ContainerResource,
-  containerKeys,
-  ImageResource,
-  NetworkResource,
-  runtimeName,
-  VolumeResource,
-} from "./containers.ts";
+import { containerKeys, runtimeName } from "./container-checks.ts";
+import { ContainerResource, ImageResource, NetworkResource, VolumeResource } from "./containers.ts";
 import { type KindFacts, kind, type Named, type UniqueKey } from "./kind.ts";
 import { AbsPath, checkedString, Name, pathProblem } from "./names.ts";
 
@@ -18,10 +12,10 @@ export { AbsPath, Name };
 
 import { OverlayResource, overlayKeys } from "./overlay.ts";
 
+export { containerCrossChecks } from "./container-checks.ts";
 export {
   Address,
   ContainerResource,
-  containerCrossChecks,
   ImageRef,
   ImageResource,
   inSubnet,

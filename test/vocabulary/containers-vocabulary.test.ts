@@ -132,6 +132,22 @@ describe("container resources on arrival", () => {
         c({ id: "s", name: "ss", state: "stopped", ports: [port(8080)] }),
       ]),
     ).toEqual([]);
+    // one static address on one network, given to two running containers
+    const on = (ip: string, extra: Record<string, unknown> = {}) => ({
+      networks: [{ name: "webnet", ip }],
+      ...extra,
+    });
+    expect(said([net(), c(on("10.9.0.10")), c({ id: "db", name: "db", ...on("10.9.0.10") })])).toEqual([
+      'db.networks.0.ip: 10.9.0.10 on network "webnet" is also given to "web"',
+    ]);
+    expect(
+      said([
+        net(),
+        c(on("10.9.0.10")),
+        c({ id: "db", name: "db", ...on("10.9.0.10", { state: "stopped" }) }),
+      ]),
+    ).toEqual([]);
+    expect(said([net(), c(on("10.9.0.10")), c({ id: "db", name: "db", ...on("10.9.0.11") })])).toEqual([]);
     // a file a container reads is what the declaration makes (the file kind's madeOf), whichever kind makes it
     expect(said([{ id: "d", type: "directory", path: "/srv/d" }, c({ env_files: ["/srv/d"] })])).toEqual([]);
     expect(said([c({ env_files: ["/srv/d"] }), { id: "d", type: "directory", path: "/srv/d" }])).toEqual([

@@ -6,7 +6,7 @@
 // them and exits 0.
 import type { JsMsg } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
-import { ENROL_REVOKE_DELAY_MS, FLOOD_LOG_MS } from "../defaults.ts";
+import { FLOOD_LOG_MS } from "../defaults.ts";
 import { printable } from "../printable.ts";
 import {
   ENROL_CONSUMER,
@@ -18,7 +18,7 @@ import {
 } from "../vocabulary/index.ts";
 import { issuedAfter, NO_REVOCATIONS, nodeUserJwt, userOfIdentity } from "./accounts.ts";
 import { awaitStreams, type Bus, connectBus, ensureNodeConsumer, sweepConsumers } from "./bus.ts";
-import { currentRevocations, type Revoke, revokeOnBus } from "./claims.ts";
+import { currentRevocations, type Revoke, revokeUsers } from "./claims.ts";
 import { answerable, consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 import { admit } from "./enrolments.ts";
 import { reportOf, serialOf } from "./fleet.ts";
@@ -28,15 +28,8 @@ import { Keeper } from "./keeper.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 import { recordLine, Said, subjectNode } from "./said.ts";
 import { type RunningServer, runningServers, startServer, stopServer } from "./servers.ts";
-import {
-  type CodeRecord,
-  changeNode,
-  ensureBuckets,
-  type NodeRecord,
-  replicasOf,
-  type State,
-  stateOf,
-} from "./state.ts";
+import { SpentUsers } from "./spent.ts";
+import { changeNode, ensureBuckets, type NodeRecord, replicasOf, type State, stateOf } from "./state.ts";
 
 export interface UpOptions {
   /** Only server I (from 1, in init's order); all of them when null. */
@@ -115,9 +108,8 @@ class Controller {
   private readonly said: Said;
   /** What went wrong with a node's message: on stderr, the same one not repeated within a minute. */
   private readonly refused: Said;
-  /** Spent enrolling users, in the order their answers went out, each with when it is due to be revoked. */
-  private readonly spent: { due: number; revoke: Revoke }[] = [];
-  private spendTimer: NodeJS.Timeout | null = null;
+  /** Spent enrolling users, revoked a while after their answers, one push at a time. */
+  private readonly spent: SpentUsers;
   /** SYS, for reading NODES' revocations at an enrolment: opened at the first, kept until stop. */
   private sys: Promise<Bus> | null = null;
 
@@ -137,6 +129,7 @@ class Controller {
       this.said.say(`${change}:${node}`, recordLine(node, change)),
     );
     this.writer = new FleetWriter(this.state, this.warn);
+    this.spent = new SpentUsers((due) => this.revokeNow(due), this.warn);
   }
 
   /** False when stopped before JetStream answered. */
@@ -180,6 +173,7 @@ class Controller {
     if (this.floodTimer) clearInterval(this.floodTimer);
     this.sayFloods();
     await this.writer.flush();
+    await this.spent.stop();
     await this.sys?.then((sys) => sys.close()).catch(() => undefined);
   }
 
@@ -224,7 +218,7 @@ class Controller {
       // counted from its own answer, never a burst's first (a code spent late in a burst was revoked before its
       // answer went out), and only once answered: a failure above leaves the question to be handed out again
       // and answered to the same keys, which a revocation would have cut off
-      this.revokeAfterAnswer(admitted);
+      this.spent.add(admitted);
       this.said.say(
         `enrolled:${q.node}:${q.keys.identity}`,
         `enrolled node ${q.node} (${printable(q.facts.hostname ?? "?", 64)})`,
@@ -250,28 +244,14 @@ class Controller {
     return issuedAfter(held, user);
   }
 
-  /**
-   * A spent code's enrolling user is revoked ENROL_REVOKE_DELAY_MS after its own answer went out (revoking at once
-   * would cut the connection the answer is on); every one due by then goes in one push.
-   */
-  private revokeAfterAnswer(spent: CodeRecord): void {
-    const revoke = { user: spent.user, at: Math.ceil(Date.parse(spent.expires_at) / 1000), enrolling: true };
-    this.spent.push({ due: Date.now() + ENROL_REVOKE_DELAY_MS, revoke });
-    this.spendTimer ??= setTimeout(() => this.revokeDue(), ENROL_REVOKE_DELAY_MS);
-  }
-
-  /** Every spent enrolling user now due, in one push; the timer set again for the next one due. */
-  private revokeDue(): void {
-    this.spendTimer = null;
-    const now = Date.now();
-    const waiting = this.spent.findIndex((s) => s.due > now);
-    const due = this.spent.splice(0, waiting === -1 ? this.spent.length : waiting).map((s) => s.revoke);
-    if (due.length)
-      void revokeOnBus(this.mesh, due).catch((e: Error) =>
-        this.warn(`cannot revoke spent enrolling users (their codes are spent all the same): ${e.message}`),
-      );
-    const next = this.spent[0];
-    if (next) this.spendTimer = setTimeout(() => this.revokeDue(), next.due - now);
+  /** Revoked over the SYS connection kept for enrolments (a TLS handshake and sign-in a push otherwise). */
+  private async revokeNow(due: Revoke[]): Promise<void> {
+    this.sys ??= connectBus(this.mesh, { reconnect: true, system: true, name: "mesh-host mesh up (system)" });
+    const sys = await this.sys.catch((e: Error) => {
+      this.sys = null;
+      throw e;
+    });
+    await revokeUsers(sys.nc, this.mesh.accountKeys(), due);
   }
 
   /** A report, read once across every controller (REPORTS' one durable): the fleet entry written at once. */
@@ -340,7 +320,7 @@ class Controller {
       .catch(() => undefined)
       .finally(() => {
         this.withdrawing.delete(node);
-        this.keeper.changed();
+        this.keeper.touched("codes", node);
       });
   }
 
@@ -356,7 +336,7 @@ class Controller {
       .catch((e: Error) => this.warn(`node ${node}'s facts not kept: ${e.message}`))
       .finally(() => {
         this.refacting.delete(node);
-        this.keeper.changed();
+        this.keeper.touched("nodes", node);
       });
   }
 

@@ -244,6 +244,12 @@ export const STREAM_MAX_MSG_BYTES = 1024 * 1024;
  * long enough for a node whose answer was lost to ask again (every ENROL_ASK_AGAIN_MS) and be answered again.
  */
 export const ENROL_REVOKE_DELAY_MS = 6_000;
+/**
+ * At most one push of spent enrolling users' revocations this often: each makes every server apply NODES' claims
+ * anew, and nats-server 2.9 then decodes and checks the user JWT of every node connected to NODES (10,000 nodes: most
+ * of a core a push). The spent code is refused by the controller meanwhile; only its user's connection waits.
+ */
+export const ENROL_REVOKE_EVERY_MS = 10_000;
 export const ENROL_ASK_AGAIN_MS = 2_000;
 /** How long the servers are given to take an account's new claims (a revocation) over the system account. */
 export const CLAIMS_UPDATE_MS = 10_000;

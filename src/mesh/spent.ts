@@ -1,10 +1,11 @@
 // Spent enrolling users, revoked by `mesh up` a while after their answers went out: each ENROL_REVOKE_DELAY_MS
-// after its own answer (revoking at once would cut the connection the answer is on), every one due by then in one
-// push, and one push at a time — those falling due while it is out go in the next. Each push makes every server
+// after its own answer at the soonest (revoking at once would cut the connection the answer is on), every one due
+// by then in one push, one push at a time and ENROL_REVOKE_EVERY_MS apart at most — those falling due meanwhile go
+// in the next. Each push makes every server
 // apply NODES' claims anew; a push a due code, run side by side, each read back and pushed again when another's
 // took its place, had a server applying them hundreds of times a second after an enrolment burst
 // (docs/performance.md, "The fleet simulated").
-import { ENROL_REVOKE_DELAY_MS } from "../defaults.ts";
+import { ENROL_REVOKE_DELAY_MS, ENROL_REVOKE_EVERY_MS } from "../defaults.ts";
 import type { Revoke } from "./claims.ts";
 import type { CodeRecord } from "./state.ts";
 
@@ -15,12 +16,15 @@ export class SpentUsers {
   /** The push under way. */
   private revoking: Promise<void> | null = null;
   private stopped = false;
+  /** When the last push ended: the next starts no sooner than `everyMs` after it. */
+  private lastEnded = 0;
 
   constructor(
     /** Revoke these on the bus (one push, read back). */
     private readonly push: (due: Revoke[]) => Promise<void>,
     private readonly warn: (line: string) => void,
     private readonly delayMs = ENROL_REVOKE_DELAY_MS,
+    private readonly everyMs = ENROL_REVOKE_EVERY_MS,
   ) {}
 
   /** The spent code's enrolling user, due `delayMs` from now. */
@@ -53,6 +57,7 @@ export class SpentUsers {
       )
       .finally(() => {
         this.revoking = null;
+        this.lastEnded = Date.now();
         this.next();
       });
   }
@@ -60,7 +65,9 @@ export class SpentUsers {
   /** The timer set for the first one due, unless it is set or a push is under way (which sets it when done). */
   private next(): void {
     const first = this.spent[0];
-    if (first && !this.timer && !this.revoking && !this.stopped)
-      this.timer = setTimeout(() => this.due(), Math.max(0, first.due - Date.now()));
+    if (first && !this.timer && !this.revoking && !this.stopped) {
+      const at = Math.max(first.due, this.lastEnded + this.everyMs);
+      this.timer = setTimeout(() => this.due(), Math.max(0, at - Date.now()));
+    }
   }
 }

@@ -8,6 +8,7 @@ import type { CodeRecord } from "../../src/mesh/state.ts";
 
 const DELAY_MS = 50;
 const PUSH_MS = 120;
+const EVERY_MS = 200;
 
 const code = (i: number): CodeRecord => ({
   node: `n${i}`,
@@ -18,7 +19,7 @@ const code = (i: number): CodeRecord => ({
 });
 
 describe("SpentUsers: spent enrolling users revoked after their answers", () => {
-  it("pushes one at a time, each no sooner than its delay, those due meanwhile together in the next", async () => {
+  it("pushes one at a time and EVERY_MS apart, each no sooner than its delay, those due meanwhile together in the next", async () => {
     const added = new Map<string, number>();
     const pushes: { at: number; users: string[] }[] = [];
     let out = 0;
@@ -30,7 +31,7 @@ describe("SpentUsers: spent enrolling users revoked after their answers", () => 
       await new Promise((r) => setTimeout(r, PUSH_MS));
       out--;
     };
-    const spent = new SpentUsers(push, (l) => expect.fail(l), DELAY_MS);
+    const spent = new SpentUsers(push, (l) => expect.fail(l), DELAY_MS, EVERY_MS);
     for (let i = 0; i < 12; i++) {
       const c = code(i);
       added.set(c.user, Date.now());
@@ -63,9 +64,10 @@ describe("SpentUsers: spent enrolling users revoked after their answers", () => 
       },
       (l) => warned.push(l),
       DELAY_MS,
+      EVERY_MS,
     );
     spent.add(code(1));
-    await new Promise((r) => setTimeout(r, DELAY_MS * 4));
+    await new Promise((r) => setTimeout(r, DELAY_MS + EVERY_MS * 2));
     spent.add(code(2));
     const deadline = Date.now() + 30_000;
     while (pushed.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));

@@ -147,8 +147,14 @@ export const GETPROP_TIMEOUT_MS = 1_000;
 export const DEFAULT_MESH_DIR = "/var/lib/mesh-host-mesh";
 export const MESH_DIR_MODE = 0o700;
 export const MESH_FILE_MODE = 0o600;
-/** 2: the nodes, codes and fleet view live on the bus (KV); 1: they were files, which `mesh migrate` moves. */
-export const MESH_FORMAT = 2;
+/**
+ * 3: enrolling users in their own account, ENROL; 2: they were NODES' users (`mesh migrate` makes ENROL); 1: the
+ * nodes, codes and fleet view were files, which `mesh migrate` moves onto the bus (KV).
+ */
+export const MESH_FORMAT = 3;
+/** A node's record in the mesh-nodes bucket: unchanged since format 2 (format 3 changed only the accounts). */
+export const NODE_RECORD_FORMAT = 2;
+export const MESH_FORMAT_NODES_ENROL = 2;
 export const MESH_FORMAT_FILES = 1;
 /** `mesh init` with no `--server`: one server on this machine, the next ones on the ports after it. */
 export const DEFAULT_MESH_HOST = "127.0.0.1";
@@ -223,6 +229,14 @@ export const NODE_MAX_PAYLOAD = 1024 * 1024;
 /** An enrolling user: one inbox, one question. */
 export const ENROL_MAX_SUBS = 4;
 export const ENROL_MAX_PAYLOAD = 64 * 1024;
+/** `ENROL`: as many machines enrolling at once as NODES admits nodes, each with an enrolling user's subscriptions. */
+export const ENROL_ACCOUNT_MAX_CONNECTIONS = NODES_MAX_CONNECTIONS;
+export const ENROL_ACCOUNT_MAX_SUBS = ENROL_ACCOUNT_MAX_CONNECTIONS * ENROL_MAX_SUBS;
+/**
+ * ENROL's revocation of every user issued up to a second stays this far behind now: a code minted on another
+ * console (its clock a little off) whose record is not yet in the bucket, or not yet read, is never cut by it.
+ */
+export const ENROL_REVOKE_ALL_MARGIN_S = 60;
 /** Each stream's bounds: per node (per subject) and in all, and the largest message it keeps. */
 export const REPORTS_PER_NODE = 100;
 export const REPORT_MAX_MSG_BYTES = 256 * 1024;
@@ -239,6 +253,8 @@ export const STREAM_MAX_MSG_BYTES = 1024 * 1024;
  */
 export const ENROL_REVOKE_DELAY_MS = 6_000;
 export const ENROL_ASK_AGAIN_MS = 2_000;
+/** A code spent this lately still holds ENROL's revocation of every older user below it: its answer's on its way. */
+export const ENROL_SPENT_HOLD_MS = 3 * ENROL_REVOKE_DELAY_MS;
 /** How long the servers are given to take an account's new claims (a revocation) over the system account. */
 export const CLAIMS_UPDATE_MS = 10_000;
 /**

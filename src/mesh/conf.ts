@@ -24,7 +24,7 @@ function bindOf(host: string): string {
 /** The lines that make a server one of this operator's: its JWT, the system account, the resolver, the accounts. */
 export function authLines(keys: AccountKeys, resolverDir: string): string[] {
   const q = JSON.stringify;
-  const preload = (["system", "mesh", "nodes"] as const).map(
+  const preload = (["system", "mesh", "nodes", "enrol"] as const).map(
     (kind) => `  ${accountId(keys, kind)}: ${q(accountJwt(keys, kind))}`,
   );
   return [

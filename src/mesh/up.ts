@@ -26,6 +26,7 @@ import { heardFrom, identityOf } from "./heard.ts";
 import { Budget, FleetWriter, takeHeartbeats } from "./heartbeats.ts";
 import { Keeper } from "./keeper.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
+import { codeRevoke, enrolFloor } from "./nodes.ts";
 import { recordLine, Said, subjectNode } from "./said.ts";
 import { type RunningServer, runningServers, startServer, stopServer } from "./servers.ts";
 import {
@@ -255,19 +256,25 @@ class Controller {
    * would cut the connection the answer is on); every one due by then goes in one push.
    */
   private revokeAfterAnswer(spent: CodeRecord): void {
-    const revoke = { user: spent.user, at: Math.ceil(Date.parse(spent.expires_at) / 1000), enrolling: true };
-    this.spent.push({ due: Date.now() + ENROL_REVOKE_DELAY_MS, revoke });
+    this.spent.push({ due: Date.now() + ENROL_REVOKE_DELAY_MS, revoke: codeRevoke(spent) });
     this.spendTimer ??= setTimeout(() => this.revokeDue(), ENROL_REVOKE_DELAY_MS);
   }
 
-  /** Every spent enrolling user now due, in one push; the timer set again for the next one due. */
+  /**
+   * Every spent enrolling user now due, in one push, with ENROL's revocation of every user issued before the
+   * oldest code still to be used (nodes.ts enrolFloor): the entries it covers go. The timer set again for the next.
+   */
   private revokeDue(): void {
     this.spendTimer = null;
     const now = Date.now();
     const waiting = this.spent.findIndex((s) => s.due > now);
     const due = this.spent.splice(0, waiting === -1 ? this.spent.length : waiting).map((s) => s.revoke);
+    const floor = enrolFloor(
+      [...this.keeper.codes.values()].map((e) => e.value),
+      now,
+    );
     if (due.length)
-      void revokeOnBus(this.mesh, due).catch((e: Error) =>
+      void revokeOnBus(this.mesh, due, floor).catch((e: Error) =>
         this.warn(`cannot revoke spent enrolling users (their codes are spent all the same): ${e.message}`),
       );
     const next = this.spent[0];

@@ -12,7 +12,12 @@
 import { type KeyObject, randomBytes } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ENROL_ASK_AGAIN_MS, ENROL_TIMEOUT_MS, SERVER_ACK_TIMEOUT_MS } from "../defaults.ts";
+import {
+  ENROL_ACK_PATIENCE_MS,
+  ENROL_ASK_AGAIN_MS,
+  ENROL_TIMEOUT_MS,
+  SERVER_ACK_TIMEOUT_MS,
+} from "../defaults.ts";
 import {
   EnrolAnswer,
   EnrolQuestion,
@@ -138,7 +143,7 @@ async function converse(nc: NatsConnection, asking: Asking, timeoutMs: number): 
       kind: "protocol",
       reason: `the enrolment question is malformed: ${question.error.issues[0]?.message}`,
     };
-  const asked = await publish(nc, asking.node, JSON.stringify(question.data));
+  const asked = await acknowledged(nc, asking.node, JSON.stringify(question.data));
   if (!asked.ok) return asked;
   const got = await answerOrTimeout(nc, asking.node, JSON.stringify(question.data), answer, timeoutMs);
   sub.unsubscribe();
@@ -181,6 +186,19 @@ async function answerOrTimeout(
     if (Date.now() >= deadline) return "timeout";
     // a question that cannot be asked again is still waited on: the first may yet be answered
     await publish(nc, node, question);
+  }
+}
+
+/** The first question, asked again while the bus leaves it unacknowledged, for up to ENROL_ACK_PATIENCE_MS. */
+async function acknowledged(nc: NatsConnection, node: string, question: string): Promise<Asked> {
+  const deadline = Date.now() + ENROL_ACK_PATIENCE_MS;
+  for (;;) {
+    const tried = Date.now();
+    const asked = await publish(nc, node, question);
+    if (asked.ok || asked.kind !== "unreachable" || nc.isClosed() || Date.now() >= deadline) return asked;
+    // a refusal that came at once is not asked again at once
+    const pause = ENROL_ASK_AGAIN_MS - (Date.now() - tried);
+    if (pause > 0) await new Promise((r) => setTimeout(r, pause));
   }
 }
 

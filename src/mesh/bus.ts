@@ -213,6 +213,7 @@ export async function awaitStreams(
     try {
       await ensureStreams(bus, replicas);
       await also();
+      await enrolmentsLed(bus);
       return true;
     } catch (e) {
       if (!said && Date.now() > slow) {
@@ -256,6 +257,20 @@ async function consumerLed(bus: Bus, stream: string, name: string): Promise<void
     if (info && (!info.cluster || info.cluster.leader)) return;
     await new Promise((r) => setTimeout(r, JS_RETRY_MS));
   }
+}
+
+/**
+ * Until ENROL and its shared consumer have their leaders: a cluster just raised made them before it elected who
+ * keeps them, and a question asked meanwhile goes unacknowledged. `up` says it answers enrolments only after.
+ */
+async function enrolmentsLed(bus: Bus): Promise<void> {
+  const deadline = Date.now() + CONSUMER_LEADER_MS;
+  while (Date.now() < deadline) {
+    const info = await bus.jsm.streams.info("ENROL").catch(() => null);
+    if (info && (!info.cluster || info.cluster.leader)) break;
+    await new Promise((r) => setTimeout(r, JS_RETRY_MS));
+  }
+  await consumerLed(bus, "ENROL", ENROL_CONSUMER);
 }
 
 /** A revoked node: its consumer and its declarations (which hold secrets sealed to it) go. */

@@ -24,7 +24,7 @@ export { answerable, consumeLoop, membershipOf, refusedAnswer, reply, sealedAnsw
 export { writeAtomic } from "./files.ts";
 export { age, type FleetRow, fleetRows, fleetTable } from "./fleet.ts";
 export { type HeardFrom, heardFrom, identityOf } from "./heard.ts";
-export { type InitOptions, initMesh } from "./init.ts";
+export { type InitOptions, initMesh, selfSigned } from "./init.ts";
 export {
   type Job,
   JobLog,
@@ -52,6 +52,7 @@ export {
   type PushInput,
   preparePush,
   publishAndWait,
+  replacedLine,
   targetsOf,
 } from "./push.ts";
 export {

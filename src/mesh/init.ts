@@ -128,6 +128,29 @@ function renderServers(mesh: MeshDir, config: MeshConfig): void {
   });
 }
 
+export interface SelfSigned {
+  keyFile: string;
+  certFile: string;
+  days: number;
+  cn: string;
+  /** subjectAltName entries, `IP:…` or `DNS:…`. */
+  names: string[];
+  /** Marked a CA: nats-server's routes check a peer's certificate against it as their root. */
+  ca?: boolean;
+}
+
+/** A self-signed P-256 certificate and its key, by openssl; throws openssl's failure as execFileSync gives it. */
+export function selfSigned(c: SelfSigned): void {
+  const ext = c.ca ? ["-addext", "basicConstraints=critical,CA:TRUE"] : [];
+  execFileSync(
+    "openssl",
+    ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+      .concat(["-keyout", c.keyFile, "-out", c.certFile, "-days", String(c.days), "-subj", `/CN=${c.cn}`])
+      .concat(["-addext", `subjectAltName=${c.names.join(",")}`, ...ext]),
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
+}
+
 /** A self-signed P-256 certificate naming every server's host (the routes check it; nodes pin its digest). */
 function makeCert(mesh: MeshDir, servers: ServerEntry[]): string {
   const names = new Set(["IP:127.0.0.1", "DNS:localhost"]);
@@ -135,31 +158,7 @@ function makeCert(mesh: MeshDir, servers: ServerEntry[]): string {
   const keyFile = mesh.path("tls", "key.pem");
   const certFile = mesh.path("tls", "cert.pem");
   try {
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-keyout",
-        keyFile,
-        "-out",
-        certFile,
-        "-days",
-        String(CERT_DAYS),
-        "-subj",
-        "/CN=mesh-host-mesh",
-        "-addext",
-        `subjectAltName=${[...names].join(",")}`,
-        "-addext",
-        "basicConstraints=critical,CA:TRUE",
-      ],
-      { stdio: ["ignore", "ignore", "pipe"] },
-    );
+    selfSigned({ keyFile, certFile, days: CERT_DAYS, cn: "mesh-host-mesh", names: [...names], ca: true });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT")
       throw new MeshRefused(

@@ -46,7 +46,16 @@ export interface Composed {
 export interface Pushed extends Composed {
   seq: number;
   report: Report | null;
+  /**
+   * A later declaration the node reported instead, before it took this one: pushed meanwhile (another console,
+   * a rollout), it replaced this one on the bus (DECLARE keeps one a node) or was taken first. `serial` as the
+   * node's record knows it (null once that push has left the record's list).
+   */
+  replacedBy: { serial: number | null; seq: number } | null;
 }
+
+/** The newest other declaration each node reported while a push waited: its stream sequence and digest. */
+type Later = Map<string, { seq: number; digest: string }>;
 
 /** Every target named and enrolled, or a refusal naming the first that is not. */
 export async function targetsOf(state: State, names: string[], all: boolean): Promise<string[]> {
@@ -175,27 +184,40 @@ export async function publishAndWait(
 ): Promise<Pushed[]> {
   const bus = state.bus;
   const byDigest = new Map<string, Report>();
+  const later: Later = new Map();
+  const seqs = new Map<string, number>();
   const wanted = new Set(composed.map((c) => c.digest));
+  const replaced = (c: Composed) =>
+    !byDigest.has(c.digest) && (later.get(c.node)?.seq ?? 0) > (seqs.get(c.node) ?? Infinity);
   let done: () => void = () => {};
   const all = new Promise<void>((r) => (done = r));
+  const settle = () => {
+    if (composed.every((c) => byDigest.has(c.digest) || replaced(c))) done();
+  };
   const subs = composed.map((c) =>
     bus.nc.subscribe(reportSubject(c.node), {
       callback: (err, m) => {
         if (err) return;
         // only the node's own signed word answers a push: a forged report is no answer
         const r = heardFrom(c.node, c.to, m.data, "report");
-        if (!r.ok || !wanted.has(r.value.declaration.digest)) return;
-        const first = !byDigest.has(r.value.declaration.digest);
-        byDigest.set(r.value.declaration.digest, r.value);
+        if (!r.ok) return;
+        const { digest, seq } = r.value.declaration;
+        if (!wanted.has(digest)) {
+          if (seq > (later.get(c.node)?.seq ?? 0)) later.set(c.node, { seq, digest });
+          if (replaced(c)) heard(byDigest.size, wanted.size, c.node, "replaced");
+          settle();
+          return;
+        }
+        const first = !byDigest.has(digest);
+        byDigest.set(digest, r.value);
         if (first) heard(byDigest.size, wanted.size, c.node, r.value.outcome);
-        if (byDigest.size === wanted.size) done();
+        settle();
       },
     }),
   );
   try {
     await bus.nc.flush();
     const key = mesh.signingKey();
-    const seqs = new Map<string, number>();
     for (const c of composed) {
       const envelope = signEnvelope(c.body, key);
       try {
@@ -210,14 +232,41 @@ export async function publishAndWait(
     await recordSeqs(state, composed, seqs);
     if (waitMs > 0) {
       if (byDigest.size < wanted.size) heard(byDigest.size, wanted.size, null);
+      settle();
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([all, new Promise<void>((r) => (timer = setTimeout(r, waitMs)))]);
       clearTimeout(timer);
     }
-    return composed.map((c) => ({ ...c, seq: seqs.get(c.node)!, report: byDigest.get(c.digest) ?? null }));
+    const pushed: Pushed[] = [];
+    for (const c of composed)
+      pushed.push({
+        ...c,
+        seq: seqs.get(c.node)!,
+        report: byDigest.get(c.digest) ?? null,
+        replacedBy: replaced(c) ? await replacing(state, c.node, later.get(c.node)!) : null,
+      });
+    return pushed;
   } finally {
     for (const s of subs) s.unsubscribe();
   }
+}
+
+/** What became of a push a later declaration replaced, in one line. */
+export function replacedLine(by: NonNullable<Pushed["replacedBy"]>): string {
+  const which =
+    by.serial === null ? `a later declaration (DECLARE message ${by.seq})` : `serial ${by.serial}`;
+  return `replaced by ${which} before the node took it`;
+}
+
+/** The later declaration's serial, from the pushes the node's record keeps. */
+async function replacing(
+  state: State,
+  node: string,
+  newer: { seq: number; digest: string },
+): Promise<{ serial: number | null; seq: number }> {
+  const record = await knownNode(state, node).catch(() => null);
+  const push = record?.value.pushes.find((p) => p.digest === newer.digest);
+  return { serial: push?.serial ?? null, seq: newer.seq };
 }
 
 /** Each push's stream sequence into its record (a node removed meanwhile has none to keep it). */
@@ -236,9 +285,9 @@ async function recordSeqs(state: State, composed: Composed[], seqs: Map<string, 
     });
 }
 
-/** 0 every node applied; 2 one refused; 1 one failed or was set aside; 3 one said nothing in time. */
+/** 0 every node applied; 2 one refused; 1 one failed or was set aside (or replaced); 3 one said nothing in time. */
 export function exitOf(pushed: Pushed[]): number {
-  const outcomes = pushed.map((p) => p.report?.outcome ?? null);
+  const outcomes = pushed.map((p) => p.report?.outcome ?? (p.replacedBy ? "superseded" : null));
   if (outcomes.includes("refused")) return 2;
   if (outcomes.some((o) => o === "failed" || o === "superseded")) return 1;
   if (outcomes.includes(null)) return 3;

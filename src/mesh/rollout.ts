@@ -11,7 +11,15 @@ import { heardFrom, identityOf } from "./heard.ts";
 import { type Job, type JobNode, pendingNode, type RolloutProgress, saveJob } from "./jobs.ts";
 import type { Bucket } from "./kv.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
-import { type Composed, compose, type Pushed, type PushInput, preparePush, publishAndWait } from "./push.ts";
+import {
+  type Composed,
+  compose,
+  type Pushed,
+  type PushInput,
+  preparePush,
+  publishAndWait,
+  replacedLine,
+} from "./push.ts";
 import { listReleases } from "./release.ts";
 import { droppedBy, refuseRemovals } from "./removals.ts";
 import { knownNode, type State } from "./state.ts";
@@ -228,7 +236,9 @@ function noteReport(job: Job, x: Pushed, gateS: number, seqs: Map<string, number
         refusals: x.report.refusals,
         ...(x.report.outcome === "applied" ? { detail: "applied; waiting for a healthy heartbeat" } : {}),
       }
-    : { ...pendingNode(x.serial), outcome: "silent", detail: `no report within the gate (${gateS} s)` };
+    : x.replacedBy
+      ? { ...pendingNode(x.serial), outcome: "superseded", detail: replacedLine(x.replacedBy) }
+      : { ...pendingNode(x.serial), outcome: "silent", detail: `no report within the gate (${gateS} s)` };
 }
 
 /** Each node of the wave that applied: healthy by a heartbeat before the deadline, else silent. */

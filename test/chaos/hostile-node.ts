@@ -13,11 +13,11 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import fc from "fast-check";
 import { REPORTS_PER_NODE } from "../../src/defaults.ts";
-import { dial, membershipAuth } from "../../src/link/dial.ts";
 import { MeshDir, serviceAuthenticator } from "../../src/mesh/index.ts";
-import { loadKeys, State } from "../../src/store/index.ts";
+import { loadKeys } from "../../src/store/index.ts";
 import { signMessage } from "../../src/vocabulary/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
+import { asNodeOf } from "../mesh/state.ts";
 import { type Running, runCli, startRun } from "../support/cli.ts";
 import { type Outcome, type RunOptions, type Scenario, sleep, Tally, tempDir } from "./support.ts";
 
@@ -123,22 +123,8 @@ async function bed(): Promise<Bed> {
   return { dir, base, up, runs, rogueState: rogue.state, serial: {} };
 }
 
-/** Dial as the rogue node, exactly as its own `run` would: its membership and identity key. */
-async function asRogue(state: string): Promise<NatsConnection> {
-  const membership = new State(state).readMembership()!;
-  const keys = loadKeys(state);
-  if (!keys.ok) throw new Error(keys.reason);
-  const auth = membershipAuth(membership, keys.keys.identity.privateKey);
-  if ("refused" in auth) throw new Error(auth.refused);
-  const dialled = await dial({
-    servers: membership.servers,
-    fingerprint: membership.fingerprint,
-    auth,
-    inboxPrefix: `_INBOX.node.${ROGUE}`,
-  });
-  if (!dialled.ok) throw new Error(dialled.reason);
-  return dialled.nc;
-}
+/** Dial as the rogue node, exactly as its own `run` would. */
+const asRogue = (state: string) => asNodeOf(state, ROGUE);
 
 /** Streams, buckets, the healthy nodes' consumers and pending declarations: as a string to compare. */
 async function shape(dir: string): Promise<string> {

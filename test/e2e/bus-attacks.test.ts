@@ -10,12 +10,13 @@ import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPORTS_PER_NODE } from "../../src/defaults.ts";
-import { dial, membershipAuth } from "../../src/link/dial.ts";
+import { dial } from "../../src/link/dial.ts";
 import { issueJwt } from "../../src/mesh/jwt.ts";
 import { loadKeys, makeKeys, publicKeys, State } from "../../src/store/index.ts";
 import { nkeyOf } from "../../src/vocabulary/index.ts";
 import { enrolAt } from "../mesh/fleet.ts";
 import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
+import { asNodeOf } from "../mesh/state.ts";
 import { ensureSea } from "../support/sea.ts";
 
 let mesh: MeshDouble;
@@ -37,22 +38,7 @@ async function enrolled(node: string): Promise<string> {
   return (await enrolAt((await mesh.enrolmentCode(node)).code, base)).state;
 }
 
-/** Dial as the node whose state directory this is, exactly as its own `run` would. */
-async function asNode(state: string, node: string, inbox = `_INBOX.node.${node}`): Promise<NatsConnection> {
-  const membership = new State(state).readMembership()!;
-  const keys = loadKeys(state);
-  if (!keys.ok) throw new Error(keys.reason);
-  const auth = membershipAuth(membership, keys.keys.identity.privateKey);
-  if ("refused" in auth) throw new Error(auth.refused);
-  const dialled = await dial({
-    servers: membership.servers,
-    fingerprint: membership.fingerprint,
-    auth,
-    inboxPrefix: inbox,
-  });
-  if (!dialled.ok) throw new Error(dialled.reason);
-  return dialled.nc;
-}
+const asNode = asNodeOf;
 
 async function settle(nc: NatsConnection): Promise<void> {
   await nc.flush().catch(() => undefined);

@@ -11,9 +11,10 @@ import { sign } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ENROL_PER_NODE } from "../../src/defaults.ts";
 import { MeshDir, serviceAuthenticator } from "../../src/mesh/index.ts";
 import { makeKeys, publicKeys } from "../../src/store/index.ts";
 import { decodeCode, keyPairOfSeed, nkeyOf } from "../../src/vocabulary/index.ts";
@@ -189,5 +190,45 @@ describe("a code works once (issue 28, item 3)", () => {
     expect(late.stderr).toMatch(
       /wrong, already used, expired or withdrawn|not in this mesh|no enrolment code/,
     );
+  });
+});
+
+// The node asks again every ENROL_ASK_AGAIN_MS while unanswered (protocol.md "Codes are spent once"): a code's
+// holder may do the same as fast as it likes. The bus keeps ENROL_PER_NODE of its questions, the code is spent once,
+// to the first keys, and another node's enrolment goes on being answered.
+describe("a code's holder asking over and over (issue 28, item 3; the re-ask as the least trusted node)", () => {
+  it(`keeps at most ${ENROL_PER_NODE} of its questions on the bus, spends the code once, and holds up no one else`, async () => {
+    const added = await mesh(dir, ["node", "add", "loud"]);
+    expect(added.code, added.stderr).toBe(0);
+    const nc = await asEnrolling(added.stdout);
+    const js = jetstream(nc);
+    const keys = publicKeys(makeKeys());
+    const question = (i: number) =>
+      JSON.stringify({
+        v: 1,
+        node: "loud",
+        reply: `_INBOX.enrol.loud.${i}`,
+        // the first asks with `keys`, every later one with keys of its own: only the first may be recorded
+        keys: i === 0 ? keys : publicKeys(makeKeys()),
+        facts: { os: "linux", arch: "x64", hostname: "loud", version: "0.0.0" },
+      });
+    await js.publish("mesh.enrol.loud", question(0));
+    const flood = [];
+    for (let i = 1; i <= 200; i++) flood.push(js.publish("mesh.enrol.loud", question(i)).catch(() => null));
+    await Promise.all(flood);
+
+    const calm = await mesh(dir, ["node", "add", "calm"]);
+    expect(calm.code, calm.stderr).toBe(0);
+    await enrolled("calm", calm.stdout);
+
+    const m = await asMesh();
+    const info = await jetstreamManager(m).then((jsm) =>
+      jsm.streams.info("ENROL", { subjects_filter: "mesh.enrol.loud" }),
+    );
+    expect(info.state.subjects?.["mesh.enrol.loud"] ?? 0).toBeLessThanOrEqual(ENROL_PER_NODE);
+    await m.close();
+    await nc.close().catch(() => undefined);
+    expect((await nodeRecord(dir, "loud")).keys).toEqual(keys);
+    expect((await nodeRecord(dir, "calm")).keys).toBeDefined();
   });
 });

@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { connectBus, ensureNodeConsumer, MeshDir } from "../../src/mesh/index.ts";
-import { addNode, enrolAt, Kept, runLinkUp as linkUp } from "../mesh/fleet.ts";
+import { addNode, appConf, enrolAt, Kept, runLinkUp as linkUp } from "../mesh/fleet.ts";
 import { freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
 import { ensureSea } from "../support/sea.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -21,12 +21,6 @@ beforeAll(() => {
 // JetStream files into one makes its removal fail
 afterEach(async () => {
   await kept.stopAll();
-});
-
-const declaration = (content: string) => ({
-  v: 1,
-  mode: "converged",
-  resources: [{ id: "conf", type: "file", path: "/etc/app.conf", content }],
 });
 
 function file(base: string, name: string, value: object): string {
@@ -60,14 +54,14 @@ describe("a move onto a cluster with a server down", () => {
     }
     const { state, root } = await enrolAt(await addNode(a, "web-1"), join(base, "web-1"));
     let run = await runLinkUp(state, root);
-    const first = await mesh(a, ["push", "web-1", file(base, "a.json", declaration("on a\n")), ...WAIT]);
+    const first = await mesh(a, ["push", "web-1", file(base, "a.json", appConf("on a\n")), ...WAIT]);
     expect(first.code, first.stderr).toBe(0);
     const moved = await mesh(a, ["move", "web-1", "--to", b, ...WAIT]);
     expect(moved.code, moved.stderr).toBe(0);
     expect(await run.exited).toBe(0);
     run = await runLinkUp(state, root);
     // the default wait (60 s): a pull lost to a consumer without a leader took longer than that to be noticed
-    const there = await mesh(b, ["push", "web-1", file(base, "b.json", declaration("on b\n"))]);
+    const there = await mesh(b, ["push", "web-1", file(base, "b.json", appConf("on b\n"))]);
     expect(there.code, `${there.stdout}${there.stderr}\n${run.output().stderr}`).toBe(0);
     expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("on b\n");
   });

@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TestMesh } from "../mesh/fleet.ts";
+import { appConf, TestMesh } from "../mesh/fleet.ts";
 import { awaitOutput, mesh, serverDir } from "../mesh/operator.ts";
 import { codeRecord, nodeRecord } from "../mesh/state.ts";
 import { type Running, runCli, startRun } from "../support/cli.ts";
@@ -22,12 +22,6 @@ beforeAll(() => {
 }, 600_000);
 afterAll(async () => {
   await m?.stop();
-});
-
-const declaration = (content: string) => ({
-  v: 1,
-  mode: "converged",
-  resources: [{ id: "conf", type: "file", path: "/etc/app.conf", content }],
 });
 
 const file = (name: string, value: object) => m.file(name, value);
@@ -57,7 +51,7 @@ describe("a node removed, reissued and enrolled again", () => {
     base = m.base;
     dir = m.dir;
     ({ state, root, run } = await m.node("web-1"));
-    const pushed = await mesh(dir, ["push", "web-1", file("one.json", declaration("one\n")), ...WAIT]);
+    const pushed = await mesh(dir, ["push", "web-1", file("one.json", appConf("one\n")), ...WAIT]);
     expect(pushed.code, pushed.stderr).toBe(0);
   }, 300_000);
 
@@ -107,7 +101,7 @@ describe("a node removed, reissued and enrolled again", () => {
     expect(run.output().stderr).toContain("enrolled again: exiting to be started on the new membership");
     run = m.keep(startRun(state, root));
     await awaitOutput(run, (o) => o.stderr.includes('"link up"'), "the node's link up again");
-    const pushed = await mesh(dir, ["push", "web-1", file("two.json", declaration("two\n")), ...WAIT]);
+    const pushed = await mesh(dir, ["push", "web-1", file("two.json", appConf("two\n")), ...WAIT]);
     expect(pushed.code, pushed.stderr).toBe(0);
     expect(pushed.stdout).toMatch(/^web-1: serial 2\n/);
     expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("two\n");

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeAccountKeys, seedsOf } from "../../src/mesh/accounts.ts";
-import { addNode, asController, enrolAt, runLinkUp, TestMesh } from "../mesh/fleet.ts";
+import { addNode, appConf, asController, enrolAt, runLinkUp, TestMesh } from "../mesh/fleet.ts";
 import { awaitOutput, mesh, serverDir } from "../mesh/operator.ts";
 import { type Running, runCli, startCli } from "../support/cli.ts";
 import { ensureSea } from "../support/sea.ts";
@@ -21,12 +21,6 @@ beforeAll(() => {
 }, 600_000);
 afterAll(async () => {
   await m?.stop();
-});
-
-const declaration = (content: string) => ({
-  v: 1,
-  mode: "converged",
-  resources: [{ id: "conf", type: "file", path: "/etc/app.conf", content }],
 });
 
 let base: string;
@@ -67,17 +61,11 @@ describe("what mesh up says, and which counter a person reads", () => {
     await nc.flush();
     const watch = keep(startCli(["mesh", "--mesh", dir, "watch"]));
     await awaitOutput(watch, (o) => o.stderr.includes("following"), "watch following");
-    const first = await mesh(dir, ["push", "web-1", m.file("one.json", declaration("one\n")), ...WAIT]);
+    const first = await mesh(dir, ["push", "web-1", m.file("one.json", appConf("one\n")), ...WAIT]);
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toMatch(/^web-1: serial 1\n/);
     expect(first.stdout).not.toMatch(/seq/);
-    const json = await mesh(dir, [
-      "push",
-      "web-1",
-      m.file("two.json", declaration("two\n")),
-      ...WAIT,
-      "--json",
-    ]);
+    const json = await mesh(dir, ["push", "web-1", m.file("two.json", appConf("two\n")), ...WAIT, "--json"]);
     expect(json.code, json.stderr).toBe(0);
     const doc = JSON.parse(json.stdout).nodes[0];
     expect(doc).toMatchObject({ node: "web-1", serial: 2, seq: expect.any(Number) });

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MeshDir, serviceAuthenticator } from "../../src/mesh/index.ts";
-import { addNode, enrolAt, Kept, runLinkUp } from "../mesh/fleet.ts";
+import { addNode, appConf, enrolAt, Kept, runLinkUp } from "../mesh/fleet.ts";
 import { freePortPairs, heldOrder, initMesh, mesh, meshUp } from "../mesh/operator.ts";
 import { asNodeUser, nodeRecord } from "../mesh/state.ts";
 import { type Running, runCli } from "../support/cli.ts";
@@ -26,12 +26,6 @@ beforeAll(() => {
 }, 600_000);
 
 const keep = (r: Running) => kept.keep(r);
-
-const declaration = (content: string) => ({
-  v: 1,
-  mode: "converged",
-  resources: [{ id: "conf", type: "file", path: "/etc/app.conf", content }],
-});
 
 /** The server (index from 0) the process `pid` holds its link to, read from the kernel's sockets. */
 function linkedServer(pid: number, ports: number[]): number {
@@ -68,7 +62,7 @@ describe("three controllers with their own copies of the mesh directory, and a s
   };
   const file = (name: string, content: string) => {
     const path = join(base, name);
-    writeFileSync(path, JSON.stringify(declaration(content)));
+    writeFileSync(path, JSON.stringify(appConf(content)));
     return path;
   };
 

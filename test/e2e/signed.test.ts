@@ -12,7 +12,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Report, SignedMessage, signMessage } from "../../src/vocabulary/index.ts";
-import { asController, type LinkedNode, TestMesh } from "../mesh/fleet.ts";
+import { appConf, asController, type LinkedNode, TestMesh } from "../mesh/fleet.ts";
 import { awaitOutput, mesh } from "../mesh/operator.ts";
 import { nodeRecord } from "../mesh/state.ts";
 import { type Running, startCli } from "../support/cli.ts";
@@ -26,12 +26,6 @@ beforeAll(() => {
 }, 600_000);
 const keep = (r: Running) => m.keep(r);
 
-const declaration = (content: string) => ({
-  v: 1,
-  mode: "converged",
-  resources: [{ id: "conf", type: "file", path: "/etc/app.conf", content }],
-});
-
 type Node = LinkedNode;
 
 /** `mesh node add`, `enrol` (the code on stdin) into a fresh state directory, `run` until its link is up. */
@@ -39,7 +33,7 @@ const enrolled = (name: string, life: string): Promise<Node> => m.node(name, { a
 
 async function push(dir: string, base: string, node: string, content: string): Promise<void> {
   const path = join(base, `${node}-${content.trim()}.json`);
-  writeFileSync(path, JSON.stringify(declaration(content)));
+  writeFileSync(path, JSON.stringify(appConf(content)));
   const r = await mesh(dir, ["push", node, path, ...WAIT]);
   expect(r.code, `${r.stdout}${r.stderr}`).toBe(0);
 }
@@ -228,7 +222,7 @@ describe("issue 28 item 5: reports and heartbeats are the node's only when it si
   it("a forged report of the very declaration pushed is no answer to the push", async () => {
     expect(await b.run.stop()).toBe(0);
     const path = join(base, "waited.json");
-    writeFileSync(path, JSON.stringify(declaration("waited\n")));
+    writeFileSync(path, JSON.stringify(appConf("waited\n")));
     const pushing = keep(startCli(["mesh", "--mesh", dir, "push", "b", path, "--wait-s", "20", "--json"]));
     const nc = await asController(dir);
     try {

@@ -1,8 +1,8 @@
 // A self-signed certificate made for one run, with openssl: P-256, SAN 127.0.0.1 and localhost.
-import { execFileSync } from "node:child_process";
 import { createHash, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { selfSigned } from "../../src/mesh/index.ts";
 
 export interface MadeCert {
   certFile: string;
@@ -17,29 +17,7 @@ export interface MadeCert {
 export function makeCert(dir: string, name = "server", cn = "mesh-double"): MadeCert {
   const certFile = join(dir, `${name}.pem`);
   const keyFile = join(dir, `${name}.key`);
-  execFileSync(
-    "openssl",
-    [
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:prime256v1",
-      "-nodes",
-      "-keyout",
-      keyFile,
-      "-out",
-      certFile,
-      "-days",
-      "2",
-      "-subj",
-      `/CN=${cn}`,
-      "-addext",
-      "subjectAltName=IP:127.0.0.1,DNS:localhost",
-    ],
-    { stdio: ["ignore", "ignore", "pipe"] },
-  );
+  selfSigned({ keyFile, certFile, days: 2, cn, names: ["IP:127.0.0.1", "DNS:localhost"] });
   const certPem = readFileSync(certFile, "utf8");
   return {
     certFile,

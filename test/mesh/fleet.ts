@@ -38,6 +38,13 @@ export class Kept {
   }
 }
 
+/** A declaration of one file, `/etc/app.conf` holding `content`: the push most mesh tests make. */
+export const appConf = (content: string) => ({
+  v: 1,
+  mode: "converged",
+  resources: [{ id: "conf", type: "file", path: "/etc/app.conf", content }],
+});
+
 /** A node's two directories on the test's machine. */
 export interface NodeDirs {
   state: string;

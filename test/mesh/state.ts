@@ -2,7 +2,9 @@
 // would, never from a file of the mesh directory.
 import { generateKeyPairSync, sign } from "node:crypto";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { dial, membershipAuth } from "../../src/link/dial.ts";
 import { type CodeRecord, MeshDir, type NodeRecord, nodeUserJwt, withState } from "../../src/mesh/index.ts";
+import { loadKeys, State } from "../../src/store/index.ts";
 import { nkeyOf } from "../../src/vocabulary/index.ts";
 
 /** The node's record in mesh-nodes; throws when there is none. */
@@ -41,4 +43,25 @@ export async function asNodeUser(dir: string, node: string): Promise<NatsConnect
     tls: { ca: m.certPem() },
     reconnect: false,
   });
+}
+
+/** Dial as the node whose state directory this is, exactly as its own `run` would: its membership and identity key. */
+export async function asNodeOf(
+  state: string,
+  node: string,
+  inbox = `_INBOX.node.${node}`,
+): Promise<NatsConnection> {
+  const membership = new State(state).readMembership()!;
+  const keys = loadKeys(state);
+  if (!keys.ok) throw new Error(keys.reason);
+  const auth = membershipAuth(membership, keys.keys.identity.privateKey);
+  if ("refused" in auth) throw new Error(auth.refused);
+  const dialled = await dial({
+    servers: membership.servers,
+    fingerprint: membership.fingerprint,
+    auth,
+    inboxPrefix: inbox,
+  });
+  if (!dialled.ok) throw new Error(dialled.reason);
+  return dialled.nc;
 }

@@ -12,6 +12,7 @@ import {
   openState,
   outcomeCounts,
   type Pushed,
+  replacedLine,
   reportOf,
 } from "../../mesh/index.ts";
 import { printable } from "../../printable.ts";
@@ -35,7 +36,9 @@ export function settledJob(job: Job, pushed: Pushed[], waitS: number): Job {
           steps: p.report.steps,
           refusals: p.report.refusals,
         }
-      : { ...nodes[p.node]!, outcome: "silent", detail: `no report within ${waitS} s` };
+      : p.replacedBy
+        ? { ...nodes[p.node]!, outcome: "superseded", detail: replacedLine(p.replacedBy) }
+        : { ...nodes[p.node]!, outcome: "silent", detail: `no report within ${waitS} s` };
   }
   return { ...job, nodes, finished_at: new Date().toISOString() };
 }

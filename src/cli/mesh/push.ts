@@ -13,6 +13,7 @@ import {
   prepareMove,
   preparePush,
   publishAndWait,
+  replacedLine,
   type State,
   selectedNodes,
   targetsOf,
@@ -146,6 +147,7 @@ function say(pushed: Pushed[], args: MeshArgs, job?: string): void {
         seq: p.seq,
         digest: p.digest,
         report: p.report,
+        ...(p.replacedBy ? { replaced_by: p.replacedBy } : {}),
       })),
     });
     return;
@@ -153,7 +155,8 @@ function say(pushed: Pushed[], args: MeshArgs, job?: string): void {
   for (const p of pushed) {
     // the serial is what a person reads; the stream's sequence is in --json alone
     const head = `${p.node}: serial ${p.serial}`;
-    if (!p.report) writeOut(`${head}: ${args.waitS ? `no report within ${args.waitS} s` : "sent"}`);
+    if (p.replacedBy) writeOut(`${head}: ${replacedLine(p.replacedBy)}`);
+    else if (!p.report) writeOut(`${head}: ${args.waitS ? `no report within ${args.waitS} s` : "sent"}`);
     else writeOut(`${head}\n${table(p.report.steps)}${summary(p.report)}${refusals(p)}`);
   }
   if (job) writeOut(`job ${job} (mesh-host mesh job ${job})`);

@@ -198,6 +198,12 @@ export const SERVER_JETSTREAM_DISK = "1GB";
  * rather than left to time out.
  */
 export const RESOLVER_FETCH_S = 2;
+/**
+ * The issued-at of NODES' and ENROL's claims as each server's configuration preloads them: older than any claims
+ * ever pushed. A server keeps the newest claims it holds (its resolver directory, its peers'), so a preload issued
+ * at start would replace, on a restart, the revocations pushed since; this one only fills an empty directory.
+ */
+export const RESOLVER_PRELOAD_IAT_S = 1;
 /** How long a JetStream call is tried again while the servers reload a user list. */
 export const JS_RELOAD_MS = 15_000;
 /** A JetStream call that met a reload, or a cluster not yet ready, is tried again after this. */

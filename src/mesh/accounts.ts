@@ -213,7 +213,13 @@ export interface Revocations {
 
 export const NO_REVOCATIONS: Revocations = { users: {}, enrolling: [] };
 
-export function accountJwt(keys: AccountKeys, kind: AccountKind, revoked = NO_REVOCATIONS): string {
+/** An account's claims signed by the operator, issued now (or at `iat`: conf.ts's preload). */
+export function accountJwt(
+  keys: AccountKeys,
+  kind: AccountKind,
+  revoked = NO_REVOCATIONS,
+  iat?: number,
+): string {
   const nats =
     kind === "mesh"
       ? meshClaims(keys)
@@ -223,7 +229,7 @@ export function accountJwt(keys: AccountKeys, kind: AccountKind, revoked = NO_RE
           ? enrolClaims(keys, revoked)
           : { type: "account", limits: UNLIMITED };
   return issueJwt(
-    { name: ACCOUNT_NAMES[kind], sub: accountId(keys, kind), nats },
+    { name: ACCOUNT_NAMES[kind], sub: accountId(keys, kind), iat, nats },
     keys.operator.privateKey,
     "operator",
   );

@@ -11,7 +11,7 @@ import { codeOf, enrolOf, newCode, newRecord } from "../../src/mesh/nodes.ts";
 import { askEnrol, codeUser, dialWithCode, heldClaims, heldRevocations } from "../mesh/enrolling.ts";
 import { addNode, TestMesh } from "../mesh/fleet.ts";
 import { EVENT_WAIT_MS, waitFor } from "../mesh/index.ts";
-import { mesh } from "../mesh/operator.ts";
+import { mesh, meshUp } from "../mesh/operator.ts";
 import { nodeRecord } from "../mesh/state.ts";
 import { ensureSea } from "../support/sea.ts";
 
@@ -124,5 +124,21 @@ describe("node rm", () => {
     expect(heldClaims(m.dir, "nodes")?.nats).not.toHaveProperty("tags");
     expect(revoked(pending)).toBe(true);
     await expect(dialAs(pending)).rejects.toThrow(/authentication|authorization/i);
+  }, 300_000);
+});
+
+describe("a restart of mesh up", () => {
+  it("keeps every revocation: a spent code stays cut, NODES' and ENROL's lists are what they were", async () => {
+    const code = await addNode(m.dir, "restart-1");
+    expect(await enrol(code)).toBe("ok");
+    await waitFor(() => revoked(code), EVENT_WAIT_MS, "ENROL to revoke restart-1's spent code");
+    const before = { nodes: heldRevocations(m.dir, "nodes"), enrol: heldRevocations(m.dir, "enrol") };
+    expect(Object.keys(before.nodes).length).toBeGreaterThan(0);
+    // the servers start again from their configuration, which preloads each account's claims
+    await m.up.stop();
+    m.keep(await meshUp(m.dir));
+    expect(heldRevocations(m.dir, "nodes")).toEqual(before.nodes);
+    expect(heldRevocations(m.dir, "enrol")).toEqual(before.enrol);
+    await expect(dialAs(code)).rejects.toThrow(/authentication|authorization/i);
   }, 300_000);
 });

@@ -10,6 +10,9 @@ import { accountId, MeshDir } from "../../src/mesh/index.ts";
 import { makeKeyPair, makeOverlayKey, publicKeys } from "../../src/store/index.ts";
 import { decodeCode, keyPairOfSeed } from "../../src/vocabulary/index.ts";
 
+const REREADS = 100;
+const REREAD_PAUSE_MS = 10;
+
 const claimsOf = (jwt: string) =>
   JSON.parse(Buffer.from(jwt.split(".")[1] ?? "", "base64url").toString()) as {
     iat: number;
@@ -28,7 +31,16 @@ export function heldClaims(dir: string, kind: "nodes" | "enrol" | "mesh", server
     "jwt",
     `${accountId(new MeshDir(dir).accountKeys(), kind)}.jwt`,
   );
-  return existsSync(file) ? claimsOf(readFileSync(file, "utf8").trim()) : null;
+  // the server writes the file in place: one read may catch it empty or half-written, so it is read again
+  for (let i = 1; ; i++) {
+    if (!existsSync(file)) return null;
+    try {
+      return claimsOf(readFileSync(file, "utf8").trim());
+    } catch (e) {
+      if (i >= REREADS) throw e;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, REREAD_PAUSE_MS);
+    }
+  }
 }
 
 /** The revocations the account's claims carry there ({} when none). */

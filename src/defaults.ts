@@ -267,6 +267,8 @@ export const ENROL_REVOKE_DELAY_MS = 6_000;
 export const ENROL_ASK_AGAIN_MS = 2_000;
 /** A code spent this lately still holds ENROL's revocation of every older user below it: its answer's on its way. */
 export const ENROL_SPENT_HOLD_MS = 3 * ENROL_REVOKE_DELAY_MS;
+/** After the last batch of spent codes' revocations, ENROL's list is pruned once ENROL_REVOKE_ALL_MARGIN_S has passed. */
+export const ENROL_PRUNE_AFTER_MS = ENROL_REVOKE_ALL_MARGIN_S * 1000 + ENROL_REVOKE_DELAY_MS;
 /** How long the servers are given to take an account's new claims (a revocation) over the system account. */
 export const CLAIMS_UPDATE_MS = 10_000;
 /**

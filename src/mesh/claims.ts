@@ -100,7 +100,10 @@ interface Change {
 async function changeRevocations(sys: NatsConnection, keys: AccountKeys, change: Change): Promise<void> {
   for (let i = 1; ; i++) {
     const held = await currentRevocations(sys, keys, change.kind);
-    await pushClaims(sys, accountJwt(keys, change.kind, change.next(held)), ACCOUNT_NAMES[change.kind]);
+    const next = change.next(held);
+    // nothing to change (a prune with nothing to drop): no claims pushed
+    if (JSON.stringify(next.users) === JSON.stringify(held.users) && change.kept(held)) return;
+    await pushClaims(sys, accountJwt(keys, change.kind, next), ACCOUNT_NAMES[change.kind]);
     // two consoles (or controllers) revoking at once each push what they read: read back, and push again when
     // another's claims took this one's place
     if (change.kept(await currentRevocations(sys, keys, change.kind))) return;

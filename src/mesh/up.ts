@@ -6,7 +6,7 @@
 // them and exits 0.
 import type { JsMsg } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
-import { ENROL_REVOKE_DELAY_MS, FLOOD_LOG_MS } from "../defaults.ts";
+import { FLOOD_LOG_MS } from "../defaults.ts";
 import { printable } from "../printable.ts";
 import {
   ENROL_CONSUMER,
@@ -18,7 +18,7 @@ import {
 } from "../vocabulary/index.ts";
 import { issuedAfter, NO_REVOCATIONS, nodeUserJwt, userOfIdentity } from "./accounts.ts";
 import { awaitStreams, type Bus, connectBus, ensureNodeConsumer, sweepConsumers } from "./bus.ts";
-import { currentRevocations, type Revoke, revokeOnBus } from "./claims.ts";
+import { currentRevocations } from "./claims.ts";
 import { answerable, consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 import { admit } from "./enrolments.ts";
 import { reportOf, serialOf } from "./fleet.ts";
@@ -26,18 +26,10 @@ import { heardFrom, identityOf } from "./heard.ts";
 import { Budget, FleetWriter, takeHeartbeats } from "./heartbeats.ts";
 import { Keeper } from "./keeper.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
-import { codeRevoke, enrolFloor } from "./nodes.ts";
 import { recordLine, Said, subjectNode } from "./said.ts";
 import { type RunningServer, runningServers, startServer, stopServer } from "./servers.ts";
-import {
-  type CodeRecord,
-  changeNode,
-  ensureBuckets,
-  type NodeRecord,
-  replicasOf,
-  type State,
-  stateOf,
-} from "./state.ts";
+import { SpentCodes } from "./spent.ts";
+import { changeNode, ensureBuckets, type NodeRecord, replicasOf, type State, stateOf } from "./state.ts";
 
 export interface UpOptions {
   /** Only server I (from 1, in init's order); all of them when null. */
@@ -116,9 +108,8 @@ class Controller {
   private readonly said: Said;
   /** What went wrong with a node's message: on stderr, the same one not repeated within a minute. */
   private readonly refused: Said;
-  /** Spent enrolling users, in the order their answers went out, each with when it is due to be revoked. */
-  private readonly spent: { due: number; revoke: Revoke }[] = [];
-  private spendTimer: NodeJS.Timeout | null = null;
+  /** Spent codes' enrolling users, revoked in batches after their answers. */
+  private readonly spent: SpentCodes;
   /** SYS, for reading NODES' revocations at an enrolment: opened at the first, kept until stop. */
   private sys: Promise<Bus> | null = null;
 
@@ -138,6 +129,7 @@ class Controller {
       this.said.say(`${change}:${node}`, recordLine(node, change)),
     );
     this.writer = new FleetWriter(this.state, this.warn);
+    this.spent = new SpentCodes(mesh, () => [...this.keeper.codes.values()].map((e) => e.value), this.warn);
   }
 
   /** False when stopped before JetStream answered. */
@@ -179,6 +171,7 @@ class Controller {
     this.heartbeats?.unsubscribe();
     this.keeper.stop();
     if (this.floodTimer) clearInterval(this.floodTimer);
+    this.spent.stop();
     this.sayFloods();
     await this.writer.flush();
     await this.sys?.then((sys) => sys.close()).catch(() => undefined);
@@ -225,7 +218,7 @@ class Controller {
       // counted from its own answer, never a burst's first (a code spent late in a burst was revoked before its
       // answer went out), and only once answered: a failure above leaves the question to be handed out again
       // and answered to the same keys, which a revocation would have cut off
-      this.revokeAfterAnswer(admitted);
+      this.spent.answered(admitted);
       this.said.say(
         `enrolled:${q.node}:${q.keys.identity}`,
         `enrolled node ${q.node} (${printable(q.facts.hostname ?? "?", 64)})`,
@@ -249,36 +242,6 @@ class Controller {
       },
     );
     return issuedAfter(held, user);
-  }
-
-  /**
-   * A spent code's enrolling user is revoked ENROL_REVOKE_DELAY_MS after its own answer went out (revoking at once
-   * would cut the connection the answer is on); every one due by then goes in one push.
-   */
-  private revokeAfterAnswer(spent: CodeRecord): void {
-    this.spent.push({ due: Date.now() + ENROL_REVOKE_DELAY_MS, revoke: codeRevoke(spent) });
-    this.spendTimer ??= setTimeout(() => this.revokeDue(), ENROL_REVOKE_DELAY_MS);
-  }
-
-  /**
-   * Every spent enrolling user now due, in one push, with ENROL's revocation of every user issued before the
-   * oldest code still to be used (nodes.ts enrolFloor): the entries it covers go. The timer set again for the next.
-   */
-  private revokeDue(): void {
-    this.spendTimer = null;
-    const now = Date.now();
-    const waiting = this.spent.findIndex((s) => s.due > now);
-    const due = this.spent.splice(0, waiting === -1 ? this.spent.length : waiting).map((s) => s.revoke);
-    const floor = enrolFloor(
-      [...this.keeper.codes.values()].map((e) => e.value),
-      now,
-    );
-    if (due.length)
-      void revokeOnBus(this.mesh, due, floor).catch((e: Error) =>
-        this.warn(`cannot revoke spent enrolling users (their codes are spent all the same): ${e.message}`),
-      );
-    const next = this.spent[0];
-    if (next) this.spendTimer = setTimeout(() => this.revokeDue(), next.due - now);
   }
 
   /** A report, read once across every controller (REPORTS' one durable): the fleet entry written at once. */

@@ -4,7 +4,7 @@ import type { DecideContext, RecordBase, Step, Traits } from "../appliers/index.
 import { FILE_READ_CONCURRENCY } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
 import type { Records } from "../store/index.ts";
-import { type Declaration, type Did, pathsOf, type Resource } from "../vocabulary/index.ts";
+import { type Declaration, type Did, madeOf, pathsOf, type Resource } from "../vocabulary/index.ts";
 import { giveBackOf, holdOf, isAdoptedStep, isHeldRecord } from "./adopted.ts";
 
 /** What a step does to the machine: these make `on` and `restart_on` fire. */
@@ -165,7 +165,7 @@ async function removalsOf(input: PlanInput, ctx: DecideContext): Promise<Planned
   const steps: PlannedStep[] = [];
   for (const id of gone) {
     const record = records[id]!;
-    const givenBack = giveBackOf(id, record);
+    const givenBack = giveBackOf(host, id, record);
     if (givenBack) {
       steps.push({ ...givenBack, record });
       continue;
@@ -233,11 +233,11 @@ export function runsOf(host: Host, resources: Resource[]): Resource[][] {
   return runs;
 }
 
-/** What a step's outcome tells the steps after it: its id changed, and the path it declares now exists. */
+/** What a step's outcome tells the steps after it: its id changed, and what it makes (its kind's `madeOf`) exists. */
 export function noteChange(step: PlannedStep, did: Did, changed: Set<string>, made: Set<string>): void {
   if (!CHANGING.has(did)) return;
   changed.add(step.id);
-  if (step.resource && did !== "removed") for (const path of pathsOf(step.resource)) made.add(path);
+  if (step.resource && did !== "removed") for (const path of madeOf(step.resource)) made.add(path);
 }
 
 /** The whole plan: every step the apply would take, in its order, with what each would change fed forward. */

@@ -23,7 +23,7 @@ export {
   facts,
   meshInterfaces,
   type OverlayPorts,
-  type OverlayRecord,
+  OverlayRecord,
   overlayApplier,
   overlayKeyOf,
   retiredTunnels,

@@ -36,7 +36,7 @@ interface KeptData {
 
 /** The container applier's steps, keyed by action: each executor below is handed its own. */
 export type ContainerStep =
-  | StepOf<"hold" | "none" | "note", KeptData>
+  | StepOf<"none" | "note", KeptData>
   | StepOf<"start" | "stop" | "restart", KeptData>
   | StepOf<"create" | "recreate", Plan>
   | StepOf<"remove" | "forget" | "fail" | "refuse">;

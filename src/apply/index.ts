@@ -11,7 +11,7 @@ export {
   reportWithoutSteps,
   type Unseal,
 } from "./apply.ts";
-export { CHANGING, declaredPaths, planSteps } from "./plan.ts";
+export { declaredPaths, planSteps } from "./decide.ts";
 export { planAsked } from "./planned.ts";
 export {
   type ApplyOptions,
@@ -22,3 +22,4 @@ export {
   type Machine,
   type NodeParts,
 } from "./sources.ts";
+export { CHANGING } from "./steps.ts";

@@ -145,7 +145,7 @@ export function copyWithNewType(): string {
   l = after(
     l,
     "export const PORTABLE_APPLIERS: ApplierList = {\n",
-    "  marker: markerApplier,\n",
+    "  marker: registered(markerApplier),\n",
     NEW_TYPE_FILES[2],
   );
   writeFileSync(list, l);

@@ -171,10 +171,10 @@ export async function preparePush(
   return composed;
 }
 
-/** Listen for the targets' reports, then publish each signed envelope; the stream sequence of each. */
 /** Told when the wait for reports begins (`node` null) and as each node's report arrives. */
 export type ReportHeard = (reported: number, of: number, node: string | null, outcome?: string) => void;
 
+/** Listen for the targets' reports, then publish each signed envelope; the stream sequence of each. */
 export async function publishAndWait(
   mesh: MeshDir,
   state: State,
@@ -183,35 +183,13 @@ export async function publishAndWait(
   heard: ReportHeard = () => {},
 ): Promise<Pushed[]> {
   const bus = state.bus;
-  const byDigest = new Map<string, Report>();
-  const later: Later = new Map();
-  const seqs = new Map<string, number>();
-  const wanted = new Set(composed.map((c) => c.digest));
-  const replaced = (c: Composed) =>
-    !byDigest.has(c.digest) && (later.get(c.node)?.seq ?? 0) > (seqs.get(c.node) ?? Infinity);
-  let done: () => void = () => {};
-  const all = new Promise<void>((r) => (done = r));
-  const settle = () => {
-    if (composed.every((c) => byDigest.has(c.digest) || replaced(c))) done();
-  };
+  const tally = new ReportTally(composed, heard);
   const subs = composed.map((c) =>
     bus.nc.subscribe(reportSubject(c.node), {
       callback: (err, m) => {
-        if (err) return;
         // only the node's own signed word answers a push: a forged report is no answer
-        const r = heardFrom(c.node, c.to, m.data, "report");
-        if (!r.ok) return;
-        const { digest, seq } = r.value.declaration;
-        if (!wanted.has(digest)) {
-          if (seq > (later.get(c.node)?.seq ?? 0)) later.set(c.node, { seq, digest });
-          if (replaced(c)) heard(byDigest.size, wanted.size, c.node, "replaced");
-          settle();
-          return;
-        }
-        const first = !byDigest.has(digest);
-        byDigest.set(digest, r.value);
-        if (first) heard(byDigest.size, wanted.size, c.node, r.value.outcome);
-        settle();
+        const r = err ? null : heardFrom(c.node, c.to, m.data, "report");
+        if (r?.ok) tally.heard(c, r.value);
       },
     }),
   );
@@ -221,33 +199,87 @@ export async function publishAndWait(
     for (const c of composed) {
       const envelope = signEnvelope(c.body, key);
       try {
-        seqs.set(
-          c.node,
-          (await jsCall(() => bus.js.publish(declareSubject(c.node), JSON.stringify(envelope)))).seq,
-        );
+        const ack = await jsCall(() => bus.js.publish(declareSubject(c.node), JSON.stringify(envelope)));
+        tally.published(c, ack.seq);
       } catch (e) {
         throw new Error(`publishing to node ${c.node} failed: ${firstLine(e)}`);
       }
     }
-    await recordSeqs(state, composed, seqs);
-    if (waitMs > 0) {
-      if (byDigest.size < wanted.size) heard(byDigest.size, wanted.size, null);
-      settle();
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([all, new Promise<void>((r) => (timer = setTimeout(r, waitMs)))]);
-      clearTimeout(timer);
-    }
+    await recordSeqs(state, composed, tally.seqs);
+    if (waitMs > 0) await tally.settled(waitMs);
     const pushed: Pushed[] = [];
-    for (const c of composed)
+    for (const c of composed) {
+      const later = tally.replacedBy(c);
       pushed.push({
         ...c,
-        seq: seqs.get(c.node)!,
-        report: byDigest.get(c.digest) ?? null,
-        replacedBy: replaced(c) ? await replacing(state, c.node, later.get(c.node)!) : null,
+        seq: tally.seqs.get(c.node)!,
+        report: tally.reportOf(c),
+        replacedBy: later && (await replacing(state, c.node, later)),
       });
+    }
     return pushed;
   } finally {
     for (const s of subs) s.unsubscribe();
+  }
+}
+
+/**
+ * What the targets reported while a push waits: each push's own report, or a later declaration's that says the
+ * node will never take this one. Settled when every target has one or the other.
+ */
+class ReportTally {
+  private readonly byDigest = new Map<string, Report>();
+  private readonly later: Later = new Map();
+  readonly seqs = new Map<string, number>();
+  private readonly wanted: Set<string>;
+  private done: () => void = () => {};
+  private readonly all = new Promise<void>((r) => (this.done = r));
+
+  constructor(
+    private readonly composed: Composed[],
+    private readonly told: ReportHeard,
+  ) {
+    this.wanted = new Set(composed.map((c) => c.digest));
+  }
+
+  heard(c: Composed, report: Report): void {
+    const { digest, seq } = report.declaration;
+    if (!this.wanted.has(digest)) {
+      if (seq > (this.later.get(c.node)?.seq ?? 0)) this.later.set(c.node, { seq, digest });
+      if (this.replacedBy(c)) this.told(this.byDigest.size, this.wanted.size, c.node, "replaced");
+    } else if (!this.byDigest.has(digest)) {
+      this.byDigest.set(digest, report);
+      this.told(this.byDigest.size, this.wanted.size, c.node, report.outcome);
+    } else this.byDigest.set(digest, report);
+    this.settle();
+  }
+
+  published(c: Composed, seq: number): void {
+    this.seqs.set(c.node, seq);
+  }
+
+  reportOf(c: Composed): Report | null {
+    return this.byDigest.get(c.digest) ?? null;
+  }
+
+  /** The later declaration the node reported, when it has not reported this push's own. */
+  replacedBy(c: Composed): { seq: number; digest: string } | null {
+    const later = this.later.get(c.node);
+    const mine = this.seqs.get(c.node);
+    return !this.byDigest.has(c.digest) && later && mine !== undefined && later.seq > mine ? later : null;
+  }
+
+  /** Until every target is settled, or `waitMs` is spent. */
+  async settled(waitMs: number): Promise<void> {
+    if (this.byDigest.size < this.wanted.size) this.told(this.byDigest.size, this.wanted.size, null);
+    this.settle();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.all, new Promise<void>((r) => (timer = setTimeout(r, waitMs)))]);
+    clearTimeout(timer);
+  }
+
+  private settle(): void {
+    if (this.composed.every((c) => this.byDigest.has(c.digest) || this.replacedBy(c))) this.done();
   }
 }
 

@@ -4,38 +4,13 @@
 // its type, a record by its record schema, a step by the token its own decision left on it. No cast, and no
 // method parameter compared both ways (a typed applier never stands as another's by bivariance).
 import type { Resource } from "../vocabulary/index.ts";
-import type {
-  Applier,
-  DecideContext,
-  Executed,
-  RecordBase,
-  RecordOfAny,
-  ResourceOf,
-  Step,
-  Traits,
-} from "./types.ts";
+import type { Applier, Executed, RecordBase, Registered, ResourceOf, Step, Traits } from "./types.ts";
 
 /** The key its decisions carry: which decided step of its applier a step is (spread copies keep it). */
 const DECIDED: unique symbol = Symbol("decided");
 
 /** A step as a registered applier decided it: the token by which it finds its own typed step again. */
 type Decided = Step & { [DECIDED]?: object };
-
-/** The host's form of an applier of type `T`: every input checked to be its own before its typed code sees it. */
-export interface Registered<T extends string = string> {
-  readonly type: T;
-  /** A record from disk as its applier reads it (its record schema's parse); undefined: not one it reads. */
-  readonly check: (record: RecordOfAny) => RecordOfAny | undefined;
-  readonly decide: (wanted: Resource, record: RecordBase | undefined, ctx: DecideContext) => Promise<Step>;
-  readonly decideRemoval: (id: string, record: RecordBase, ctx: DecideContext) => Promise<Step>;
-  readonly execute: (
-    step: Step,
-    wanted: Resource | undefined,
-    record: RecordBase | undefined,
-    ctx: DecideContext,
-  ) => Promise<Executed<RecordBase>>;
-  readonly traits: Traits<Resource, RecordBase, Step>;
-}
 
 /** What a step that is not its applier's own comes to: it fails, touching nothing. */
 const notOwn = (step: Step, record: RecordBase | undefined): Executed<RecordBase> => ({

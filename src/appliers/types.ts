@@ -4,7 +4,6 @@ import * as z from "zod";
 import type { OriginalMeta, Originals, OverlayState } from "../store/index.ts";
 import type { Exec } from "../system/index.ts";
 import type { Did, Resource } from "../vocabulary/index.ts";
-import type { Registered } from "./dispatch.ts";
 
 export type { OriginalMeta, Originals } from "../store/index.ts";
 export type { Exec, ExecOptions, ExecResult } from "../system/index.ts";
@@ -201,6 +200,22 @@ export interface Applier<
 
 /** The resource of type `T`. */
 export type ResourceOf<T extends Resource["type"]> = Extract<Resource, { type: T }>;
+
+/** The host's form of an applier of type `T`: every input checked to be its own before its typed code sees it. */
+export interface Registered<T extends string = string> {
+  readonly type: T;
+  /** A record from disk as its applier reads it (its record schema's parse); undefined: not one it reads. */
+  readonly check: (record: RecordOfAny) => RecordOfAny | undefined;
+  readonly decide: (wanted: Resource, record: RecordBase | undefined, ctx: DecideContext) => Promise<Step>;
+  readonly decideRemoval: (id: string, record: RecordBase, ctx: DecideContext) => Promise<Step>;
+  readonly execute: (
+    step: Step,
+    wanted: Resource | undefined,
+    record: RecordBase | undefined,
+    ctx: DecideContext,
+  ) => Promise<Executed<RecordBase>>;
+  readonly traits: Traits<Resource, RecordBase, Step>;
+}
 
 /**
  * A host's list: its appliers, each registered (dispatch.ts `registered`) under the type it carries out, so

@@ -209,9 +209,7 @@ describe("src/apply/ by job: the trait lookups, the decider, one owner of the re
 const TYPE_NAMED_OUTSIDE: Record<string, string> = {
   "src/cli/commands/enrol.ts overlay":
     "enrolment takes a found WireGuard tunnel over only where an overlay is",
-  "src/cli/commands/info.ts container": "status says a found container is held (its record's created: false)",
   "src/cli/commands/info.ts overlay": "status shows the overlay's interface where the host has one",
-  "src/cli/commands/overlay.ts overlay": "the `overlay` command reads the declared overlay",
 };
 
 describe("a new resource type touches three files: its vocabulary, its applier file, the host's list", () => {
@@ -252,7 +250,16 @@ describe("a new resource type touches three files: its vocabulary, its applier f
     expect(await file.execute(step, undefined, undefined, {} as never)).toMatchObject({ did: "failed" });
   });
 
-  it("a type added in exactly those three files (kind, applier, list) with a path, a secret, a reference and an adopted hold typechecks, plans, applies, reads back, is refused on a collision, is pushed with --secret, is held as found and given back", async () => {
+  it("no applier decides the adopted-mode hold itself: none reads the declaration's mode or a resource's takes (the overlay's takes names a tunnel)", () => {
+    const own = sourceFiles()
+      .filter((f) => f.startsWith("src/appliers/") && !f.startsWith("src/appliers/arch/overlay/"))
+      .filter((f) =>
+        /\bctx\.mode\b|\.takes\b|\bmode === "adopted"/.test(readFileSync(join(ROOT, f), "utf8")),
+      );
+    expect(own).toEqual([]);
+  });
+
+  it("a type added in exactly those three files (kind, applier, list) with a path, a unique key, what it makes, a secret, a reference and an adopted hold typechecks, plans, applies, reads back, is refused on a collision, is pushed with --secret, is held as found and given back", async () => {
     const dir = copyWithNewType();
     try {
       expect(changedFiles(dir)).toEqual([...NEW_TYPE_FILES].sort());
@@ -292,6 +299,18 @@ describe("a new resource type touches three files: its vocabulary, its applier f
       expect(under.stderr).toContain(
         'resource "hello", field "path": is under /srv, which "f" declares a file',
       );
+      // its kind's unique key: two markers with one label are refused, naming the earlier
+      const labelled = await cli([
+        { ...marker, label: "greeting" },
+        { ...marker, id: "again", path: "/srv/again.txt", label: "greeting" },
+      ]);
+      expect(labelled.code).toBe(2);
+      expect(labelled.stderr).toContain('resource "again", field "label": is also the label of "hello"');
+      // what it makes (its kind's madeOf) exists for what comes after it, in a plan before the machine has it
+      const creates = { id: "act", type: "action", run: ["/bin/true"], creates: "/srv/made.txt" };
+      expect(
+        await applied([{ ...marker, id: "made", path: "/srv/made.txt" }, creates], {}, [], "plan"),
+      ).toEqual(["made created", "act skipped", "hello removed"]);
       // it names another resource: an undeclared one is refused, a declared one is fine
       const dangling = await cli([{ ...marker, after: ["nope"] }]);
       expect(dangling.code).toBe(2);
@@ -345,18 +364,24 @@ describe("a new resource type touches three files: its vocabulary, its applier f
         const r = await copyCli(dir, ["apply", join(dir, "d.json"), ...flags]);
         expect(r.code, r.stderr).toBe(0);
         const steps: { id: string; did: string; detail: string }[] = JSON.parse(r.stdout).report.steps;
-        return steps.map((s) => `${s.id} ${s.did}${s.detail.includes("held") ? " held" : ""}`);
+        // a hold says "<what> held: found …"; its give-back "<what> left as it was found", as every kind's
+        const said = (d: string) =>
+          d.includes(" held: ") ? " held" : d.includes("left as it was found") ? " left" : "";
+        return steps.map((s) => `${s.id} ${s.did}${said(s.detail)}`);
       };
       const found = { id: "found", type: "marker", path: "/srv/found.txt", text: "the mesh's\n" };
       const fresh = { id: "fresh", type: "marker", path: "/srv/fresh.txt", text: "new\n" };
       expect(await applied([found, fresh])).toEqual(["found unchanged held", "fresh created"]);
       expect(readFileSync(join(dir, "root/srv/found.txt"), "utf8")).toBe("the host's\n");
+      // status names it among what the node holds, as it does every kind's hold
+      const status = await copyCli(dir, ["status", ...flags]);
+      expect(JSON.parse(status.stdout).held).toEqual([{ id: "found", type: "marker", name: "found" }]);
       // held once held, as found
       expect(await applied([found, fresh])).toEqual(["found unchanged held", "fresh unchanged"]);
       expect(readFileSync(join(dir, "root/srv/found.txt"), "utf8")).toBe("the host's\n");
       // undeclared: given back as found, nothing of it touched; the mesh's own is removed
       const steps = await applied([{ id: "d", type: "directory", path: "/srv/d" }]);
-      expect(steps).toEqual(["d created", "fresh removed", "found unchanged"]);
+      expect(steps).toEqual(["d created", "fresh removed", "found unchanged left"]);
       expect(readFileSync(join(dir, "root/srv/found.txt"), "utf8")).toBe("the host's\n");
       // declared again with takes: true, it is the mesh's
       expect(await applied([{ ...found, takes: true }])).toEqual(["found created", "d removed"]);

@@ -4,6 +4,7 @@
 // its type, a record by its record schema, a step by the token its own decision left on it. No cast, and no
 // method parameter compared both ways (a typed applier never stands as another's by bivariance).
 import type { Resource } from "../vocabulary/index.ts";
+import { leftAsFound } from "./step.ts";
 import type { Applier, Executed, RecordBase, Registered, ResourceOf, Step, Traits } from "./types.ts";
 
 /** The key its decisions carry: which decided step of its applier a step is (spread copies keep it). */
@@ -126,10 +127,17 @@ function traitsOf<R extends Resource, Rec extends RecordBase, S extends Step>(
     wrote: withRecord(t.wrote, undefined),
     found:
       t.found &&
-      (async (w, ctx) => {
+      (async (w, ctx, held) => {
         const mine = wantedOf(w);
-        return mine && t.found ? t.found(mine, ctx) : false;
+        return mine && t.found ? t.found(mine, ctx, read(held)) : false;
       }),
+    heldAs: t.heldAs && withRecord(t.heldAs, undefined),
+    leftAs: t.leftAs && ((r) => withRecord(t.leftAs, leftAsFound(r.type))(r)),
+    sameAs: (r, w) => {
+      const [record, wanted] = [read(r), wantedOf(w)];
+      // another kind's record never names what `wanted` does
+      return record && wanted ? (t.sameAs?.(record, wanted) ?? true) : false;
+    },
     diff: async (step, w, root) => {
       const s = own(step);
       return s && t.diff ? t.diff(s, wantedOf(w), root) : undefined;

@@ -2,7 +2,7 @@
 // host: service, package, process, `containers/`, `overlay/`). This index is what every applier shares: the
 // Applier interface, the step and its builder. The families' own surfaces are their folders' index.ts.
 export { registered } from "./dispatch.ts";
-export { stepsOf } from "./step.ts";
+export { leftAsFound, stepsOf } from "./step.ts";
 export type {
   Applier,
   ApplierList,
@@ -12,6 +12,7 @@ export type {
   ExecResult,
   Executed,
   Executors,
+  Found,
   KeptOriginal,
   Logger,
   OriginalMeta,

@@ -29,6 +29,10 @@ export function stepsOf<S extends Step = Step>(type: string) {
   };
 }
 
+/** What giving back one the host had, held and never touched, says: nothing of it is the mesh's to undo. */
+export const leftAsFound = (what: string): string =>
+  `${what} left as it was found: it was held, never the mesh's`;
+
 /** A step that failed with the record kept as it was (null when there was none): nothing the host owes is lost. */
 export function failedKeeping<Rec>(detail: string, record: Rec | undefined): Executed<Rec> {
   return { did: "failed", detail, record: record ?? null };
@@ -70,17 +74,6 @@ type Recording<Rec> = Pick<Step, "did" | "detail"> & { data: { record: Rec } };
 /** The executor of a step that touches nothing and keeps the record its decision wrote (what was found, held). */
 export async function recorded<Rec>(s: Recording<Rec>): Promise<Executed<Rec>> {
   return { did: s.did, detail: s.detail, record: s.data.record };
-}
-
-/**
- * The executor of a held step: what was found is left as it is under the record its decision wrote, once what
- * the id named before is given back (`first`: the failure of that, which is the step's, or null).
- */
-export async function keepsHeld<Rec>(
-  s: Recording<Rec>,
-  first: Promise<Executed<Rec> | null>,
-): Promise<Executed<Rec>> {
-  return (await first) ?? recorded(s);
 }
 
 /**

@@ -123,6 +123,14 @@ export type Executors<S extends Step, R, Rec> = {
   ) => Promise<Executed<Rec>>;
 };
 
+/** On an adopted node, one the host already has, held as found: the record the hold keeps, and its line. */
+export interface Found<Rec> {
+  /** What was found, kept for the day a declaration takes it; none: the apply's own record of a hold. */
+  record?: Rec;
+  /** The report's words for the hold ("web.service held: found running on this adopted node (…)"). */
+  detail: string;
+}
+
 /** A found original a step keeps before it runs: journalled, so a kill between the keep and the write loses nothing. */
 export interface KeptOriginal {
   path: string;
@@ -162,11 +170,22 @@ export interface Traits<R extends Resource, Rec extends RecordBase, S extends St
   /** The digest of what the record says the host last wrote at its path: what `DecideContext.wrote` reads. */
   wrote?: (record: Rec) => string | undefined;
   /**
-   * On an adopted node, for a kind whose facts say it is held there (`adopted`): whether the host already has
-   * one at its place. The apply then holds it as found and gives it back as found (apply/adopted.ts); this
-   * applier never sees it until a declaration takes it.
+   * Adopted mode's input, for a kind whose facts say it is held there (`adopted`) and a declaration that does
+   * not take it: whether the host already has one at its place, as the hold to keep (`true`: held under the
+   * apply's own record), or false. `held` is this id's record of an earlier hold of the same thing (`heldAs`,
+   * `sameAs`): whether it is held still is the applier's to say. The apply holds it and gives it back as found
+   * (apply/adopted.ts), one step for every kind; this applier decides only what it is handed when not held.
    */
-  found?: (wanted: R, ctx: DecideContext) => Promise<boolean>;
+  found?: (wanted: R, ctx: DecideContext, held?: Rec) => Promise<boolean | Found<Rec>>;
+  /** Whether a record of its own is a hold's (found, never touched): what it holds (the unit, the package), or undefined. */
+  heldAs?: (record: Rec) => string | undefined;
+  /** What giving a held record back as found says, where more than that it is left as found (a package stays installed). */
+  leftAs?: (record: Rec) => string;
+  /**
+   * Whether `record` names what `wanted` does (the same unit, package, process); another is given back first
+   * when `wanted` is held (its own removal), as its decision does when it is not. Absent: always the same.
+   */
+  sameAs?: (record: Rec, wanted: R) => boolean;
   /** `--diff`: what a planned step will change, as lines; never a secret's content. */
   diff?: (step: S, wanted: R | undefined, root: string) => Promise<string[] | undefined>;
 }

@@ -6,7 +6,7 @@ import type { DecideContext } from "../appliers/index.ts";
 import { FILE_READ_CONCURRENCY } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
 import type { Records } from "../store/index.ts";
-import { type Declaration, type Did, pathsOf, type Resource } from "../vocabulary/index.ts";
+import { type Declaration, type Did, madeOf, pathsOf, type Resource } from "../vocabulary/index.ts";
 import { giveBackOf, holdOf, isAdoptedStep, isHeldRecord } from "./adopted.ts";
 import { mapLimited } from "./map-limited.ts";
 import { Forecast, type LiveRecords } from "./records.ts";
@@ -93,7 +93,7 @@ async function removalsOf(input: PlanInput, ctx: DecideContext): Promise<Planned
   const steps: PlannedStep[] = [];
   for (const id of gone) {
     const record = records[id]!;
-    const givenBack = giveBackOf(id, record);
+    const givenBack = giveBackOf(host, id, record);
     if (givenBack) {
       steps.push({ ...givenBack, record });
       continue;
@@ -156,11 +156,11 @@ function runsOf(host: Host, resources: Resource[]): Resource[][] {
   return runs;
 }
 
-/** What a step's outcome tells the steps after it: its id changed, and the path it declares now exists. */
+/** What a step's outcome tells the steps after it: its id changed, and what it makes (its kind's `madeOf`) exists. */
 export function noteChange(step: PlannedStep, did: Did, changed: Set<string>, made: Set<string>): void {
   if (!CHANGING.has(did)) return;
   changed.add(step.id);
-  if (step.wanted && did !== "removed") for (const path of pathsOf(step.wanted)) made.add(path);
+  if (step.wanted && did !== "removed") for (const path of madeOf(step.wanted)) made.add(path);
 }
 
 /** A plan's own step, fed forward into its forecast of the records: what a later `wrote` reads. */

@@ -70,7 +70,12 @@ async function runOne(
   const unheld = step.wanted && run.unheld?.get(step.id);
   if (unheld) return { ...planLine(step), did: "failed", detail: unheld };
   const { book } = run;
-  if (isAdoptedStep(step)) return recorded(step, executeAdopted(step), book);
+  if (isAdoptedStep(step))
+    try {
+      return recorded(step, await executeAdopted(host, step, ctx()), book);
+    } catch (e) {
+      return { id: step.id, type: step.type, did: "failed", detail: failureDetail(e, step) };
+    }
   const applier = host.appliers.get(step.type)!;
   // an id that named something else until the removal just before: its new record is journalled now
   const intent = applier.traits?.journal?.(step).intent;

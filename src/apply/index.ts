@@ -2,6 +2,8 @@
 // applied step by step with a journal, each step read back, and the report built. sources.ts is how one arrives
 // (delivered, kept, a file): the one place an envelope is verified and the state lock taken. It reaches the
 // machine only through the host's appliers and keeps its records in the store; it knows nothing of the bus.
+
+export { holdsIn } from "./adopted.ts";
 export {
   type ApplyRequest,
   type ApplyResult,

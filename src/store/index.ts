@@ -38,7 +38,7 @@ export {
 export { type Accepted, type Admitted, acceptedOf, admitInOrder, forgetOrder } from "./order.ts";
 export { type OriginalMeta, type Originals, StoreOriginals } from "./originals.ts";
 export { Outbox } from "./outbox.ts";
-export { type OverlayKey, OverlayState, type Retired, type Takeover } from "./overlay.ts";
+export { type OverlayKey, OverlayState, type Retired, Takeover } from "./overlay.ts";
 export { type RunFile, RunRecord, readRun } from "./run.ts";
 export {
   type BusSummary,

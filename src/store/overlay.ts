@@ -23,7 +23,11 @@ const Retired = z.object({
 export type Retired = z.infer<typeof Retired>;
 const LedgerFile = z.object({ format: z.number().int(), retired: z.record(z.string(), Retired) });
 
-const Takeover = z.object({
+/**
+ * A takeover's account: journalled here, and carried in the overlay's record (the overlay applier's record
+ * schema reads it with this one), so the two never disagree on its shape.
+ */
+export const Takeover = z.object({
   interface: z.string(),
   /** The takeover account (overlay.md): given on every takeover, failures included. */
   state: z.enum(["not taken", "taken", "down"]),

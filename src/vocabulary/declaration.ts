@@ -2,10 +2,10 @@
 import { createHash } from "node:crypto";
 import * as z from "zod";
 import { printable } from "../printable.ts";
-import { containerCrossChecks } from "./containers.ts";
+import { containerCrossChecks } from "./container-checks.ts";
 import { parseJsonBytes } from "./json.ts";
+import type { UniqueKey } from "./kind.ts";
 import { nameProblem } from "./names.ts";
-import { overlayCrossChecks } from "./overlay.ts";
 import type { Parsed, Refusal } from "./refusal.ts";
 import { refusalsFromIssues } from "./refusal.ts";
 import { ReleaseVersion } from "./release.ts";
@@ -13,6 +13,7 @@ import {
   factsOf,
   isResourceType,
   KINDS,
+  madeOf,
   Name,
   NodeName,
   PENDING_TYPES,
@@ -20,6 +21,7 @@ import {
   type Resource,
   refsOf,
   secretsOf,
+  uniqueKeysOf,
 } from "./resources.ts";
 
 export const Mode = z.enum(["adopted", "converged"]);
@@ -161,8 +163,8 @@ function unsupported(type: string, pending: boolean, support: TypeSupport): stri
 }
 
 /**
- * What no single resource can know, from each kind's facts: unique ids and paths, references to ids that exist,
- * secrets the declaration carries, emptiness meant.
+ * What no single resource can know, from each kind's facts: unique ids and keys (paths, names, interfaces),
+ * references to ids that exist, secrets the declaration carries, emptiness meant.
  */
 function crossChecks(head: z.infer<typeof DeclarationHead>, resources: Resource[]): Refusal[] {
   const refusals: Refusal[] = [];
@@ -175,19 +177,13 @@ function crossChecks(head: z.infer<typeof DeclarationHead>, resources: Resource[
   if (head.resources.length > 0 && head.owns_nothing)
     refusals.push({ id: "declaration", field: "owns_nothing", reason: "is true but resources are declared" });
   const ids = new Set<string>();
-  const paths = new Map<string, string>();
   for (const r of resources) {
     if (ids.has(r.id)) refusals.push({ id: r.id, field: "id", reason: "is declared more than once" });
     ids.add(r.id);
-    for (const path of pathsOf(r)) {
-      const other = paths.get(path);
-      if (other) refusals.push({ id: r.id, field: "path", reason: `is also declared by "${other}"` });
-      paths.set(path, r.id);
-    }
   }
+  refusals.push(...keyClashes(resources));
   refusals.push(...underFiles(resources));
-  refusals.push(...containerCrossChecks(resources));
-  refusals.push(...overlayCrossChecks(resources));
+  refusals.push(...containerCrossChecks(resources, madeBy(resources)));
   for (const r of resources) {
     for (const { field, name } of refsOf(r))
       if (!ids.has(name))
@@ -200,6 +196,34 @@ function crossChecks(head: z.infer<typeof DeclarationHead>, resources: Resource[
           reason: `names secret "${name}", which the declaration does not carry`,
         });
   }
+  return refusals;
+}
+
+/** Each path a resource makes (its kind's `madeOf`), to the id that makes it. */
+function madeBy(resources: Resource[]): Map<string, string> {
+  return new Map(resources.flatMap((r) => madeOf(r).map((path) => [path, r.id] as const)));
+}
+
+/**
+ * Two resources giving one key in one space (each kind's `uniqueKeysOf`): a key one of them owns refuses the
+ * other, wherever either is declared; otherwise the later is refused, naming the earlier.
+ */
+function keyClashes(resources: Resource[]): Refusal[] {
+  const refusals: Refusal[] = [];
+  const holders = new Map<string, { id: string; key: UniqueKey }>();
+  for (const r of resources)
+    for (const key of uniqueKeysOf(r)) {
+      const at = `${key.space}\0${key.key}`;
+      const held = holders.get(at);
+      if (!held) holders.set(at, { id: r.id, key });
+      else if (held.id === r.id) continue;
+      else if (held.key.owns && !key.owns)
+        refusals.push({ id: r.id, field: key.field, reason: held.key.owns(held.id) });
+      else if (key.owns && !held.key.owns) {
+        refusals.push({ id: held.id, field: held.key.field, reason: key.owns(r.id) });
+        holders.set(at, { id: r.id, key });
+      } else if (key.clash) refusals.push({ id: r.id, field: key.field, reason: key.clash(held.id) });
+    }
   return refusals;
 }
 

@@ -28,7 +28,7 @@ export {
   verifyEnvelope,
 } from "./envelope.ts";
 export { type JsonResult, parseJsonBytes, sizeWords, tooBig } from "./json.ts";
-export { type Kind, type KindFacts, kind, type Named } from "./kind.ts";
+export { type Kind, type KindFacts, kind, type Named, type UniqueKey } from "./kind.ts";
 export { AbsPath, checkedString, isIP, Name, nameProblem, pathProblem } from "./names.ts";
 export {
   base32,
@@ -104,6 +104,7 @@ export {
   isResourceType,
   KINDS,
   MESH_LABEL_PREFIX,
+  madeOf,
   NetworkResource,
   NodeName,
   OctalMode,
@@ -125,6 +126,7 @@ export {
   ServiceResource,
   secretsOf,
   subnetProblem,
+  uniqueKeysOf,
   unitNameProblem,
   VolumeResource,
   WIREGUARD_DIR,

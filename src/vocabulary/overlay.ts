@@ -2,8 +2,8 @@
 // it is the node's overlay key, read from the state directory where the config is written.
 // Each schema is built on its first use (`z.lazy`, see resources.ts): only a declaration naming the type pays.
 import * as z from "zod";
+import type { UniqueKey } from "./kind.ts";
 import { checkedString, isIP, Name, nameProblem } from "./names.ts";
-import type { Refusal } from "./refusal.ts";
 
 /** Where wg-quick reads `<if>.conf`, on the machine (a declared path under the root for writes). */
 export const WIREGUARD_DIR = "/etc/wireguard";
@@ -103,47 +103,33 @@ export type OverlayResource = z.infer<typeof OverlayResource>;
 export type OverlayPeer = z.infer<typeof OverlayPeer>;
 
 /**
- * What one overlay cannot share with another resource of the same declaration: its interface (two writers of
- * one config and one unit), the tunnel it takes, and the config file it writes (a `file` there would be
- * overwritten by the overlay on every apply, each undoing the other; a directory there breaks both).
+ * An overlay's interface (two writers of one config and one unit), the tunnel it takes (one taker; never an
+ * interface the mesh declares: that is not found, it is the mesh's), and the config file it writes (a file there
+ * would be overwritten by the overlay on every apply, each undoing the other; a directory there breaks both).
  */
-export function overlayCrossChecks(resources: readonly { id: string; type: string }[]): Refusal[] {
-  const refusals: Refusal[] = [];
-  const overlays = resources.filter((r) => r.type === "overlay") as OverlayResource[];
-  const byInterface = new Map<string, string>();
-  const byTaken = new Map<string, string>();
-  for (const o of overlays) {
-    const other = byInterface.get(o.interface);
-    if (other)
-      refusals.push({
-        id: o.id,
-        field: "interface",
-        reason: `${o.interface} is also declared by "${other}"`,
-      });
-    else byInterface.set(o.interface, o.id);
-    if (o.takes === undefined) continue;
-    const taker = byTaken.get(o.takes);
-    if (taker) refusals.push({ id: o.id, field: "takes", reason: `${o.takes} is also taken by "${taker}"` });
-    else byTaken.set(o.takes, o.id);
-  }
-  for (const o of overlays) {
-    const owner = o.takes === undefined ? undefined : byInterface.get(o.takes);
-    if (owner)
-      refusals.push({
-        id: o.id,
-        field: "takes",
-        reason: `${o.takes} is the interface "${owner}" declares: a tunnel the mesh declares is not found, it is the mesh's`,
-      });
-  }
-  const configs = new Map([...byInterface].map(([iface, id]) => [configPath(iface), id]));
-  for (const r of resources as readonly { id: string; type: string; path?: string }[]) {
-    const owner = r.path === undefined ? undefined : configs.get(r.path);
-    if (owner && (r.type === "file" || r.type === "directory"))
-      refusals.push({
-        id: r.id,
-        field: "path",
-        reason: `is the configuration the overlay "${owner}" writes; declare the tunnel there, not its file`,
-      });
-  }
-  return refusals;
+export function overlayKeys(r: OverlayResource): UniqueKey[] {
+  const iface: UniqueKey = {
+    space: "interface",
+    key: r.interface,
+    field: "interface",
+    clash: (earlier) => `${r.interface} is also declared by "${earlier}"`,
+    owns: (owner) =>
+      `${r.interface} is the interface "${owner}" declares: a tunnel the mesh declares is not found, it is the mesh's`,
+  };
+  const config: UniqueKey = {
+    space: "path",
+    key: configPath(r.interface),
+    field: "interface",
+    owns: (owner) =>
+      `is the configuration the overlay "${owner}" writes; declare the tunnel there, not its file`,
+  };
+  if (r.takes === undefined) return [iface, config];
+  const taken = r.takes;
+  const takes: UniqueKey = {
+    space: "interface",
+    key: taken,
+    field: "takes",
+    clash: (earlier) => `${taken} is also taken by "${earlier}"`,
+  };
+  return [iface, takes, config];
 }

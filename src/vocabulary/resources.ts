@@ -3,18 +3,19 @@
 // files never builds the container or overlay schemas, and `version` builds none (issue 22: start-up).
 import * as z from "zod";
 import { ACTION_MAX_TIMEOUT_S } from "../defaults.ts";
+import { containerKeys, runtimeName } from "./container-checks.ts";
 import { ContainerResource, ImageResource, NetworkResource, VolumeResource } from "./containers.ts";
-import { type KindFacts, kind, type Named } from "./kind.ts";
+import { type KindFacts, kind, type Named, type UniqueKey } from "./kind.ts";
 import { AbsPath, checkedString, Name, pathProblem } from "./names.ts";
 
 export { AbsPath, Name };
 
-import { OverlayResource } from "./overlay.ts";
+import { OverlayResource, overlayKeys } from "./overlay.ts";
 
+export { containerCrossChecks } from "./container-checks.ts";
 export {
   Address,
   ContainerResource,
-  containerCrossChecks,
   ImageRef,
   ImageResource,
   inSubnet,
@@ -295,10 +296,11 @@ const named = (field: string, names: readonly string[] | undefined): Named[] =>
 export const KINDS = {
   file: kind("file", FileResource, {
     pathsOf: (r) => [r.path],
+    madeOf: (r) => [r.path],
     pathIsFile: true,
     secretsOf: (r) => named("secret", r.secret === undefined ? [] : [r.secret]),
   }),
-  directory: kind("directory", DirectoryResource, { pathsOf: (r) => [r.path] }),
+  directory: kind("directory", DirectoryResource, { pathsOf: (r) => [r.path], madeOf: (r) => [r.path] }),
   action: kind("action", ActionResource, { refsOf: (r) => named("on", r.on) }),
   service: kind("service", ServiceResource, {
     refsOf: (r) => named("restart_on", r.restart_on),
@@ -307,10 +309,14 @@ export const KINDS = {
   package: kind("package", PackageResource, { adopted: { takes } }),
   process: kind("process", ProcessResource, { adopted: { takes } }),
   image: kind("image", ImageResource),
-  network: kind("network", NetworkResource),
-  volume: kind("volume", VolumeResource),
-  container: kind("container", ContainerResource, { adopted: { takes } }),
-  overlay: kind("overlay", OverlayResource),
+  network: kind("network", NetworkResource, { uniqueKeysOf: runtimeName("network name") }),
+  volume: kind("volume", VolumeResource, { uniqueKeysOf: runtimeName("volume name") }),
+  container: kind("container", ContainerResource, {
+    uniqueKeysOf: containerKeys,
+    refsOf: (r) => named("restart_on", r.restart_on),
+    adopted: { takes },
+  }),
+  overlay: kind("overlay", OverlayResource, { uniqueKeysOf: overlayKeys }),
 } as const;
 
 /** Each kind's schema, by type: what the declaration's own reference (docs/declaration.md) is checked against. */
@@ -346,6 +352,23 @@ export function isResourceType(type: string): type is ResourceType {
 
 /** The absolute paths `r` owns on the machine (its kind's `pathsOf`): none for most kinds. */
 export const pathsOf = (r: Resource): string[] => factsOf(r.type).pathsOf?.(r) ?? [];
+
+/** What `r` makes that a resource after it may rely on (its kind's `madeOf`): the plan's `made`. */
+export const madeOf = (r: Resource): string[] => factsOf(r.type).madeOf?.(r) ?? [];
+
+/** A path a resource owns, as a key no other resource may give. */
+const pathKey = (path: string): UniqueKey => ({
+  space: "path",
+  key: path,
+  field: "path",
+  clash: (earlier) => `is also declared by "${earlier}"`,
+});
+
+/** Every value `r` gives that no other resource may give in the same space: its paths, and its kind's keys. */
+export const uniqueKeysOf = (r: Resource): UniqueKey[] => [
+  ...pathsOf(r).map(pathKey),
+  ...(factsOf(r.type).uniqueKeysOf?.(r) ?? []),
+];
 
 /** The declaration's secrets `r` reads, each with the field that names it. */
 export const secretsOf = (r: Resource): Named[] => factsOf(r.type).secretsOf?.(r) ?? [];

@@ -281,6 +281,30 @@ describe("process on an adopted node", () => {
     expect(dids(await m.apply(adoptedNothing))).toEqual(["astop:removed"]);
   });
 
+  it("renamed off a process of the mesh's onto one found running: the mesh's removed first, the found one held", async () => {
+    const m = fresh();
+    expect(dids(await m.apply(adopted([proc("amine")])))).toEqual(["amine:created"]);
+    expect((await state("mesh-process-amine.service")).active).toBe("active");
+    const before = await plantRunning("afound");
+    const d = adopted([{ ...proc("afound"), id: "amine" }]);
+    const plan = await m.apply(d, { dryRun: true });
+    const r = await m.apply(d);
+    expect(dids(r)).toEqual(["amine:updated"]);
+    expect(plan.plan.map((s) => `${s.id}:${s.did}:${s.detail}`)).toEqual(
+      r.report.steps.map((s) => `${s.id}:${s.did}:${s.detail}`),
+    );
+    expect(detailOf(r, "amine")).toMatch(
+      /^stop and disable .*mesh-process-amine\.service.*; then mesh-process-afound\.service held: found running/,
+    );
+    expect((await state("mesh-process-amine.service")).load).toBe("not-found");
+    expect(existsSync(at("var/lib/mesh/amine"))).toBe(false);
+    expect((await state("mesh-process-afound.service")).invocation).toBe(before.invocation);
+    expect(m.records().amine).toMatchObject({ name: "afound", held: true });
+    const gone = await m.apply(adoptedNothing);
+    expect(detailOf(gone, "amine")).toBe("afound left as it was found: it was held, never the mesh's");
+    expect((await state("mesh-process-afound.service")).invocation).toBe(before.invocation);
+  });
+
   it("renamed off a held process: that one is left as found, the new one made", async () => {
     const m = fresh();
     const before = await plantRunning("aren1");

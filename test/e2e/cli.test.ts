@@ -192,14 +192,15 @@ describe("mesh-host apply FILE (the offline path)", () => {
       },
       ["web", "mine", "store", "made", "backup", "pg"],
     );
-    const json = await runCli(["status", "--json", "--root", root, "--state", state]);
+    // what a record of each kind holds is its applier's to say: the Arch host's, where these records are made
+    const json = await runCli(["status", "--json", "--root", root, "--state", state, "--host", "arch"]);
     expect(JSON.parse(json.stdout).held).toEqual([
       { id: "web", type: "service", name: "nginx.service" },
       { id: "store", type: "container", name: "store" },
       { id: "backup", type: "process", name: "backup" },
       { id: "pg", type: "package", name: "postgresql" },
     ]);
-    const words = await runCli(["status", "--root", root, "--state", state]);
+    const words = await runCli(["status", "--root", root, "--state", state, "--host", "arch"]);
     expect(words.stdout).toContain(
       "held:        nginx.service (service web), store (container store), backup (process backup), postgresql (package pg): as found, until taken",
     );

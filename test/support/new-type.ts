@@ -33,15 +33,24 @@ export const MarkerResource = z.lazy(() =>
     text: z.string().optional(),
     secret: Name.optional(),
     after: z.array(Name).optional(),
+    label: Name.optional(),
     takes: z.boolean().optional(),
   }),
 );
 export type MarkerResource = z.infer<typeof MarkerResource>;
 `;
 
-/** The marker's kind: its path, the secret it reads, the ids it names, and that it is held on an adopted node. */
+/**
+ * The marker's kind: its path (which it makes), a label no two markers share, the secret it reads, the ids it
+ * names, and that it is held on an adopted node.
+ */
 const KIND = `  marker: kind("marker", MarkerResource, {
     pathsOf: (r) => [r.path],
+    madeOf: (r) => [r.path],
+    uniqueKeysOf: (r) =>
+      r.label === undefined
+        ? []
+        : [{ space: "marker label", key: r.label, field: "label", clash: (e) => \`is also the label of "\${e}"\` }],
     pathIsFile: true,
     secretsOf: (r) => named("secret", r.secret === undefined ? [] : [r.secret]),
     refsOf: (r) => named("after", r.after),

@@ -111,6 +111,50 @@ describe("container resources on arrival", () => {
     expect(refusals([c({ labels: { "mesh-host.spec": "forged" } })])[0]?.field).toBe("labels.mesh-host.spec");
   });
 
+  it("holds each runtime name unique among its own kind only (the kinds' unique keys), naming the earlier", () => {
+    const said = (resources: unknown[]) => refusals(resources).map((r) => `${r.id}.${r.field}: ${r.reason}`);
+    expect(said([c(), c({ id: "web2" })])).toEqual(['web2.name: is also the name of "web"']);
+    const vol = (id: string) => ({ id, type: "volume", name: "webnet" });
+    expect(said([net(), vol("v1"), vol("v2")])).toEqual(['v2.name: is also the name of "v1"']);
+    // a network, a volume and a container may share a name: the runtime keeps them apart
+    expect(said([net(), vol("v1"), c({ name: "webnet" })])).toEqual([]);
+    // a host port two running containers publish: the runtime would refuse the second at its start
+    const port = (host: number, extra: Record<string, unknown> = {}) => ({ host, container: 80, ...extra });
+    expect(
+      said([c({ ports: [port(8080)] }), c({ id: "web2", name: "web2", ports: [port(9090), port(8080)] })]),
+    ).toEqual(['web2.ports.1: *:8080/tcp is also published by "web"']);
+    // another address, another protocol, or a stopped container binds nothing of the other's
+    expect(
+      said([
+        c({ ports: [port(8080)] }),
+        c({ id: "a", name: "aa", ports: [port(8080, { address: "127.0.0.1" })] }),
+        c({ id: "u", name: "uu", ports: [port(8080, { protocol: "udp" })] }),
+        c({ id: "s", name: "ss", state: "stopped", ports: [port(8080)] }),
+      ]),
+    ).toEqual([]);
+    // one static address on one network, given to two running containers
+    const on = (ip: string, extra: Record<string, unknown> = {}) => ({
+      networks: [{ name: "webnet", ip }],
+      ...extra,
+    });
+    expect(said([net(), c(on("10.9.0.10")), c({ id: "db", name: "db", ...on("10.9.0.10") })])).toEqual([
+      'db.networks.0.ip: 10.9.0.10 on network "webnet" is also given to "web"',
+    ]);
+    expect(
+      said([
+        net(),
+        c(on("10.9.0.10")),
+        c({ id: "db", name: "db", ...on("10.9.0.10", { state: "stopped" }) }),
+      ]),
+    ).toEqual([]);
+    expect(said([net(), c(on("10.9.0.10")), c({ id: "db", name: "db", ...on("10.9.0.11") })])).toEqual([]);
+    // a file a container reads is what the declaration makes (the file kind's madeOf), whichever kind makes it
+    expect(said([{ id: "d", type: "directory", path: "/srv/d" }, c({ env_files: ["/srv/d"] })])).toEqual([]);
+    expect(said([c({ env_files: ["/srv/d"] }), { id: "d", type: "directory", path: "/srv/d" }])).toEqual([
+      'web.env_files.0: is written by "d", declared after it',
+    ]);
+  });
+
   it("refuses forms the runtime would misread: a comma in a mount, a ref that is a flag, an unknown field", () => {
     expect(refusals([c({ mounts: [{ type: "bind", source: "/a,b", target: "/x" }] })])[0]?.field).toBe(
       "mounts.0.source",

@@ -15,7 +15,7 @@ import {
   writeRegular,
 } from "../../system/arch/index.ts";
 import { underRoot } from "../../system/index.ts";
-import { thrownLine } from "../step.ts";
+import { leftAsFound, thrownLine } from "../step.ts";
 import { type DecideContext, type Exec, recordOf, type Step } from "../types.ts";
 
 /** What the host found the first time it touched a unit, one property at a time: kept, never overwritten. */
@@ -108,7 +108,7 @@ export async function planGiveBack(
     return {
       ...nothingOf(unit),
       did: "unchanged",
-      detail: `${unit} left as it was found: it was held, never the mesh's`,
+      detail: leftAsFound(unit),
       held: true,
     };
   const now = await showUnit(ctx.ports.exec, unit);

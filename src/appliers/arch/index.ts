@@ -24,7 +24,7 @@ export {
   facts,
   meshInterfaces,
   type OverlayPorts,
-  type OverlayRecord,
+  OverlayRecord,
   overlayApplier,
   overlayKeyOf,
   retiredTunnels,

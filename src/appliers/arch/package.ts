@@ -13,12 +13,13 @@ import {
 } from "../../system/arch/index.ts";
 import type { PackageResource } from "../../vocabulary/index.ts";
 import { packageNameProblem } from "../../vocabulary/index.ts";
-import { executeBy, failedKeeping, failsAgain, forgets, keepsHeld, recorded, stepsOf } from "../step.ts";
+import { executeBy, failedKeeping, failsAgain, forgets, recorded, stepsOf } from "../step.ts";
 import {
   type Applier,
   type DecideContext,
   type Executed,
   type Executors,
+  type Found,
   recordOf,
   type StepOf,
 } from "../types.ts";
@@ -33,12 +34,6 @@ export const PackageRecord = recordOf("package", {
   held: z.literal(true).optional(),
 });
 export type PackageRecord = z.infer<typeof PackageRecord>;
-
-interface HoldData {
-  record: PackageRecord;
-  /** The package this id named before, given back first (as for an install). */
-  previous?: PackageRecord;
-}
 
 interface InstallData {
   /** What an apply may journal before executing: what was found, kept even if the host dies mid-install. */
@@ -55,7 +50,6 @@ interface InstallData {
 export type PackageStep =
   | StepOf<"record", { name: string; record: PackageRecord }>
   | StepOf<"install", InstallData>
-  | StepOf<"hold", HoldData>
   | StepOf<"remove", { name: string }>
   | StepOf<"forget" | "fail" | "refuse">;
 
@@ -64,42 +58,40 @@ const step = stepsOf<PackageStep>("package");
 const foundOf = (now: Installed | null): PackageRecord["found"] =>
   now ? { installed: true, version: now.version } : { installed: false };
 
-/** On an adopted node, a package the mesh has installed nothing of yet (nor been told it takes) is the host's. */
-const hostsOwn = (wanted: PackageResource, kept: PackageRecord | undefined, ctx: DecideContext): boolean =>
-  ctx.mode === "adopted" && !wanted.takes && (!kept || kept.held === true);
-
-/** The host's own package, found installed at another version than declared: held until a declaration takes it. */
-function isHeld(
+/**
+ * Adopted mode's input: a package the mesh has installed nothing of (no record, or a hold's) and finds installed
+ * is the host's, held (apply/adopted.ts) until a declaration takes it. Found at another version than declared,
+ * nothing is installed; found as declared, it stays the host's all the same, so a later version is held like
+ * one found at first. What was found the first time is kept, so a take reads as an update.
+ */
+async function foundInstalled(
   wanted: PackageResource,
-  kept: PackageRecord | undefined,
-  now: Installed | null,
   ctx: DecideContext,
-): boolean {
-  if (!now || !wanted.version || versionMatches(now.version, wanted.version)) return false;
-  return hostsOwn(wanted, kept, ctx);
+  held: PackageRecord | undefined,
+): Promise<Found<PackageRecord> | false> {
+  const { name, version } = wanted;
+  const now = await queryPackage(ctx.ports.exec, name);
+  if (typeof now === "string" || now === null) return false;
+  const found = held?.found ?? foundOf(now);
+  if (version && !versionMatches(now.version, version))
+    return {
+      record: { type: "package", name, found, held: true },
+      detail: `${name} ${now.version} held: found installed on this adopted node (takes: true installs ${version})`,
+    };
+  return {
+    record: { type: "package", name, found, ...(version ? { version } : {}), held: true },
+    detail: `${name} ${now.version} is installed (found installed: it stays when undeclared)`,
+  };
 }
 
-/** Nothing installed: the record keeps what was found, and no version, so a later take reads as an update. */
-function holdStep(
-  wanted: PackageResource,
-  kept: PackageRecord | undefined,
-  now: Installed,
-  previous: PackageRecord | undefined,
-): PackageStep {
-  const { id, name, version } = wanted;
-  const record: PackageRecord = { type: "package", name, found: kept?.found ?? foundOf(now), held: true };
-  // an id that named a package the mesh installed gives that one back first, as an install would
-  const givesBack = previous?.found.installed === false;
-  const before = previous && givesBack ? `${previous.name} given back, then ` : "";
-  const detail = `${before}${name} ${now.version} held: found installed on this adopted node (takes: true installs ${version})`;
-  return step(id, givesBack ? "updated" : "unchanged", "hold", detail, { record, previous });
-}
+/** What giving back a package the mesh found installed says: it stays, whatever it was declared since. */
+const leftInstalled = (record: PackageRecord): string =>
+  `${record.name} left installed: it was found installed${record.found?.version ? ` (${record.found.version})` : ""}`;
 
 /** One executor per action of PackageStep. */
 const executors: Executors<PackageStep, PackageResource, PackageRecord> = {
   record: recorded,
   install: async (s, _wanted, record, ctx) => install(s, s.data, record, ctx),
-  hold: async (s, _wanted, record, ctx) => keepsHeld(s, givePrevious(s.data.previous, record, ctx)),
   remove: async (s, _wanted, record, ctx) => {
     const gone = await remove(s.data.name, ctx);
     return gone ? failedKeeping(gone, record) : { did: "removed", detail: s.detail, record: null };
@@ -112,6 +104,12 @@ const executors: Executors<PackageStep, PackageResource, PackageRecord> = {
 export const packageApplier: Applier<PackageResource, PackageRecord, PackageStep> = {
   recordSchema: PackageRecord,
   type: "package",
+  traits: {
+    found: foundInstalled,
+    heldAs: (record) => (record.held ? record.name : undefined),
+    leftAs: leftInstalled,
+    sameAs: (record, wanted) => record.name === wanted.name,
+  },
 
   async decide(wanted, record, ctx) {
     const { id, name, version } = wanted;
@@ -121,14 +119,11 @@ export const packageApplier: Applier<PackageResource, PackageRecord, PackageStep
     if (typeof now === "string") return step(id, "failed", "fail", now);
     const previous = record && record.name !== name ? record : undefined;
     const kept = previous ? undefined : record;
-    if (isHeld(wanted, kept, now, ctx)) return holdStep(wanted, kept, now!, previous);
     const next: PackageRecord = {
       type: "package",
       name,
       found: kept?.found ?? foundOf(now),
       ...(version ? { version } : {}),
-      // found installed as declared, it stays the host's: a later version is held like one found at first
-      ...(now && hostsOwn(wanted, kept, ctx) ? { held: true as const } : {}),
     };
     // a held package taken now is touched for the first time
     const first = kept && !kept.held ? "" : now ? " (found installed: it stays when undeclared)" : "";
@@ -171,13 +166,7 @@ export const packageApplier: Applier<PackageResource, PackageRecord, PackageStep
         undefined,
         "name",
       );
-    if (record.found?.installed !== false)
-      return step(
-        id,
-        "unchanged",
-        "forget",
-        `${record.name} left installed: it was found installed${record.found?.version ? ` (${record.found.version})` : ""}`,
-      );
+    if (record.found?.installed !== false) return step(id, "unchanged", "forget", leftInstalled(record));
     const now = await queryPackage(ctx.ports.exec, record.name);
     if (typeof now === "string") return step(id, "failed", "fail", now);
     // what the report says is what was done: a package the mesh's install never got in (or removed by hand) is

@@ -51,18 +51,11 @@ export interface ApplyData {
   record: ProcessRecord;
 }
 
-export interface HoldData {
-  record: ProcessRecord;
-  /** The process this id named before, removed first. */
-  previous?: RemoveData;
-}
-
 /** The process applier's steps, keyed by action: each executor below is handed its own. */
 export type ProcessStep =
   | StepOf<"apply", ApplyData>
   | StepOf<"remove", RemoveData>
-  | StepOf<"hold", HoldData>
-  | StepOf<"forget" | "fail" | "refuse">;
+  | StepOf<"fail" | "refuse">;
 
 /** The process this id named before (renamed off one of the mesh's), removed first: the failure of that, or null. */
 export async function previousGone(

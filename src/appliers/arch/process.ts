@@ -17,15 +17,13 @@ import {
 } from "../../system/arch/index.ts";
 import { entryAt, octal, placeProblem, sha256 } from "../../system/index.ts";
 import { bundlePathProblem, nameProblem, type ProcessResource } from "../../vocabulary/index.ts";
-import { executeBy, failsAgain, forgets, keepsHeld, stepsOf, thrownLine } from "../step.ts";
-import type { Applier, DecideContext, Executed, Executors } from "../types.ts";
+import { executeBy, failsAgain, stepsOf, thrownLine } from "../step.ts";
+import type { Applier, DecideContext, Executed, Executors, Found } from "../types.ts";
 import {
   type ApplyData,
   applyProcess,
   type FileWrite,
-  type HoldData,
   type ProcessStep,
-  previousGone,
   type RemoveData,
   removeProcess,
 } from "./process-run.ts";
@@ -49,34 +47,33 @@ const digestOf = (p: ProcessResource): string => {
 };
 
 /**
- * On an adopted node a process found running under its units (its timer, if scheduled) is the host's, held
- * until a declaration takes it; once held it stays held, whatever it does since.
+ * Adopted mode's input: a process found running under its units (its timer, if scheduled) is the host's, held
+ * (apply/adopted.ts) until a declaration takes it; once held it stays held, whatever it does since. A schedule
+ * systemd refuses is refused by its decision first, held or not.
  */
-function isHeld(
+async function foundRunning(
   wanted: ProcessResource,
-  kept: ProcessRecord | undefined,
-  running: UnitState,
   ctx: DecideContext,
-): boolean {
-  if (ctx.mode !== "adopted" || wanted.takes) return false;
-  return kept ? kept.held === true : running.load === "loaded" && isActive(running.active);
-}
-
-/** Nothing written, no unit touched; an id renamed off a process of the mesh's still removes that one first. */
-function holdStep(wanted: ProcessResource, unit: string, previous: RemoveData | undefined): ProcessStep {
-  const { id, name } = wanted;
+  held: ProcessRecord | undefined,
+): Promise<Found<ProcessRecord> | false> {
+  const { name } = wanted;
+  const { exec } = ctx.ports;
+  const scheduled = wanted.schedule !== undefined;
+  if (scheduled && (await calendarProblem(exec, wanted.schedule!))) return false;
+  const unit = scheduled ? timerUnit(name) : serviceUnit(name);
+  const detail = `${unit} held: found running on this adopted node (takes: true makes it the mesh's)`;
   const record: ProcessRecord = {
     type: "process",
     name,
-    scheduled: wanted.schedule !== undefined,
+    scheduled,
     bundle: {},
     declared: digestOf(wanted),
     held: true,
   };
-  const before = previous ? `remove process ${previous.name}, then ` : "";
-  const detail = `${before}${unit} held: found running on this adopted node (takes: true makes it the mesh's)`;
-  const data: HoldData = { record, previous };
-  return step(id, previous ? "updated" : "unchanged", "hold", detail, data);
+  if (held) return { record, detail };
+  const now = await showUnit(exec, unit);
+  if (typeof now === "string" || now.load !== "loaded" || !isActive(now.active)) return false;
+  return { record, detail };
 }
 
 /** Why any name or path this process would touch breaks the rule, or null. */
@@ -199,8 +196,6 @@ function applyDetail(data: ApplyData): string {
 const run = executeBy<ProcessStep, ProcessResource, ProcessRecord>({
   apply: (s, _wanted, record, ctx) => applyProcess(s, s.data, record, ctx),
   remove: (s, _wanted, record, ctx) => removeProcess(s.data, record, ctx),
-  hold: (s, _wanted, record, ctx) => keepsHeld(s, previousGone(s.data.previous, record, ctx)),
-  forget: forgets,
   fail: failsAgain,
   refuse: failsAgain,
 } satisfies Executors<ProcessStep, ProcessResource, ProcessRecord>);
@@ -208,6 +203,11 @@ const run = executeBy<ProcessStep, ProcessResource, ProcessRecord>({
 export const processApplier: Applier<ProcessResource, ProcessRecord, ProcessStep> = {
   recordSchema: ProcessRecord,
   type: "process",
+  traits: {
+    found: foundRunning,
+    heldAs: (record) => (record.held ? record.name : undefined),
+    sameAs: (record, wanted) => record.name === wanted.name,
+  },
 
   async decide(wanted, record, ctx) {
     const { id, name } = wanted;
@@ -233,8 +233,6 @@ export const processApplier: Applier<ProcessResource, ProcessRecord, ProcessStep
     if (typeof svc === "string") return step(id, "failed", "fail", svc);
     const timer = await showUnit(exec, timerUnit(name));
     if (typeof timer === "string") return step(id, "failed", "fail", timer);
-    if (isHeld(wanted, kept, scheduled ? timer : svc, ctx))
-      return holdStep(wanted, scheduled ? timerUnit(name) : serviceUnit(name), previous);
     const data = await applyDataOf(wanted, kept, previous, { svc, timer }, ctx);
     if (typeof data === "string") return step(id, "failed", "fail", data);
     const { before, writes, removes, reload, after } = data;
@@ -265,13 +263,6 @@ export const processApplier: Applier<ProcessResource, ProcessRecord, ProcessStep
         `the record's ${rule.reason}; nothing was removed`,
         undefined,
         rule.field,
-      );
-    if (record.held)
-      return step(
-        id,
-        "unchanged",
-        "forget",
-        `${record.name} left as it was found: it was held, never the mesh's`,
       );
     const { name } = record;
     const loaded: string[] = [];

@@ -16,8 +16,8 @@ import {
 import { sha256 } from "../../system/index.ts";
 import type { ServiceResource } from "../../vocabulary/index.ts";
 import { unitNameProblem } from "../../vocabulary/index.ts";
-import { executeBy, failedKeeping, failsAgain, keepsHeld, stepsOf, thrownLine } from "../step.ts";
-import type { Applier, DecideContext, Executed, Executors, StepOf } from "../types.ts";
+import { executeBy, failedKeeping, failsAgain, stepsOf, thrownLine } from "../step.ts";
+import type { Applier, DecideContext, Executed, Executors, Found, StepOf } from "../types.ts";
 import {
   foundLine,
   type GiveBack,
@@ -55,50 +55,31 @@ interface ApplyData {
   moved?: GiveBack;
 }
 
-interface HoldData {
-  record: ServiceRecord;
-  /** The unit this id named before, given back first (as for an apply). */
-  moved?: GiveBack;
-}
-
 /** The service applier's steps, keyed by action: each executor below is handed its own. */
 export type ServiceStep =
   | StepOf<"apply", ApplyData>
-  | StepOf<"hold", HoldData>
   | StepOf<"give-back", GiveBack>
   | StepOf<"fail" | "refuse">;
 
 const step = stepsOf<ServiceStep>("service");
 
 /**
- * On an adopted node the host's own running units stay the host's: a unit found running (or held before) is
- * held until a declaration takes it; one the mesh already manages, or found stopped, is not the host's to keep.
+ * Adopted mode's input: a unit found running is the host's, held (apply/adopted.ts) until a declaration takes
+ * it; once held it stays held, whatever it does since. One the mesh already manages, or found stopped, is not.
+ * The hold keeps what was found, so a unit taken later is given back as it was when first held.
  */
-function isHeld(
+async function foundRunning(
   wanted: ServiceResource,
-  kept: ServiceRecord | undefined,
-  now: UnitState,
   ctx: DecideContext,
-): boolean {
-  if (ctx.mode !== "adopted" || wanted.takes) return false;
-  return kept ? kept.held === true : isActive(now.active);
-}
-
-/** Nothing written, no verb run: the record keeps what was found the first time, for the day it is taken. */
-function holdStep(
-  id: string,
-  unit: string,
-  kept: ServiceRecord | undefined,
-  now: UnitState,
-  moved: GiveBack | undefined,
-): ServiceStep {
-  const found = kept?.found ?? { load: now.load, enabled: now.file, active: now.active };
-  const record: ServiceRecord = { type: "service", unit, held: true, found };
-  const data: HoldData = { record, moved };
-  const movedLine = moved ? `${moved.detail}; then ` : "";
-  const did = moved && moved.did !== "unchanged" ? "updated" : "unchanged";
-  const detail = `${movedLine}${unit} held: found running on this adopted node (takes: true makes it the mesh's)`;
-  return step(id, did, "hold", detail, data);
+  held: ServiceRecord | undefined,
+): Promise<Found<ServiceRecord> | false> {
+  const { unit } = wanted;
+  const detail = `${unit} held: found running on this adopted node (takes: true makes it the mesh's)`;
+  if (held) return { record: held, detail };
+  const now = await showUnit(ctx.ports.exec, unit);
+  if (typeof now === "string" || !isActive(now.active)) return false;
+  const found = { load: now.load, enabled: now.file, active: now.active };
+  return { record: { type: "service", unit, held: true, found }, detail };
 }
 
 /** The record after this apply: what was found is the earlier record's, plus what is found now for the first time. */
@@ -169,7 +150,6 @@ function describe(
 /** One executor per action of ServiceStep. */
 const executors: Executors<ServiceStep, ServiceResource, ServiceRecord> = {
   apply: async (s, _wanted, record, ctx) => applyUnit(s, s.data, record, ctx),
-  hold: async (s, _wanted, record, ctx) => keepsHeld(s, movedBack(s.data.moved, record, ctx)),
   "give-back": async (s, _wanted, record, ctx) => {
     const done = await giveBack(s.data, ctx);
     return {
@@ -185,8 +165,13 @@ const executors: Executors<ServiceStep, ServiceResource, ServiceRecord> = {
 export const serviceApplier: Applier<ServiceResource, ServiceRecord, ServiceStep> = {
   recordSchema: ServiceRecord,
   type: "service",
-  // `restart_on`
-  traits: { readsChanges: () => true },
+  traits: {
+    // `restart_on`
+    readsChanges: () => true,
+    found: foundRunning,
+    heldAs: (record) => (record.held ? record.unit : undefined),
+    sameAs: (record, wanted) => record.unit === wanted.unit,
+  },
 
   async decide(wanted, record, ctx) {
     const { id, unit } = wanted;
@@ -199,7 +184,6 @@ export const serviceApplier: Applier<ServiceResource, ServiceRecord, ServiceStep
     const kept = moved ? undefined : record;
     const now = await showUnit(ctx.ports.exec, unit);
     if (typeof now === "string") return step(id, "failed", "fail", now);
-    if (isHeld(wanted, kept, now, ctx)) return holdStep(id, unit, kept, now, moved);
     const file = wanted.content === undefined ? undefined : await readRegular(ctx.ports.root, unitPath(unit));
     if (typeof file === "string") return step(id, "failed", "fail", file);
     const write = planWrite(wanted, kept, file);

@@ -1,12 +1,12 @@
 // `status`: what this node holds, and whether all is well with it.
 import { existsSync } from "node:fs";
+import { holdsIn } from "../../apply/index.ts";
 import { printable } from "../../printable.ts";
 import {
   acceptedOf,
   type DeclaredFile,
   moveInProgress,
   Outbox,
-  type Records,
   type RunFile,
   readRun,
 } from "../../store/index.ts";
@@ -41,7 +41,8 @@ export function statusDoc(ctx: Context, overlay: OverlayShown | null) {
     link: membership ? linkOf(run) : null,
     heartbeat_at: run?.heartbeat_at ?? null,
     holds: ctx.originals.list(),
-    held: heldOf(ctx.state.readRecords().records),
+    // what an adopted node found and holds until a declaration takes it: the apply's one hold, for every kind
+    held: holdsIn(ctx.host, ctx.state.readRecords().records),
     confirmed: ctx.state.readConfirmed(),
     outbox: outbox.length,
     outbox_oldest: outbox[0]?.report.finished_at ?? null,
@@ -107,18 +108,6 @@ export function problemsOf(doc: ReturnType<typeof statusDoc>): string[] {
   else if (!doc.report && doc.last?.outcome === "failed") out.push("the last apply failed");
   if (doc.link && !doc.link.up) out.push("the link is down");
   return out;
-}
-
-/**
- * What an adopted node found running and holds until a declaration takes it (`takes: true`), by id: a held
- * record says so itself, and a container the mesh did not create is only ever recorded when it was held.
- */
-function heldOf(records: Records): { id: string; type: string; name: string }[] {
-  return Object.entries(records).flatMap(([id, r]) => {
-    const rec = r as { type: string; held?: boolean; created?: boolean; unit?: string; name?: string };
-    const held = rec.held === true || (rec.type === "container" && rec.created === false);
-    return held ? [{ id, type: rec.type, name: rec.unit ?? rec.name ?? id }] : [];
-  });
 }
 
 /** A state directory that is not there holds no node: a typo in --state must not pass a monitoring check. */

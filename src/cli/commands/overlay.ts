@@ -6,7 +6,7 @@
 import {
   facts,
   meshInterfaces,
-  type OverlayRecord,
+  OverlayRecord,
   retiredTunnels,
   type Takeover,
   takeovers,
@@ -166,8 +166,10 @@ export function overlayStatus(
   const out: OverlayStatus[] = [];
   const seen = new Set<string>();
   for (const r of Object.values(records)) {
-    if (r.type !== "overlay") continue;
-    const rec = r as OverlayRecord;
+    // parsed by the overlay's record schema, as the apply parses it: another type's record is none of its
+    const parsed = OverlayRecord.safeParse(r);
+    if (!parsed.success) continue;
+    const rec = parsed.data;
     const t = rec.takeover ? (journal[rec.takeover.interface] ?? rec.takeover) : null;
     if (t) seen.add(t.interface);
     const gone = t ? retired[t.interface] : undefined;

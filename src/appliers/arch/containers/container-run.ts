@@ -36,7 +36,7 @@ interface KeptData {
 
 /** The container applier's steps, keyed by action: each executor below is handed its own. */
 export type ContainerStep =
-  | StepOf<"hold" | "none" | "note", KeptData>
+  | StepOf<"none" | "note", KeptData>
   | StepOf<"start" | "stop" | "restart", KeptData>
   // the resource it makes, named in the step (balena-supervisor's `target`): its executor is handed it, never `!`
   | StepOf<"create" | "recreate", Plan & { wanted: ContainerResource }>

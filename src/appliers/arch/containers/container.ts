@@ -13,7 +13,7 @@ import {
 import type { ContainerResource } from "../../../vocabulary/index.ts";
 import { inSubnet } from "../../../vocabulary/index.ts";
 import { executeBy, failsAgain, forgets, recorded, stepsOf } from "../../step.ts";
-import type { Applier, DecideContext, Executors } from "../../types.ts";
+import type { Applier, DecideContext, Executors, Found } from "../../types.ts";
 import {
   type ContainerStep,
   changeState,
@@ -121,12 +121,33 @@ function stateStep(
   return step(w.id, "unchanged", record ? "none" : "note", `${w.name} is as declared${check}`, data);
 }
 
+/**
+ * Adopted mode's input: a container found under its name that the mesh did not make (no spec label of its
+ * own) is the host's, held (apply/adopted.ts) until a declaration takes it: never recreated, stopped or
+ * removed. What its decision refuses (a runtime, an address) or cannot ask is not held: it says why.
+ */
+async function foundUnlabelled(
+  w: ContainerResource,
+  ctx: DecideContext,
+  finder: RuntimeFinder,
+  held: ContainerRecord | undefined,
+): Promise<Found<ContainerRecord> | false> {
+  const s = sessionOf(ctx, finder);
+  const rt = s.runtime(w.runtime ?? held?.runtime);
+  if (typeof rt === "string" || (await addressProblems(w, ctx, s, rt))) return false;
+  const found = await s.ask(rt, "container", w.name);
+  if (isError(found) || found === null || found.spec !== undefined) return false;
+  return {
+    record: { type: "container", name: w.name, runtime: rt.kind, created: false },
+    detail: `${w.name} held: found on this adopted node (takes: true replaces it)`,
+  };
+}
+
 /** One executor per action of ContainerStep, over one runtime finder. */
 function containerExecutors(
   finder: RuntimeFinder,
 ): Executors<ContainerStep, ContainerResource, ContainerRecord> {
   return {
-    hold: recorded,
     none: recorded,
     note: recorded,
     forget: forgets,
@@ -147,8 +168,12 @@ export function containerApplier(
   return {
     type: "container",
     recordSchema: ContainerRecord,
-    // what it reads at creation, as the steps before left it, and the actions it is `on`
-    traits: { readsChanges: () => true },
+    traits: {
+      // what it reads at creation, as the steps before left it, and the actions it is `on`
+      readsChanges: () => true,
+      found: (w, ctx, held) => foundUnlabelled(w, ctx, finder, held),
+      heldAs: (record) => (record.created ? undefined : record.name),
+    },
 
     async decide(w, record, ctx) {
       const s = sessionOf(ctx, finder);
@@ -165,17 +190,6 @@ export function containerApplier(
           `the runtime could not say whether ${w.name} is here: ${found.error}`,
         );
       const ours = found !== null && (found.spec !== undefined || record?.created === true);
-      const held: ContainerRecord = { type: "container", name: w.name, runtime: rt.kind, created: false };
-      if (found && !ours && ctx.mode === "adopted" && !w.takes)
-        return step(
-          w.id,
-          "unchanged",
-          "hold",
-          `${w.name} held: found on this adopted node (takes: true replaces it)`,
-          {
-            record: held,
-          },
-        );
       const inputs = await readInputs(w, ctx);
       if ("problem" in inputs) return step(w.id, "failed", "refuse", inputs.problem, undefined, inputs.field);
       const plan = planOf(w, rt, inputs, ctx);
@@ -194,19 +208,13 @@ export function containerApplier(
           wanted: w,
         });
       const { spec, fields, read } = plan;
-      return stateStep(w, record, found, { ...held, created: true, spec, fields, read }, check, ctx);
+      const kept: ContainerRecord = { type: "container", name: w.name, runtime: rt.kind, created: true };
+      return stateStep(w, record, found, { ...kept, spec, fields, read }, check, ctx);
     },
 
     async decideRemoval(id, record, ctx) {
       const by = declaredElsewhere(ctx, "container", record.name, id);
       if (by) return step(id, "unchanged", "forget", takenOver(record.name, by));
-      if (!record.created)
-        return step(
-          id,
-          "unchanged",
-          "forget",
-          `${record.name} left as it was found: it was held, never the mesh's`,
-        );
       const s = sessionOf(ctx, finder);
       const rt = s.runtime(record.runtime);
       if (typeof rt === "string") return step(id, "failed", "fail", rt);

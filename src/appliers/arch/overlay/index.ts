@@ -5,7 +5,7 @@ export {
   facts,
   meshInterfaces,
   type OverlayPorts,
-  type OverlayRecord,
+  OverlayRecord,
   overlayApplier,
   overlayKeyOf,
   retiredTunnels,

@@ -4,7 +4,7 @@
 
 import type { OverlayState, Retired, Takeover } from "../../../store/index.ts";
 
-export type { Retired, Takeover } from "../../../store/index.ts";
+export { type Retired, Takeover } from "../../../store/index.ts";
 
 /** The takeover account (overlay.md): given on every takeover, failures included. */
 export type Account = Takeover["state"];

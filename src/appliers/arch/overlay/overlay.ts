@@ -3,6 +3,7 @@
 // takeover is takeover.ts's and the found configuration's retirement retire.ts's; what both
 // remember across runs is ledger.ts's. Removal gives back what was found, a retired tunnel excepted.
 
+import * as z from "zod";
 import { SECRET_FILE_MODE } from "../../../defaults.ts";
 import {
   bringDown,
@@ -23,8 +24,15 @@ import {
 } from "../../../system/arch/index.ts";
 import type { OverlayResource } from "../../../vocabulary/index.ts";
 import { executeBy, failsAgain, stepsOf } from "../../step.ts";
-import type { Applier, DecideContext, Executed, Executors, RecordBase, StepOf } from "../../types.ts";
-import { type FoundRun, noteTakeover, retiredTunnels, type Takeover } from "./ledger.ts";
+import {
+  type Applier,
+  type DecideContext,
+  type Executed,
+  type Executors,
+  recordOf,
+  type StepOf,
+} from "../../types.ts";
+import { noteTakeover, retiredTunnels, Takeover } from "./ledger.ts";
 import { type RetireData, retire } from "./retire.ts";
 import { initOf, overlayKeyOf, overlayStateOf, runner, type Survey, survey } from "./survey.ts";
 import { decideTakes, facts, type TakeData, takeOver } from "./takeover.ts";
@@ -40,17 +48,20 @@ export {
 export { type OverlayPorts, overlayKeyOf } from "./survey.ts";
 export { accountLine, facts } from "./takeover.ts";
 
-export interface OverlayRecord extends RecordBase {
-  type: "overlay";
-  interface: string;
-  path: string;
+/** The overlay's record: the apply parses one from disk with it before any decision, as every kind's. */
+export const OverlayRecord = recordOf("overlay", {
+  interface: z.string(),
+  path: z.string(),
   /** True when the mesh made the config; false when a file was found at its path (and its original held). */
-  created: boolean;
+  created: z.boolean(),
   /** SHA-256 of the config last written: it carries a key, so never its content. */
-  wrote: string;
-  found: FoundRun;
-  takeover?: Takeover;
-}
+  wrote: z.string(),
+  /** How its unit (or, without systemd, its interface) was found: what giving it back restores. */
+  found: Takeover.shape.found,
+  /** The found tunnel it took over: the same account the store's takeover journal keeps. */
+  takeover: Takeover.optional(),
+});
+export type OverlayRecord = z.infer<typeof OverlayRecord>;
 
 /** The interfaces the mesh runs here, from the records: never a found tunnel to take. */
 export function meshInterfaces(records: Record<string, { type: string; [k: string]: unknown }>): Set<string> {
@@ -175,6 +186,7 @@ const executors: Executors<OverlayStep, OverlayResource, OverlayRecord> = {
 
 export const overlayApplier: Applier<OverlayResource, OverlayRecord, OverlayStep> = {
   type: "overlay",
+  recordSchema: OverlayRecord,
   traits: {
     pathOf: (record) => record.path,
     // a found configuration taken over is held at its own path

@@ -57,8 +57,11 @@ export function holdsIn(host: Host, records: Records): { id: string; type: strin
 }
 
 /** The hold of a kind whose applier says only that one is found: the apply's own record, its path or id. */
+/** The apply's own record of a hold of `r`. */
+const heldRecordOf = (r: Resource): HeldRecord => ({ type: r.type, held_as_found: true });
+
 const plainHold = (r: Resource): Found<RecordBase> => ({
-  record: { type: r.type, held_as_found: true } as HeldRecord,
+  record: heldRecordOf(r),
   detail: `${pathsOf(r)[0] ?? r.id} held: found on this adopted node (takes: true makes it the mesh's)`,
 });
 
@@ -92,7 +95,7 @@ export async function holdOf(
 }
 
 function holdStep(r: Resource, hold: Found<RecordBase>, first?: HoldData["first"]): AdoptedStep {
-  const record = hold.record ?? plainHold(r).record!;
+  const record = hold.record ?? heldRecordOf(r);
   const did = first && first.step.did !== "unchanged" ? "updated" : "unchanged";
   const detail = first ? `${first.step.detail}; then ${hold.detail}` : hold.detail;
   return {

@@ -66,7 +66,7 @@ export function registered<T extends Resource["type"], Rec extends RecordBase, S
 /** The part of an applier that says what its records are. */
 interface Reads<Rec> {
   type: string;
-  recordSchema?: { safeParse(v: unknown): { success: true; data: Rec } | { success: false } };
+  recordSchema: { safeParse(v: unknown): { success: true; data: Rec } | { success: false } };
 }
 
 /**
@@ -75,13 +75,10 @@ interface Reads<Rec> {
  */
 function recordsOf<Rec extends RecordBase>(a: Reads<Rec>) {
   const known = new WeakMap<object, Rec>();
-  // a kind with no record schema yet is read by its type alone, as every kind was before schemas
-  const typed = (record: RecordBase): record is Rec => record.type === a.type;
   const read = (record: RecordBase | undefined): Rec | undefined => {
     if (!record || record.type !== a.type) return undefined;
     const seen = known.get(record);
     if (seen) return seen;
-    if (!a.recordSchema) return typed(record) ? record : undefined;
     const parsed = a.recordSchema.safeParse(record);
     if (!parsed.success) return undefined;
     known.set(parsed.data, parsed.data);

@@ -201,7 +201,7 @@ export interface Applier<
    * What its records are: the apply parses each one from disk with it before any decision (a record it does
    * not parse makes the records file unreadable), so `decide`, `decideRemoval` and `execute` get only these.
    */
-  recordSchema?: z.ZodType<Rec>;
+  recordSchema: z.ZodType<Rec>;
   /** Read only: the one step that makes the machine match `wanted`, given the record of earlier applies. */
   decide: (wanted: R, record: Rec | undefined, ctx: DecideContext) => Promise<S>;
   /** Read only: the one step that gives back an undeclared resource (remove what the mesh made, restore what it found). */

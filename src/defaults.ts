@@ -153,8 +153,14 @@ export const GETPROP_TIMEOUT_MS = 1_000;
 export const DEFAULT_MESH_DIR = "/var/lib/mesh-host-mesh";
 export const MESH_DIR_MODE = 0o700;
 export const MESH_FILE_MODE = 0o600;
-/** 2: the nodes, codes and fleet view live on the bus (KV); 1: they were files, which `mesh migrate` moves. */
-export const MESH_FORMAT = 2;
+/**
+ * 3: enrolling users in their own account, ENROL; 2: they were NODES' users (`mesh migrate` makes ENROL); 1: the
+ * nodes, codes and fleet view were files, which `mesh migrate` moves onto the bus (KV).
+ */
+export const MESH_FORMAT = 3;
+/** A node's record in the mesh-nodes bucket: unchanged since format 2 (format 3 changed only the accounts). */
+export const NODE_RECORD_FORMAT = 2;
+export const MESH_FORMAT_NODES_ENROL = 2;
 export const MESH_FORMAT_FILES = 1;
 /** `mesh init` with no `--server`: one server on this machine, the next ones on the ports after it. */
 export const DEFAULT_MESH_HOST = "127.0.0.1";
@@ -192,6 +198,12 @@ export const SERVER_JETSTREAM_DISK = "1GB";
  * rather than left to time out.
  */
 export const RESOLVER_FETCH_S = 2;
+/**
+ * The issued-at of NODES' and ENROL's claims as each server's configuration preloads them: older than any claims
+ * ever pushed. A server keeps the newest claims it holds (its resolver directory, its peers'), so a preload issued
+ * at start would replace, on a restart, the revocations pushed since; this one only fills an empty directory.
+ */
+export const RESOLVER_PRELOAD_IAT_S = 1;
 /** How long a JetStream call is tried again while the servers reload a user list. */
 export const JS_RELOAD_MS = 15_000;
 /** A JetStream call that met a reload, or a cluster not yet ready, is tried again after this. */
@@ -229,6 +241,14 @@ export const NODE_MAX_PAYLOAD = 1024 * 1024;
 /** An enrolling user: one inbox, one question. */
 export const ENROL_MAX_SUBS = 4;
 export const ENROL_MAX_PAYLOAD = 64 * 1024;
+/** `ENROL`: as many machines enrolling at once as NODES admits nodes, each with an enrolling user's subscriptions. */
+export const ENROL_ACCOUNT_MAX_CONNECTIONS = NODES_MAX_CONNECTIONS;
+export const ENROL_ACCOUNT_MAX_SUBS = ENROL_ACCOUNT_MAX_CONNECTIONS * ENROL_MAX_SUBS;
+/**
+ * ENROL's revocation of every user issued up to a second stays this far behind now: a code minted on another
+ * console (its clock a little off) whose record is not yet in the bucket, or not yet read, is never cut by it.
+ */
+export const ENROL_REVOKE_ALL_MARGIN_S = 60;
 /** Each stream's bounds: per node (per subject) and in all, and the largest message it keeps. */
 export const REPORTS_PER_NODE = 100;
 export const REPORT_MAX_MSG_BYTES = 256 * 1024;
@@ -245,12 +265,17 @@ export const STREAM_MAX_MSG_BYTES = 1024 * 1024;
  */
 export const ENROL_REVOKE_DELAY_MS = 6_000;
 /**
- * At most one push of spent enrolling users' revocations this often: each makes every server apply NODES' claims
- * anew, and nats-server 2.9 then decodes and checks the user JWT of every node connected to NODES (10,000 nodes: most
- * of a core a push). The spent code is refused by the controller meanwhile; only its user's connection waits.
+ * At most one push of spent enrolling users' revocations this often: each makes every server apply the account's
+ * claims anew, and nats-server 2.9 then decodes and checks the user JWT of every client of that account (on NODES
+ * with 10,000 nodes connected: most of a core a push). The spent code is refused by the controller meanwhile; only
+ * its user's connection waits; DELAY + EVERY stays under ENROL_SPENT_HOLD_MS, past which ENROL's floor cuts it.
  */
-export const ENROL_REVOKE_EVERY_MS = 10_000;
+export const ENROL_REVOKE_EVERY_MS = 5_000;
 export const ENROL_ASK_AGAIN_MS = 2_000;
+/** A code spent this lately still holds ENROL's revocation of every older user below it: its answer's on its way. */
+export const ENROL_SPENT_HOLD_MS = 3 * ENROL_REVOKE_DELAY_MS;
+/** After the last batch of spent codes' revocations, ENROL's list is pruned once ENROL_REVOKE_ALL_MARGIN_S has passed. */
+export const ENROL_PRUNE_AFTER_MS = ENROL_REVOKE_ALL_MARGIN_S * 1000 + ENROL_REVOKE_DELAY_MS;
 /** How long the servers are given to take an account's new claims (a revocation) over the system account. */
 export const CLAIMS_UPDATE_MS = 10_000;
 /**

@@ -4,8 +4,14 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { ApplierList } from "../src/appliers/index.ts";
-import { directoryApplier, fileApplier, PORTABLE_APPLIERS } from "../src/appliers/portable/index.ts";
+import { type Applier, type ApplierList, registered } from "../src/appliers/index.ts";
+import {
+  directoryApplier,
+  type FileRecord,
+  type FileStep,
+  fileApplier,
+  PORTABLE_APPLIERS,
+} from "../src/appliers/portable/index.ts";
 import { BUILD } from "../src/build-info.ts";
 import { VERSION } from "../src/defaults.ts";
 import { appliersOf } from "../src/hosts/index.ts";
@@ -149,6 +155,53 @@ describe("the layering (architecture.md), held over src/", () => {
   });
 });
 
+/** The cycles among `files` by their imports: each as the files around it, from its first. */
+function cyclesAmong(files: string[], edges: { from: string; to: string }[]): string[] {
+  const next = new Map(files.map((f) => [f, edges.filter((e) => e.from === f).map((e) => e.to)]));
+  const found: string[] = [];
+  const done = new Set<string>();
+  const walk = (f: string, path: string[]) => {
+    if (path.includes(f)) return void found.push([...path.slice(path.indexOf(f)), f].join(" -> "));
+    if (done.has(f)) return;
+    for (const to of next.get(f) ?? []) walk(to, [...path, f]);
+    // every way on from here was walked: a cycle through it has been found already
+    done.add(f);
+  };
+  for (const f of files) walk(f, []);
+  return found;
+}
+
+describe("src/apply/ by job: the trait lookups, the decider, one owner of the records", () => {
+  const files = sourceFiles("src/apply");
+
+  it("no file of it (nor of src/appliers/) imports one that imports it back, however far round: a walk through it never returns", () => {
+    for (const dir of ["src/apply", "src/appliers"]) {
+      const within = sourceFiles(dir);
+      const edges = within.flatMap(importsOf).filter((e) => within.includes(e.to));
+      expect(cyclesAmong(within, edges)).toEqual([]);
+    }
+    expect(
+      cyclesAmong(
+        ["a", "b", "c"],
+        [
+          { from: "a", to: "b" },
+          { from: "b", to: "c" },
+          { from: "c", to: "a" },
+        ],
+      ),
+    ).toContain("a -> b -> c -> a");
+  });
+
+  it("only records.ts changes a records object or writes the records file", () => {
+    const writes = /\bwriteRecords\(|\b(records|next|live|now)\[[^\]]+\]\s*=[^=]|delete \w+\[/;
+    const offenders = files.filter(
+      (f) => f !== "src/apply/records.ts" && writes.test(readFileSync(join(ROOT, f), "utf8")),
+    );
+    expect(offenders).toEqual([]);
+    expect(writes.test("records[step.id] = done.record;")).toBe(true);
+  });
+});
+
 /**
  * Outside the vocabulary and the appliers, the files that name a resource type, each a feature about that one
  * type (a new type needs none of them): held like the import exceptions, so the list cannot grow stale.
@@ -171,12 +224,30 @@ describe("a new resource type touches three files: its vocabulary, its applier f
     expect(Object.keys(TYPE_NAMED_OUTSIDE).filter((k) => !named.includes(k))).toEqual([]);
   });
 
-  it("a host's list takes each applier only under its own type: the compiler refuses another (npm run typecheck)", () => {
+  it("a host's list takes each applier only registered under its own type: the compiler refuses another (npm run typecheck)", () => {
     // @ts-expect-error: the directory applier listed as the file type's
-    const wrong: ApplierList = { file: directoryApplier };
+    const wrong: ApplierList = { file: registered(directoryApplier) };
     // at run time the host keys each by its own type: the file type would silently go without an applier
     expect(appliersOf(wrong).get("file")).toBeUndefined();
-    expect(appliersOf(PORTABLE_APPLIERS).get("file")).toBe(fileApplier);
+    expect(appliersOf(PORTABLE_APPLIERS).get("file")?.type).toBe("file");
+    // @ts-expect-error: registered as the file kind's, the directory applier does not check against it
+    registered<"file", FileRecord, FileStep>(directoryApplier);
+    // @ts-expect-error: no method bivariance: a typed applier never stands as the applier of every kind
+    const loose: Applier = fileApplier;
+    expect(loose.type).toBe("file");
+  });
+
+  it("a registered applier is handed only its own: another kind's resource, record or step is refused, not cast", async () => {
+    const file = appliersOf(PORTABLE_APPLIERS).get("file")!;
+    const directory = { id: "d", type: "directory", path: "/d", purge: false } as const;
+    await expect(file.decide(directory, undefined, {} as never)).rejects.toThrow(
+      "the file applier was handed a directory",
+    );
+    expect(file.check({ type: "file", path: "/f" })).toBeUndefined();
+    const dirRecord = { type: "directory", path: "/d" };
+    expect(file.traits.pathOf?.(dirRecord)).toBeUndefined();
+    const step = { id: "f", type: "file", did: "created", action: "write", detail: "made" } as const;
+    expect(await file.execute(step, undefined, undefined, {} as never)).toMatchObject({ did: "failed" });
   });
 
   it("no applier decides the adopted-mode hold itself: none reads the declaration's mode or a resource's takes (the overlay's takes names a tunnel)", () => {

@@ -1,8 +1,10 @@
 // `npm run bench:apply [-- --n 1000 --reps 5]`: issue 3's benchmark. N files of 200 bytes (mode 0644): first
 // apply, no-op re-apply, one file drifted and repaired; by the executable, in-process and the floor, each
-// printed beside the floor measured in the same run. Prints markdown on stdout.
+// printed beside the floor measured in the same run. Prints markdown on stdout. With `--baseline REF`: the
+// executable's figures beside commit REF's, paired run by run (apply-baseline.ts).
 import { cpus, totalmem } from "node:os";
 import { parseArgs } from "node:util";
+import { applyBaselineBench } from "./apply-baseline.ts";
 import { workspace } from "./fixture.ts";
 import { medianOf, type TargetLine, targetsTable, timeTarget, toolsTable } from "./report.ts";
 import {
@@ -92,12 +94,20 @@ export async function applyBench(o: ApplyBenchOptions): Promise<ApplyBenchResult
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { n: { type: "string", default: "1000" }, reps: { type: "string", default: "5" } },
+    options: {
+      n: { type: "string", default: "1000" },
+      reps: { type: "string", default: "5" },
+      baseline: { type: "string" },
+    },
   });
   const n = Number(values.n);
   const reps = Number(values.reps);
   if (!Number.isInteger(n) || n < 1 || !Number.isInteger(reps) || reps < 1)
     throw new Error("--n and --reps must be positive integers");
+  if (values.baseline) {
+    process.stdout.write(`${await applyBaselineBench(values.baseline, n, reps)}\n`);
+    return;
+  }
   const { markdown } = await applyBench({ n, reps, say: (l) => process.stderr.write(`${l}\n`) });
   process.stdout.write(`${markdown}\n`);
 }

@@ -142,16 +142,16 @@ export interface KeptOriginal {
 
 /**
  * What the apply asks an applier about its resources, steps and records, so that src/apply/ names no resource
- * type: each applier says its own. An absent trait is false, none or nothing. Written as methods, like
- * `decide` and `execute`: a method's parameters are compared both ways, which is what lets an applier over
- * its own types stand as the one `Applier` the host dispatches to by type (ApplierList says when).
+ * type: each applier says its own. An absent trait is false, none or nothing. Function properties, as
+ * `decide` and `execute` are: their parameters are compared one way only, so an applier over its own types
+ * never stands as another's; the host dispatches to it through its registration (dispatch.ts).
  */
 export interface Traits<R extends Resource, Rec extends RecordBase, S extends Step> {
   /**
    * It looks at what changed before it (`on`, `restart_on`) or was written before it is reached: decided in
    * declaration order, and again when the apply reaches it, never side by side with its neighbours.
    */
-  readsChanges?(wanted: R): boolean;
+  readsChanges?: (wanted: R) => boolean;
   /** Its failure stops the apply: what comes after may need its effect (an action's command). */
   stopsOnFailure?: boolean;
   /**
@@ -160,15 +160,15 @@ export interface Traits<R extends Resource, Rec extends RecordBase, S extends St
    */
   writesFiles?: boolean;
   /** The path at which what it writes is a secret: its original is kept as one and no digest of it is said. */
-  secretAt?(wanted: R): string | undefined;
+  secretAt?: (wanted: R) => string | undefined;
   /** Before a step runs: the record this id will have (journalled pending) and the found original to keep. */
-  journal?(step: S): { intent?: Rec; original?: KeptOriginal };
+  journal?: (step: S) => { intent?: Rec; original?: KeptOriginal };
   /** The path a record names: a path moving between ids is claimed, not found; a new path is a new resource. */
-  pathOf?(record: Rec): string | undefined;
+  pathOf?: (record: Rec) => string | undefined;
   /** The paths whose originals a record keeps, for the report's holds (its own path unless it says more). */
-  originalsAt?(record: Rec): string[];
+  originalsAt?: (record: Rec) => string[];
   /** The digest of what the record says the host last wrote at its path: what `DecideContext.wrote` reads. */
-  wrote?(record: Rec): string | undefined;
+  wrote?: (record: Rec) => string | undefined;
   /**
    * Adopted mode's input, for a kind whose facts say it is held there (`adopted`) and a declaration that does
    * not take it: whether the host already has one at its place, as the hold to keep (`true`: held under the
@@ -176,18 +176,18 @@ export interface Traits<R extends Resource, Rec extends RecordBase, S extends St
    * `sameAs`): whether it is held still is the applier's to say. The apply holds it and gives it back as found
    * (apply/adopted.ts), one step for every kind; this applier decides only what it is handed when not held.
    */
-  found?(wanted: R, ctx: DecideContext, held?: Rec): Promise<boolean | Found<Rec>>;
+  found?: (wanted: R, ctx: DecideContext, held?: Rec) => Promise<boolean | Found<Rec>>;
   /** Whether a record of its own is a hold's (found, never touched): what it holds (the unit, the package), or undefined. */
-  heldAs?(record: Rec): string | undefined;
+  heldAs?: (record: Rec) => string | undefined;
   /** What giving a held record back as found says, where more than that it is left as found (a package stays installed). */
-  leftAs?(record: Rec): string;
+  leftAs?: (record: Rec) => string;
   /**
    * Whether `record` names what `wanted` does (the same unit, package, process); another is given back first
    * when `wanted` is held (its own removal), as its decision does when it is not. Absent: always the same.
    */
-  sameAs?(record: Rec, wanted: R): boolean;
+  sameAs?: (record: Rec, wanted: R) => boolean;
   /** `--diff`: what a planned step will change, as lines; never a secret's content. */
-  diff?(step: S, wanted: R | undefined, root: string): Promise<string[] | undefined>;
+  diff?: (step: S, wanted: R | undefined, root: string) => Promise<string[] | undefined>;
 }
 
 /** `S`: the applier's steps, a union keyed by action (StepOf), or any step while it is not typed yet. */
@@ -201,18 +201,18 @@ export interface Applier<
    * What its records are: the apply parses each one from disk with it before any decision (a record it does
    * not parse makes the records file unreadable), so `decide`, `decideRemoval` and `execute` get only these.
    */
-  recordSchema?: z.ZodType<Rec>;
+  recordSchema: z.ZodType<Rec>;
   /** Read only: the one step that makes the machine match `wanted`, given the record of earlier applies. */
-  decide(wanted: R, record: Rec | undefined, ctx: DecideContext): Promise<S>;
+  decide: (wanted: R, record: Rec | undefined, ctx: DecideContext) => Promise<S>;
   /** Read only: the one step that gives back an undeclared resource (remove what the mesh made, restore what it found). */
-  decideRemoval(id: string, record: Rec, ctx: DecideContext): Promise<S>;
+  decideRemoval: (id: string, record: Rec, ctx: DecideContext) => Promise<S>;
   /** Carry out a step this applier decided, read the machine back, and say what happened. */
-  execute(
+  execute: (
     step: S,
     wanted: R | undefined,
     record: Rec | undefined,
     ctx: DecideContext,
-  ): Promise<Executed<Rec>>;
+  ) => Promise<Executed<Rec>>;
   /** What the apply asks about this type: declared here, never named in src/apply/. */
   traits?: Traits<R, Rec, S>;
 }
@@ -220,10 +220,25 @@ export interface Applier<
 /** The resource of type `T`. */
 export type ResourceOf<T extends Resource["type"]> = Extract<Resource, { type: T }>;
 
+/** The host's form of an applier of type `T`: every input checked to be its own before its typed code sees it. */
+export interface Registered<T extends string = string> {
+  readonly type: T;
+  /** A record from disk as its applier reads it (its record schema's parse); undefined: not one it reads. */
+  readonly check: (record: RecordOfAny) => RecordOfAny | undefined;
+  readonly decide: (wanted: Resource, record: RecordBase | undefined, ctx: DecideContext) => Promise<Step>;
+  readonly decideRemoval: (id: string, record: RecordBase, ctx: DecideContext) => Promise<Step>;
+  readonly execute: (
+    step: Step,
+    wanted: Resource | undefined,
+    record: RecordBase | undefined,
+    ctx: DecideContext,
+  ) => Promise<Executed<RecordBase>>;
+  readonly traits: Traits<Resource, RecordBase, Step>;
+}
+
 /**
- * A host's list: its appliers, each under the type it carries out, so the compiler refuses one listed under
- * another's type. The host dispatches by the same type (a resource's, a record's, a step's), which is why each
- * may stand as the one `Applier` there (hosts' `appliersOf`): the one place an applier's own types are let go,
- * with no cast.
+ * A host's list: its appliers, each registered (dispatch.ts `registered`) under the type it carries out, so
+ * the compiler refuses one listed under another's type, and checks each against its own kind where it is
+ * registered; the host dispatches by the same type (a resource's, a record's, a step's).
  */
-export type ApplierList = { [T in Resource["type"]]?: Applier<ResourceOf<T>> };
+export type ApplierList = { [T in Resource["type"]]?: Registered<T> };

@@ -10,11 +10,11 @@ import {
   leftAsFound,
   type RecordBase,
   type Step,
-  type Traits,
 } from "../appliers/index.ts";
 import type { Host } from "../hosts/index.ts";
 import type { Records } from "../store/index.ts";
 import { factsOf, pathsOf, type Resource } from "../vocabulary/index.ts";
+import { traitsOf } from "./traits.ts";
 
 /** The apply's own record of a hold, for a kind whose applier keeps none: nothing of it is the mesh's. */
 const HeldRecord = z.strictObject({
@@ -42,9 +42,6 @@ export const isHeldRecord = (record: RecordBase | undefined): boolean => HeldRec
 
 export const isAdoptedStep = (step: Step): step is AdoptedStep => "by" in step && step.by === "apply";
 
-const traitsOf = (host: Host, type: string): Traits<Resource, RecordBase, Step> =>
-  host.appliers.get(type)?.traits ?? {};
-
 /** What a record of a hold holds (its applier's words, or the id), or undefined: a record of what the mesh made. */
 function heldAs(host: Host, id: string, record: RecordBase): string | undefined {
   if (isHeldRecord(record)) return id;
@@ -60,8 +57,11 @@ export function holdsIn(host: Host, records: Records): { id: string; type: strin
 }
 
 /** The hold of a kind whose applier says only that one is found: the apply's own record, its path or id. */
+/** The apply's own record of a hold of `r`. */
+const heldRecordOf = (r: Resource): HeldRecord => ({ type: r.type, held_as_found: true });
+
 const plainHold = (r: Resource): Found<RecordBase> => ({
-  record: { type: r.type, held_as_found: true } as HeldRecord,
+  record: heldRecordOf(r),
   detail: `${pathsOf(r)[0] ?? r.id} held: found on this adopted node (takes: true makes it the mesh's)`,
 });
 
@@ -95,7 +95,7 @@ export async function holdOf(
 }
 
 function holdStep(r: Resource, hold: Found<RecordBase>, first?: HoldData["first"]): AdoptedStep {
-  const record = hold.record ?? plainHold(r).record!;
+  const record = hold.record ?? heldRecordOf(r);
   const did = first && first.step.did !== "unchanged" ? "updated" : "unchanged";
   const detail = first ? `${first.step.detail}; then ${hold.detail}` : hold.detail;
   return {

@@ -15,11 +15,21 @@ import {
   secretsOf,
 } from "../vocabulary/index.ts";
 import { isAdoptedStep } from "./adopted.ts";
+import { planSteps } from "./decide.ts";
 import { execute } from "./execute.ts";
 import { journal, originalsNow, sweepTemps } from "./journal.ts";
-import { CHANGING, mapLimited, type PlanInput, type PlannedStep, planSteps, traitsOf } from "./plan.ts";
-import { readableBy, sameRecords } from "./records.ts";
-import { interruption, logSteps, type PlanLine, planLine } from "./steps.ts";
+import { mapLimited } from "./map-limited.ts";
+import { checkedBy, RecordBook } from "./records.ts";
+import {
+  CHANGING,
+  interruption,
+  logSteps,
+  type PlanInput,
+  type PlanLine,
+  type PlannedStep,
+  planLine,
+} from "./steps.ts";
+import { traitsOf } from "./traits.ts";
 
 export type { PlanLine } from "./steps.ts";
 
@@ -216,7 +226,7 @@ interface Planned {
 }
 
 async function planFor(req: ApplyRequest, secrets: Map<string, Uint8Array>): Promise<Planned> {
-  const { records, order } = req.state.readRecords(readableBy(req.host));
+  const { records, order } = req.state.readRecords(checkedBy(req.host));
   const owed = new Set(req.state.readOwed());
   const input = {
     declaration: req.declaration,
@@ -228,7 +238,7 @@ async function planFor(req: ApplyRequest, secrets: Map<string, Uint8Array>): Pro
   };
   const steps = await planSteps(input);
   const diffOf = (s: PlannedStep) =>
-    isAdoptedStep(s) ? undefined : traitsOf(req.host, s.type).diff?.(s, s.resource, req.ports.root);
+    isAdoptedStep(s) ? undefined : traitsOf(req.host, s.type).diff?.(s, s.wanted, req.ports.root);
   const plan = await mapLimited(steps, FILE_READ_CONCURRENCY, async (s) =>
     withDiff(planLine(s), req.diff ? await diffOf(s) : undefined),
   );
@@ -239,14 +249,10 @@ async function planFor(req: ApplyRequest, secrets: Map<string, Uint8Array>): Pro
   return { input, steps, plan, records, order, owed };
 }
 
-/** The ids to keep in order: the declaration's first, then the records' own, each only while it is recorded. */
-const orderOf = (d: Declaration, order: string[], next: Records): string[] =>
-  [...new Set([...d.resources.map((r) => r.id), ...order])].filter((id) => next[id]);
-
 interface CarriedOut {
   executed: ReportStep[];
   /** The records as the steps left them. */
-  next: Records;
+  book: RecordBook;
   notes: string[];
   interrupted?: { after: number; of: number };
 }
@@ -256,18 +262,17 @@ async function carryOut(req: ApplyRequest, p: Planned): Promise<CarriedOut> {
   const notes = recordNode(req);
   req.state.sweepTemps();
   sweepTemps(req.host, req.ports.root, req.declaration, p.records);
-  const next = { ...p.records };
+  const book = new RecordBook(req.state, req.declaration, p.records, p.order);
   // owed before anything changes: a kill between a change and what is `on` it must not forget the dependent
   const changing = p.steps.filter((s) => CHANGING.has(s.did)).map((s) => s.id);
   if (changing.length) req.state.writeOwed([...new Set([...p.owed, ...changing])]);
-  const unheld = await journal(req.host, req.state, req.originals, next, p.order, p.steps);
-  const saveRecords = () => req.state.writeRecords(next, orderOf(req.declaration, p.order, next));
-  const run = { records: next, saveRecords, onStep: req.onStep, signal: req.signal, unheld };
+  const unheld = await journal(req.host, req.originals, book, p.steps);
+  const run = { book, onStep: req.onStep, signal: req.signal, unheld };
   const executed = await execute(p.steps, p.input, run);
   logSteps(req.ports.log, executed);
   const interrupted = interruption(executed);
   if (interrupted) notes.push(`interrupted after ${interrupted.after} of ${interrupted.of} steps`);
-  return { executed, next, notes, ...(interrupted ? { interrupted } : {}) };
+  return { executed, book, notes, ...(interrupted ? { interrupted } : {}) };
 }
 
 /** The records, the owed ids, the holds and the report as the apply leaves them; the result the caller gets. */
@@ -278,21 +283,18 @@ function settle(
   started: string,
   moveTo: Membership | undefined,
 ): ApplyResult {
-  const { executed, next, notes, interrupted } = done;
+  const { executed, book, notes, interrupted } = done;
   const d = req.declaration;
   const outcome: Outcome = executed.some((s) => s.did === "failed") || interrupted ? "failed" : "applied";
   // every dependent ran: nothing is owed; a failed apply keeps what it changed owed for the next one
   if (outcome === "applied") req.state.writeOwed([]);
-  const nextOrder = orderOf(d, p.order, next);
-  // a no-op (the drift check, most of the time) writes nothing: two fsyncs were most of its cost
-  if (!sameRecords(next, nextOrder, p.records, p.order)) req.state.writeRecords(next, nextOrder);
-  req.originals.commit(nextOrder.length);
+  req.originals.commit(book.finish().length);
   // the shape (and key order) of every report, filled with what ran
   const report: Report = {
     ...reportWithoutSteps(d.node, req.seq, req.digest, [], req.host, outcome),
     started_at: started,
     steps: executed,
-    holds: originalsNow(req.host, req.originals, next),
+    holds: originalsNow(req.host, req.originals, book.now),
     mode: d.mode,
     ...(notes.length ? { notes } : {}),
   };

@@ -3,24 +3,17 @@
 import type { Executed, RecordBase } from "../appliers/index.ts";
 import { FILE_WRITE_CONCURRENCY } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
-import type { Records } from "../store/index.ts";
 import type { ReportStep } from "../vocabulary/index.ts";
 import { executeAdopted, isAdoptedStep } from "./adopted.ts";
-import {
-  type Decider,
-  decider,
-  mapLimited,
-  noteChange,
-  type PlanInput,
-  type PlannedStep,
-  readsChanges,
-  traitsOf,
-} from "./plan.ts";
-import { failureDetail, INTERRUPTED, planLine } from "./steps.ts";
+import { type Decider, decider, noteChange } from "./decide.ts";
+import { mapLimited } from "./map-limited.ts";
+import type { RecordBook } from "./records.ts";
+import { failureDetail, INTERRUPTED, type PlanInput, type PlannedStep, planLine } from "./steps.ts";
+import { readsChanges, traitsOf } from "./traits.ts";
 
 export interface Execution {
-  records: Records;
-  saveRecords: () => void;
+  /** The records as the steps leave them: each step's outcome is settled there. */
+  book: RecordBook;
   /** Told each time a step is done, with how many of how many. */
   onStep?: (done: number, total: number) => void;
   signal?: AbortSignal;
@@ -37,7 +30,7 @@ export interface Execution {
  */
 export async function execute(steps: PlannedStep[], input: PlanInput, run: Execution): Promise<ReportStep[]> {
   // decided against the records as the steps before have left them: `wrote` reads what was just written
-  const d = decider(input, run.records);
+  const d = decider(input, run.book);
   const changed = new Set<string>(input.owed ?? []);
   const made = new Set<string>();
   const out: ReportStep[] = [];
@@ -46,8 +39,8 @@ export async function execute(steps: PlannedStep[], input: PlanInput, run: Execu
     const first = batch[0]!;
     // what reads changes is decided again with what actually changed: the same function the plan used
     const fresh =
-      first.resource && readsChanges(input.host, first.resource) && !run.signal?.aborted && !stop.by
-        ? await d.decide(first.resource, changed, made)
+      first.wanted && readsChanges(input.host, first.wanted) && !run.signal?.aborted && !stop.by
+        ? await d.decide(first.wanted, changed, made)
         : batch;
     const ctx = () => d.context(changed, made);
     const results = await mapLimited(fresh, FILE_WRITE_CONCURRENCY, (s) =>
@@ -74,43 +67,38 @@ async function runOne(
   if (stop.by)
     return { ...planLine(step), did: "not-reached", detail: `not reached: action ${stop.by} failed` };
   if (run.signal?.aborted) return { ...planLine(step), did: "not-reached", detail: INTERRUPTED };
-  const unheld = step.resource && run.unheld?.get(step.id);
+  const unheld = step.wanted && run.unheld?.get(step.id);
   if (unheld) return { ...planLine(step), did: "failed", detail: unheld };
-  const { records } = run;
+  const { book } = run;
   if (isAdoptedStep(step))
     try {
-      return recorded(step, await executeAdopted(host, step, ctx()), records);
+      return recorded(step, await executeAdopted(host, step, ctx()), book);
     } catch (e) {
       return { id: step.id, type: step.type, did: "failed", detail: failureDetail(e, step) };
     }
   const applier = host.appliers.get(step.type)!;
   // an id that named something else until the removal just before: its new record is journalled now
   const intent = applier.traits?.journal?.(step).intent;
-  if (intent && step.resource && !step.record && !records[step.id]) {
-    records[step.id] = { ...intent, pending: true };
-    run.saveRecords();
-  }
+  if (intent && step.wanted && !step.record && book.intend(step.id, intent)) book.write();
   try {
     // the applier is told exactly the record its decision saw (a removal: the one it gives back)
-    const record = step.resource ? step.record : (step.record ?? records[step.id]);
-    return recorded(step, await applier.execute(step, step.resource, record, ctx()), records);
+    const record = step.wanted ? step.record : (step.record ?? book.now[step.id]);
+    return recorded(step, await applier.execute(step, step.wanted, record, ctx()), book);
   } catch (e) {
     return { id: step.id, type: step.type, did: "failed", detail: failureDetail(e, step) };
   }
 }
 
 /** What a step came to, its record kept (or, for a removal, forgotten). */
-function recorded(step: PlannedStep, done: Executed<RecordBase>, records: Records): ReportStep {
-  if (done.record) records[step.id] = done.record;
-  else if (!step.resource) delete records[step.id];
+function recorded(step: PlannedStep, done: Executed<RecordBase>, book: RecordBook): ReportStep {
+  book.settle(step.id, done.record, !step.wanted);
   return { id: step.id, type: step.type, did: done.did, detail: done.detail };
 }
 
 /** Steps grouped so that consecutive file writes run side by side (their fsyncs overlap) and all else one at a time. */
 function batches(host: Host, steps: PlannedStep[]): PlannedStep[][] {
   const out: PlannedStep[][] = [];
-  const parallel = (s: PlannedStep) =>
-    traitsOf(host, s.type).writesFiles === true && s.resource !== undefined;
+  const parallel = (s: PlannedStep) => traitsOf(host, s.type).writesFiles === true && s.wanted !== undefined;
   for (const s of steps) {
     const last = out.at(-1);
     if (last && parallel(s) && parallel(last[0]!)) last.push(s);

@@ -13,7 +13,7 @@ export {
   reportWithoutSteps,
   type Unseal,
 } from "./apply.ts";
-export { CHANGING, declaredPaths, planSteps } from "./plan.ts";
+export { declaredPaths, planSteps } from "./decide.ts";
 export { planAsked } from "./planned.ts";
 export {
   type ApplyOptions,
@@ -24,3 +24,4 @@ export {
   type Machine,
   type NodeParts,
 } from "./sources.ts";
+export { CHANGING } from "./steps.ts";

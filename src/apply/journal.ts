@@ -5,11 +5,13 @@ import { dirname } from "node:path";
 import type { KeptOriginal } from "../appliers/index.ts";
 import { errnoWords } from "../faults.ts";
 import type { Host } from "../hosts/index.ts";
-import type { Records, State, StoreOriginals } from "../store/index.ts";
+import type { Records, StoreOriginals } from "../store/index.ts";
 import { sweepTempsAt } from "../system/index.ts";
 import { type Declaration, pathsOf, type Report } from "../vocabulary/index.ts";
 import { isAdoptedStep } from "./adopted.ts";
-import { type PlannedStep, traitsOf } from "./plan.ts";
+import type { RecordBook } from "./records.ts";
+import type { PlannedStep } from "./steps.ts";
+import { traitsOf } from "./traits.ts";
 
 /**
  * Before touching anything: keep every found original the apply is about to write over, then write down the
@@ -19,10 +21,8 @@ import { type PlannedStep, traitsOf } from "./plan.ts";
  */
 export async function journal(
   host: Host,
-  state: State,
   kept: StoreOriginals,
-  next: Records,
-  order: string[],
+  book: RecordBook,
   steps: PlannedStep[],
 ): Promise<Map<string, string>> {
   let intents = 0;
@@ -31,10 +31,10 @@ export async function journal(
     // a hold or give-back touches nothing: there is nothing to journal before it
     if (isAdoptedStep(s)) continue;
     const traits = traitsOf(host, s.type);
-    const secretAt = s.resource && traits.secretAt?.(s.resource);
+    const secretAt = s.wanted && traits.secretAt?.(s.wanted);
     if (secretAt) kept.markSecret(secretAt);
     const { intent, original } = traits.journal?.(s) ?? {};
-    if (original && s.resource) {
+    if (original && s.wanted) {
       const why = await keptOrWhy(kept, original);
       // an original the state has no room for (a full disk) fails its own step, the found file untouched:
       // written over without its original held, it could never be given back
@@ -44,12 +44,9 @@ export async function journal(
       }
     }
     // an id still recorded as something else keeps that record until its removal has run
-    if (s.record || !intent || next[s.id]) continue;
-    // pending until its step has run: a file an interrupted apply never wrote is then created, not repaired
-    next[s.id] = { ...intent, pending: true };
-    intents++;
+    if (!s.record && intent && book.intend(s.id, intent)) intents++;
   }
-  if (intents) state.writeRecords(next, [...new Set([...Object.keys(next), ...order])]);
+  if (intents) book.writeJournal();
   return unheld;
 }
 

@@ -1,9 +1,40 @@
-// What the steps of an apply came to, said: as a plan's line, in the log, as an interruption, as one line for a
-// step that threw.
-import type { Logger } from "../appliers/index.ts";
+// The steps of an apply: what one carries (the resource it makes match, the record its decision saw, named),
+// what the decision is given, and what they came to, said: as a plan's line, in the log, as an interruption, as
+// one line for a step that threw.
+import type { DecideContext, Logger, RecordBase, Step } from "../appliers/index.ts";
 import { errnoWords } from "../faults.ts";
-import { pathsOf, type ReportStep } from "../vocabulary/index.ts";
-import type { PlannedStep } from "./plan.ts";
+import type { Host } from "../hosts/index.ts";
+import type { Records } from "../store/index.ts";
+import { type Declaration, type Did, pathsOf, type ReportStep, type Resource } from "../vocabulary/index.ts";
+
+/** What a step does to the machine: these make `on` and `restart_on` fire. */
+export const CHANGING: ReadonlySet<Did> = new Set([
+  "created",
+  "updated",
+  "repaired",
+  "removed",
+  "restored",
+  "ran",
+]);
+
+/** A step as the plan decided it, carrying what its executor is handed (balena-supervisor's named step arguments). */
+export interface PlannedStep extends Step {
+  /** The resource this step makes match; absent for a removal. */
+  wanted?: Resource;
+  /** The record of earlier applies for this id, if any, as its applier's record schema checked it. */
+  record?: RecordBase;
+}
+
+/** What a plan is decided from: the declaration, the checked records and their order, the host, the context. */
+export interface PlanInput {
+  declaration: Declaration;
+  records: Records;
+  order: string[];
+  host: Host;
+  ctx: Omit<DecideContext, "changed" | "declaredPaths" | "made">;
+  /** Ids an earlier apply changed before it was killed or failed: what reads changes still owes them. */
+  owed?: ReadonlySet<string>;
+}
 
 export interface PlanLine {
   id: string;
@@ -40,7 +71,7 @@ export function logSteps(log: Logger, steps: ReportStep[]): void {
  */
 export function failureDetail(e: unknown, step: PlannedStep): string {
   const err = e as NodeJS.ErrnoException;
-  const path = step.resource && pathsOf(step.resource)[0];
+  const path = step.wanted && pathsOf(step.wanted)[0];
   if (err.code && /^E[A-Z]+$/.test(err.code) && err.message?.startsWith(`${err.code}:`))
     return `${path ? `${path}: ` : ""}${errnoWords(err.code)}`;
   let message = (err.message ?? String(e))

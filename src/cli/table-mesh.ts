@@ -226,7 +226,11 @@ export const MESH_COMMANDS: readonly CommandSpec[] = [
   }),
   command({ name: "nodes", summary: "the fleet at a glance, silent nodes first", flags: ["where", "json"] }),
   command({ name: "watch", summary: "reports and heartbeats as they arrive", flags: ["where", "json"] }),
-  command({ name: "migrate", summary: "move a format-1 directory's nodes onto the bus", flags: ["json"] }),
+  command({
+    name: "migrate",
+    summary: "carry an older mesh directory forward to this version",
+    flags: ["json"],
+  }),
   command({
     name: "move",
     args: "NAME",

@@ -2,7 +2,7 @@
 // composition root hands in for Arch), and the reason each host gives for the types it does not implement.
 // Which host this machine is: src/host-kind.ts.
 
-import type { Applier, ApplierList } from "../appliers/index.ts";
+import type { ApplierList, Registered } from "../appliers/index.ts";
 import { PORTABLE_APPLIERS } from "../appliers/portable/index.ts";
 import type { HostKind } from "../host-kind.ts";
 import type { TypeSupport } from "../vocabulary/index.ts";
@@ -11,7 +11,7 @@ export { hostFacts } from "./facts.ts";
 
 export interface Host {
   kind: HostKind;
-  appliers: ReadonlyMap<string, Applier>;
+  appliers: ReadonlyMap<string, Registered>;
   support: TypeSupport;
 }
 
@@ -22,11 +22,11 @@ const REASONS: Record<HostKind, string> = {
 };
 
 /**
- * The host's appliers by type, from its list: each was listed under its own type, and every lookup is by a
- * resource's, record's or step's type, so each stands as the one `Applier` the host dispatches to.
+ * The host's appliers by type, from its list: each registered under its own type (the compiler checked it
+ * against its kind there), and every lookup is by a resource's, record's or step's type.
  */
-export function appliersOf(list: ApplierList): ReadonlyMap<string, Applier> {
-  const appliers: (Applier | undefined)[] = Object.values(list);
+export function appliersOf(list: ApplierList): ReadonlyMap<string, Registered> {
+  const appliers: (Registered | undefined)[] = Object.values(list);
   return new Map(appliers.flatMap((a) => (a ? [[a.type, a] as const] : [])));
 }
 

@@ -2,11 +2,17 @@
 // signed by its account's key — no password anywhere.
 //   SYS    the servers' system account: the mesh pushes an account's new claims (a revocation) through it.
 //   MESH   JetStream (the streams, the key-value buckets, the object store) and the controller's users.
-//   NODES  every node's user and every enrolling user; JetStream off. What a node may do crosses by the exports
-//          below, as services: the server gives a service request a reply address of its own making, so no
-//          reply a node picks ever reaches MESH's JetStream API (docs/security.md says what was tried).
+//   NODES  every node's user; JetStream off. What a node may do crosses by the exports below, as services: the
+//          server gives a service request a reply address of its own making, so no reply a node picks ever
+//          reaches MESH's JetStream API (docs/security.md says what was tried).
+//   ENROL  every enrolling user (the short-lived user an enrolment code carries); JetStream off; it imports the
+//          enrolment service and its answers, nothing else. Apart from NODES so that NODES' claims carry only
+//          nodes' revocations: their size grows with nodes removed, never with nodes enrolled. ENROL's own stay
+//          bounded by a revocation of every user issued up to a second (`"*"`, enrolRevoked below).
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import {
+  ENROL_ACCOUNT_MAX_CONNECTIONS,
+  ENROL_ACCOUNT_MAX_SUBS,
   ENROL_MAX_PAYLOAD,
   ENROL_MAX_SUBS,
   NODE_MAX_PAYLOAD,
@@ -30,7 +36,7 @@ import {
 import { claimsOf, issueJwt } from "./jwt.ts";
 import { enrolPermissions, nodePermissions, type Permissions } from "./permissions.ts";
 
-export const ACCOUNT_NAMES = { system: "SYS", mesh: "MESH", nodes: "NODES" } as const;
+export const ACCOUNT_NAMES = { system: "SYS", mesh: "MESH", nodes: "NODES", enrol: "ENROL" } as const;
 export type AccountKind = keyof typeof ACCOUNT_NAMES;
 
 /** The two kinds of export and import (a service carries a reply; a stream does not). */
@@ -41,7 +47,6 @@ export const NODE_SERVICES: readonly { subject: string; stream?: true }[] = [
   { subject: "mesh.report.*" },
   { subject: "mesh.heartbeat.*" },
   { subject: "mesh.rekey.*" },
-  { subject: "mesh.enrol.*" },
   { subject: "$JS.API.CONSUMER.INFO.DECLARE.*" },
   // a pull is answered by many messages (its deliveries, the server's idle heartbeats) over the pull's life
   { subject: "$JS.API.CONSUMER.MSG.NEXT.DECLARE.*", stream: true },
@@ -55,7 +60,9 @@ export const NODE_SERVICES: readonly { subject: string; stream?: true }[] = [
   // enableJetStreamInfoServiceImportOnly). Tried: without it a node's bind failed.
   { subject: "$JS.API.INFO" },
 ];
-/** The enrolment answers: published in MESH, delivered in NODES (a stream: no reply rides along). */
+/** The enrolment questions: exported by MESH as a service, imported by ENROL (and NODES, see nodesClaims). */
+export const ENROL_SERVICE = "mesh.enrol.*";
+/** The enrolment answers: published in MESH, delivered in ENROL (a stream: no reply rides along). */
 export const ENROL_ANSWERS = "_INBOX.enrol.>";
 /** Plans: MESH asks a node on its own subject; NODES exports it as a service, MESH imports it. */
 export const PLAN_SERVICE = "mesh.plan.*";
@@ -69,7 +76,7 @@ function newPair(): KeyPair {
 }
 
 export function makeAccountKeys(): AccountKeys {
-  return { operator: newPair(), system: newPair(), mesh: newPair(), nodes: newPair() };
+  return { operator: newPair(), system: newPair(), mesh: newPair(), nodes: newPair(), enrol: newPair() };
 }
 
 export function seedsOf(keys: AccountKeys): AccountSeeds {
@@ -78,6 +85,7 @@ export function seedsOf(keys: AccountKeys): AccountSeeds {
     system: seedOf("account", keys.system.privateKey),
     mesh: seedOf("account", keys.mesh.privateKey),
     nodes: seedOf("account", keys.nodes.privateKey),
+    enrol: seedOf("account", keys.enrol.privateKey),
   };
 }
 
@@ -85,7 +93,7 @@ export function seedsOf(keys: AccountKeys): AccountSeeds {
 export function keysOfSeeds(seeds: AccountSeeds): AccountKeys | null {
   const role = (k: keyof AccountSeeds): NkeyRole => (k === "operator" ? "operator" : "account");
   const out: Partial<AccountKeys> = {};
-  for (const k of ["operator", "system", "mesh", "nodes"] as const) {
+  for (const k of ["operator", "system", "mesh", "nodes", "enrol"] as const) {
     const pair = keyPairOfSeed(role(k), seeds[k]);
     if (!pair) return null;
     out[k] = pair;
@@ -121,13 +129,24 @@ const UNLIMITED = {
   leaf: -1,
 };
 
+const serviceImport = (subject: string, account: string) => ({
+  name: subject,
+  subject,
+  account,
+  type: KIND.service,
+});
+const enrolImports = (mesh: string) => [
+  serviceImport(ENROL_SERVICE, mesh),
+  { name: ENROL_ANSWERS, subject: ENROL_ANSWERS, account: mesh, type: KIND.stream },
+];
+
 function meshClaims(keys: AccountKeys): Record<string, unknown> {
   return {
     type: "account",
     // JetStream on, bounded per stream (bus.ts) rather than here: the buckets and the release store share it
     limits: { ...UNLIMITED, mem_storage: -1, disk_storage: -1, streams: -1, consumer: -1 },
     exports: [
-      ...NODE_SERVICES.map((s) => ({
+      ...[...NODE_SERVICES, { subject: ENROL_SERVICE }].map((s: { subject: string; stream?: true }) => ({
         name: s.subject,
         subject: s.subject,
         type: KIND.service,
@@ -137,9 +156,7 @@ function meshClaims(keys: AccountKeys): Record<string, unknown> {
       })),
       { name: ENROL_ANSWERS, subject: ENROL_ANSWERS, type: KIND.stream },
     ],
-    imports: [
-      { name: PLAN_SERVICE, subject: PLAN_SERVICE, account: accountId(keys, "nodes"), type: KIND.service },
-    ],
+    imports: [serviceImport(PLAN_SERVICE, accountId(keys, "nodes"))],
   };
 }
 
@@ -156,18 +173,34 @@ function nodesClaims(keys: AccountKeys, revoked: Revocations): Record<string, un
     },
     exports: [{ name: PLAN_SERVICE, subject: PLAN_SERVICE, type: KIND.service }],
     imports: [
-      ...NODE_SERVICES.map((s) => ({
-        name: s.subject,
-        subject: s.subject,
-        account: mesh,
-        type: KIND.service,
-      })),
-      { name: ENROL_ANSWERS, subject: ENROL_ANSWERS, account: mesh, type: KIND.stream },
+      ...NODE_SERVICES.map((s) => serviceImport(s.subject, mesh)),
+      // for the codes issued before ENROL existed (their enrolling users are NODES'), until each is spent or
+      // expired: no node's user is granted either subject (permissions.ts), so a node reaches nothing by them
+      ...enrolImports(mesh),
     ],
     ...(Object.keys(revoked.users).length ? { revocations: revoked.users } : {}),
     ...(revoked.enrolling.length
       ? { tags: revoked.enrolling.map((k) => `enrolling:${k.toLowerCase()}`) }
       : {}),
+  };
+}
+
+/** ENROL: no JetStream, tight bounds, the enrolment service and its answers alone; its revocations (enrolRevoked). */
+function enrolClaims(keys: AccountKeys, revoked: Revocations): Record<string, unknown> {
+  const imports = enrolImports(accountId(keys, "mesh"));
+  return {
+    type: "account",
+    // the servers hold an account to its counts of imports and exports: none can be added under these claims
+    limits: {
+      ...UNLIMITED,
+      conn: ENROL_ACCOUNT_MAX_CONNECTIONS,
+      subs: ENROL_ACCOUNT_MAX_SUBS,
+      payload: ENROL_MAX_PAYLOAD,
+      imports: imports.length,
+      exports: 0,
+    },
+    imports,
+    ...(Object.keys(revoked.users).length ? { revocations: revoked.users } : {}),
   };
 }
 
@@ -180,15 +213,23 @@ export interface Revocations {
 
 export const NO_REVOCATIONS: Revocations = { users: {}, enrolling: [] };
 
-export function accountJwt(keys: AccountKeys, kind: AccountKind, revoked = NO_REVOCATIONS): string {
+/** An account's claims signed by the operator, issued now (or at `iat`: conf.ts's preload). */
+export function accountJwt(
+  keys: AccountKeys,
+  kind: AccountKind,
+  revoked = NO_REVOCATIONS,
+  iat?: number,
+): string {
   const nats =
     kind === "mesh"
       ? meshClaims(keys)
       : kind === "nodes"
         ? nodesClaims(keys, revoked)
-        : { type: "account", limits: UNLIMITED };
+        : kind === "enrol"
+          ? enrolClaims(keys, revoked)
+          : { type: "account", limits: UNLIMITED };
   return issueJwt(
-    { name: ACCOUNT_NAMES[kind], sub: accountId(keys, kind), nats },
+    { name: ACCOUNT_NAMES[kind], sub: accountId(keys, kind), iat, nats },
     keys.operator.privateKey,
     "operator",
   );
@@ -231,6 +272,34 @@ export function withRevoked(
       enrolling.delete(k);
     }
   return { users, enrolling: [...enrolling] };
+}
+
+/** The key of ENROL's revocation of every user issued at or before its second (nats-io/jwt's `All`). */
+export const ALL_USERS = "*";
+
+/** The user's JWT issued at `iat` is void under `revoked` (its own entry, or the one for every user). */
+export function cutOff(revoked: Record<string, number>, user: string, iat: number): boolean {
+  return Math.max(revoked[user] ?? 0, revoked[ALL_USERS] ?? 0) >= iat;
+}
+
+/**
+ * ENROL's revocations with `add` cut off (each at its JWT's issued-at: an enrolling user's key is made for one
+ * code, so that one second voids its only JWT), bounded: every user issued at or before the floor is revoked by
+ * one entry (`"*"`, never moved back), and each entry it covers is dropped. `floor` says that second from the
+ * revocations (nodes.ts enrolFloor: the second before the oldest code whose user must still sign in); null keeps
+ * the one held.
+ */
+export function enrolRevoked(
+  revoked: Revocations,
+  add: { user: string; at: number }[],
+  floor: ((users: Record<string, number>) => number) | null,
+): Revocations {
+  const users = { ...revoked.users };
+  for (const a of add) users[a.user] = Math.max(users[a.user] ?? a.at, a.at);
+  const all = Math.max(users[ALL_USERS] ?? 0, floor?.(users) ?? 0);
+  if (all <= 0) return { users, enrolling: [] };
+  for (const [k, at] of Object.entries(users)) if (at <= all) delete users[k];
+  return { users: { [ALL_USERS]: all, ...users }, enrolling: [] };
 }
 
 function userJwt(
@@ -285,14 +354,23 @@ export function nodeUserJwt(keys: AccountKeys, node: string, user: string, iat?:
   );
 }
 
-/** An enrolling user, for a key made for one code: its grants, and the code's expiry as the JWT's. */
-export function enrolUserJwt(keys: AccountKeys, node: string, user: string, exp: number): string {
+/**
+ * An enrolling user of ENROL, for a key made for one code: its grants, the code's expiry as the JWT's, and the
+ * code's issued-at (its record keeps it, and its revocation names that second).
+ */
+export function enrolUserJwt(
+  keys: AccountKeys,
+  node: string,
+  user: string,
+  exp: number,
+  iat?: number,
+): string {
   return userJwt(
     enrolUser(node),
     user,
-    keys.nodes.privateKey,
+    keys.enrol.privateKey,
     { ...grants(enrolPermissions(node)), subs: ENROL_MAX_SUBS, payload: ENROL_MAX_PAYLOAD, data: -1 },
-    { exp },
+    { exp, iat },
   );
 }
 

@@ -1,8 +1,8 @@
 // Signing in to the mesh's own bus, and changing an account on it while it runs. A command of the mesh signs in as
 // a user it mints for the one connection (a fresh key, a JWT signed by the account's key from accounts.json): no
-// password is kept anywhere. A revocation is NODES' claims signed again with the user added, pushed over the system
-// account (`$SYS.REQ.CLAIMS.UPDATE`): each server takes it at once, cuts that user's live connections, and keeps it
-// in its resolver directory; nothing is rewritten, nothing reloaded.
+// password is kept anywhere. A revocation is NODES' (a node's user) or ENROL's (an enrolling user) claims signed
+// again with the user added, pushed over the system account (`$SYS.REQ.CLAIMS.UPDATE`): each server takes it at
+// once, cuts that user's live connections, and keeps it in its resolver directory; nothing rewritten or reloaded.
 import { generateKeyPairSync, sign } from "node:crypto";
 import { type Authenticator, connect, type NatsConnection } from "@nats-io/transport-node";
 import {
@@ -14,9 +14,12 @@ import {
 } from "../defaults.ts";
 import { nkeyOf } from "../vocabulary/index.ts";
 import {
+  ACCOUNT_NAMES,
   type AccountKeys,
   accountId,
   accountJwt,
+  cutOff,
+  enrolRevoked,
   NO_REVOCATIONS,
   type Revocations,
   revocationsOf,
@@ -43,9 +46,16 @@ export function serviceAuthenticator(
 
 const dec = new TextDecoder();
 
-/** The NODES claims the servers hold now (the newest, revocations and all); `init`'s when they hold none. */
-export async function currentRevocations(sys: NatsConnection, keys: AccountKeys): Promise<Revocations> {
-  const id = accountId(keys, "nodes");
+/** The accounts whose claims carry revocations. */
+type Revoking = "nodes" | "enrol";
+
+/** An account's claims the servers hold now (the newest, revocations and all); `init`'s when they hold none. */
+export async function currentRevocations(
+  sys: NatsConnection,
+  keys: AccountKeys,
+  kind: Revoking = "nodes",
+): Promise<Revocations> {
+  const id = accountId(keys, kind);
   try {
     const m = await sys.request(`$SYS.REQ.ACCOUNT.${id}.CLAIMS.LOOKUP`, "", { timeout: CLAIMS_UPDATE_MS });
     const text = dec.decode(m.data);
@@ -56,36 +66,78 @@ export async function currentRevocations(sys: NatsConnection, keys: AccountKeys)
 }
 
 /** Push an account's claims to the servers; throws with the server's own words when it refuses them. */
-async function pushClaims(sys: NatsConnection, jwt: string): Promise<void> {
+export async function pushClaims(sys: NatsConnection, jwt: string, name: string): Promise<void> {
   const m = await sys.request("$SYS.REQ.CLAIMS.UPDATE", jwt, { timeout: CLAIMS_UPDATE_MS });
   const answer = JSON.parse(dec.decode(m.data)) as { error?: { description?: string } };
-  if (answer.error) throw new Error(`the servers refused the NODES claims: ${answer.error.description}`);
+  if (answer.error) throw new Error(`the servers refused the ${name} claims: ${answer.error.description}`);
 }
 
 export interface Revoke {
   /** A user nkey (`U…`). */
   user: string;
-  /** Unix seconds: every JWT of that user issued at or before it is void. */
+  /**
+   * Unix seconds: every JWT of that user issued at or before it is void. An enrolling user of ENROL: its JWT's
+   * issued-at; one of NODES (a code issued before ENROL existed): its expiry.
+   */
   at: number;
-  /** An enrolling user: dropped from the list once its own JWT has expired. */
+  /** An enrolling user: dropped from the list once its own JWT has expired (NODES) or is covered by `"*"` (ENROL). */
   enrolling: boolean;
+  /** The account whose user it is. */
+  account: Revoking;
 }
 
-/** Revoke users of NODES on every server now, keeping every earlier revocation (read back from the servers). */
-export async function revokeUsers(sys: NatsConnection, keys: AccountKeys, revoke: Revoke[]): Promise<void> {
+/** ENROL's floor, from the revocations it is to be pushed with (nodes.ts enrolFloor). */
+export type EnrolFloor = (revoked: Record<string, number>) => number;
+
+/** A change to one account's revocations: the next from those held, and whether those held already have it. */
+interface Change {
+  kind: Revoking;
+  next(held: Revocations): Revocations;
+  kept(held: Revocations): boolean;
+}
+
+/** Push `change` on every server now, keeping every earlier revocation (read back from the servers). */
+async function changeRevocations(sys: NatsConnection, keys: AccountKeys, change: Change): Promise<void> {
   for (let i = 1; ; i++) {
-    await pushClaims(
-      sys,
-      accountJwt(keys, "nodes", withRevoked(await currentRevocations(sys, keys), revoke)),
-    );
+    const held = await currentRevocations(sys, keys, change.kind);
+    const next = change.next(held);
+    // nothing to change (a prune with nothing to drop): no claims pushed
+    if (JSON.stringify(next.users) === JSON.stringify(held.users) && change.kept(held)) return;
+    await pushClaims(sys, accountJwt(keys, change.kind, next), ACCOUNT_NAMES[change.kind]);
     // two consoles (or controllers) revoking at once each push what they read: read back, and push again when
     // another's claims took this one's place
-    if (kept(await currentRevocations(sys, keys), revoke)) return;
+    if (change.kept(await currentRevocations(sys, keys, change.kind))) return;
     if (i >= KV_CAS_TRIES)
       throw new Error(
         "the servers did not keep the revocation (another console's claims took its place): try again",
       );
   }
+}
+
+/**
+ * Revoke users of NODES and ENROL on every server now; `floor` (or null) raises ENROL's revocation of every user
+ * issued at or before the second it says from the revocations held (accounts.ts enrolRevoked).
+ */
+export async function revokeUsers(
+  sys: NatsConnection,
+  keys: AccountKeys,
+  revoke: Revoke[],
+  floor: EnrolFloor | null = null,
+): Promise<void> {
+  const nodes = revoke.filter((r) => r.account === "nodes");
+  const enrol = revoke.filter((r) => r.account === "enrol");
+  if (nodes.length)
+    await changeRevocations(sys, keys, {
+      kind: "nodes",
+      next: (held) => withRevoked(held, nodes),
+      kept: (held) => kept(held, nodes),
+    });
+  if (enrol.length || floor !== null)
+    await changeRevocations(sys, keys, {
+      kind: "enrol",
+      next: (held) => enrolRevoked(held, enrol, floor),
+      kept: (held) => enrol.every((r) => cutOff(held.users, r.user, r.at)),
+    });
 }
 
 /** Every revocation asked for is held (an enrolling user's whose JWT expired since need not be). */
@@ -149,22 +201,26 @@ async function systemConnection(mesh: MeshDir, keys: AccountKeys, why: string): 
 }
 
 /** Revoke on the mesh's running bus, as a user of SYS for this one call; a bus that does not answer is refused. */
-export async function revokeOnBus(mesh: MeshDir, revoke: Revoke[]): Promise<void> {
+export async function revokeOnBus(
+  mesh: MeshDir,
+  revoke: Revoke[],
+  floor: EnrolFloor | null = null,
+): Promise<void> {
   const keys = mesh.accountKeys();
   const sys = await systemConnection(mesh, keys, "nothing could be revoked");
   try {
-    await revokeUsers(sys, keys, revoke);
+    await revokeUsers(sys, keys, revoke, floor);
   } finally {
     await sys.close().catch(() => undefined);
   }
 }
 
-/** The revocations the mesh's servers hold now, asked over SYS: what a user admitted again is issued after. */
-export async function revocationsOnBus(mesh: MeshDir): Promise<Revocations> {
+/** NODES' (or ENROL's) revocations the servers hold now, asked over SYS: what a user admitted again is issued after. */
+export async function revocationsOnBus(mesh: MeshDir, kind: Revoking = "nodes"): Promise<Revocations> {
   const keys = mesh.accountKeys();
   const sys = await systemConnection(mesh, keys, "its revocations could not be read");
   try {
-    return await currentRevocations(sys, keys);
+    return await currentRevocations(sys, keys, kind);
   } finally {
     await sys.close().catch(() => undefined);
   }

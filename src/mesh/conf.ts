@@ -7,13 +7,14 @@
 import { isIP } from "node:net";
 import {
   RESOLVER_FETCH_S,
+  RESOLVER_PRELOAD_IAT_S,
   ROUTE_PORT_OFFSET,
   SERVER_JETSTREAM_DISK,
   SERVER_JETSTREAM_MEMORY,
   SERVER_PING_INTERVAL_S,
   SERVER_TLS_TIMEOUT_S,
 } from "../defaults.ts";
-import { type AccountKeys, accountId, accountJwt, operatorJwt } from "./accounts.ts";
+import { type AccountKeys, accountId, accountJwt, NO_REVOCATIONS, operatorJwt } from "./accounts.ts";
 import type { MeshConfig, MeshDir } from "./layout.ts";
 
 /** An IP given is listened on; a name may not resolve to this machine (NAT, a proxy), so all addresses are. */
@@ -24,8 +25,15 @@ function bindOf(host: string): string {
 /** The lines that make a server one of this operator's: its JWT, the system account, the resolver, the accounts. */
 export function authLines(keys: AccountKeys, resolverDir: string): string[] {
   const q = JSON.stringify;
-  const preload = (["system", "mesh", "nodes"] as const).map(
-    (kind) => `  ${accountId(keys, kind)}: ${q(accountJwt(keys, kind))}`,
+  // the accounts whose claims carry revocations never outrank the newest pushed (RESOLVER_PRELOAD_IAT_S)
+  const iat = {
+    system: undefined,
+    mesh: undefined,
+    nodes: RESOLVER_PRELOAD_IAT_S,
+    enrol: RESOLVER_PRELOAD_IAT_S,
+  };
+  const preload = (["system", "mesh", "nodes", "enrol"] as const).map(
+    (kind) => `  ${accountId(keys, kind)}: ${q(accountJwt(keys, kind, NO_REVOCATIONS, iat[kind]))}`,
   );
   return [
     `operator: ${q(operatorJwt(keys))}`,

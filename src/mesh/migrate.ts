@@ -1,16 +1,22 @@
-// `mesh migrate`: a mesh directory of format 1 (its nodes in nodes/*.json, its fleet view in fleet.json) moved
-// onto the bus, or refused in one line with nothing changed. Every file is read and checked against format 1's
-// own schema first; then the records are written into the buckets (made if this is the first `up` of format 2),
-// mesh.json is marked format 2, and the old files go to migrated-v1/ (kept for the operator to delete; nothing
-// reads them). This machine's servers are started for it when none of the mesh answers, and stopped after.
+// `mesh migrate`: an older mesh directory carried forward to format 3, or refused in one line with nothing changed.
+//   format 2 (enrolling users were NODES'): ENROL's key made and kept in accounts.json (written whole, before the
+//     bus is reached), its account's claims pushed over SYS (the `full` resolver takes an account it has not seen
+//     at run time, and keeps it), mesh.json marked format 3. Codes issued before stay NODES' users: NODES still
+//     imports the enrolment service for them, and each is revoked there (to its expiry) when spent or removed.
+//   format 1 (its nodes in nodes/*.json, its fleet view in fleet.json): the same, and before it every file is read
+//     and checked against format 1's own schema; the records are written into the buckets (made if this is the
+//     first `up`), and the old files go to migrated-v1/ (kept for the operator to delete; nothing reads them).
+// This machine's servers are started for it when none of the mesh answers, and stopped after.
 // Only a directory whose bus signs in with keys (accounts.json) is moved: one made with passwords is refused in
 // one line, since its nodes hold passwords the keyed bus does not take (they enrol again, in a new mesh).
 import { existsSync, mkdirSync, readdirSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import * as z from "zod";
-import { MESH_DIR_MODE, MESH_FORMAT, MESH_FORMAT_FILES } from "../defaults.ts";
+import { MESH_DIR_MODE, MESH_FORMAT, MESH_FORMAT_FILES, NODE_RECORD_FORMAT } from "../defaults.ts";
 import { NodeName } from "../vocabulary/index.ts";
+import { ACCOUNT_NAMES, type AccountKeys, accountJwt, makeAccountKeys, seedsOf } from "./accounts.ts";
 import { awaitStreams, type Bus, BusDown, connectBus } from "./bus.ts";
+import { currentRevocations, pushClaims } from "./claims.ts";
 import { syncDir, writeAtomic } from "./files.ts";
 import { merged } from "./fleet.ts";
 import { Conflict } from "./kv.ts";
@@ -52,10 +58,13 @@ const FleetFileV1 = z.strictObject({
 });
 
 export interface Migrated {
+  /** The format it was. */
+  from: number;
   nodes: number;
   codes: number;
   fleet: number;
-  kept: string;
+  /** Where format 1's files went; null from format 2. */
+  kept: string | null;
 }
 
 interface Files {
@@ -80,7 +89,7 @@ function readFiles(mesh: MeshDir): Files {
 /** A node's record, its code (an enrolling user not yet spent), as format 2 keeps them. */
 export function recordsOf(v1: NodeFileV1): { record: NodeRecord; code: CodeRecord | null } {
   const { format: _f, ...rest } = v1;
-  const record: NodeRecord = { ...rest, format: MESH_FORMAT, labels: {} };
+  const record: NodeRecord = { ...rest, format: NODE_RECORD_FORMAT, labels: {} };
   if (!v1.enrol) return { record, code: null };
   // its JWT expires when it said: the code keeps that expiry, and nothing else can spend it again once enrolled
   const spent = v1.enrolled_at && v1.keys ? { at: v1.enrolled_at, keys: v1.keys } : null;
@@ -88,7 +97,7 @@ export function recordsOf(v1: NodeFileV1): { record: NodeRecord; code: CodeRecor
   return { record, code: { node: v1.node, user, added_at: v1.added_at, expires_at, spent } };
 }
 
-async function write(state: State, files: Files): Promise<Omit<Migrated, "kept">> {
+async function write(state: State, files: Files): Promise<Pick<Migrated, "nodes" | "codes" | "fleet">> {
   let codes = 0;
   let fleet = 0;
   for (const v1 of files.nodes) {
@@ -134,35 +143,68 @@ async function reach(mesh: MeshDir): Promise<{ bus: Bus; started: RunningServer[
   }
 }
 
+/** The account keys, ENROL's made and written into accounts.json (whole, 0600) when it has none yet. */
+function withEnrolKey(mesh: MeshDir): AccountKeys {
+  const seeds = mesh.seeds();
+  if (!seeds.enrol) {
+    const enrol = seedsOf(makeAccountKeys()).enrol;
+    writeAtomic(mesh.path("accounts.json"), `${JSON.stringify({ ...seeds, enrol })}\n`);
+  }
+  return mesh.accountKeys();
+}
+
+/** ENROL's claims on every server (those it holds kept: a migration run again pushes the same account). */
+async function pushEnrol(mesh: MeshDir, keys: AccountKeys): Promise<void> {
+  const sys = await connectBus(mesh, { system: true, name: "mesh-host mesh migrate (system)" });
+  try {
+    const held = await currentRevocations(sys.nc, keys, "enrol");
+    await pushClaims(sys.nc, accountJwt(keys, "enrol", held), ACCOUNT_NAMES.enrol);
+  } finally {
+    await sys.close();
+  }
+}
+
+/** Format 1's files onto the bus (its buckets made first when this is their first use). */
+async function moveFiles(bus: Bus, replicas: number, files: Files, warn: (line: string) => void) {
+  const state = stateOf(bus);
+  const ready = await awaitStreams(
+    bus,
+    replicas,
+    () => false,
+    warn,
+    () => ensureBuckets(state, replicasOf(replicas)),
+  );
+  if (!ready) throw new Error("JetStream did not answer");
+  return await write(state, files);
+}
+
+/** Format 1's files, once on the bus, go to migrated-v1/ (kept for the operator; nothing reads them). */
+function keepFiles(mesh: MeshDir): string {
+  const kept = mesh.path("migrated-v1");
+  mkdirSync(kept, { recursive: true, mode: MESH_DIR_MODE });
+  for (const f of ["nodes", "fleet.json"])
+    if (existsSync(mesh.path(f))) renameSync(mesh.path(f), join(kept, f));
+  return kept;
+}
+
 export async function migrate(mesh: MeshDir, warn: (line: string) => void): Promise<Migrated> {
   const config = mesh.anyConfig();
   // asked first: a directory of the password bus is format 2 too, and "nothing to migrate" would misread it
   if (!existsSync(mesh.path("accounts.json"))) throw new MeshRefused(madeWithPasswords(mesh.dir));
   if (config.format === MESH_FORMAT)
     throw new MeshRefused(`${mesh.dir} is format ${MESH_FORMAT} already: nothing to migrate`);
-  const files = readFiles(mesh);
+  const files = config.format === MESH_FORMAT_FILES ? readFiles(mesh) : null;
+  const keys = withEnrolKey(mesh);
   const { bus, started } = await reach(mesh);
   try {
-    const state = stateOf(bus);
-    const replicas = config.servers.length;
-    if (
-      !(await awaitStreams(
-        bus,
-        replicas,
-        () => false,
-        warn,
-        () => ensureBuckets(state, replicasOf(replicas)),
-      ))
-    )
-      throw new Error("JetStream did not answer");
-    const counts = await write(state, files);
+    await pushEnrol(mesh, keys);
+    const counts = files
+      ? await moveFiles(bus, config.servers.length, files, warn)
+      : { nodes: 0, codes: 0, fleet: 0 };
     writeAtomic(mesh.path("mesh.json"), `${JSON.stringify({ ...config, format: MESH_FORMAT }, null, 2)}\n`);
-    const kept = mesh.path("migrated-v1");
-    mkdirSync(kept, { recursive: true, mode: MESH_DIR_MODE });
-    for (const f of ["nodes", "fleet.json"])
-      if (existsSync(mesh.path(f))) renameSync(mesh.path(f), join(kept, f));
+    const kept = files ? keepFiles(mesh) : null;
     syncDir(mesh.dir);
-    return { ...counts, kept };
+    return { from: config.format, ...counts, kept };
   } finally {
     await bus.close();
     await Promise.all(started.map(stopServer));

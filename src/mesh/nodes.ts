@@ -1,12 +1,17 @@
 // `mesh node add` and `node rm`: a node's record and its enrolment code in the mesh's buckets, its consumer on
 // the bus; from any copy of the mesh directory. No server file is rewritten and no server reloaded: the code
-// carries an enrolling user's JWT (signed by NODES' key, expiring with the code), and `rm` revokes through NODES'
-// revocations, pushed over the system account.
+// carries an enrolling user's JWT (signed by ENROL's key, expiring with the code), and `rm` revokes the node's user
+// through NODES' revocations (a pending code's user through ENROL's), pushed over the system account.
 import { generateKeyPairSync } from "node:crypto";
-import { CODE_EXPIRES_S, MESH_FORMAT } from "../defaults.ts";
+import {
+  CODE_EXPIRES_S,
+  ENROL_REVOKE_ALL_MARGIN_S,
+  ENROL_SPENT_HOLD_MS,
+  NODE_RECORD_FORMAT,
+} from "../defaults.ts";
 import { printable } from "../printable.ts";
 import { encodeCode, NodeName, nkeyOf, seedOf } from "../vocabulary/index.ts";
-import { enrolUserJwt, userOfIdentity } from "./accounts.ts";
+import { cutOff, enrolUserJwt, userOfIdentity } from "./accounts.ts";
 import { dropNode, ensureNodeConsumer } from "./bus.ts";
 import { type Revoke, revokeOnBus } from "./claims.ts";
 import { Conflict } from "./kv.ts";
@@ -24,7 +29,7 @@ export function checkNodeName(name: string | undefined): string {
 
 export function newRecord(node: string, now = new Date(), enrol: NodeRecord["enrol"] = null): NodeRecord {
   return {
-    format: MESH_FORMAT,
+    format: NODE_RECORD_FORMAT,
     node,
     enrol,
     added_at: now.toISOString(),
@@ -39,19 +44,24 @@ export function newRecord(node: string, now = new Date(), enrol: NodeRecord["enr
   };
 }
 
-/** A new code: its enrolling user's key made now, its JWT expiring with it. The record keeps the user alone. */
+/**
+ * A new code: its enrolling user's key made now, a user of ENROL, its JWT issued at `now`'s second (the record's
+ * `added_at`: ENROL's revocations name it) and expiring with it. The record keeps the user alone.
+ */
 export function newCode(mesh: MeshDir, node: string, expiresS = CODE_EXPIRES_S, now = new Date()) {
   const pair = generateKeyPairSync("ed25519");
   const user = nkeyOf("user", pair.publicKey);
-  const exp = Math.floor(now.getTime() / 1000) + expiresS;
+  const iat = Math.floor(now.getTime() / 1000);
+  const exp = iat + expiresS;
   const record: CodeRecord = {
     node,
     user,
+    account: "ENROL",
     added_at: now.toISOString(),
     expires_at: new Date(exp * 1000).toISOString(),
     spent: null,
   };
-  const jwt = enrolUserJwt(mesh.accountKeys(), node, user, exp);
+  const jwt = enrolUserJwt(mesh.accountKeys(), node, user, exp, iat);
   return { record, credential: { jwt, seed: seedOf("user", pair.privateKey) } };
 }
 
@@ -71,17 +81,61 @@ export function codeOf(mesh: MeshDir, node: string, credential: { jwt: string; s
   });
 }
 
-/** What revoking a node's record cuts off: its own user, and its enrolling user while the code is unspent. */
-export function revokesOf(record: NodeRecord, at = Math.floor(Date.now() / 1000)): Revoke[] {
+/** A code's enrolling user, revoked: in ENROL at its JWT's second; in NODES (issued before ENROL) to its expiry. */
+export function codeRevoke(code: Pick<CodeRecord, "user" | "account" | "added_at" | "expires_at">): Revoke {
+  return code.account === "ENROL"
+    ? { user: code.user, at: issuedAtOf(code), enrolling: true, account: "enrol" }
+    : {
+        user: code.user,
+        at: Math.ceil(Date.parse(code.expires_at) / 1000),
+        enrolling: true,
+        account: "nodes",
+      };
+}
+
+/** The second a code's JWT was issued at (newCode). */
+export function issuedAtOf(code: Pick<CodeRecord, "added_at">): number {
+  return Math.floor(Date.parse(code.added_at) / 1000);
+}
+
+/**
+ * ENROL's floor (accounts.ts enrolRevoked), from the revocations it is to be pushed with: the second before the
+ * oldest code whose user must still sign in was issued — unexpired, and unspent, or spent but not yet revoked and
+ * so lately that its answer may still be on its way (it is revoked ENROL_REVOKE_DELAY_MS after the answer, not
+ * before; one spent longer ago whose revocation was lost with its controller is cut by the floor instead) — and
+ * never nearer now than ENROL_REVOKE_ALL_MARGIN_S (a code minted on another console, not yet read here).
+ */
+export function enrolFloor(
+  codes: CodeRecord[],
+  now = Date.now(),
+): (revoked: Record<string, number>) => number {
+  return (revoked) => {
+    let floor = Math.floor(now / 1000) - ENROL_REVOKE_ALL_MARGIN_S;
+    for (const c of codes) {
+      if (c.account !== "ENROL" || Date.parse(c.expires_at) <= now) continue;
+      const iat = issuedAtOf(c);
+      const answering =
+        c.spent && !cutOff(revoked, c.user, iat) && now - Date.parse(c.spent.at) < ENROL_SPENT_HOLD_MS;
+      if (!c.spent || answering) floor = Math.min(floor, iat - 1);
+    }
+    return floor;
+  };
+}
+
+/**
+ * What revoking a node's record cuts off: its own user, and its enrolling user while the code is unspent (the code
+ * says its account; a record whose code is not there names a user of NODES, from before ENROL).
+ */
+export function revokesOf(
+  record: NodeRecord,
+  code: CodeRecord | null,
+  at = Math.floor(Date.now() / 1000),
+): Revoke[] {
   const out: Revoke[] = [];
   const user = record.keys ? userOfIdentity(record.keys.identity) : null;
-  if (user) out.push({ user, at, enrolling: false });
+  if (user) out.push({ user, at, enrolling: false, account: "nodes" });
   if (record.enrol)
-    out.push({
-      user: record.enrol.user,
-      at: Math.ceil(Date.parse(record.enrol.expires_at) / 1000),
-      enrolling: true,
-    });
+    out.push(codeRevoke(code?.user === record.enrol.user ? code : { ...record.enrol, added_at: "" }));
   return out;
 }
 
@@ -98,8 +152,11 @@ export async function addNode(
 ): Promise<string> {
   checkNodeName(name);
   mesh.config();
-  const code = newCode(mesh, name, expiresS);
+  mesh.accountKeys();
   return await withState(mesh, async (state) => {
+    // minted once the bus answers: its issued-at is as close as can be to its record's arrival in the bucket,
+    // which is what keeps it above ENROL's revocation of every older user (ENROL_REVOKE_ALL_MARGIN_S)
+    const code = newCode(mesh, name, expiresS);
     const record = { ...newRecord(name, new Date(), enrolOf(code.record)), labels };
     await state.nodes.create(name, record).catch((e) => {
       if (e instanceof Conflict) throw new MeshRefused(`node ${name} is already in this mesh`);
@@ -126,7 +183,7 @@ export async function removeNode(mesh: MeshDir, name: string): Promise<void> {
   mesh.config();
   await withState(mesh, async (state) => {
     const { value, revision } = await knownNode(state, name);
-    const revokes = revokesOf(value);
+    const revokes = revokesOf(value, (await state.codes.get(name))?.value ?? null);
     if (revokes.length) await revokeOnBus(mesh, revokes);
     await state.nodes.remove(name, revision).catch((e) => {
       if (e instanceof Conflict)
@@ -158,7 +215,7 @@ export async function reissueNode(
     if (value.moved_to)
       throw new MeshRefused(`node ${name} has moved to the mesh at ${value.moved_to}: reissue it there`);
     const code = newCode(mesh, name, expiresS);
-    const revokes = revokesOf(value);
+    const revokes = revokesOf(value, (await state.codes.get(name))?.value ?? null);
     if (revokes.length) await revokeOnBus(mesh, revokes);
     await state.nodes.update(name, { ...value, enrol: enrolOf(code.record) }, revision).catch((e) => {
       if (e instanceof Conflict)

@@ -6,7 +6,7 @@
 //   mesh-fleet  key: node name   the last heartbeat and report the controllers heard from it
 //   mesh-jobs   key: job id      push/plan/rollout job records (made here, filled by the fleet commands)
 import * as z from "zod";
-import { KV_CAS_TRIES, KV_REPLICAS_MAX, MESH_FORMAT } from "../defaults.ts";
+import { KV_CAS_TRIES, KV_REPLICAS_MAX, NODE_RECORD_FORMAT } from "../defaults.ts";
 import { NodeName } from "../vocabulary/index.ts";
 import { type Bus, connectBus, jsCall } from "./bus.ts";
 import { Bucket, type Entry, modify } from "./kv.ts";
@@ -24,7 +24,7 @@ export const Push = z.strictObject({
 export type Push = z.infer<typeof Push>;
 
 export const NodeRecord = z.strictObject({
-  format: z.literal(MESH_FORMAT),
+  format: z.literal(NODE_RECORD_FORMAT),
   node: NodeName,
   /** The code's enrolling user (its public nkey) and when it expires, until the code is spent. */
   enrol: z.strictObject({ user: z.string().regex(/^U[A-Z2-7]{55}$/), expires_at: z.string() }).nullable(),
@@ -47,6 +47,11 @@ export const CodeRecord = z.strictObject({
   node: NodeName,
   /** Its enrolling user's public nkey: the code itself (its JWT and seed) is never kept. */
   user: z.string().regex(/^U[A-Z2-7]{55}$/),
+  /**
+   * The account of that user: ENROL; absent in a code issued before ENROL existed (its user is NODES', revoked
+   * there). Its JWT was issued at `added_at`'s second.
+   */
+  account: z.literal("ENROL").optional(),
   added_at: z.string(),
   expires_at: z.string(),
   /** Who spent it: the keys of the question answered (that question, delivered again, is answered again). */

@@ -18,7 +18,7 @@ import {
 } from "../vocabulary/index.ts";
 import { issuedAfter, NO_REVOCATIONS, nodeUserJwt, userOfIdentity } from "./accounts.ts";
 import { awaitStreams, type Bus, connectBus, ensureNodeConsumer, sweepConsumers } from "./bus.ts";
-import { currentRevocations, type Revoke, revokeUsers } from "./claims.ts";
+import { currentRevocations } from "./claims.ts";
 import { answerable, consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 import { admit } from "./enrolments.ts";
 import { reportOf, serialOf } from "./fleet.ts";
@@ -28,7 +28,7 @@ import { Keeper } from "./keeper.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 import { recordLine, Said, subjectNode } from "./said.ts";
 import { type RunningServer, runningServers, startServer, stopServer } from "./servers.ts";
-import { SpentUsers } from "./spent.ts";
+import { SpentCodes } from "./spent.ts";
 import { changeNode, ensureBuckets, type NodeRecord, replicasOf, type State, stateOf } from "./state.ts";
 
 export interface UpOptions {
@@ -108,8 +108,8 @@ class Controller {
   private readonly said: Said;
   /** What went wrong with a node's message: on stderr, the same one not repeated within a minute. */
   private readonly refused: Said;
-  /** Spent enrolling users, revoked a while after their answers, one push at a time. */
-  private readonly spent: SpentUsers;
+  /** Spent codes' enrolling users, revoked in batches after their answers. */
+  private readonly spent: SpentCodes;
   /** SYS, for reading NODES' revocations at an enrolment: opened at the first, kept until stop. */
   private sys: Promise<Bus> | null = null;
 
@@ -129,7 +129,7 @@ class Controller {
       this.said.say(`${change}:${node}`, recordLine(node, change)),
     );
     this.writer = new FleetWriter(this.state, this.warn);
-    this.spent = new SpentUsers((due) => this.revokeNow(due), this.warn);
+    this.spent = new SpentCodes(mesh, () => [...this.keeper.codes.values()].map((e) => e.value), this.warn);
   }
 
   /** False when stopped before JetStream answered. */
@@ -218,7 +218,7 @@ class Controller {
       // counted from its own answer, never a burst's first (a code spent late in a burst was revoked before its
       // answer went out), and only once answered: a failure above leaves the question to be handed out again
       // and answered to the same keys, which a revocation would have cut off
-      this.spent.add(admitted);
+      this.spent.answered(admitted);
       this.said.say(
         `enrolled:${q.node}:${q.keys.identity}`,
         `enrolled node ${q.node} (${printable(q.facts.hostname ?? "?", 64)})`,
@@ -242,16 +242,6 @@ class Controller {
       },
     );
     return issuedAfter(held, user);
-  }
-
-  /** Revoked over the SYS connection kept for enrolments (a TLS handshake and sign-in a push otherwise). */
-  private async revokeNow(due: Revoke[]): Promise<void> {
-    this.sys ??= connectBus(this.mesh, { reconnect: true, system: true, name: "mesh-host mesh up (system)" });
-    const sys = await this.sys.catch((e: Error) => {
-      this.sys = null;
-      throw e;
-    });
-    await revokeUsers(sys.nc, this.mesh.accountKeys(), due);
   }
 
   /** A report, read once across every controller (REPORTS' one durable): the fleet entry written at once. */

@@ -111,14 +111,23 @@ export class State {
   }
 
   /**
-   * The records, each one `readable` says its type's reader can read: one that is not makes the file unreadable,
-   * refused as any state file that is not what it should be (the store knows no type's own fields).
+   * The records, each as `check` reads it (its type's reader's parse): one it cannot read makes the file
+   * unreadable, refused as any state file that is not what it should be (the store knows no type's own fields).
    */
-  readRecords(readable?: (record: Records[string]) => boolean): { records: Records; order: string[] } {
+  readRecords(check?: (record: Records[string]) => Records[string] | undefined): {
+    records: Records;
+    order: string[];
+  } {
     const file = this.readVersioned("records.json", RecordsFile);
-    if (file && readable && !Object.values(file.records).every(readable))
-      throw new StateError(`${this.path("records.json")} is not a valid state file`);
-    return file ? { records: file.records, order: file.order } : { records: {}, order: [] };
+    if (!file) return { records: {}, order: [] };
+    if (!check) return { records: file.records, order: file.order };
+    const records: Records = {};
+    for (const [id, record] of Object.entries(file.records)) {
+      const checked = check(record);
+      if (!checked) throw new StateError(`${this.path("records.json")} is not a valid state file`);
+      records[id] = checked;
+    }
+    return { records, order: file.order };
   }
 
   writeRecords(records: Records, order: string[]): void {

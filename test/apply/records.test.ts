@@ -4,8 +4,8 @@ import { describe, expect, it } from "vitest";
 import { archAppliers } from "../../src/appliers/arch/index.ts";
 import type { RecordOfAny } from "../../src/appliers/index.ts";
 import { giveBackOf } from "../../src/apply/adopted.ts";
-import { readableBy } from "../../src/apply/records.ts";
-import { makeHost } from "../../src/hosts/index.ts";
+import { checkedBy } from "../../src/apply/records.ts";
+import { type Host, makeHost } from "../../src/hosts/index.ts";
 import { decl, machine } from "../support/offline.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -15,6 +15,8 @@ const setup = () => {
   return machine(join(base, "root"), join(base, "state"));
 };
 const file = (id: string, path: string, content: string) => ({ id, type: "file", path, content });
+/** Whether a record from disk is one its applier reads: its record schema parses it. */
+const readableBy = (host: Host) => (record: RecordOfAny) => checkedBy(host)(record) !== undefined;
 
 describe("records parsed by their applier's record schema before any decision", () => {
   it("refuses a records file holding a record its applier cannot read, as any unreadable state file, touching nothing", async () => {

@@ -205,57 +205,100 @@ describe("held (issue 28's list)", () => {
   });
 });
 
-describe("the NODES key's worst case: a user it signs with no subject limits (docs/security.md)", () => {
-  it("reaches none of MESH's JetStream API: no stream purged or deleted, no consumer made, no bucket written", async () => {
-    await enrolled("scoped");
-    await mesh.js.publish("mesh.report.scoped", "{}");
-    const pair = generateKeyPairSync("ed25519");
-    const user = nkeyOf("user", pair.publicKey);
-    const jwt = issueJwt(
-      {
-        name: "unscoped",
-        sub: user,
-        nats: { type: "user", pub: {}, sub: {}, subs: -1, data: -1, payload: -1 },
-      },
-      mesh.server.accounts.nodes.privateKey,
-      "account",
-    );
-    const nc = await connect({
-      servers: mesh.url,
-      tls: { ca: mesh.cert.certPem },
-      authenticator: (nonce?: string) => ({
-        jwt,
-        nkey: user,
-        sig: sign(null, Buffer.from(nonce ?? ""), pair.privateKey).toString("base64url"),
-      }),
+/** A user the account's key signs with no subject limits: what a leak of that key (or a wrong grant) could make. */
+async function unscoped(account: "nodes" | "enrol"): Promise<NatsConnection> {
+  const pair = generateKeyPairSync("ed25519");
+  const user = nkeyOf("user", pair.publicKey);
+  const jwt = issueJwt(
+    {
+      name: "unscoped",
+      sub: user,
+      nats: { type: "user", pub: {}, sub: {}, subs: -1, data: -1, payload: -1 },
+    },
+    mesh.server.accounts[account].privateKey,
+    "account",
+  );
+  return await connect({
+    servers: mesh.url,
+    tls: { ca: mesh.cert.certPem },
+    authenticator: (nonce?: string) => ({
+      jwt,
+      nkey: user,
+      sig: sign(null, Buffer.from(nonce ?? ""), pair.privateKey).toString("base64url"),
+    }),
+  });
+}
+
+describe.each([
+  ["NODES", "nodes"],
+  ["ENROL", "enrol"],
+] as const)(
+  "the %s key's worst case: a user it signs with no subject limits (docs/security.md)",
+  (_, account) => {
+    it("reaches none of MESH's JetStream API: no stream purged or deleted, no consumer made, no bucket written", async () => {
+      if (account === "nodes") await enrolled("scoped");
+      await mesh.js.publish("mesh.report.scoped", "{}");
+      const nc = await unscoped(account);
+      const streams = (await mesh.jsm.streams.names().next()).sort();
+      const reports = await streamMessages("REPORTS");
+      const consumers = (await mesh.jsm.consumers.list("DECLARE").next()).map((c) => c.name).sort();
+      for (const [subject, body] of [
+        ["$JS.API.STREAM.PURGE.REPORTS", ""],
+        ["$JS.API.STREAM.DELETE.DECLARE", ""],
+        ["$JS.API.CONSUMER.DELETE.DECLARE.node-scoped", ""],
+        [
+          "$JS.API.CONSUMER.CREATE.DECLARE",
+          JSON.stringify({ stream_name: "DECLARE", config: { durable_name: "x" } }),
+        ],
+        ["$JS.API.STREAM.CREATE.MINE", JSON.stringify({ name: "MINE", subjects: ["mine.>"] })],
+        ["$KV.mesh-nodes.scoped", "{}"],
+        ["$JS.API.STREAM.MSG.GET.KV_mesh-nodes", JSON.stringify({ last_by_subj: "$KV.mesh-nodes.scoped" })],
+      ] as const) {
+        const answer = await nc.request(subject, body, { timeout: 5_000 }).then(
+          (m) => m.string(),
+          (e: Error) => e.message,
+        );
+        // whatever the server says (no responders; ENROL's own "JetStream not enabled", purging nothing), never
+        // a JetStream API answer of MESH's
+        const notEnabled = /"description":"JetStream not enabled for account"\}(,"purged":0)?\}$/;
+        if (!notEnabled.test(answer))
+          expect(answer, subject).not.toMatch(/"success":true|"purged"|"config"|"val"|"stream"/);
+      }
+      await nc.flush();
+      await settle(nc);
+      expect((await mesh.jsm.streams.names().next()).sort()).toEqual(streams);
+      expect(await streamMessages("REPORTS")).toBe(reports);
+      expect((await mesh.jsm.consumers.list("DECLARE").next()).map((c) => c.name).sort()).toEqual(consumers);
+      await nc.close();
     });
-    const streams = (await mesh.jsm.streams.names().next()).sort();
-    const reports = await streamMessages("REPORTS");
-    const consumers = (await mesh.jsm.consumers.list("DECLARE").next()).map((c) => c.name).sort();
-    for (const [subject, body] of [
-      ["$JS.API.STREAM.PURGE.REPORTS", ""],
-      ["$JS.API.STREAM.DELETE.DECLARE", ""],
-      ["$JS.API.CONSUMER.DELETE.DECLARE.node-scoped", ""],
-      [
-        "$JS.API.CONSUMER.CREATE.DECLARE",
-        JSON.stringify({ stream_name: "DECLARE", config: { durable_name: "x" } }),
-      ],
-      ["$JS.API.STREAM.CREATE.MINE", JSON.stringify({ name: "MINE", subjects: ["mine.>"] })],
-      ["$KV.mesh-nodes.scoped", "{}"],
-      ["$JS.API.STREAM.MSG.GET.KV_mesh-nodes", JSON.stringify({ last_by_subj: "$KV.mesh-nodes.scoped" })],
-    ] as const) {
-      const answer = await nc.request(subject, body, { timeout: 5_000 }).then(
-        (m) => m.string(),
-        (e: Error) => e.message,
-      );
-      // whatever the server says (no responders, JetStream off in NODES), never a JetStream API answer of MESH's
-      expect(answer, subject).not.toMatch(/"success":true|"purged"|"config"|"val"|"stream"/);
-    }
-    await nc.flush();
+  },
+);
+
+describe("an enrolling credential reaches the enrolment service and its answers, nothing else (the ENROL account)", () => {
+  it("granted everything, it hears only enrolment answers, and what it says elsewhere reaches no stream", async () => {
+    await enrolled("kept");
+    const nc = await unscoped("enrol");
+    const before = { reports: await streamMessages("REPORTS"), rekey: await streamMessages("REKEY") };
+    for (const subject of ["mesh.report.kept", "mesh.heartbeat.kept", "mesh.rekey.kept", "mesh.plan.kept"])
+      nc.publish(subject, "{}");
     await settle(nc);
-    expect((await mesh.jsm.streams.names().next()).sort()).toEqual(streams);
-    expect(await streamMessages("REPORTS")).toBe(reports);
-    expect((await mesh.jsm.consumers.list("DECLARE").next()).map((c) => c.name).sort()).toEqual(consumers);
+    const heard: string[] = [];
+    nc.subscribe(">", {
+      callback: (_e, m) => {
+        heard.push(m.subject);
+      },
+    });
+    await nc.flush();
+    // what MESH says to the nodes, and an enrolment answer: only the answer crosses into ENROL
+    await mesh.nc.request("mesh.plan.kept", "{}", { timeout: 2_000 }).catch(() => undefined);
+    mesh.nc.publish("mesh.declare.kept", "{}");
+    mesh.nc.publish("_INBOX.node.kept.x", "{}");
+    mesh.nc.publish("_INBOX.enrol.kept.x", "{}");
+    await mesh.nc.flush();
+    await settle(nc);
+    expect(heard).toEqual(["_INBOX.enrol.kept.x"]);
+    expect(await streamMessages("REPORTS")).toBe(before.reports);
+    expect(await streamMessages("REKEY")).toBe(before.rekey);
     await nc.close();
   });
 });

@@ -1,11 +1,12 @@
 // The operator's whole path through the built executable against real nats-servers, as the README tells it:
 // mesh init, mesh up, mesh node add, enrol (the code on stdin), run, mesh push (with a sealed secret), mesh
 // nodes, mesh watch, mesh move to another mesh, mesh node rm — on one server and on a three-server cluster.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { accountId, MeshDir } from "../../src/mesh/index.ts";
+import { accountId, MeshDir, userOfIdentity } from "../../src/mesh/index.ts";
+import { codeUser, heldRevocations } from "../mesh/enrolling.ts";
 import { asController, type LinkedNode, runLinkUp as linkUp, TestMesh } from "../mesh/fleet.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
 import { codeRecord, nodeRecord } from "../mesh/state.ts";
@@ -67,20 +68,20 @@ describe("one server: the operator's path", () => {
     node = await enrolled(m, "web-1");
   }, 300_000);
 
-  it("spends the code at the answer, and revokes its enrolling user on the servers (nothing rewritten)", async () => {
+  it("spends the code at the answer, and revokes its enrolling user in ENROL on the servers (nothing rewritten)", async () => {
     expect((await nodeRecord(dir, "web-1")).enrol).toBeNull();
-    // the server's resolver keeps NODES' newest claims: the spent enrolling user is among its revocations
-    const m = new MeshDir(dir);
-    const file = join(dir, "servers/1/jwt", `${accountId(m.accountKeys(), "nodes")}.jwt`);
+    // the server's resolver keeps ENROL's newest claims: the spent enrolling user is revoked there (by its own
+    // entry, or by the revocation of every user issued before it), and NODES carries no enrolling user at all
+    const { user, iat, issuer } = codeUser(node.code);
+    expect(issuer).toBe(accountId(new MeshDir(dir).accountKeys(), "enrol"));
     const revoked = () => {
-      if (!existsSync(file)) return 0;
-      const jwt = readFileSync(file, "utf8").trim();
-      const claims = JSON.parse(Buffer.from(jwt.split(".")[1]!, "base64url").toString());
-      return Object.keys(claims.nats?.revocations ?? {}).length;
+      const held = heldRevocations(dir, "enrol");
+      return Math.max(held[user] ?? 0, held["*"] ?? 0) >= iat;
     };
     const deadline = Date.now() + 60_000;
-    while (revoked() === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(revoked()).toBe(1);
+    while (!revoked() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(revoked()).toBe(true);
+    expect(heldRevocations(dir, "nodes")).toEqual({});
     expect(readFileSync(join(dir, "servers/1/server.conf"), "utf8")).not.toContain("web-1");
     // the spent code goes from mesh-codes once the node speaks as itself
     while ((await codeRecord(dir, "web-1")) && Date.now() < deadline)
@@ -272,8 +273,11 @@ describe("one server: the operator's path", () => {
   });
 
   it("node rm revokes the node: its record goes, and a push to it is refused", async () => {
+    const user = userOfIdentity((await nodeRecord(dir, "web-1")).keys!.identity);
     const r = await mesh(dir, ["node", "rm", "web-1"]);
     expect(r.code, r.stderr).toBe(0);
+    // NODES' claims carry the node's revocation and nothing of its enrolment: they grow with nodes removed only
+    expect(Object.keys(heldRevocations(dir, "nodes"))).toEqual([user]);
     const nodes = await mesh(dir, ["nodes", "--json"]);
     expect(JSON.parse(nodes.stdout).nodes).toEqual([]);
     const push = await mesh(dir, ["push", "web-1", file(base, "gone.json", declaration("x"))]);

@@ -15,7 +15,7 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { enrolPermissions, MeshDir } from "../../src/mesh/index.ts";
+import { accountId, enrolPermissions, MeshDir } from "../../src/mesh/index.ts";
 import { decodeCode } from "../../src/vocabulary/index.ts";
 import { NATS_SERVER } from "../mesh/index.ts";
 import { freePortPairs, initMesh, mesh, meshUp, serverDir } from "../mesh/operator.ts";
@@ -70,7 +70,8 @@ describe("mesh init", () => {
     expect(config.servers).toEqual([{ host: "127.0.0.1", port: 4999 }]);
     expect(r.stdout).toContain(config.fingerprint);
     const seeds = Object.values(JSON.parse(readFileSync(join(dir, "accounts.json"), "utf8")) as object);
-    expect(seeds).toHaveLength(4);
+    // the operator, SYS, MESH, NODES and ENROL
+    expect(seeds).toHaveLength(5);
     for (const s of [...seeds, readFileSync(join(dir, "signing.key"), "utf8")])
       expect(r.stdout + r.stderr).not.toContain(String(s).trim());
     const test = spawnSync(NATS_SERVER, ["-c", join(serverDir(dir, 1), "server.conf"), "-t"], {
@@ -88,6 +89,33 @@ describe("mesh init", () => {
     // no monitoring port: nothing but the clients' (and a cluster's routes') listens
     expect(conf).not.toMatch(/^\s*(http|https|monitor_port)\s*:/m);
     for (const s of seeds) expect(conf).not.toContain(String(s));
+    // the accounts preloaded: ENROL imports the enrolment service and its answers from MESH and nothing else,
+    // without JetStream; NODES' and ENROL's claims are older than any a revocation pushes (kept over a restart)
+    const keys = m.accountKeys();
+    const preloaded = (kind: "nodes" | "enrol") => {
+      const line = conf.split("\n").find((l) => l.trim().startsWith(`${accountId(keys, kind)}:`)) ?? "";
+      const jwt = JSON.parse(line.slice(line.indexOf(":") + 1).trim()) as string;
+      return JSON.parse(Buffer.from(jwt.split(".")[1]!, "base64url").toString());
+    };
+    const enrol = preloaded("enrol");
+    expect(enrol.name).toBe("ENROL");
+    expect(enrol.iat).toBe(1);
+    expect(
+      enrol.nats.imports.map((i: { subject: string; type: string; account: string }) => [
+        i.subject,
+        i.type,
+        i.account,
+      ]),
+    ).toEqual([
+      ["mesh.enrol.*", "service", accountId(keys, "mesh")],
+      ["_INBOX.enrol.>", "stream", accountId(keys, "mesh")],
+    ]);
+    expect(enrol.nats.exports).toBeUndefined();
+    expect(enrol.nats.limits).toMatchObject({ imports: 2, exports: 0 });
+    expect(enrol.nats.limits.mem_storage ?? 0).toBe(0);
+    expect(enrol.nats.limits.disk_storage ?? 0).toBe(0);
+    expect(preloaded("nodes")).toMatchObject({ name: "NODES", iat: 1 });
+    expect(preloaded("nodes").nats.revocations).toBeUndefined();
   });
 
   it("--servers 3 makes a cluster: routes to the two others, authenticated by TLS with the mesh's own certificate", async () => {

@@ -65,7 +65,7 @@ async function revoke(user: string, at: number): Promise<void> {
     tls: { ca: m.certPem() },
   });
   try {
-    await revokeUsers(sys, keys, [{ user, at, enrolling: false }]);
+    await revokeUsers(sys, keys, [{ user, at, enrolling: false, account: "nodes" }]);
   } finally {
     await sys.close();
   }

@@ -30,6 +30,7 @@ import {
   membershipOf,
   nodeUserJwt,
   type ReleaseInput,
+  type Revoke,
   refusedAnswer,
   reply,
   revokeUsers,
@@ -240,6 +241,7 @@ export class MeshDouble {
       user: nkeyOf("user", identity.publicKey),
       at: Math.floor(Date.now() / 1000),
       enrolling: false,
+      account: "nodes",
     });
   }
 
@@ -249,12 +251,13 @@ export class MeshDouble {
     if (!decoded.ok || !("jwt" in decoded.value)) throw new Error("mesh double: not a v2 code");
     const claims = JSON.parse(Buffer.from(decoded.value.jwt.split(".")[1] ?? "", "base64url").toString()) as {
       sub: string;
-      exp: number;
+      iat: number;
     };
-    await this.revoke({ user: claims.sub, at: claims.exp, enrolling: true });
+    // a user of ENROL, revoked at its JWT's second, as the controller does
+    await this.revoke({ user: claims.sub, at: claims.iat, enrolling: true, account: "enrol" });
   }
 
-  private async revoke(revoke: { user: string; at: number; enrolling: boolean }): Promise<void> {
+  private async revoke(revoke: Revoke): Promise<void> {
     const sys = await connect({
       servers: this.url,
       authenticator: serviceAuthenticator(this.server.accounts, "system", "mesh-double-sys"),

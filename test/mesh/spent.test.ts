@@ -3,12 +3,16 @@
 // again when another's took its place) had a server applying NODES' claims hundreds of times a second.
 import { describe, expect, it } from "vitest";
 import type { Revoke } from "../../src/mesh/claims.ts";
-import { SpentUsers } from "../../src/mesh/spent.ts";
+import { MeshDir } from "../../src/mesh/index.ts";
+import { SpentCodes } from "../../src/mesh/spent.ts";
 import type { CodeRecord } from "../../src/mesh/state.ts";
 
 const DELAY_MS = 50;
 const PUSH_MS = 120;
 const EVERY_MS = 200;
+const TIMING = { delayMs: DELAY_MS, everyMs: EVERY_MS };
+/** Never read: each push is the test's own. */
+const NO_MESH = new MeshDir("/nonexistent");
 
 const code = (i: number): CodeRecord => ({
   node: `n${i}`,
@@ -18,7 +22,7 @@ const code = (i: number): CodeRecord => ({
   spent: null,
 });
 
-describe("SpentUsers: spent enrolling users revoked after their answers", () => {
+describe("SpentCodes: spent enrolling users revoked after their answers", () => {
   it("pushes one at a time and EVERY_MS apart, each no sooner than its delay, those due meanwhile together in the next", async () => {
     const added = new Map<string, number>();
     const pushes: { at: number; users: string[] }[] = [];
@@ -31,11 +35,17 @@ describe("SpentUsers: spent enrolling users revoked after their answers", () => 
       await new Promise((r) => setTimeout(r, PUSH_MS));
       out--;
     };
-    const spent = new SpentUsers(push, (l) => expect.fail(l), DELAY_MS, EVERY_MS);
+    const spent = new SpentCodes(
+      NO_MESH,
+      () => [],
+      (l) => expect.fail(l),
+      TIMING,
+      push,
+    );
     for (let i = 0; i < 12; i++) {
       const c = code(i);
       added.set(c.user, Date.now());
-      spent.add(c);
+      spent.answered(c);
       await new Promise((r) => setTimeout(r, 15));
     }
     const deadline = Date.now() + 30_000;
@@ -54,7 +64,11 @@ describe("SpentUsers: spent enrolling users revoked after their answers", () => 
     const warned: string[] = [];
     const pushed: string[] = [];
     let first = true;
-    const spent = new SpentUsers(
+    const spent = new SpentCodes(
+      NO_MESH,
+      () => [],
+      (l) => warned.push(l),
+      TIMING,
       async (due) => {
         if (first) {
           first = false;
@@ -62,13 +76,10 @@ describe("SpentUsers: spent enrolling users revoked after their answers", () => 
         }
         pushed.push(...due.map((r) => r.user));
       },
-      (l) => warned.push(l),
-      DELAY_MS,
-      EVERY_MS,
     );
-    spent.add(code(1));
+    spent.answered(code(1));
     await new Promise((r) => setTimeout(r, DELAY_MS + EVERY_MS * 2));
-    spent.add(code(2));
+    spent.answered(code(2));
     const deadline = Date.now() + 30_000;
     while (pushed.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     await spent.stop();

@@ -59,18 +59,17 @@ const KIND = `  marker: kind("marker", MarkerResource, {
 `;
 
 const APPLIER = `// marker: a file holding one line of text or a secret, written whole, removed when undeclared.
+import * as z from "zod";
 import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE } from "../../defaults.ts";
 import { readFileAt, removeFileAt, writeFileAt } from "../../system/index.ts";
 import { executeBy, failsAgain, stepsOf } from "../step.ts";
-import type { Applier, Executors, RecordBase, ResourceOf, StepOf } from "../types.ts";
+import { type Applier, type Executors, recordOf, type ResourceOf, type StepOf } from "../types.ts";
 
 // the vocabulary's door names what it lets through: the type is read off the Resource union instead
 type MarkerResource = ResourceOf<"marker">;
 
-interface MarkerRecord extends RecordBase {
-  type: "marker";
-  path: string;
-}
+const MarkerRecord = recordOf("marker", { path: z.string() });
+type MarkerRecord = z.infer<typeof MarkerRecord>;
 
 type MarkerStep =
   | StepOf<"write", { path: string; bytes: Uint8Array }>
@@ -95,6 +94,7 @@ const executors: Executors<MarkerStep, MarkerResource, MarkerRecord> = {
 
 export const markerApplier: Applier<MarkerResource, MarkerRecord, MarkerStep> = {
   type: "marker",
+  recordSchema: MarkerRecord,
   traits: {
     writesFiles: true,
     pathOf: (record) => record.path,
@@ -154,7 +154,7 @@ export function copyWithNewType(): string {
   l = after(
     l,
     "export const PORTABLE_APPLIERS: ApplierList = {\n",
-    "  marker: markerApplier,\n",
+    "  marker: registered(markerApplier),\n",
     NEW_TYPE_FILES[2],
   );
   writeFileSync(list, l);

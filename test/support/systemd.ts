@@ -8,6 +8,7 @@ import { afterAll, beforeAll } from "vitest";
 import { packageApplier } from "../../src/appliers/arch/package.ts";
 import { processApplier } from "../../src/appliers/arch/process.ts";
 import { serviceApplier } from "../../src/appliers/arch/service.ts";
+import { registered } from "../../src/appliers/index.ts";
 import { PORTABLE_APPLIERS } from "../../src/appliers/portable/index.ts";
 import type { Exec, ExecOptions, ExecResult } from "../../src/appliers/types.ts";
 import type { ApplyResult } from "../../src/apply/index.ts";
@@ -182,9 +183,9 @@ function bootFailure(dir: string, what: string): Error {
 export function archHost(): Host {
   const appliers = appliersOf({
     ...PORTABLE_APPLIERS,
-    service: serviceApplier,
-    package: packageApplier,
-    process: processApplier,
+    service: registered(serviceApplier),
+    package: registered(packageApplier),
+    process: registered(processApplier),
   });
   return {
     kind: "arch",

@@ -20,6 +20,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type OverlayPorts, overlayApplier } from "../../src/appliers/arch/overlay/overlay.ts";
+import { registered } from "../../src/appliers/index.ts";
 import { PORTABLE_APPLIERS } from "../../src/appliers/portable/index.ts";
 import type { Exec, ExecOptions, ExecResult } from "../../src/appliers/types.ts";
 import type { ApplyResult } from "../../src/apply/index.ts";
@@ -387,7 +388,7 @@ const quiet = { info() {}, warn() {}, error() {}, debug() {} };
 
 /** The overlay on the portable floor: what these tests give the apply, each applier reaching out through `exec`. */
 export function overlayHost(): Host {
-  const appliers = appliersOf({ ...PORTABLE_APPLIERS, overlay: overlayApplier });
+  const appliers = appliersOf({ ...PORTABLE_APPLIERS, overlay: registered(overlayApplier) });
   return {
     kind: "arch",
     appliers,

@@ -3,6 +3,7 @@
 // The Android executable never names this folder (its root is src/cli/main-android.ts). The Arch host's list is
 // here: a new Arch type is its kind, its applier file and a line below; the Linux executable's root
 // (src/cli/main.ts) hands the list in as it is.
+import { registered } from "../dispatch.ts";
 import type { ApplierList } from "../types.ts";
 import { runtimeAppliers } from "./containers/index.ts";
 import { overlayApplier } from "./overlay/index.ts";
@@ -35,10 +36,10 @@ export { packageApplier, processApplier, serviceApplier };
 /** The Arch host's own appliers, each under its type: systemd, pacman, processes, containers, the overlay. */
 export function archAppliers(): ApplierList {
   return {
-    service: serviceApplier,
-    package: packageApplier,
-    process: processApplier,
+    service: registered(serviceApplier),
+    package: registered(packageApplier),
+    process: registered(processApplier),
     ...runtimeAppliers(),
-    overlay: overlayApplier,
+    overlay: registered(overlayApplier),
   };
 }

@@ -221,7 +221,7 @@ export const serviceApplier: Applier<ServiceResource, ServiceRecord, ServiceStep
     const intent = write ? { ...next, file: { created: write.created, wrote: write.sha } } : next;
     const data: ApplyData = { unit, record: next, intent, write, adopt, reload, verbs, moved };
     // a held unit taken now is touched for the first time: what was found when it was held is said
-    const firstTouch = !kept || kept.held ? `; ${foundLine(found!)}` : "";
+    const firstTouch = found && (!kept || kept.held) ? `; ${foundLine(found)}` : "";
     const movedLine = moved ? `${moved.detail}; then ` : "";
     if (!write && !reload && verbs.length === 0 && !moved)
       return step(id, "unchanged", "apply", `${unit} is as declared${firstTouch}`, data);

@@ -79,11 +79,24 @@ interface KeptData {
   secret: boolean;
 }
 
-/** The file applier's steps, keyed by action: each executor below is handed its own. */
+/** A take-over: what was found is held, so the step carries it. */
+type AdoptData = KeptData & { hold: Found };
+
+/** A give-back: the record it gives back, named in the step (balena-supervisor's `current`). */
+interface GiveBackData {
+  record: FileRecord;
+}
+
+/**
+ * The file applier's steps, keyed by action: each executor below is handed its own, and each carries what its
+ * executor reads (the path in the record it will keep or gives back), so no executor guesses at it.
+ */
 export type FileStep =
-  | StepOf<"none" | "claim" | "adopt", KeptData>
+  | StepOf<"none" | "claim", KeptData>
+  | StepOf<"adopt", AdoptData>
   | StepOf<"write", WriteData>
-  | StepOf<"remove" | "restore" | "forget" | "fail" | "refuse">;
+  | StepOf<"remove" | "restore", GiveBackData>
+  | StepOf<"forget" | "fail" | "refuse">;
 
 /** What is at declared `path` now: a regular file's digest and mode, null when absent, or why it cannot be managed. */
 async function readFound(root: string, path: string, fresh = false): Promise<Found | null | string> {
@@ -115,26 +128,23 @@ function writeDid(found: Found | null, record: Claim | undefined, sha: string, m
 const executors: Executors<FileStep, FileResource, FileRecord> = {
   none: keeps,
   claim: async (step) => ({ did: "unchanged", detail: step.detail, record: step.data.intent }),
-  adopt: async (step, wanted, record, ctx) => {
-    const path = pathOf(wanted, record);
+  adopt: async (step, _wanted, _record, ctx) => {
     const { hold, intent, secret } = step.data;
-    await ctx.ports.originals.keep(path, hold!.bytes, hold!, secret);
+    await ctx.ports.originals.keep(intent.path, hold.bytes, hold, secret);
     return { did: "unchanged", detail: step.detail, record: intent };
   },
-  write: async (step, wanted, record, ctx) => writeAndReadBack(step, pathOf(wanted, record), ctx),
-  remove: async (step, wanted, record, ctx) => {
-    removeFileAt(ctx.ports.root, pathOf(wanted, record));
-    const detail = `${step.detail.split("; then ")[0]}${removeParents(record?.parents, ctx)}`;
+  write: async (step, _wanted, _record, ctx) => writeAndReadBack(step, step.data.intent.path, ctx),
+  remove: async (step, _wanted, _record, ctx) => {
+    const { record } = step.data;
+    removeFileAt(ctx.ports.root, record.path);
+    const detail = `${step.detail.split("; then ")[0]}${removeParents(record.parents, ctx)}`;
     return { did: "removed", detail, record: null };
   },
-  restore: async (step, wanted, record, ctx) => restoreOriginal(step, pathOf(wanted, record), ctx),
+  restore: async (step, _wanted, _record, ctx) => restoreOriginal(step, step.data.record.path, ctx),
   forget: forgets,
   fail: failsAgain,
   refuse: failsAgain,
 };
-
-const pathOf = (wanted: FileResource | undefined, record: FileRecord | undefined): string =>
-  wanted?.path ?? record?.path ?? "";
 
 export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
   recordSchema: FileRecord,
@@ -142,15 +152,19 @@ export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
   traits: {
     writesFiles: true,
     secretAt: (wanted) => (wanted.secret === undefined ? undefined : wanted.path),
-    journal: ({ data }) => ({
-      intent: data?.intent,
-      original: data?.hold && {
-        path: data.intent.path,
-        bytes: data.hold.bytes,
-        meta: { mode: data.hold.mode, uid: data.hold.uid, gid: data.hold.gid },
-        secret: data.secret,
-      },
-    }),
+    // a give-back journals nothing: only a step that keeps a record (and may hold what it found) does
+    journal: ({ data }) =>
+      data && "intent" in data
+        ? {
+            intent: data.intent,
+            original: data.hold && {
+              path: data.intent.path,
+              bytes: data.hold.bytes,
+              meta: { mode: data.hold.mode, uid: data.hold.uid, gid: data.hold.gid },
+              secret: data.secret,
+            },
+          }
+        : {},
     pathOf: (record) => record.path,
     wrote: (record) => record.wrote || undefined,
     diff: async (step, wanted, root) =>
@@ -193,8 +207,10 @@ export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
       };
       // only a take-over holds what it found: an unchanged file of the mesh's own is no original
       const secret = wanted.secret !== undefined;
-      const data = { hold: action === "adopt" ? found : undefined, sha, intent, secret };
-      return step(wanted.id, "unchanged", action, `${wanted.path} is as declared${ignored}`, data);
+      const detail = `${wanted.path} is as declared${ignored}`;
+      if (action === "adopt")
+        return step(wanted.id, "unchanged", action, detail, { hold: found, sha, intent, secret });
+      return step(wanted.id, "unchanged", action, detail, { sha, intent, secret });
     }
     return writeStep(wanted, { found, record, prior }, { bytes, sha, mode, ...ids }, ctx, ignored);
   },
@@ -206,7 +222,8 @@ export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
     if (ctx.declaredPaths.has(record.path))
       return step(id, "unchanged", "forget", `${record.path} is now declared by another resource`);
     const found = await readFound(root, record.path);
-    if (!record.created) return step(id, "restored", "restore", `${record.path} given back its original`);
+    if (!record.created)
+      return step(id, "restored", "restore", `${record.path} given back its original`, { record });
     if (found === null)
       return step(id, "unchanged", "forget", `${record.path} was already gone: nothing was removed`);
     if (typeof found === "string")
@@ -219,7 +236,9 @@ export const fileApplier: Applier<FileResource, FileRecord, FileStep> = {
         `${record.path} left in place: changed by hand since the mesh wrote it`,
       );
     const parents = removingWords(record.parents, ctx);
-    return step(id, "removed", "remove", `${record.path} removed (the mesh created it)${parents}`);
+    return step(id, "removed", "remove", `${record.path} removed (the mesh created it)${parents}`, {
+      record,
+    });
   },
 
   execute: executeBy(executors),

@@ -38,7 +38,8 @@ interface KeptData {
 export type ContainerStep =
   | StepOf<"none" | "note", KeptData>
   | StepOf<"start" | "stop" | "restart", KeptData>
-  | StepOf<"create" | "recreate", Plan>
+  // the resource it makes, named in the step (balena-supervisor's `target`): its executor is handed it, never `!`
+  | StepOf<"create" | "recreate", Plan & { wanted: ContainerResource }>
   | StepOf<"remove" | "forget" | "fail" | "refuse">;
 
 const STOP_ARGS = ["-t", String(CONTAINER_STOP_TIMEOUT_S)];

@@ -157,8 +157,8 @@ function containerExecutors(
     start: (st, _w, record, ctx) => changeState(st, record, ctx, finder),
     stop: (st, _w, record, ctx) => changeState(st, record, ctx, finder),
     restart: (st, _w, record, ctx) => changeState(st, record, ctx, finder),
-    create: (st, w, record, ctx) => createContainer(st, w!, record, ctx, finder),
-    recreate: (st, w, record, ctx) => createContainer(st, w!, record, ctx, finder),
+    create: (st, _w, record, ctx) => createContainer(st, st.data.wanted, record, ctx, finder),
+    recreate: (st, _w, record, ctx) => createContainer(st, st.data.wanted, record, ctx, finder),
   };
 }
 
@@ -197,13 +197,15 @@ export function containerApplier(
       if (!found) {
         const again = record?.created === true;
         const said = again ? "created again: it was gone" : "created";
-        return step(w.id, again ? "repaired" : "created", "create", `${w.name} ${said}${check}`, plan);
+        const data = { ...plan, wanted: w };
+        return step(w.id, again ? "repaired" : "created", "create", `${w.name} ${said}${check}`, data);
       }
       const why = await recreateWhy(w, found, ours, record, plan, ctx, s, rt);
       if (why.length)
         return step(w.id, "updated", "recreate", `recreated: ${why.join(", ")}${check}`, {
           ...plan,
           replace: true,
+          wanted: w,
         });
       const { spec, fields, read } = plan;
       const kept: ContainerRecord = { type: "container", name: w.name, runtime: rt.kind, created: true };

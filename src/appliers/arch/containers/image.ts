@@ -37,6 +37,8 @@ export const ImageRecord = recordOf("image", {
 export type ImageRecord = z.infer<typeof ImageRecord>;
 
 interface ImageData {
+  /** The image it makes there, named in the step (balena-supervisor's `target`): its executor needs no `!`. */
+  wanted: ImageResource;
   runtime: RuntimeKind;
   /** The tarball's digest, for a load (the tarball itself is opened again, with no link followed, to load). */
   loaded?: string;
@@ -44,9 +46,12 @@ interface ImageData {
   before?: string;
 }
 
+/** A load carries the tarball it loads from. */
+type LoadData = ImageData & { load: string };
+
 /** The image applier's steps, keyed by action: each executor below is handed its own. */
 export type ImageStep =
-  | StepOf<"load", ImageData>
+  | StepOf<"load", LoadData>
   | StepOf<"pull", ImageData>
   | StepOf<"none" | "note", ImageData>
   | StepOf<"forget" | "fail" | "refuse">;
@@ -55,17 +60,18 @@ export type ImageStep =
 type HereStep = StepFor<ImageStep, "load" | "pull" | "none" | "note">;
 
 /** What makes the image there before it is read back: null when done, else why not. */
-type Bring = (rt: Runtime, w: ImageResource, ctx: DecideContext) => Promise<string | null>;
+type Bring = (rt: Runtime, st: HereStep, ctx: DecideContext) => Promise<string | null>;
 
 const step = stepsOf<ImageStep>("image");
 
 /** One executor per action of ImageStep, over one runtime finder. */
 function imageExecutors(finder: RuntimeFinder): Executors<ImageStep, ImageResource, ImageRecord> {
   return {
-    load: (st, w, record, ctx) => bringThenReadBack(st, w, record, ctx, finder, loadTarball),
-    pull: (st, w, record, ctx) => bringThenReadBack(st, w, record, ctx, finder, pullRef),
-    none: (st, w, record, ctx) => bringThenReadBack(st, w, record, ctx, finder, null),
-    note: (st, w, record, ctx) => bringThenReadBack(st, w, record, ctx, finder, null),
+    load: (st, _w, record, ctx) =>
+      bringThenReadBack(st, record, ctx, finder, (rt) => loadTarball(rt, st, ctx)),
+    pull: (st, _w, record, ctx) => bringThenReadBack(st, record, ctx, finder, pullRef),
+    none: (st, _w, record, ctx) => bringThenReadBack(st, record, ctx, finder, null),
+    note: (st, _w, record, ctx) => bringThenReadBack(st, record, ctx, finder, null),
     forget: forgets,
     fail: failsAgain,
     refuse: failsAgain,
@@ -87,7 +93,7 @@ export function imageApplier(
       if (typeof rt === "string") return step(w.id, "failed", "refuse", rt, undefined, "runtime");
       const found = await s.ask(rt, "image", w.ref);
       if (isError(found)) return step(w.id, "failed", "fail", found.error);
-      const base: ImageData = { runtime: rt.kind, before: found?.id };
+      const base: ImageData = { wanted: w, runtime: rt.kind, before: found?.id };
       if (w.load) {
         const wrote = ctx.wrote?.(w.load);
         // read with no link followed, like every declared path the host reads
@@ -95,7 +101,7 @@ export function imageApplier(
         const loaded = wrote ?? (read && typeof read === "object" ? sha256(read.bytes) : undefined);
         if (!loaded && !ctx.made.has(w.load))
           return step(w.id, "failed", "refuse", `${w.load} does not exist`, undefined, "load");
-        const data = { ...base, loaded };
+        const data = { ...base, loaded, load: w.load };
         if (!found) return step(w.id, "created", "load", `${w.ref} loaded from ${w.load}`, data);
         if (record?.loaded !== loaded)
           return step(w.id, "updated", "load", `${w.ref} loaded again: ${w.load} changed`, data);
@@ -136,9 +142,14 @@ export function imageApplier(
 }
 
 /** The tarball handed over as an fd opened with no link followed, never as a name the runtime would resolve itself. */
-async function loadTarball(rt: Runtime, w: ImageResource, ctx: DecideContext): Promise<string | null> {
-  const fd = openFileAt(ctx.ports.root, w.load!);
-  if (typeof fd !== "number") return fd ?? `${w.load} does not exist`;
+async function loadTarball(
+  rt: Runtime,
+  st: StepFor<ImageStep, "load">,
+  ctx: DecideContext,
+): Promise<string | null> {
+  const { wanted: w, load } = st.data;
+  const fd = openFileAt(ctx.ports.root, load);
+  if (typeof fd !== "number") return fd ?? `${load} does not exist`;
   const input = ["image", "load", "--input", "/dev/fd/3"];
   const out = await rt.must(input, RUNTIME_PULL_TIMEOUT_MS, [fd]).finally(() => closeSync(fd));
   if (isError(out)) return `${w.ref} could not be loaded: ${out.error}`;
@@ -150,7 +161,8 @@ async function loadTarball(rt: Runtime, w: ImageResource, ctx: DecideContext): P
     : null;
 }
 
-async function pullRef(rt: Runtime, w: ImageResource): Promise<string | null> {
+async function pullRef(rt: Runtime, st: HereStep): Promise<string | null> {
+  const w = st.data.wanted;
   const out = await rt.must(["image", "pull", w.ref], RUNTIME_PULL_TIMEOUT_MS);
   return isError(out) ? `${w.ref} could not be pulled: ${out.error}` : null;
 }
@@ -158,19 +170,18 @@ async function pullRef(rt: Runtime, w: ImageResource): Promise<string | null> {
 /** `bring` the image (a load or a pull; nothing to look only), then read it back by its reference. */
 async function bringThenReadBack(
   st: HereStep,
-  w: ImageResource | undefined,
   record: ImageRecord | undefined,
   ctx: DecideContext,
   finder: RuntimeFinder,
   bring: Bring | null,
 ): Promise<Executed<ImageRecord>> {
   const { data } = st;
+  const w = data.wanted;
   const s = sessionOf(ctx, finder);
   const rt = s.runtime(data.runtime ?? record?.runtime);
   const fail = (detail: string) => ({ did: "failed" as const, detail, record: record ?? null });
   if (typeof rt === "string") return fail(rt);
-  if (!w) return fail(st.detail);
-  const why = bring && (await bring(rt, w, ctx));
+  const why = bring && (await bring(rt, st, ctx));
   if (why) return fail(why);
   if (bring) s.forget(rt, "image", w.ref);
   const back = await s.ask(rt, "image", w.ref);

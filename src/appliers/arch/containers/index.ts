@@ -2,6 +2,7 @@
 // runtime.ts), sharing what one apply asked the runtime (session.ts) and how made objects are given back.
 // Their list is here: a new type over the runtime is its vocabulary, its applier file and a line below.
 import { machineRuntimes, type RuntimeFinder } from "../../../system/arch/index.ts";
+import { registered } from "../../dispatch.ts";
 import type { ApplierList } from "../../types.ts";
 import { containerApplier } from "./container.ts";
 import { imageApplier } from "./image.ts";
@@ -13,9 +14,9 @@ export { containerApplier, imageApplier, networkApplier, volumeApplier };
 /** The appliers over one runtime finder: the machine's own unless a test gives its daemons. */
 export function runtimeAppliers(finder: RuntimeFinder = machineRuntimes()): ApplierList {
   return {
-    image: imageApplier(finder),
-    network: networkApplier(finder),
-    volume: volumeApplier(finder),
-    container: containerApplier(finder),
+    image: registered(imageApplier(finder)),
+    network: registered(networkApplier(finder)),
+    volume: registered(volumeApplier(finder)),
+    container: registered(containerApplier(finder)),
   };
 }

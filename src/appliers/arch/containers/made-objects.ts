@@ -30,25 +30,33 @@ const MadeRecord = z.looseObject({ type: z.string(), pending: z.boolean().option
 export type MadeRecord = z.infer<typeof MadeRecord>;
 
 /** The steps a network and a volume share, keyed by action: the record it will have rides on each that keeps it. */
-export type MadeStep<Rec extends MadeRecord> =
-  | StepOf<"create", Rec>
+export type MadeStep<Rec extends MadeRecord, W> =
+  | StepOf<"create", Making<Rec, W>>
   | StepOf<"none" | "note", Rec>
   | StepOf<"remove" | "forget" | "fail" | "refuse">;
 
+/**
+ * What a create (or a recreate) carries to its executor: the record it will keep, and the resource it makes,
+ * named (balena-supervisor's `target`), so the executor is handed it, never `!`.
+ */
+export interface Making<Rec, W> {
+  next: Rec;
+  wanted: W;
+}
+
 /** Absent from the runtime: made, or made again when the mesh had made it and it is gone. */
-export function absentStep<Rec extends MadeRecord, S extends Step>(
-  step: (id: string, did: Did, action: "create", detail: string, data: Rec) => S,
-  id: string,
-  name: string,
+export function absentStep<Rec extends MadeRecord, W extends { id: string; name: string }, S extends Step>(
+  step: (id: string, did: Did, action: "create", detail: string, data: Making<Rec, W>) => S,
+  w: W,
   mine: boolean,
   next: Rec,
 ): S {
   return step(
-    id,
+    w.id,
     mine ? "repaired" : "created",
     "create",
-    `${name} ${mine ? "created again: it was gone" : "created"}`,
-    next,
+    `${w.name} ${mine ? "created again: it was gone" : "created"}`,
+    { next, wanted: w },
   );
 }
 

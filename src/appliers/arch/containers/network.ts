@@ -26,6 +26,7 @@ import {
   isDone,
   lookUp,
   type MadeStep,
+  type Making,
   madeExecutors,
   madeFields,
   readBack,
@@ -38,7 +39,9 @@ export const NetworkRecord = recordOf("network", madeFields);
 export type NetworkRecord = z.infer<typeof NetworkRecord>;
 
 /** The network applier's steps, keyed by action: a volume's, and a recreate. */
-export type NetworkStep = MadeStep<NetworkRecord> | StepOf<"recreate", NetworkRecord>;
+export type NetworkStep =
+  | MadeStep<NetworkRecord, NetworkResource>
+  | StepOf<"recreate", Making<NetworkRecord, NetworkResource>>;
 
 const step = stepsOf<NetworkStep>("network");
 
@@ -46,8 +49,8 @@ const step = stepsOf<NetworkStep>("network");
 function networkExecutors(finder: RuntimeFinder): Executors<NetworkStep, NetworkResource, NetworkRecord> {
   return {
     ...madeExecutors("network", finder),
-    create: (st, w, record, ctx) => create(st, w!, record, ctx, finder, false),
-    recreate: (st, w, record, ctx) => create(st, w!, record, ctx, finder, true),
+    create: (st, _w, record, ctx) => create(st, st.data.wanted, record, ctx, finder, false),
+    recreate: (st, _w, record, ctx) => create(st, st.data.wanted, record, ctx, finder, true),
   };
 }
 
@@ -87,7 +90,7 @@ export function networkApplier(
       if ("action" in looked) return looked;
       const { found, mine } = looked;
       const next: NetworkRecord = { ...looked.next };
-      if (!found) return absentStep(step, w.id, w.name, mine, next);
+      if (!found) return absentStep(step, w, mine, next);
       const diff = differences(w, found);
       if (!diff.length)
         return step(
@@ -104,7 +107,10 @@ export function networkApplier(
           "fail",
           `${w.name} exists as the mesh did not make it (${diff.join(", ")}); it is not replaced`,
         );
-      return step(w.id, "updated", "recreate", `${w.name} recreated: ${diff.join(", ")}`, next);
+      return step(w.id, "updated", "recreate", `${w.name} recreated: ${diff.join(", ")}`, {
+        next,
+        wanted: w,
+      });
     },
 
     async decideRemoval(id, record, ctx) {
@@ -136,7 +142,7 @@ async function create(
   finder: RuntimeFinder,
   recreate: boolean,
 ): Promise<Executed<NetworkRecord>> {
-  const made = toCreate("network", st.data, record, ctx, finder);
+  const made = toCreate("network", st.data.next, record, ctx, finder);
   if (isDone(made)) return made;
   const { rt, next } = made;
   let reattach: string[] = [];

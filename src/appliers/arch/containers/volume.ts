@@ -11,7 +11,7 @@ import {
   type Executed,
   type Executors,
   recordOf,
-  type StepOf,
+  type StepFor,
 } from "../../types.ts";
 import {
   absentStep,
@@ -34,7 +34,7 @@ export const VolumeRecord = recordOf("volume", {
 export type VolumeRecord = z.infer<typeof VolumeRecord>;
 
 /** The volume applier's steps, keyed by action: a volume is never recreated. */
-export type VolumeStep = MadeStep<VolumeRecord>;
+export type VolumeStep = MadeStep<VolumeRecord, VolumeResource>;
 
 const step = stepsOf<VolumeStep>("volume");
 
@@ -42,7 +42,7 @@ const step = stepsOf<VolumeStep>("volume");
 function volumeExecutors(finder: RuntimeFinder): Executors<VolumeStep, VolumeResource, VolumeRecord> {
   return {
     ...madeExecutors("volume", finder),
-    create: (st, w, record, ctx) => create(st, w!, record, ctx, finder),
+    create: (st, _w, record, ctx) => create(st, st.data.wanted, record, ctx, finder),
   };
 }
 
@@ -66,7 +66,7 @@ export function volumeApplier(
       if ("action" in looked) return looked;
       const { found, mine } = looked;
       const next: VolumeRecord = { ...looked.next, remove_data: w.remove_data };
-      if (!found) return absentStep(step, w.id, w.name, mine, next);
+      if (!found) return absentStep(step, w, mine, next);
       const diff = differences(w, found);
       if (diff.length)
         return step(
@@ -114,13 +114,13 @@ export function volumeApplier(
 
 /** Made as declared and read back. */
 async function create(
-  st: StepOf<"create", VolumeRecord>,
+  st: StepFor<VolumeStep, "create">,
   w: VolumeResource,
   record: VolumeRecord | undefined,
   ctx: DecideContext,
   finder: RuntimeFinder,
 ): Promise<Executed<VolumeRecord>> {
-  const made = toCreate("volume", st.data, record, ctx, finder);
+  const made = toCreate("volume", st.data.next, record, ctx, finder);
   if (isDone(made)) return made;
   const labels = Object.entries(w.labels ?? {}).flatMap(([k, v]) => ["--label", `${k}=${v}`]);
   const created = await made.rt.must(["volume", "create", "--driver", w.driver, ...labels, w.name]);

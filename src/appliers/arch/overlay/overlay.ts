@@ -275,7 +275,7 @@ async function applyStep(
   });
   if (d.write?.hold) await ctx.ports.originals.keep(record.path, d.write.hold.bytes, d.write.hold, true);
   if (d.take) {
-    const taken = await takeOver(d, wanted, key, init, ctx);
+    const taken = await takeOver({ ...d, take: d.take }, wanted, key, init, ctx);
     record = { ...record, takeover: taken.takeover };
     if (!taken.ok) return { did: "failed", detail: taken.said, record };
     said.push(taken.said);
@@ -292,8 +292,9 @@ async function applyStep(
     const r = await retire(d.retire, record.takeover, wanted, ctx);
     said.push(r.said);
     if (r.at) {
-      record = { ...record, takeover: { ...record.takeover, retired: r.at } };
-      noteTakeover(overlayStateOf(ctx), record.takeover!);
+      const takeover = { ...record.takeover, retired: r.at };
+      record = { ...record, takeover };
+      noteTakeover(overlayStateOf(ctx), takeover);
     }
   }
   const detail = [

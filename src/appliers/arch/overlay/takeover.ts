@@ -43,7 +43,7 @@ export interface TakeData {
 
 /** What of the apply step a takeover reads: the mesh's configuration, written before anything is stopped. */
 interface TakeStep {
-  take?: TakeData;
+  take: TakeData;
   write?: { bytes: Uint8Array };
   record: { path: string };
 }
@@ -242,7 +242,7 @@ export async function takeOver(
   init: Init,
   ctx: DecideContext,
 ): Promise<{ ok: boolean; takeover: Takeover; said: string }> {
-  const t = d.take!;
+  const t = d.take;
   const name = t.takeover.interface;
   const at = new Date().toISOString();
   let kept: string | null = t.takeover.kept ?? null;

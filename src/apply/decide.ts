@@ -1,88 +1,28 @@
-// One decision for plan and apply: each resource's step, decided in declaration order, removals after.
-
-import type { DecideContext, RecordBase, Step, Traits } from "../appliers/index.ts";
+// The decider: one decision for plan and apply, so the preview cannot lie. Each resource's step, decided in
+// declaration order (what reads changes again as the apply reaches it), removals after, by the host's applier
+// of its type, or held as found by the apply itself (adopted.ts); each step carries the resource it makes
+// match and the record its decision saw, named, for its executor.
+import type { DecideContext } from "../appliers/index.ts";
 import { FILE_READ_CONCURRENCY } from "../defaults.ts";
 import type { Host } from "../hosts/index.ts";
 import type { Records } from "../store/index.ts";
 import { type Declaration, type Did, madeOf, pathsOf, type Resource } from "../vocabulary/index.ts";
 import { giveBackOf, holdOf, isAdoptedStep, isHeldRecord } from "./adopted.ts";
-
-/** What a step does to the machine: these make `on` and `restart_on` fire. */
-export const CHANGING: ReadonlySet<Did> = new Set([
-  "created",
-  "updated",
-  "repaired",
-  "removed",
-  "restored",
-  "ran",
-]);
-
-export interface PlannedStep extends Step {
-  /** The resource this step makes match; absent for a removal. */
-  resource?: Resource;
-  /** The record of earlier applies for this id, if any. */
-  record?: RecordBase;
-}
-
-export interface PlanInput {
-  declaration: Declaration;
-  records: Records;
-  order: string[];
-  host: Host;
-  ctx: Omit<DecideContext, "changed" | "declaredPaths" | "made">;
-  /** Ids an earlier apply changed before it was killed or failed: what reads changes still owes them. */
-  owed?: ReadonlySet<string>;
-}
+import { mapLimited } from "./map-limited.ts";
+import { Forecast, type LiveRecords } from "./records.ts";
+import { CHANGING, type PlanInput, type PlannedStep } from "./steps.ts";
+import { claimsOf, readsChanges, recordPath, traitsOf, wroteIn } from "./traits.ts";
 
 export function declaredPaths(declaration: Declaration): Set<string> {
   return new Set(declaration.resources.flatMap(pathsOf));
 }
 
-/** `fn` over `items`, at most `limit` at once, results in order. */
-export async function mapLimited<T, U>(items: T[], limit: number, fn: (item: T) => Promise<U>): Promise<U[]> {
-  const out = new Array<U>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
-
-/** What the applier of `type` says of its resources, steps and records: nothing where the host has none. */
-export function traitsOf(host: Host, type: string): Traits<Resource, RecordBase, Step> {
-  return host.appliers.get(type)?.traits ?? {};
-}
-
-/**
- * What looks at what changed (or was written) before it is reached is decided in order, and again when the
- * apply reaches it; everything else side by side. The applier says which of its resources do.
- */
-export const readsChanges = (host: Host, r: Resource): boolean =>
-  traitsOf(host, r.type).readsChanges?.(r) ?? false;
-
-/** The path a record names, as its applier reads it; undefined for a record that names none. */
-export const recordPath = (host: Host, record: RecordBase): string | undefined =>
-  traitsOf(host, record.type).pathOf?.(record);
-
 /** The record of `id` if it still describes the same thing; a type or path change is a removal plus a new resource. */
-function sameThing(host: Host, record: RecordBase | undefined, r: Resource): boolean {
+function sameThing(host: Host, record: Records[string] | undefined, r: Resource): boolean {
   if (!record || record.type !== r.type) return false;
   const path = recordPath(host, record);
   const paths = pathsOf(r);
   return path === undefined || paths.length === 0 || paths.includes(path);
-}
-
-/** The digest the records say the host last wrote at `path`, as they stand. */
-export function wroteIn(host: Host, records: Records, path: string): string | undefined {
-  for (const r of Object.values(records)) {
-    const wrote = traitsOf(host, r.type).wrote?.(r);
-    if (wrote && recordPath(host, r) === path) return wrote;
-  }
-  return undefined;
 }
 
 export interface Decider {
@@ -94,25 +34,13 @@ export interface Decider {
   decideBatch(rs: Resource[]): Promise<PlannedStep[][]>;
   /** The context a step is decided and executed in, with the records as they stand now. */
   context(changed: ReadonlySet<string>, made?: ReadonlySet<string>): DecideContext;
-  /** A plan's own step, fed forward into the records as the apply will leave them: what a later `wrote` reads. */
-  noteWrite(step: PlannedStep): void;
-}
-
-/** Who claims each recorded path: a path moving from one id to another is still the mesh's, never "found". */
-function claimsOf(host: Host, records: Records): Map<string, { id: string; record: Records[string] }> {
-  const claims = new Map<string, { id: string; record: Records[string] }>();
-  for (const [id, record] of Object.entries(records)) {
-    const path = recordPath(host, record);
-    if (path !== undefined) claims.set(path, { id, record });
-  }
-  return claims;
 }
 
 /** No ids changed, no paths made: what a run of resources reading no changes is decided against. */
 const NOTHING: ReadonlySet<string> = new Set();
 
 /** The context of a decision, with the records as `live` stands when it is asked. */
-function contextMaker(input: PlanInput, live: Records): Decider["context"] {
+function contextMaker(input: PlanInput, live: LiveRecords): Decider["context"] {
   const { declaration, records, host } = input;
   const paths = declaredPaths(declaration);
   const claims = claimsOf(host, records);
@@ -126,7 +54,7 @@ function contextMaker(input: PlanInput, live: Records): Decider["context"] {
       changed,
       made,
       declaredPaths: paths,
-      wrote: (path) => wroteIn(host, live, path),
+      wrote: (path) => wroteIn(host, live.now, path),
       claimed: (path, id) => {
         const claim = claims.get(path);
         return claim && claim.id !== id ? claim.record : undefined;
@@ -183,9 +111,9 @@ async function removalsOf(input: PlanInput, ctx: DecideContext): Promise<Planned
 
 /**
  * The decision function both the plan and the apply call, so the preview cannot lie. `live`: the records as
- * the apply updates them (a plan keeps its own copy, fed by `noteWrite`).
+ * the apply updates them (a plan's own Forecast, fed by planSteps).
  */
-export function decider(input: PlanInput, live: Records = { ...input.records }): Decider {
+export function decider(input: PlanInput, live: LiveRecords): Decider {
   const { records, host } = input;
   const context = contextMaker(input, live);
   const decide = async (
@@ -206,24 +134,19 @@ export function decider(input: PlanInput, live: Records = { ...input.records }):
     // a hold's record is the apply's: the applier is handed only its own, so a resource taken now is new to it
     const own = current && !isHeldRecord(current) ? current : undefined;
     const step = held ?? (await applier.decide(r, own, ctx));
-    steps.push({ ...step, resource: r, record: held ? current : own });
+    steps.push({ ...step, wanted: r, record: held ? current : own });
     return steps;
   };
   return {
     decide,
     context,
-    noteWrite(step) {
-      // the record the step journals is the one the apply will leave: a later `wrote` reads the plan's own write
-      const intent = isAdoptedStep(step) ? undefined : traitsOf(host, step.type).journal?.(step).intent;
-      if (step.resource && intent && step.action !== "refuse") live[step.id] = intent;
-    },
     decideBatch: (rs) => mapLimited(rs, FILE_READ_CONCURRENCY, (r) => decide(r, NOTHING)),
     removals: (changed) => removalsOf(input, context(changed)),
   };
 }
 
 /** Consecutive resources grouped so that those reading no changes are decided (and written) together. */
-export function runsOf(host: Host, resources: Resource[]): Resource[][] {
+function runsOf(host: Host, resources: Resource[]): Resource[][] {
   const runs: Resource[][] = [];
   for (const r of resources) {
     const last = runs.at(-1);
@@ -237,12 +160,20 @@ export function runsOf(host: Host, resources: Resource[]): Resource[][] {
 export function noteChange(step: PlannedStep, did: Did, changed: Set<string>, made: Set<string>): void {
   if (!CHANGING.has(did)) return;
   changed.add(step.id);
-  if (step.resource && did !== "removed") for (const path of madeOf(step.resource)) made.add(path);
+  if (step.wanted && did !== "removed") for (const path of madeOf(step.wanted)) made.add(path);
+}
+
+/** A plan's own step, fed forward into its forecast of the records: what a later `wrote` reads. */
+function foresee(host: Host, forecast: Forecast, step: PlannedStep): void {
+  // the record the step journals is the one the apply will leave: a later `wrote` reads the plan's own write
+  const intent = isAdoptedStep(step) ? undefined : traitsOf(host, step.type).journal?.(step).intent;
+  if (step.wanted && intent && step.action !== "refuse") forecast.foresee(step.id, intent);
 }
 
 /** The whole plan: every step the apply would take, in its order, with what each would change fed forward. */
 export async function planSteps(input: PlanInput): Promise<PlannedStep[]> {
-  const d = decider(input);
+  const forecast = new Forecast(input.records);
+  const d = decider(input, forecast);
   const changed = new Set<string>(input.owed ?? []);
   const made = new Set<string>();
   const steps: PlannedStep[] = [];
@@ -253,7 +184,7 @@ export async function planSteps(input: PlanInput): Promise<PlannedStep[]> {
     for (const group of decided)
       for (const step of group) {
         noteChange(step, step.did, changed, made);
-        d.noteWrite(step);
+        foresee(input.host, forecast, step);
         steps.push(step);
       }
   }

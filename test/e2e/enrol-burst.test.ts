@@ -5,10 +5,8 @@
 // codes) was lost, and the node, asking once, was cut off by its own revocation ("the bus withdrew …"): 2 runs of 6
 // here on a busy machine. Now each code is revoked from its own answer and a node unanswered asks again.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ask } from "../../src/link/index.ts";
 import { addNode, MeshDir } from "../../src/mesh/index.ts";
-import { makeKeyPair, makeOverlayKey, publicKeys } from "../../src/store/index.ts";
-import { decodeCode } from "../../src/vocabulary/index.ts";
+import { askEnrol } from "../mesh/enrolling.ts";
 import { TestMesh } from "../mesh/fleet.ts";
 import { ensureSea } from "../support/sea.ts";
 
@@ -27,27 +25,7 @@ afterAll(async () => {
 });
 
 /** One node's enrolment, asked as `enrol` asks, in this process: the answer's words, or "ok". */
-async function enrolled(code: string): Promise<string> {
-  const decoded = decodeCode(code);
-  if (!decoded.ok || !("jwt" in decoded.value)) throw new Error("not a v2 code");
-  const c = decoded.value;
-  const keys = {
-    identity: makeKeyPair("ed25519"),
-    sealing: makeKeyPair("x25519"),
-    overlay: makeOverlayKey(),
-  };
-  const answer = await ask(
-    { servers: c.servers, fingerprint: c.fingerprint, transport: c.transport },
-    {
-      node: c.node,
-      credential: { jwt: c.jwt, seed: c.seed },
-      keys: publicKeys(keys),
-      sealing: keys.sealing.privateKey,
-      facts: { os: "linux", arch: "x64", hostname: c.node, version: "test" },
-    },
-  );
-  return answer.ok ? "ok" : `${c.node}: ${answer.reason}`;
-}
+const enrolled = askEnrol;
 
 describe("a burst of enrolments", () => {
   it(`answers all ${WORKERS * EACH}, none cut off by the revocation of another's spent code`, async () => {

@@ -9,10 +9,8 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "
 import { dirname, join } from "node:path";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { membershipAuth } from "../../src/link/dial.ts";
-import { dial, releaseSource } from "../../src/link/index.ts";
+import { releaseSource } from "../../src/link/index.ts";
 import { connectBus, MeshDir } from "../../src/mesh/index.ts";
-import { loadKeys, State } from "../../src/store/index.ts";
 import {
   makeMeshKey,
   ObjectMeta,
@@ -26,6 +24,7 @@ import {
 import { confirmedOf, type LaunchedNode, TestMesh } from "../mesh/fleet.ts";
 import { EVENT_WAIT_MS, waitFor } from "../mesh/index.ts";
 import { mesh, meshUp } from "../mesh/operator.ts";
+import { asNodeOf } from "../mesh/state.ts";
 import type { Running } from "../support/cli.ts";
 import { ensureSea, seaVariant } from "../support/sea.ts";
 
@@ -187,19 +186,7 @@ describe("a node upgraded by a declaration naming its release, under the launche
   });
 
   it("a node's own credentials (what its state directory holds) read releases by direct get, and nothing more", async () => {
-    const membership = new State(nodes[0]!.state).readMembership()!;
-    const keys = loadKeys(nodes[0]!.state);
-    if (!keys.ok) throw new Error(keys.reason);
-    const auth = membershipAuth(membership, keys.keys.identity.privateKey);
-    if ("refused" in auth) throw new Error(auth.refused);
-    const dialled = await dial({
-      servers: membership.servers,
-      fingerprint: membership.fingerprint,
-      auth,
-      inboxPrefix: `_INBOX.node.${nodes[0]!.name}`,
-    });
-    if (!dialled.ok) throw new Error(dialled.reason);
-    const nc = dialled.nc;
+    const nc = await asNodeOf(nodes[0]!.state, nodes[0]!.name);
     try {
       const meta = await releaseSource(nc).meta("0.2.0/linux/x64");
       expect(meta?.name).toBe("0.2.0/linux/x64");

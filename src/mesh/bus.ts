@@ -251,12 +251,7 @@ export async function ensureNodeConsumer(bus: Bus, node: string): Promise<void> 
  * cluster, nothing to wait for.
  */
 async function consumerLed(bus: Bus, stream: string, name: string): Promise<void> {
-  const deadline = Date.now() + CONSUMER_LEADER_MS;
-  while (Date.now() < deadline) {
-    const info = await bus.jsm.consumers.info(stream, name).catch(() => null);
-    if (info && (!info.cluster || info.cluster.leader)) return;
-    await new Promise((r) => setTimeout(r, JS_RETRY_MS));
-  }
+  await led(() => bus.jsm.consumers.info(stream, name));
 }
 
 /**
@@ -264,13 +259,18 @@ async function consumerLed(bus: Bus, stream: string, name: string): Promise<void
  * keeps them, and a question asked meanwhile goes unacknowledged. `up` says it answers enrolments only after.
  */
 async function enrolmentsLed(bus: Bus): Promise<void> {
+  await led(() => bus.jsm.streams.info("ENROL"));
+  await consumerLed(bus, "ENROL", ENROL_CONSUMER);
+}
+
+/** Until what `info` reads has its leader, or is on one server (no cluster), for up to CONSUMER_LEADER_MS. */
+async function led(info: () => Promise<{ cluster?: { leader?: string } }>): Promise<void> {
   const deadline = Date.now() + CONSUMER_LEADER_MS;
   while (Date.now() < deadline) {
-    const info = await bus.jsm.streams.info("ENROL").catch(() => null);
-    if (info && (!info.cluster || info.cluster.leader)) break;
+    const read = await info().catch(() => null);
+    if (read && (!read.cluster || read.cluster.leader)) return;
     await new Promise((r) => setTimeout(r, JS_RETRY_MS));
   }
-  await consumerLed(bus, "ENROL", ENROL_CONSUMER);
 }
 
 /** A revoked node: its consumer and its declarations (which hold secrets sealed to it) go. */

@@ -69,8 +69,17 @@ export async function reply(
 ): Promise<boolean> {
   if (!answerable(node, address)) return false;
   nc.publish(address, JSON.stringify(answer));
-  await nc.flush();
+  await flushed(nc);
   return true;
+}
+
+/**
+ * Until the server has what was published, or the connection closed (then rejected). nats.js 3.4 settles no flush
+ * pending when its connection closes: a controller stopped while an answer waited on it never stopped.
+ */
+export async function flushed(nc: NatsConnection): Promise<void> {
+  const confirmed = await Promise.race([nc.flush().then(() => true), nc.closed().then(() => false)]);
+  if (!confirmed) throw new Error("the connection to the bus closed before the bus confirmed the answer");
 }
 
 /**

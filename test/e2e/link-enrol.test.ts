@@ -252,3 +252,27 @@ describe("enrolment", () => {
     expect(answered.ok, answered.ok ? "" : answered.reason).toBe(true);
   });
 });
+
+// nats.js 3.4 settles no flush pending when its connection closes: an answer waiting on a bus that never
+// confirmed it held the double's consume loop, and with it the double's stop, for good (an afterAll timed out)
+describe("an answer the bus has not confirmed when the controller closes", () => {
+  it("is said as not confirmed, and the controller stops", async () => {
+    const own = await MeshDouble.start();
+    try {
+      own.pauseServer();
+      const replying = reply(own.nc, "gone", "_INBOX.enrol.gone.0123456789abcdef01234567", { v: 1 }).then(
+        () => "confirmed",
+        (e: Error) => e.message,
+      );
+      await own.nc.close();
+      const said = await Promise.race([
+        replying,
+        new Promise((r) => setTimeout(() => r("still waiting"), EVENT_WAIT_MS)),
+      ]);
+      expect(said).toBe("the connection to the bus closed before the bus confirmed the answer");
+    } finally {
+      own.resumeServer();
+      await own.stop();
+    }
+  });
+});

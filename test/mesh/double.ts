@@ -421,6 +421,15 @@ export class MeshDouble {
     await this.ready();
   }
 
+  /** The server stopped in its tracks (SIGSTOP), its connections open, answering nothing until `resumeServer`. */
+  pauseServer(): void {
+    this.server.pause();
+  }
+
+  resumeServer(): void {
+    this.server.resume();
+  }
+
   async restartServer(): Promise<void> {
     await this.server.restart();
     await this.ready();

@@ -131,6 +131,15 @@ export class NatsServer {
     this.child = null;
   }
 
+  /** SIGSTOP: the server holds its connections open and answers nothing, until `resume`. */
+  pause(): void {
+    if (this.child?.pid) process.kill(this.child.pid, "SIGSTOP");
+  }
+
+  resume(): void {
+    if (this.child?.pid) process.kill(this.child.pid, "SIGCONT");
+  }
+
   async restart(): Promise<void> {
     await this.stop();
     await this.start();

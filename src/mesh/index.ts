@@ -12,6 +12,8 @@ export {
   issuedAfter,
   makeAccountKeys,
   NODE_SERVICES,
+  nodesAccountId,
+  nodesAccountJwt,
   nodeUserJwt,
   operatorJwt,
   serviceUserJwt,
@@ -66,6 +68,14 @@ export {
 export { reportOf } from "./reports.ts";
 export { checkRollout, checkUpgrade, progressOf, runRollout, wavesOf } from "./rollout.ts";
 export { natsServerPath, runningServers } from "./servers.ts";
+export {
+  type NodesAccount,
+  nodesAccountOf,
+  planRequestSubject,
+  shardName,
+  shardOf,
+  shardPlanSubject,
+} from "./shards.ts";
 export {
   allNodes,
   BUCKETS,

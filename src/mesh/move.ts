@@ -13,6 +13,7 @@ import { Conflict } from "./kv.ts";
 import { MeshDir, MeshRefused } from "./layout.ts";
 import { newRecord } from "./nodes.ts";
 import { type Composed, compose, preparePush } from "./push.ts";
+import { shardOf } from "./shards.ts";
 import { changeNode, knownNode, type State, withState } from "./state.ts";
 
 export async function prepareMove(
@@ -41,18 +42,14 @@ export async function prepareMove(
     facts: record.facts,
     labels: record.labels,
     enrolled_at: new Date().toISOString(),
+    // its user is issued in its shard there, as an enrolment's would be
+    shard: shardOf(name),
   };
   const membership = membershipOf(name, {
     servers: to.urls(),
     fingerprint: toConfig.fingerprint,
     meshKey: toConfig.mesh_key,
-    // the target mesh's NODES account issues the node's user there, for the same identity key
-    jwt: nodeUserJwt(
-      to.accountKeys(),
-      name,
-      user,
-      issuedAfter(await revocationsOnBus(to).catch(() => NO_REVOCATIONS), user),
-    ),
+    jwt: await userThere(to, name, user),
   });
   const sealed = seal(Buffer.from(JSON.stringify(membership)), record.keys.sealing);
   const input = { file: record.last_body, secrets: new Map<string, Uint8Array>() };
@@ -73,6 +70,13 @@ export async function prepareMove(
       }),
   );
   return { composed, to };
+}
+
+/** The node's user in the target mesh: issued by its shard account there, for the same identity key. */
+async function userThere(to: MeshDir, name: string, user: string): Promise<string> {
+  const shard = shardOf(name);
+  const revoked = await revocationsOnBus(to, shard).catch(() => NO_REVOCATIONS);
+  return nodeUserJwt(to.accountKeys(), name, user, issuedAfter(revoked, user), shard);
 }
 
 /** Once the node has applied the move: this mesh stops counting it among its own. */

@@ -36,6 +36,7 @@ import {
   revokeUsers,
   sealedAnswer,
   serviceAuthenticator,
+  shardOf,
   storeRelease,
   userOfIdentity,
 } from "../../src/mesh/index.ts";
@@ -241,7 +242,8 @@ export class MeshDouble {
       user: nkeyOf("user", identity.publicKey),
       at: Math.floor(Date.now() / 1000),
       enrolling: false,
-      account: "nodes",
+      // in its shard, where nodeUserJwt issued it (as the controller does)
+      account: shardOf(node),
     });
   }
 

@@ -52,7 +52,7 @@ const dec = new TextDecoder();
 /** The accounts whose claims carry revocations: ENROL, NODES and each shard of node users. */
 export type Revoking = "enrol" | NodesAccount;
 
-const idOf = (keys: AccountKeys, kind: Revoking) =>
+export const idOf = (keys: AccountKeys, kind: Revoking) =>
   kind === "enrol" ? accountId(keys, "enrol") : nodesAccountId(keys, kind);
 const jwtOf = (keys: AccountKeys, kind: Revoking, revoked: Revocations) =>
   kind === "enrol" ? accountJwt(keys, "enrol", revoked) : nodesAccountJwt(keys, kind, revoked);
@@ -72,6 +72,21 @@ export async function currentRevocations(
     return text.startsWith("ey") ? revocationsOf(text) : NO_REVOCATIONS;
   } catch {
     return NO_REVOCATIONS;
+  }
+}
+
+/**
+ * The accounts whose claims the answering server's resolver holds (`$SYS.REQ.CLAIMS.LIST`), or null when it does not
+ * answer. A lookup of an account it does not hold is never answered (it waits out CLAIMS_UPDATE_MS): `migrate` asks
+ * this first, before reading the claims of 128 shards a format-3 bus has never heard of.
+ */
+export async function heldAccounts(sys: NatsConnection): Promise<Set<string> | null> {
+  try {
+    const m = await sys.request("$SYS.REQ.CLAIMS.LIST", "", { timeout: CLAIMS_UPDATE_MS });
+    const data = (JSON.parse(dec.decode(m.data)) as { data?: unknown }).data;
+    return Array.isArray(data) ? new Set(data.filter((d): d is string => typeof d === "string")) : null;
+  } catch {
+    return null;
   }
 }
 

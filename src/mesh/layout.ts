@@ -113,6 +113,7 @@ export class MeshDir {
     const file = this.path("mesh.json");
     if (!existsSync(file)) throw new MeshRefused(absentWhy(this.dir, file));
     const format = this.parsed(file, FormatOnly).format;
+    this.notNewer(format);
     if (format === MESH_FORMAT_FILES)
       throw new MeshRefused(
         `${this.dir} keeps its nodes in files (format ${MESH_FORMAT_FILES}): run \`mesh-host mesh migrate\` once to move them onto the bus`,
@@ -130,10 +131,19 @@ export class MeshDir {
   anyConfig(): AnyMeshConfig {
     const file = this.path("mesh.json");
     if (!existsSync(file)) throw new MeshRefused(absentWhy(this.dir, file));
+    this.notNewer(this.parsed(file, FormatOnly).format);
     return this.parsed(
       file,
       z.union([MeshConfig, MeshConfigUnsharded, MeshConfigNodesEnrol, MeshConfigFiles]),
     );
+  }
+
+  /** A directory a newer mesh-host made (or migrated) is refused, never misread or carried "forward". */
+  private notNewer(format: unknown): void {
+    if (typeof format === "number" && format > MESH_FORMAT)
+      throw new MeshRefused(
+        `${this.dir} was made by a newer mesh-host (format ${format}; this one reads up to ${MESH_FORMAT}): run that one`,
+      );
   }
 
   /** accounts.json as it is (ENROL's seed absent before `mesh migrate`); refused when the password bus made it. */

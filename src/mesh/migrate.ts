@@ -23,11 +23,12 @@ import {
   type AccountKeys,
   accountJwt,
   makeAccountKeys,
+  NO_REVOCATIONS,
   nodesAccountJwt,
   seedsOf,
 } from "./accounts.ts";
 import { awaitStreams, type Bus, BusDown, connectBus } from "./bus.ts";
-import { currentRevocations, nameOf, pushClaims, type Revoking } from "./claims.ts";
+import { currentRevocations, heldAccounts, idOf, nameOf, pushClaims, type Revoking } from "./claims.ts";
 import { syncDir, writeAtomic } from "./files.ts";
 import { merged } from "./fleet.ts";
 import { Conflict } from "./kv.ts";
@@ -172,8 +173,11 @@ function withEnrolKey(mesh: MeshDir): AccountKeys {
 async function pushAccounts(mesh: MeshDir, keys: AccountKeys): Promise<void> {
   const sys = await connectBus(mesh, { system: true, name: "mesh-host mesh migrate (system)" });
   try {
+    const known = await heldAccounts(sys.nc);
     for (const kind of ["enrol", ...allShards()] as Revoking[]) {
-      const held = await currentRevocations(sys.nc, keys, kind);
+      // an account the bus has never held has no revocations to keep (and a lookup of it is never answered)
+      const held =
+        known && !known.has(idOf(keys, kind)) ? NO_REVOCATIONS : await currentRevocations(sys.nc, keys, kind);
       const jwt = kind === "enrol" ? accountJwt(keys, "enrol", held) : nodesAccountJwt(keys, kind, held);
       await pushClaims(sys.nc, jwt, nameOf(kind));
     }

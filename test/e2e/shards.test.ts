@@ -18,7 +18,9 @@ import {
   shardPlanSubject,
   userOfIdentity,
 } from "../../src/mesh/index.ts";
+import { shardPair } from "../../src/mesh/shards.ts";
 import { State } from "../../src/store/index.ts";
+import { seedOf } from "../../src/vocabulary/index.ts";
 import { heldRevocations } from "../mesh/enrolling.ts";
 import { appConf, asController, type LinkedNode, TestMesh } from "../mesh/fleet.ts";
 import { EVENT_WAIT_MS } from "../mesh/index.ts";
@@ -178,7 +180,15 @@ describe("node rm of A", () => {
     expect(await claimsOverSys("nodes")).toBe(before.nodes);
     expect(await claimsOverSys(shardOf(B))).toBe(before.other);
     // no configuration rewritten for it
-    expect(readFileSync(join(m.dir, "servers/1/server.conf"), "utf8")).not.toContain(A);
+    const conf = readFileSync(join(m.dir, "servers/1/server.conf"), "utf8");
+    expect(conf).not.toContain(A);
+    // a shard's key is derived, never written or said: not in the configuration, the server's log, or the output
+    const log = readFileSync(join(m.dir, "servers/1/server.log"), "utf8");
+    const nodesKey = new MeshDir(m.dir).accountKeys().nodes.privateKey;
+    for (const shard of [shardOf(A), shardOf(B)]) {
+      const seed = seedOf("account", shardPair(nodesKey, shard).privateKey);
+      for (const text of [conf, log, r.stdout + r.stderr]) expect(text).not.toContain(seed);
+    }
     // and B still takes a push
     const push = await mesh(m.dir, ["push", B, m.file("after.json", appConf("after\n")), ...WAIT]);
     expect(push.code, push.stderr).toBe(0);

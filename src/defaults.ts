@@ -205,7 +205,7 @@ export const SERVER_JETSTREAM_DISK = "1GB";
  */
 export const RESOLVER_FETCH_S = 2;
 /**
- * The issued-at of NODES' and ENROL's claims as each server's configuration preloads them: older than any claims
+ * The issued-at of NODES', its shards' and ENROL's claims as each server's configuration preloads them: older than any claims
  * ever pushed. A server keeps the newest claims it holds (its resolver directory, its peers'), so a preload issued
  * at start would replace, on a restart, the revocations pushed since; this one only fills an empty directory.
  */

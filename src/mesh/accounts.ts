@@ -1,10 +1,13 @@
-// The bus's accounts (protocol.md "Accounts"): an operator signs three account JWTs, and every user is a JWT
+// The bus's accounts (protocol.md "Accounts"): an operator signs the account JWTs, and every user is a JWT
 // signed by its account's key — no password anywhere.
 //   SYS    the servers' system account: the mesh pushes an account's new claims (a revocation) through it.
 //   MESH   JetStream (the streams, the key-value buckets, the object store) and the controller's users.
-//   NODES  every node's user; JetStream off. What a node may do crosses by the exports below, as services: the
-//          server gives a service request a reply address of its own making, so no reply a node picks ever
-//          reaches MESH's JetStream API (docs/security.md says what was tried).
+//   NODES  the user of a node enrolled before shards; JetStream off. What a node may do crosses by the exports below,
+//          as services: the server gives a service request a reply address of its own making, so no reply a node
+//          picks ever reaches MESH's JetStream API (docs/security.md says what was tried).
+//   NODES.xx  every other node's user, in the shard of its name (shards.ts): NODE_SHARDS copies of NODES' claims,
+//          each with its own revocations, so a removal makes the servers re-verify one shard's clients, not the
+//          fleet's.
 //   ENROL  every enrolling user (the short-lived user an enrolment code carries); JetStream off; it imports the
 //          enrolment service and its answers, nothing else. Apart from NODES so that NODES' claims carry only
 //          nodes' revocations: their size grows with nodes removed, never with nodes enrolled. ENROL's own stay

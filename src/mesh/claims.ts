@@ -1,8 +1,9 @@
 // Signing in to the mesh's own bus, and changing an account on it while it runs. A command of the mesh signs in as
 // a user it mints for the one connection (a fresh key, a JWT signed by the account's key from accounts.json): no
 // password is kept anywhere. A revocation is the node's shard's (a node's user; NODES' for a node enrolled before
-// shards) or ENROL's (an enrolling user) claims signed again with the user added — that one account's alone, pushed over the system account (`$SYS.REQ.CLAIMS.UPDATE`): each server takes it at
-// once, cuts that user's live connections, and keeps it in its resolver directory; nothing rewritten or reloaded.
+// shards) or ENROL's (an enrolling user) claims signed again with the user added — that one account's alone —
+// pushed over the system account (`$SYS.REQ.CLAIMS.UPDATE`): each server takes it at once, cuts that user's live
+// connections, and keeps it in its resolver directory; nothing rewritten or reloaded.
 import { generateKeyPairSync, sign } from "node:crypto";
 import { type Authenticator, connect, type NatsConnection } from "@nats-io/transport-node";
 import {
@@ -140,8 +141,9 @@ async function changeRevocations(sys: NatsConnection, keys: AccountKeys, change:
 }
 
 /**
- * Revoke users of NODES, its shards and ENROL on every server now, each account's claims pushed once; `floor` (or null) raises ENROL's revocation of every user
- * issued at or before the second it says from the revocations held (accounts.ts enrolRevoked).
+ * Revoke users of NODES, its shards and ENROL on every server now, each account's claims pushed once (only the
+ * accounts named); `floor` (or null) raises ENROL's revocation of every user issued at or before the second it says
+ * from the revocations held (revocations.ts enrolRevoked).
  */
 export async function revokeUsers(
   sys: NatsConnection,

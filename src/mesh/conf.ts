@@ -2,8 +2,9 @@
 // signs the server's nonce with its own key, never a client certificate); decentralized authentication — the
 // operator's JWT, the system account, the `full` account resolver keeping every account's newest claims in the
 // server's own directory (a revocation pushed to one server reaches the others), the accounts' JWTs as `init` made
-// them preloaded (NODES' shards among them). No user and no password is in it: `node add` and `node rm` never rewrite it. In a cluster, the
-// routes authenticate by mutual TLS with the mesh's own certificate (the only CA they trust), no password.
+// them preloaded (NODES' shards among them). No user and no password is in it: `node add` and `node rm` never
+// rewrite it. In a cluster, the routes authenticate by mutual TLS with the mesh's own certificate (the only CA they
+// trust), no password.
 import { isIP } from "node:net";
 import {
   RESOLVER_FETCH_S,

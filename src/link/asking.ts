@@ -175,7 +175,8 @@ async function answerOrTimeout(
 ): Promise<Uint8Array | null | Error | "timeout"> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const wait = Math.min(ENROL_ASK_AGAIN_MS, deadline - Date.now());
+    // never below 0: a question asked again can take past the deadline, and Node warns of a negative timer on stderr
+    const wait = Math.max(0, Math.min(ENROL_ASK_AGAIN_MS, deadline - Date.now()));
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<"waited">((resolve) => {
       timer = setTimeout(() => resolve("waited"), wait);

@@ -154,17 +154,11 @@ export const DEFAULT_MESH_DIR = "/var/lib/mesh-host-mesh";
 export const MESH_DIR_MODE = 0o700;
 export const MESH_FILE_MODE = 0o600;
 /**
- * 4: node users in shard accounts (NODE_SHARDS); 3: all in NODES (an older mesh-host would enrol there beside a newer
- * one, so it must refuse 4; `mesh migrate` only marks it: the shards' keys derive from NODES'); 3: enrolling users in
- * their own account, ENROL; 2: they were NODES' users (`mesh migrate` makes ENROL); 1: the nodes, codes and fleet
- * view were files, which `mesh migrate` moves onto the bus (KV).
+ * 3: enrolling users in their own account, ENROL; 2: they were NODES' users (`mesh migrate` makes ENROL); 1: the
+ * nodes, codes and fleet view were files, which `mesh migrate` moves onto the bus (KV).
  */
-export const MESH_FORMAT = 4;
-export const MESH_FORMAT_UNSHARDED = 3;
-/**
- * A node's record in the mesh-nodes bucket: unchanged since format 2 but for an optional field (format 3 changed
- * only the accounts; 4 added `shard`, which a record without it lacks: NODES').
- */
+export const MESH_FORMAT = 3;
+/** A node's record in the mesh-nodes bucket: unchanged since format 2 (format 3 changed only the accounts). */
 export const NODE_RECORD_FORMAT = 2;
 export const MESH_FORMAT_NODES_ENROL = 2;
 export const MESH_FORMAT_FILES = 1;
@@ -205,7 +199,7 @@ export const SERVER_JETSTREAM_DISK = "1GB";
  */
 export const RESOLVER_FETCH_S = 2;
 /**
- * The issued-at of NODES', its shards' and ENROL's claims as each server's configuration preloads them: older than any claims
+ * The issued-at of NODES' and ENROL's claims as each server's configuration preloads them: older than any claims
  * ever pushed. A server keeps the newest claims it holds (its resolver directory, its peers'), so a preload issued
  * at start would replace, on a restart, the revocations pushed since; this one only fills an empty directory.
  */
@@ -388,11 +382,3 @@ export const RELEASE_SPACE_MARGIN_BYTES = 32 * 1024 * 1024;
 
 /** How many entries a plan's line names (what a purge removes) before it says how many more: a line, not a listing. */
 export const PLAN_NAMES_MAX = 10;
-/**
- * How many shard accounts (`NODES.00` … `NODES.7f`) a mesh spreads its nodes' users over (protocol.md "Accounts"):
- * nats-server 2.9 re-verifies the user JWT of every client of an account whose claims change (a revocation, ~140 µs
- * each), so one account of 10,000 nodes made each `node rm` cost ~1.4 s. 128: at 10,000 nodes a shard holds ~80
- * (~11 ms a removal), at 50,000 ~390; against it, each server holds 128 more accounts and MESH 128 more plan imports,
- * both set once at start. Changing it moves nodes between accounts: a new mesh format.
- */
-export const NODE_SHARDS = 128;

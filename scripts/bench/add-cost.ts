@@ -1,16 +1,13 @@
 // What `node add` and `node rm` cost at N nodes against what they cost at 10, measured so that the machine's load
 // falls on both alike: a companion mesh of the same shape holding 10 nodes is raised beside the fleet's, and the
 // two are asked in turns. Timed twice: through the executable (what an operator waits for, a process started
-// each time) and the command's own function in this process (addNode, removeNode: the bus's part alone); and the
-// function's rm of a node enrolled and connected (a simulated node: sim-node.ts), whose removal makes the servers
-// re-verify every client of its account (its shard: shards.ts) — the cost that grew with the fleet in one account.
+// each time) and the command's own function in this process (addNode, removeNode: the bus's part alone).
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { addNode, MeshDir, removeNode } from "../../src/mesh/index.ts";
 import { freePortPairs, mesh } from "../../test/mesh/operator.ts";
 import type { Running } from "../../test/support/cli.ts";
-import { raise, say, until } from "./fleet-mesh.ts";
-import { SimNode } from "./sim-node.ts";
+import { raise, say } from "./fleet-mesh.ts";
 import { formatMs, formatRatio, percentile } from "./stats.ts";
 
 const TRIES = 5;
@@ -20,13 +17,9 @@ interface Costs {
   cliRm: number[];
   fnAdd: number[];
   fnRm: number[];
-  /** The function's rm of an enrolled node whose link is up. */
-  fnRmLinked: number[];
 }
 
-const empty = (): Costs => ({ cliAdd: [], cliRm: [], fnAdd: [], fnRm: [], fnRmLinked: [] });
-/** The probe's heartbeat: none within the probe's life (it is removed as soon as it is linked). */
-const PROBE_HEARTBEAT_S = 3600;
+const empty = (): Costs => ({ cliAdd: [], cliRm: [], fnAdd: [], fnRm: [] });
 
 async function timed(into: number[], work: () => Promise<unknown>): Promise<void> {
   const start = performance.now();
@@ -46,14 +39,6 @@ async function once(dir: string, c: Costs): Promise<void> {
   await timed(c.cliRm, () => cli(dir, ["node", "rm", "probe"]));
   await timed(c.fnAdd, () => addNode(meshDir, "probe-fn"));
   await timed(c.fnRm, () => removeNode(meshDir, "probe-fn"));
-  const probe = await SimNode.enrol(await addNode(meshDir, "probe-linked"));
-  try {
-    probe.start({ heartbeatS: PROBE_HEARTBEAT_S });
-    await until(() => probe.linkedAt > 0, "the probe's link up");
-    await timed(c.fnRmLinked, () => removeNode(meshDir, "probe-linked"));
-  } finally {
-    await probe.stop();
-  }
 }
 
 /** A mesh of `servers` servers and 10 nodes added, under `base`. */
@@ -87,7 +72,7 @@ export async function addCostAgainstTen(
         : [[small.dir, ten] as const, [dir, big] as const])
         await once(d, c);
     say(
-      `node add / node rm at ${n} nodes against at 10 (a mesh of 10 beside it, asked in turns, median of ${TRIES}): ${line("executable add", big.cliAdd, ten.cliAdd)}, ${line("rm", big.cliRm, ten.cliRm)}; the function alone: ${line("add", big.fnAdd, ten.fnAdd)}, ${line("rm", big.fnRm, ten.fnRm)}, ${line("rm of an enrolled, linked node", big.fnRmLinked, ten.fnRmLinked)}`,
+      `node add / node rm at ${n} nodes against at 10 (a mesh of 10 beside it, asked in turns, median of ${TRIES}): ${line("executable add", big.cliAdd, ten.cliAdd)}, ${line("rm", big.cliRm, ten.cliRm)}; the function alone: ${line("add", big.fnAdd, ten.fnAdd)}, ${line("rm", big.fnRm, ten.fnRm)}`,
     );
   } finally {
     await Promise.all([...small.ups.values()].map((u) => u.stop()));

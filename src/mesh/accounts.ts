@@ -1,17 +1,14 @@
-// The bus's accounts (protocol.md "Accounts"): an operator signs the account JWTs, and every user is a JWT
+// The bus's accounts (protocol.md "Accounts"): an operator signs three account JWTs, and every user is a JWT
 // signed by its account's key — no password anywhere.
 //   SYS    the servers' system account: the mesh pushes an account's new claims (a revocation) through it.
 //   MESH   JetStream (the streams, the key-value buckets, the object store) and the controller's users.
-//   NODES  the user of a node enrolled before shards; JetStream off. What a node may do crosses by the exports below,
-//          as services: the server gives a service request a reply address of its own making, so no reply a node
-//          picks ever reaches MESH's JetStream API (docs/security.md says what was tried).
-//   NODES.xx  every other node's user, in the shard of its name (shards.ts): NODE_SHARDS copies of NODES' claims,
-//          each with its own revocations, so a removal makes the servers re-verify one shard's clients, not the
-//          fleet's.
+//   NODES  every node's user; JetStream off. What a node may do crosses by the exports below, as services: the
+//          server gives a service request a reply address of its own making, so no reply a node picks ever
+//          reaches MESH's JetStream API (docs/security.md says what was tried).
 //   ENROL  every enrolling user (the short-lived user an enrolment code carries); JetStream off; it imports the
 //          enrolment service and its answers, nothing else. Apart from NODES so that NODES' claims carry only
 //          nodes' revocations: their size grows with nodes removed, never with nodes enrolled. ENROL's own stay
-//          bounded by a revocation of every user issued up to a second (`"*"`, revocations.ts enrolRevoked).
+//          bounded by a revocation of every user issued up to a second (`"*"`, enrolRevoked below).
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import {
   ENROL_ACCOUNT_MAX_CONNECTIONS,
@@ -36,18 +33,8 @@ import {
   rawKeyFromB64,
   seedOf,
 } from "../vocabulary/index.ts";
-import { issueJwt } from "./jwt.ts";
+import { claimsOf, issueJwt } from "./jwt.ts";
 import { enrolPermissions, nodePermissions, type Permissions } from "./permissions.ts";
-import { NO_REVOCATIONS, type Revocations } from "./revocations.ts";
-import {
-  allShards,
-  type NodesAccount,
-  shardId,
-  shardName,
-  shardOf,
-  shardPair,
-  shardPlanSubject,
-} from "./shards.ts";
 
 export const ACCOUNT_NAMES = { system: "SYS", mesh: "MESH", nodes: "NODES", enrol: "ENROL" } as const;
 export type AccountKind = keyof typeof ACCOUNT_NAMES;
@@ -77,10 +64,7 @@ export const NODE_SERVICES: readonly { subject: string; stream?: true }[] = [
 export const ENROL_SERVICE = "mesh.enrol.*";
 /** The enrolment answers: published in MESH, delivered in ENROL (a stream: no reply rides along). */
 export const ENROL_ANSWERS = "_INBOX.enrol.>";
-/**
- * Plans: MESH asks a node on its own subject; NODES and each shard export it as a service, MESH imports NODES' as
- * it is and each shard's under that shard's own subject (shards.ts shardPlanSubject).
- */
+/** Plans: MESH asks a node on its own subject; NODES exports it as a service, MESH imports it. */
 export const PLAN_SERVICE = "mesh.plan.*";
 
 /** The operator's and each account's Ed25519 pair. Seeds live only in the mesh directory's accounts.json (0600). */
@@ -172,21 +156,12 @@ function meshClaims(keys: AccountKeys): Record<string, unknown> {
       })),
       { name: ENROL_ANSWERS, subject: ENROL_ANSWERS, type: KIND.stream },
     ],
-    imports: [
-      serviceImport(PLAN_SERVICE, accountId(keys, "nodes")),
-      ...allShards().map((i) => ({
-        ...serviceImport(PLAN_SERVICE, shardId(keys.nodes.privateKey, i)),
-        local_subject: shardPlanSubject(i),
-      })),
-    ],
+    imports: [serviceImport(PLAN_SERVICE, accountId(keys, "nodes"))],
   };
 }
 
-/**
- * NODES or a shard: no JetStream, its own bounds, what it imports; `revoked` are users cut off (key → unix
- * seconds). Only NODES imports the enrolment service (for codes issued before ENROL): a shard's users are nodes.
- */
-function nodesClaims(keys: AccountKeys, revoked: Revocations, legacy = true): Record<string, unknown> {
+/** NODES: no JetStream, its own bounds, what it imports; `revoked` are users cut off (key → unix seconds). */
+function nodesClaims(keys: AccountKeys, revoked: Revocations): Record<string, unknown> {
   const mesh = accountId(keys, "mesh");
   return {
     type: "account",
@@ -201,7 +176,7 @@ function nodesClaims(keys: AccountKeys, revoked: Revocations, legacy = true): Re
       ...NODE_SERVICES.map((s) => serviceImport(s.subject, mesh)),
       // for the codes issued before ENROL existed (their enrolling users are NODES'), until each is spent or
       // expired: no node's user is granted either subject (permissions.ts), so a node reaches nothing by them
-      ...(legacy ? enrolImports(mesh) : []),
+      ...enrolImports(mesh),
     ],
     ...(Object.keys(revoked.users).length ? { revocations: revoked.users } : {}),
     ...(revoked.enrolling.length
@@ -229,6 +204,15 @@ function enrolClaims(keys: AccountKeys, revoked: Revocations): Record<string, un
   };
 }
 
+/** The users NODES no longer admits: each user key with the time before which its JWTs are void. */
+export interface Revocations {
+  users: Record<string, number>;
+  /** Those of them that were enrolling users: dropped from the list once their JWT has expired anyway. */
+  enrolling: string[];
+}
+
+export const NO_REVOCATIONS: Revocations = { users: {}, enrolling: [] };
+
 /** An account's claims signed by the operator, issued now (or at `iat`: conf.ts's preload). */
 export function accountJwt(
   keys: AccountKeys,
@@ -251,29 +235,71 @@ export function accountJwt(
   );
 }
 
-/** The claims of an account of node users (NODES, or a shard: shards.ts), signed by the operator. */
-export function nodesAccountJwt(
-  keys: AccountKeys,
-  account: NodesAccount,
-  revoked = NO_REVOCATIONS,
-  iat?: number,
-): string {
-  if (account === "nodes") return accountJwt(keys, "nodes", revoked, iat);
-  return issueJwt(
-    {
-      name: shardName(account),
-      sub: shardId(keys.nodes.privateKey, account),
-      iat,
-      nats: nodesClaims(keys, revoked, false),
-    },
-    keys.operator.privateKey,
-    "operator",
-  );
+/** The revocations a NODES account JWT carries (the one the servers hold), for the next to keep. */
+export function revocationsOf(jwt: string): Revocations {
+  const nats = (claimsOf(jwt)?.nats ?? {}) as { revocations?: unknown; tags?: unknown };
+  const users: Record<string, number> = {};
+  if (nats.revocations && typeof nats.revocations === "object")
+    for (const [k, v] of Object.entries(nats.revocations)) if (typeof v === "number") users[k] = v;
+  const tags = Array.isArray(nats.tags) ? nats.tags.filter((t): t is string => typeof t === "string") : [];
+  const enrolling = tags
+    .filter((t) => t.startsWith("enrolling:"))
+    .map((t) => t.slice("enrolling:".length).toUpperCase());
+  return { users, enrolling };
 }
 
-/** The public nkey of an account of node users. */
-export function nodesAccountId(keys: AccountKeys, account: NodesAccount): string {
-  return account === "nodes" ? accountId(keys, "nodes") : shardId(keys.nodes.privateKey, account);
+/**
+ * `revoked` with `add` cut off from `at` (unix seconds), less each enrolling user whose JWT has expired: an
+ * enrolling user is revoked until its own expiry (`at` = that expiry), after which the server refuses it anyway.
+ */
+export function withRevoked(
+  revoked: Revocations,
+  add: { user: string; at: number; enrolling: boolean }[],
+  now = Math.floor(Date.now() / 1000),
+): Revocations {
+  const users = { ...revoked.users };
+  const enrolling = new Set(revoked.enrolling);
+  for (const a of add) {
+    const earlier = users[a.user];
+    // a user revoked before and admitted again holds a JWT issued after that revocation (`issuedAfter`), maybe
+    // within its second: revoked again, a second later at least, so that JWT is void too
+    users[a.user] = earlier === undefined ? a.at : Math.max(earlier + (a.enrolling ? 0 : 1), a.at);
+    if (a.enrolling) enrolling.add(a.user);
+  }
+  for (const k of [...enrolling])
+    if ((users[k] ?? 0) < now) {
+      delete users[k];
+      enrolling.delete(k);
+    }
+  return { users, enrolling: [...enrolling] };
+}
+
+/** The key of ENROL's revocation of every user issued at or before its second (nats-io/jwt's `All`). */
+export const ALL_USERS = "*";
+
+/** The user's JWT issued at `iat` is void under `revoked` (its own entry, or the one for every user). */
+export function cutOff(revoked: Record<string, number>, user: string, iat: number): boolean {
+  return Math.max(revoked[user] ?? 0, revoked[ALL_USERS] ?? 0) >= iat;
+}
+
+/**
+ * ENROL's revocations with `add` cut off (each at its JWT's issued-at: an enrolling user's key is made for one
+ * code, so that one second voids its only JWT), bounded: every user issued at or before the floor is revoked by
+ * one entry (`"*"`, never moved back), and each entry it covers is dropped. `floor` says that second from the
+ * revocations (nodes.ts enrolFloor: the second before the oldest code whose user must still sign in); null keeps
+ * the one held.
+ */
+export function enrolRevoked(
+  revoked: Revocations,
+  add: { user: string; at: number }[],
+  floor: ((users: Record<string, number>) => number) | null,
+): Revocations {
+  const users = { ...revoked.users };
+  for (const a of add) users[a.user] = Math.max(users[a.user] ?? a.at, a.at);
+  const all = Math.max(users[ALL_USERS] ?? 0, floor?.(users) ?? 0);
+  if (all <= 0) return { users, enrolling: [] };
+  for (const [k, at] of Object.entries(users)) if (at <= all) delete users[k];
+  return { users: { [ALL_USERS]: all, ...users }, enrolling: [] };
 }
 
 function userJwt(
@@ -284,6 +310,17 @@ function userJwt(
   time: { exp?: number; iat?: number } = {},
 ): string {
   return issueJwt({ name, sub: user, ...time, nats: { type: "user", ...nats } }, account, "account");
+}
+
+/**
+ * The issued-at a new JWT for `user` must carry: now, or the second after the servers' revocation of that user when
+ * that is not yet past. A revocation voids every JWT of the user issued at or before its second (nats-server
+ * compares whole seconds), so a user revoked and admitted again within one second (`node reissue` then an
+ * enrolment with the same identity key, `node rm` + `node add` likewise) would be refused with its new JWT.
+ */
+export function issuedAfter(revoked: Revocations, user: string, now = Math.floor(Date.now() / 1000)): number {
+  const at = revoked.users[user];
+  return at === undefined ? now : Math.max(now, at + 1);
 }
 
 function grants(p: Permissions): { pub: { allow: string[] }; sub: { allow: string[] } } {
@@ -298,21 +335,14 @@ export function userOfIdentity(identityB64: string): string | null {
 
 /**
  * A node's user: its identity key as the nkey, exactly its grants, answers to one request at a time (plans);
- * `iat` from `issuedAfter` where the user may have been revoked before. Issued in the node's shard (shards.ts);
- * `account` "nodes" issues it in NODES, as before shards.
+ * `iat` from `issuedAfter` where the user may have been revoked before.
  */
-export function nodeUserJwt(
-  keys: AccountKeys,
-  node: string,
-  user: string,
-  iat?: number,
-  account: NodesAccount = shardOf(node),
-): string {
+export function nodeUserJwt(keys: AccountKeys, node: string, user: string, iat?: number): string {
   const granted = nodePermissions(node);
   return userJwt(
     nodeUser(node),
     user,
-    account === "nodes" ? keys.nodes.privateKey : shardPair(keys.nodes.privateKey, account).privateKey,
+    keys.nodes.privateKey,
     {
       ...grants(granted),
       ...(granted.allow_responses ? { resp: { max: 1, ttl: 0 } } : {}),
@@ -353,14 +383,3 @@ export function serviceUserJwt(
 ): string {
   return userJwt(name, user, keys[kind].privateKey, { pub: {}, sub: {}, subs: -1, data: -1, payload: -1 });
 }
-
-export {
-  ALL_USERS,
-  cutOff,
-  enrolRevoked,
-  issuedAfter,
-  NO_REVOCATIONS,
-  type Revocations,
-  revocationsOf,
-  withRevoked,
-} from "./revocations.ts";

@@ -1,9 +1,8 @@
 // Signing in to the mesh's own bus, and changing an account on it while it runs. A command of the mesh signs in as
 // a user it mints for the one connection (a fresh key, a JWT signed by the account's key from accounts.json): no
-// password is kept anywhere. A revocation is the node's shard's (a node's user; NODES' for a node enrolled before
-// shards) or ENROL's (an enrolling user) claims signed again with the user added — that one account's alone —
-// pushed over the system account (`$SYS.REQ.CLAIMS.UPDATE`): each server takes it at once, cuts that user's live
-// connections, and keeps it in its resolver directory; nothing rewritten or reloaded.
+// password is kept anywhere. A revocation is NODES' (a node's user) or ENROL's (an enrolling user) claims signed
+// again with the user added, pushed over the system account (`$SYS.REQ.CLAIMS.UPDATE`): each server takes it at
+// once, cuts that user's live connections, and keeps it in its resolver directory; nothing rewritten or reloaded.
 import { generateKeyPairSync, sign } from "node:crypto";
 import { type Authenticator, connect, type NatsConnection } from "@nats-io/transport-node";
 import {
@@ -22,15 +21,12 @@ import {
   cutOff,
   enrolRevoked,
   NO_REVOCATIONS,
-  nodesAccountId,
-  nodesAccountJwt,
   type Revocations,
   revocationsOf,
   serviceUserJwt,
   withRevoked,
 } from "./accounts.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
-import { type NodesAccount, shardName } from "./shards.ts";
 
 /** Sign in as a new user of MESH or SYS: its key made now, lives as long as this process, never written. */
 export function serviceAuthenticator(
@@ -50,15 +46,8 @@ export function serviceAuthenticator(
 
 const dec = new TextDecoder();
 
-/** The accounts whose claims carry revocations: ENROL, NODES and each shard of node users. */
-export type Revoking = "enrol" | NodesAccount;
-
-export const idOf = (keys: AccountKeys, kind: Revoking) =>
-  kind === "enrol" ? accountId(keys, "enrol") : nodesAccountId(keys, kind);
-const jwtOf = (keys: AccountKeys, kind: Revoking, revoked: Revocations) =>
-  kind === "enrol" ? accountJwt(keys, "enrol", revoked) : nodesAccountJwt(keys, kind, revoked);
-/** An account's name, as the servers' refusal names it. */
-export const nameOf = (kind: Revoking) => (typeof kind === "number" ? shardName(kind) : ACCOUNT_NAMES[kind]);
+/** The accounts whose claims carry revocations. */
+type Revoking = "nodes" | "enrol";
 
 /** An account's claims the servers hold now (the newest, revocations and all); `init`'s when they hold none. */
 export async function currentRevocations(
@@ -66,28 +55,13 @@ export async function currentRevocations(
   keys: AccountKeys,
   kind: Revoking = "nodes",
 ): Promise<Revocations> {
-  const id = idOf(keys, kind);
+  const id = accountId(keys, kind);
   try {
     const m = await sys.request(`$SYS.REQ.ACCOUNT.${id}.CLAIMS.LOOKUP`, "", { timeout: CLAIMS_UPDATE_MS });
     const text = dec.decode(m.data);
     return text.startsWith("ey") ? revocationsOf(text) : NO_REVOCATIONS;
   } catch {
     return NO_REVOCATIONS;
-  }
-}
-
-/**
- * The accounts whose claims the answering server's resolver holds (`$SYS.REQ.CLAIMS.LIST`), or null when it does not
- * answer. A lookup of an account it does not hold is never answered (it waits out CLAIMS_UPDATE_MS): `migrate` asks
- * this first, before reading the claims of 128 shards a format-3 bus has never heard of.
- */
-export async function heldAccounts(sys: NatsConnection): Promise<Set<string> | null> {
-  try {
-    const m = await sys.request("$SYS.REQ.CLAIMS.LIST", "", { timeout: CLAIMS_UPDATE_MS });
-    const data = (JSON.parse(dec.decode(m.data)) as { data?: unknown }).data;
-    return Array.isArray(data) ? new Set(data.filter((d): d is string => typeof d === "string")) : null;
-  } catch {
-    return null;
   }
 }
 
@@ -129,7 +103,7 @@ async function changeRevocations(sys: NatsConnection, keys: AccountKeys, change:
     const next = change.next(held);
     // nothing to change (a prune with nothing to drop): no claims pushed
     if (JSON.stringify(next.users) === JSON.stringify(held.users) && change.kept(held)) return;
-    await pushClaims(sys, jwtOf(keys, change.kind, next), nameOf(change.kind));
+    await pushClaims(sys, accountJwt(keys, change.kind, next), ACCOUNT_NAMES[change.kind]);
     // two consoles (or controllers) revoking at once each push what they read: read back, and push again when
     // another's claims took this one's place
     if (change.kept(await currentRevocations(sys, keys, change.kind))) return;
@@ -141,9 +115,8 @@ async function changeRevocations(sys: NatsConnection, keys: AccountKeys, change:
 }
 
 /**
- * Revoke users of NODES, its shards and ENROL on every server now, each account's claims pushed once (only the
- * accounts named); `floor` (or null) raises ENROL's revocation of every user issued at or before the second it says
- * from the revocations held (revocations.ts enrolRevoked).
+ * Revoke users of NODES and ENROL on every server now; `floor` (or null) raises ENROL's revocation of every user
+ * issued at or before the second it says from the revocations held (accounts.ts enrolRevoked).
  */
 export async function revokeUsers(
   sys: NatsConnection,
@@ -151,16 +124,14 @@ export async function revokeUsers(
   revoke: Revoke[],
   floor: EnrolFloor | null = null,
 ): Promise<void> {
+  const nodes = revoke.filter((r) => r.account === "nodes");
   const enrol = revoke.filter((r) => r.account === "enrol");
-  const accounts = new Set(revoke.map((r) => r.account).filter((a) => a !== "enrol"));
-  for (const account of accounts) {
-    const users = revoke.filter((r) => r.account === account);
+  if (nodes.length)
     await changeRevocations(sys, keys, {
-      kind: account,
-      next: (held) => withRevoked(held, users),
-      kept: (held) => kept(held, users),
+      kind: "nodes",
+      next: (held) => withRevoked(held, nodes),
+      kept: (held) => kept(held, nodes),
     });
-  }
   if (enrol.length || floor !== null)
     await changeRevocations(sys, keys, {
       kind: "enrol",
@@ -175,14 +146,10 @@ function kept(held: Revocations, revoke: Revoke[], now = Math.floor(Date.now() /
 }
 
 /**
- * The nodes among `nodes` with a subscription on their plan subject in their account now (NODES or their shard),
- * on any server (each answers for its own clients), asked over the system account — each account holding one of
- * them asked once; null when that cannot be asked (then every node is asked).
+ * The nodes among `nodes` with a subscription on their plan subject in NODES now, on any server (each answers for
+ * its own clients), asked over the system account; null when that cannot be asked (then every node is asked).
  */
-export async function listeningNodes(
-  mesh: MeshDir,
-  nodes: { node: string; account: NodesAccount }[],
-): Promise<Set<string> | null> {
+export async function listeningNodes(mesh: MeshDir, nodes: string[]): Promise<Set<string> | null> {
   let sys: NatsConnection | null = null;
   try {
     const keys = mesh.accountKeys();
@@ -194,36 +161,25 @@ export async function listeningNodes(
       reconnect: false,
     });
     const heard = new Set<string>();
-    const accounts = [...new Set(nodes.map((n) => n.account))];
-    const conn = sys;
-    await Promise.all(
-      accounts.map(async (a) => {
-        for (const n of await planListeners(conn, nodesAccountId(keys, a))) heard.add(`${a}/${n}`);
-      }),
-    );
-    return new Set(nodes.filter((n) => heard.has(`${n.account}/${n.node}`)).map((n) => n.node));
+    const subject = `$SYS.REQ.ACCOUNT.${accountId(keys, "nodes")}.SUBSZ`;
+    const options = JSON.stringify({ subscriptions: true, limit: NODES_MAX_SUBS });
+    const answers = await sys.requestMany(subject, options, {
+      strategy: "timer",
+      maxWait: PLAN_LISTENING_MS,
+    });
+    for await (const m of answers) {
+      const list = (
+        JSON.parse(dec.decode(m.data)) as { data?: { subscriptions_list?: { subject: string }[] } }
+      ).data?.subscriptions_list;
+      for (const s of list ?? [])
+        if (s.subject.startsWith("mesh.plan.")) heard.add(s.subject.slice("mesh.plan.".length));
+    }
+    return new Set(nodes.filter((n) => heard.has(n)));
   } catch {
     return null;
   } finally {
     await sys?.close().catch(() => undefined);
   }
-}
-
-/** The nodes subscribed to their plan subject in one account, on every server that answers within the wait. */
-async function planListeners(sys: NatsConnection, account: string): Promise<string[]> {
-  const options = JSON.stringify({ subscriptions: true, limit: NODES_MAX_SUBS });
-  const answers = await sys.requestMany(`$SYS.REQ.ACCOUNT.${account}.SUBSZ`, options, {
-    strategy: "timer",
-    maxWait: PLAN_LISTENING_MS,
-  });
-  const out: string[] = [];
-  for await (const m of answers) {
-    const list = (JSON.parse(dec.decode(m.data)) as { data?: { subscriptions_list?: { subject: string }[] } })
-      .data?.subscriptions_list;
-    for (const s of list ?? [])
-      if (s.subject.startsWith("mesh.plan.")) out.push(s.subject.slice("mesh.plan.".length));
-  }
-  return out;
 }
 
 /** A connection to the mesh's running bus as a new user of SYS; a bus that does not answer is refused, saying `why`. */

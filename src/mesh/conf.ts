@@ -2,9 +2,8 @@
 // signs the server's nonce with its own key, never a client certificate); decentralized authentication — the
 // operator's JWT, the system account, the `full` account resolver keeping every account's newest claims in the
 // server's own directory (a revocation pushed to one server reaches the others), the accounts' JWTs as `init` made
-// them preloaded (NODES' shards among them). No user and no password is in it: `node add` and `node rm` never
-// rewrite it. In a cluster, the routes authenticate by mutual TLS with the mesh's own certificate (the only CA they
-// trust), no password.
+// them preloaded. No user and no password is in it: `node add` and `node rm` never rewrite it. In a cluster, the
+// routes authenticate by mutual TLS with the mesh's own certificate (the only CA they trust), no password.
 import { isIP } from "node:net";
 import {
   RESOLVER_FETCH_S,
@@ -15,17 +14,8 @@ import {
   SERVER_PING_INTERVAL_S,
   SERVER_TLS_TIMEOUT_S,
 } from "../defaults.ts";
-import {
-  type AccountKeys,
-  accountId,
-  accountJwt,
-  NO_REVOCATIONS,
-  nodesAccountId,
-  nodesAccountJwt,
-  operatorJwt,
-} from "./accounts.ts";
+import { type AccountKeys, accountId, accountJwt, NO_REVOCATIONS, operatorJwt } from "./accounts.ts";
 import type { MeshConfig, MeshDir } from "./layout.ts";
-import { allShards } from "./shards.ts";
 
 /** An IP given is listened on; a name may not resolve to this machine (NAT, a proxy), so all addresses are. */
 function bindOf(host: string): string {
@@ -45,18 +35,12 @@ export function authLines(keys: AccountKeys, resolverDir: string): string[] {
   const preload = (["system", "mesh", "nodes", "enrol"] as const).map(
     (kind) => `  ${accountId(keys, kind)}: ${q(accountJwt(keys, kind, NO_REVOCATIONS, iat[kind]))}`,
   );
-  // every shard of node users, as NODES: MESH imports each one's plans, so each must be known from the start
-  const shards = allShards().map(
-    (i) =>
-      `  ${nodesAccountId(keys, i)}: ${q(nodesAccountJwt(keys, i, NO_REVOCATIONS, RESOLVER_PRELOAD_IAT_S))}`,
-  );
   return [
     `operator: ${q(operatorJwt(keys))}`,
     `system_account: ${q(accountId(keys, "system"))}`,
     `resolver: { type: full, dir: ${q(resolverDir)}, allow_delete: false, interval: "2m", timeout: "${RESOLVER_FETCH_S}s" }`,
     "resolver_preload: {",
     ...preload,
-    ...shards,
     "}",
   ];
 }

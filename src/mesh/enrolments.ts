@@ -7,7 +7,6 @@
 import { KV_CAS_TRIES } from "../defaults.ts";
 import type { EnrolQuestion } from "../vocabulary/index.ts";
 import { Conflict } from "./kv.ts";
-import { shardOf } from "./shards.ts";
 import { type CodeRecord, changeNode, type State } from "./state.ts";
 
 const sameKeys = (a: EnrolQuestion["keys"], b: EnrolQuestion["keys"]) =>
@@ -56,8 +55,6 @@ export async function admit(state: State, q: EnrolQuestion, subject: string): Pr
       keys: q.keys,
       facts: q.facts,
       enrolled_at: r.enrolled_at ?? new Date().toISOString(),
-      // the account its user is issued in by the answer (up.ts): rm, reissue and rekey revoke there
-      shard: shardOf(q.node),
     },
     result: undefined,
   }));

@@ -12,8 +12,6 @@ export {
   issuedAfter,
   makeAccountKeys,
   NODE_SERVICES,
-  nodesAccountId,
-  nodesAccountJwt,
   nodeUserJwt,
   operatorJwt,
   serviceUserJwt,
@@ -68,14 +66,6 @@ export {
 export { reportOf } from "./reports.ts";
 export { checkRollout, checkUpgrade, progressOf, runRollout, wavesOf } from "./rollout.ts";
 export { natsServerPath, runningServers } from "./servers.ts";
-export {
-  type NodesAccount,
-  nodesAccountOf,
-  planRequestSubject,
-  shardName,
-  shardOf,
-  shardPlanSubject,
-} from "./shards.ts";
 export {
   allNodes,
   BUCKETS,

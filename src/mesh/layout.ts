@@ -1,26 +1,20 @@
 // The mesh directory (0700): what `init` made and what every other command reads and keeps.
 //   mesh.json            the servers, the certificate's fingerprint, the mesh's public key
 //   accounts.json 0600   the seeds of the bus's operator and accounts (SYS, MESH, NODES, ENROL): every JWT is signed
-//                        by one (or by a shard of NODES, whose key derives from NODES' seed: shards.ts)
+//                        by one
 //   signing.key   0600   the mesh's Ed25519 private key (PKCS#8 PEM)
 //   tls/cert.pem, tls/key.pem (0600)   the bus's certificate: its fingerprint is what nodes pin
 //   servers/<i>/         server.conf (the operator's and accounts' JWTs in it), server.pid, server.log, jetstream/,
 //                        jwt/ (the server's account resolver: the accounts' newest claims, revocations and all)
 // The nodes, their codes and serials, and the fleet view are on the bus (state.ts), never here: a copy of this
 // directory on another machine is an equal operator console. A directory of format 1 kept them in nodes/*.json
-// and fleet.json; one of format 2 had no ENROL account (its enrolling users were NODES'); one of format 3 had all
-// node users in NODES, none in its shards; `mesh migrate` carries each forward (migrate.ts), and nothing else
-// reads them.
+// and fleet.json; one of format 2 had no ENROL account (its enrolling users were NODES'); `mesh migrate` carries
+// either forward (migrate.ts), and nothing else reads them.
 import { createPrivateKey, type KeyObject } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import * as z from "zod";
-import {
-  MESH_FORMAT,
-  MESH_FORMAT_FILES,
-  MESH_FORMAT_NODES_ENROL,
-  MESH_FORMAT_UNSHARDED,
-} from "../defaults.ts";
+import { MESH_FORMAT, MESH_FORMAT_FILES, MESH_FORMAT_NODES_ENROL } from "../defaults.ts";
 import { type AccountKeys, keysOfSeeds } from "./accounts.ts";
 
 /** Bad or stale input to a mesh command: one line, exit 2, nothing changed. */
@@ -45,10 +39,7 @@ export type MeshConfigFiles = z.infer<typeof MeshConfigFiles>;
 /** The same file made by a mesh-host whose enrolling users were NODES' (format 2): `mesh migrate` makes ENROL. */
 export const MeshConfigNodesEnrol = MeshConfig.extend({ format: z.literal(MESH_FORMAT_NODES_ENROL) });
 export type MeshConfigNodesEnrol = z.infer<typeof MeshConfigNodesEnrol>;
-/** The same file made by a mesh-host whose node users were all NODES' (format 3): `mesh migrate` marks it 4. */
-export const MeshConfigUnsharded = MeshConfig.extend({ format: z.literal(MESH_FORMAT_UNSHARDED) });
-export type MeshConfigUnsharded = z.infer<typeof MeshConfigUnsharded>;
-export type AnyMeshConfig = MeshConfig | MeshConfigUnsharded | MeshConfigNodesEnrol | MeshConfigFiles;
+export type AnyMeshConfig = MeshConfig | MeshConfigNodesEnrol | MeshConfigFiles;
 const FormatOnly = z.looseObject({ format: z.unknown() });
 
 const Seed = z.string().regex(/^S[A-Z2-7]{57}$/);
@@ -82,11 +73,6 @@ export function beforeEnrol(dir: string): string {
   return `${dir} was made before enrolling users had an account of their own (format ${MESH_FORMAT_NODES_ENROL}): run \`mesh-host mesh migrate\` once to make it`;
 }
 
-/** A directory whose node users are all NODES' (format 3): `mesh migrate` carries it forward. */
-export function beforeShards(dir: string): string {
-  return `${dir} was made before node users were spread over shard accounts (format ${MESH_FORMAT_UNSHARDED}): run \`mesh-host mesh migrate\` once to carry it forward`;
-}
-
 /** Why mesh.json is not there: no mesh at all, or one this user may not look into (stat says which). */
 function absentWhy(dir: string, file: string): string {
   try {
@@ -113,7 +99,6 @@ export class MeshDir {
     const file = this.path("mesh.json");
     if (!existsSync(file)) throw new MeshRefused(absentWhy(this.dir, file));
     const format = this.parsed(file, FormatOnly).format;
-    this.notNewer(format);
     if (format === MESH_FORMAT_FILES)
       throw new MeshRefused(
         `${this.dir} keeps its nodes in files (format ${MESH_FORMAT_FILES}): run \`mesh-host mesh migrate\` once to move them onto the bus`,
@@ -123,7 +108,6 @@ export class MeshDir {
       this.seeds();
       throw new MeshRefused(beforeEnrol(this.dir));
     }
-    if (format === MESH_FORMAT_UNSHARDED) throw new MeshRefused(beforeShards(this.dir));
     return this.parsed(file, MeshConfig);
   }
 
@@ -131,19 +115,7 @@ export class MeshDir {
   anyConfig(): AnyMeshConfig {
     const file = this.path("mesh.json");
     if (!existsSync(file)) throw new MeshRefused(absentWhy(this.dir, file));
-    this.notNewer(this.parsed(file, FormatOnly).format);
-    return this.parsed(
-      file,
-      z.union([MeshConfig, MeshConfigUnsharded, MeshConfigNodesEnrol, MeshConfigFiles]),
-    );
-  }
-
-  /** A directory a newer mesh-host made (or migrated) is refused, never misread or carried "forward". */
-  private notNewer(format: unknown): void {
-    if (typeof format === "number" && format > MESH_FORMAT)
-      throw new MeshRefused(
-        `${this.dir} was made by a newer mesh-host (format ${format}; this one reads up to ${MESH_FORMAT}): run that one`,
-      );
+    return this.parsed(file, z.union([MeshConfig, MeshConfigNodesEnrol, MeshConfigFiles]));
   }
 
   /** accounts.json as it is (ENROL's seed absent before `mesh migrate`); refused when the password bus made it. */

@@ -1,11 +1,7 @@
-// `mesh migrate`: an older mesh directory carried forward to format 4, or refused in one line with nothing changed.
-//   format 3 (every node user NODES'): the shard accounts' claims (their keys derive from NODES' seed: nothing is
-//     written but mesh.json) and MESH's, which imports each shard's plans, pushed over SYS, mesh.json marked 4.
-//     Nodes enrolled before stay NODES' users (their records name no shard): they link, are revoked and asked for
-//     plans there; a node enrolling from now on lands in its shard.
+// `mesh migrate`: an older mesh directory carried forward to format 3, or refused in one line with nothing changed.
 //   format 2 (enrolling users were NODES'): ENROL's key made and kept in accounts.json (written whole, before the
 //     bus is reached), its account's claims pushed over SYS (the `full` resolver takes an account it has not seen
-//     at run time, and keeps it), then as format 3. Codes issued before stay NODES' users: NODES still
+//     at run time, and keeps it), mesh.json marked format 3. Codes issued before stay NODES' users: NODES still
 //     imports the enrolment service for them, and each is revoked there (to its expiry) when spent or removed.
 //   format 1 (its nodes in nodes/*.json, its fleet view in fleet.json): the same, and before it every file is read
 //     and checked against format 1's own schema; the records are written into the buckets (made if this is the
@@ -18,23 +14,14 @@ import { join } from "node:path";
 import * as z from "zod";
 import { MESH_DIR_MODE, MESH_FORMAT, MESH_FORMAT_FILES, NODE_RECORD_FORMAT } from "../defaults.ts";
 import { NodeName } from "../vocabulary/index.ts";
-import {
-  ACCOUNT_NAMES,
-  type AccountKeys,
-  accountJwt,
-  makeAccountKeys,
-  NO_REVOCATIONS,
-  nodesAccountJwt,
-  seedsOf,
-} from "./accounts.ts";
+import { ACCOUNT_NAMES, type AccountKeys, accountJwt, makeAccountKeys, seedsOf } from "./accounts.ts";
 import { awaitStreams, type Bus, BusDown, connectBus } from "./bus.ts";
-import { currentRevocations, heldAccounts, idOf, nameOf, pushClaims, type Revoking } from "./claims.ts";
+import { currentRevocations, pushClaims } from "./claims.ts";
 import { syncDir, writeAtomic } from "./files.ts";
 import { merged } from "./fleet.ts";
 import { Conflict } from "./kv.ts";
 import { type MeshDir, MeshRefused, madeWithPasswords } from "./layout.ts";
 import { type RunningServer, startServer, stopServer } from "./servers.ts";
-import { allShards } from "./shards.ts";
 import {
   type CodeRecord,
   ensureBuckets,
@@ -166,22 +153,12 @@ function withEnrolKey(mesh: MeshDir): AccountKeys {
   return mesh.accountKeys();
 }
 
-/**
- * ENROL's and every shard's claims on every server (the revocations they hold kept: a migration run again pushes
- * the same accounts), then MESH's, which imports each shard's plans: the shards are known before it names them.
- */
-async function pushAccounts(mesh: MeshDir, keys: AccountKeys): Promise<void> {
+/** ENROL's claims on every server (those it holds kept: a migration run again pushes the same account). */
+async function pushEnrol(mesh: MeshDir, keys: AccountKeys): Promise<void> {
   const sys = await connectBus(mesh, { system: true, name: "mesh-host mesh migrate (system)" });
   try {
-    const known = await heldAccounts(sys.nc);
-    for (const kind of ["enrol", ...allShards()] as Revoking[]) {
-      // an account the bus has never held has no revocations to keep (and a lookup of it is never answered)
-      const held =
-        known && !known.has(idOf(keys, kind)) ? NO_REVOCATIONS : await currentRevocations(sys.nc, keys, kind);
-      const jwt = kind === "enrol" ? accountJwt(keys, "enrol", held) : nodesAccountJwt(keys, kind, held);
-      await pushClaims(sys.nc, jwt, nameOf(kind));
-    }
-    await pushClaims(sys.nc, accountJwt(keys, "mesh"), ACCOUNT_NAMES.mesh);
+    const held = await currentRevocations(sys.nc, keys, "enrol");
+    await pushClaims(sys.nc, accountJwt(keys, "enrol", held), ACCOUNT_NAMES.enrol);
   } finally {
     await sys.close();
   }
@@ -220,7 +197,7 @@ export async function migrate(mesh: MeshDir, warn: (line: string) => void): Prom
   const keys = withEnrolKey(mesh);
   const { bus, started } = await reach(mesh);
   try {
-    await pushAccounts(mesh, keys);
+    await pushEnrol(mesh, keys);
     const counts = files
       ? await moveFiles(bus, config.servers.length, files, warn)
       : { nodes: 0, codes: 0, fleet: 0 };

@@ -13,7 +13,6 @@ import { Conflict } from "./kv.ts";
 import { MeshDir, MeshRefused } from "./layout.ts";
 import { newRecord } from "./nodes.ts";
 import { type Composed, compose, preparePush } from "./push.ts";
-import { shardOf } from "./shards.ts";
 import { changeNode, knownNode, type State, withState } from "./state.ts";
 
 export async function prepareMove(
@@ -42,14 +41,18 @@ export async function prepareMove(
     facts: record.facts,
     labels: record.labels,
     enrolled_at: new Date().toISOString(),
-    // its user is issued in its shard there, as an enrolment's would be
-    shard: shardOf(name),
   };
   const membership = membershipOf(name, {
     servers: to.urls(),
     fingerprint: toConfig.fingerprint,
     meshKey: toConfig.mesh_key,
-    jwt: await userThere(to, name, user),
+    // the target mesh's NODES account issues the node's user there, for the same identity key
+    jwt: nodeUserJwt(
+      to.accountKeys(),
+      name,
+      user,
+      issuedAfter(await revocationsOnBus(to).catch(() => NO_REVOCATIONS), user),
+    ),
   });
   const sealed = seal(Buffer.from(JSON.stringify(membership)), record.keys.sealing);
   const input = { file: record.last_body, secrets: new Map<string, Uint8Array>() };
@@ -70,13 +73,6 @@ export async function prepareMove(
       }),
   );
   return { composed, to };
-}
-
-/** The node's user in the target mesh: issued by its shard account there, for the same identity key. */
-async function userThere(to: MeshDir, name: string, user: string): Promise<string> {
-  const shard = shardOf(name);
-  const revoked = await revocationsOnBus(to, shard).catch(() => NO_REVOCATIONS);
-  return nodeUserJwt(to.accountKeys(), name, user, issuedAfter(revoked, user), shard);
 }
 
 /** Once the node has applied the move: this mesh stops counting it among its own. */

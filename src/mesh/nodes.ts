@@ -1,8 +1,7 @@
 // `mesh node add` and `node rm`: a node's record and its enrolment code in the mesh's buckets, its consumer on
 // the bus; from any copy of the mesh directory. No server file is rewritten and no server reloaded: the code
 // carries an enrolling user's JWT (signed by ENROL's key, expiring with the code), and `rm` revokes the node's user
-// through its shard's revocations (NODES' for a node enrolled before shards; a pending code's user through ENROL's),
-// pushed over the system account.
+// through NODES' revocations (a pending code's user through ENROL's), pushed over the system account.
 import { generateKeyPairSync } from "node:crypto";
 import {
   CODE_EXPIRES_S,
@@ -17,7 +16,6 @@ import { dropNode, ensureNodeConsumer } from "./bus.ts";
 import { type Revoke, revokeOnBus } from "./claims.ts";
 import { Conflict } from "./kv.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
-import { nodesAccountOf } from "./shards.ts";
 import { type CodeRecord, knownNode, type NodeRecord, withState } from "./state.ts";
 
 export function checkNodeName(name: string | undefined): string {
@@ -135,8 +133,7 @@ export function revokesOf(
 ): Revoke[] {
   const out: Revoke[] = [];
   const user = record.keys ? userOfIdentity(record.keys.identity) : null;
-  // in its shard's account alone (NODES' for a node enrolled before shards): no other account's claims are pushed
-  if (user) out.push({ user, at, enrolling: false, account: nodesAccountOf(record) });
+  if (user) out.push({ user, at, enrolling: false, account: "nodes" });
   if (record.enrol)
     out.push(codeRevoke(code?.user === record.enrol.user ? code : { ...record.enrol, added_at: "" }));
   return out;

@@ -2,26 +2,21 @@
 // checked exactly as a push composes it (secrets sealed to the node, the host's own vocabulary), then signed as a
 // plan request (vocabulary/plan.ts: it can never verify as a declaration) and sent as a core request on
 // `mesh.plan.<n>`, never through DECLARE: nothing pending for the node is displaced, no serial is taken or kept,
-// and nothing here or on the node changes. MESH asks it in its account: a node of a shard on that shard's own
-// subject (shards.ts), one enrolled before shards on NODES'. A node not on the bus is said at once (no plan
-// subscription of its own in its account, asked over SYS); one on it has the deadline to answer.
+// and nothing here or on the node changes. A node not on the bus is said at once (no plan subscription of its own in NODES, asked over SYS); one on it has
+// the deadline to answer.
 
 import { printable } from "../printable.ts";
-import { digestOf, type PlanAnswer, type PlanBody, signPlan } from "../vocabulary/index.ts";
+import { digestOf, type PlanAnswer, type PlanBody, planSubject, signPlan } from "../vocabulary/index.ts";
 import { firstLine } from "./bus.ts";
 import { listeningNodes } from "./claims.ts";
 import { heardFrom } from "./heard.ts";
 import type { MeshDir } from "./layout.ts";
 import { compose, type PushInput } from "./push.ts";
-import { type NodesAccount, nodesAccountOf, planRequestSubject } from "./shards.ts";
 import { knownNode, type State } from "./state.ts";
 
 export interface PlanAsked {
   node: string;
   body: PlanBody;
-  /** Its account (its shard, or NODES) and the subject MESH asks it on there (shards.ts). */
-  account: NodesAccount;
-  subject: string;
 }
 
 /** One node's word: its plan (or its refusal), or why there is none. */
@@ -48,7 +43,7 @@ export async function composePlans(
       diff,
       declaration: kept,
     };
-    return { node: n, body, account: nodesAccountOf(record), subject: planRequestSubject(record) };
+    return { node: n, body };
   });
 }
 
@@ -63,7 +58,7 @@ export async function askPlans(
   // a request across accounts to a node not on the bus is never "no responders": asked first who listens
   const listening = await listeningNodes(
     mesh,
-    asked.map((a) => ({ node: a.node, account: a.account })),
+    asked.map((a) => a.node),
   );
   {
     const key = mesh.signingKey();
@@ -73,7 +68,7 @@ export async function askPlans(
           return { node: a.node, answer: null, silent: "offline", why: "not connected to the bus" };
         const message = signPlan(a.body, key);
         try {
-          const reply = await bus.nc.request(a.subject, JSON.stringify(message), {
+          const reply = await bus.nc.request(planSubject(a.node), JSON.stringify(message), {
             timeout: waitMs,
           });
           return heard(a.node, a.body.to, message.plan, reply.data);

@@ -39,11 +39,6 @@ export const NodeRecord = z.strictObject({
   /** The last declaration pushed, as given (sealed secrets and all, no serial): what a move carries. */
   last_body: z.record(z.string(), z.unknown()).nullable(),
   moved_to: z.string().nullable(),
-  /**
-   * The shard account its user was issued in when it enrolled (shards.ts: a function of its name); absent, NODES
-   * (enrolled before shards, or not yet enrolled).
-   */
-  shard: z.number().int().min(0).optional(),
 });
 export type NodeRecord = z.infer<typeof NodeRecord>;
 

@@ -28,7 +28,6 @@ import { Keeper } from "./keeper.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 import { recordLine, Said, subjectNode } from "./said.ts";
 import { type RunningServer, runningServers, startServer, stopServer } from "./servers.ts";
-import { shardOf } from "./shards.ts";
 import { SpentCodes } from "./spent.ts";
 import { changeNode, ensureBuckets, type NodeRecord, replicasOf, type State, stateOf } from "./state.ts";
 
@@ -111,7 +110,7 @@ class Controller {
   private readonly refused: Said;
   /** Spent codes' enrolling users, revoked in batches after their answers. */
   private readonly spent: SpentCodes;
-  /** SYS, for reading the node's shard's revocations at an enrolment: opened at the first, kept until stop. */
+  /** SYS, for reading NODES' revocations at an enrolment: opened at the first, kept until stop. */
   private sys: Promise<Bus> | null = null;
 
   constructor(
@@ -213,14 +212,7 @@ class Controller {
         servers: this.mesh.urls(),
         fingerprint: config.fingerprint,
         meshKey: config.mesh_key,
-        // in its shard (the record says so since admit): rm revokes there, never in the whole fleet's account
-        jwt: nodeUserJwt(
-          this.mesh.accountKeys(),
-          q.node,
-          user!,
-          await this.issuedAt(user!, q.node),
-          shardOf(q.node),
-        ),
+        jwt: nodeUserJwt(this.mesh.accountKeys(), q.node, user!, await this.issuedAt(user!)),
       });
       await reply(this.bus.nc, q.node, q.reply, sealedAnswer(q, membership));
       // counted from its own answer, never a burst's first (a code spent late in a burst was revoked before its
@@ -239,10 +231,10 @@ class Controller {
    * The issued-at of a node user's JWT: after any revocation of that key the servers hold (accounts.ts), read over
    * one SYS connection kept for it (an enrolment of ten thousand nodes opens one, not ten thousand).
    */
-  private async issuedAt(user: string, node: string): Promise<number> {
+  private async issuedAt(user: string): Promise<number> {
     this.sys ??= connectBus(this.mesh, { reconnect: true, system: true, name: "mesh-host mesh up (system)" });
     const held = await this.sys.then(
-      (sys) => currentRevocations(sys.nc, this.mesh.accountKeys(), shardOf(node)),
+      (sys) => currentRevocations(sys.nc, this.mesh.accountKeys()),
       () => {
         // not reached this time: the next enrolment dials again; this one is issued now, as before the rule
         this.sys = null;

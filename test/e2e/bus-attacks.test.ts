@@ -11,9 +11,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPORTS_PER_NODE } from "../../src/defaults.ts";
 import { dial } from "../../src/link/dial.ts";
-import { shardOf } from "../../src/mesh/index.ts";
 import { issueJwt } from "../../src/mesh/jwt.ts";
-import { shardPair } from "../../src/mesh/shards.ts";
 import { loadKeys, makeKeys, publicKeys, State } from "../../src/store/index.ts";
 import { nkeyOf } from "../../src/vocabulary/index.ts";
 import { enrolAt } from "../mesh/fleet.ts";
@@ -208,7 +206,7 @@ describe("held (issue 28's list)", () => {
 });
 
 /** A user the account's key signs with no subject limits: what a leak of that key (or a wrong grant) could make. */
-async function unscoped(account: "nodes" | "enrol" | "shard"): Promise<NatsConnection> {
+async function unscoped(account: "nodes" | "enrol"): Promise<NatsConnection> {
   const pair = generateKeyPairSync("ed25519");
   const user = nkeyOf("user", pair.publicKey);
   const jwt = issueJwt(
@@ -217,10 +215,7 @@ async function unscoped(account: "nodes" | "enrol" | "shard"): Promise<NatsConne
       sub: user,
       nats: { type: "user", pub: {}, sub: {}, subs: -1, data: -1, payload: -1 },
     },
-    // a shard's key (derived from NODES': shards.ts), that of the node "scoped"'s shard
-    account === "shard"
-      ? shardPair(mesh.server.accounts.nodes.privateKey, shardOf("scoped")).privateKey
-      : mesh.server.accounts[account].privateKey,
+    mesh.server.accounts[account].privateKey,
     "account",
   );
   return await connect({
@@ -236,7 +231,6 @@ async function unscoped(account: "nodes" | "enrol" | "shard"): Promise<NatsConne
 
 describe.each([
   ["NODES", "nodes"],
-  ["a shard's (NODES.xx)", "shard"],
   ["ENROL", "enrol"],
 ] as const)(
   "the %s key's worst case: a user it signs with no subject limits (docs/security.md)",

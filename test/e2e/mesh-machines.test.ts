@@ -94,7 +94,7 @@ describe.runIf(process.getuid?.() === 0)(
       const first = await on(operator, () =>
         mesh(opDir, ["push", "web-1", file("one.json", "one\n"), ...WAIT]),
       );
-      expect(first.code, first.stderr).toBe(0);
+      expect(first.code, `${first.stderr}\nthe node said:\n${run.output().stderr.slice(-4000)}`).toBe(0);
       expect(readFileSync(join(root, "etc/app.conf"), "utf8")).toBe("one\n");
 
       const linked = peerOf(host, run.child.pid!, servers());

@@ -94,13 +94,13 @@ describe("mesh migrate", () => {
     }
     const r = await mesh(dir, ["migrate"]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/migrated .* to format 4: 2 node\(s\), 1 code\(s\), 1 fleet entr\(ies\)/);
+    expect(r.stdout).toMatch(/migrated .* to format 3: 2 node\(s\), 1 code\(s\), 1 fleet entr\(ies\)/);
     // no seed of the accounts in what it says
     const seeds = Object.values(
       JSON.parse(readFileSync(join(dir, "accounts.json"), "utf8")) as Record<string, string>,
     );
     for (const secret of seeds) expect(r.stdout + r.stderr).not.toContain(secret);
-    expect(JSON.parse(readFileSync(join(dir, "mesh.json"), "utf8")).format).toBe(4);
+    expect(JSON.parse(readFileSync(join(dir, "mesh.json"), "utf8")).format).toBe(3);
     // enrolling users have their own account from now on
     expect(JSON.parse(readFileSync(join(dir, "accounts.json"), "utf8")).enrol).toMatch(/^SA/);
     expect(existsSync(join(dir, "nodes"))).toBe(false);
@@ -120,7 +120,7 @@ describe("mesh migrate", () => {
     });
     const again = await mesh(dir, ["migrate"]);
     expect(again.code).toBe(2);
-    expect(again.stderr).toMatch(/is format 4 already: nothing to migrate/);
+    expect(again.stderr).toMatch(/is format 3 already: nothing to migrate/);
   });
 
   it("refuses a directory with a node file it cannot read as format 1, in one line, changing nothing", async () => {
@@ -252,11 +252,11 @@ describe("a directory of format 2 (enrolling users NODES')", () => {
     try {
       const r = await mesh(dir, ["migrate"]);
       expect(r.code, r.stderr).toBe(0);
-      expect(r.stdout).toMatch(/migrated .* from format 2 to format 4: enrolling users in their own account/);
+      expect(r.stdout).toMatch(/migrated .* from format 2 to format 3: enrolling users in their own account/);
       const seeds = JSON.parse(readFileSync(join(dir, "accounts.json"), "utf8")) as Record<string, string>;
       for (const secret of Object.values(seeds)) expect(r.stdout + r.stderr).not.toContain(secret);
       expect(seeds.enrol).toMatch(/^SA/);
-      expect(JSON.parse(readFileSync(join(dir, "mesh.json"), "utf8")).format).toBe(4);
+      expect(JSON.parse(readFileSync(join(dir, "mesh.json"), "utf8")).format).toBe(3);
       const migrated = new MeshDir(dir).accountKeys();
       expect(accountId(migrated, "nodes")).toBe(accountId(keys, "nodes"));
       expect(heldClaims(dir, "enrol")?.name).toBe("ENROL");
@@ -279,7 +279,7 @@ describe("a directory of format 2 (enrolling users NODES')", () => {
     }
     const again = await mesh(dir, ["migrate"]);
     expect(again.code).toBe(2);
-    expect(again.stderr).toMatch(/is format 4 already: nothing to migrate/);
+    expect(again.stderr).toMatch(/is format 3 already: nothing to migrate/);
     started.push(await meshUp(dir));
     // the code issued before still enrols, and is revoked where its user is, in NODES (to its expiry)
     const old = codeUser(before);

@@ -17,7 +17,6 @@ import {
   revocationsOnBus,
   revokeUsers,
   serviceAuthenticator,
-  shardOf,
   userOfIdentity,
 } from "../../src/mesh/index.ts";
 import { nkeyOf } from "../../src/vocabulary/index.ts";
@@ -57,8 +56,7 @@ async function dialAs(jwt: string, pair: ReturnType<typeof generateKeyPairSync>)
   return await connect({ servers: m.urls(), authenticator, tls: { ca: m.certPem() }, reconnect: false });
 }
 
-/** Revoke `user` of node `node` where its JWTs are issued: the node's shard account. */
-async function revoke(user: string, at: number, node: string): Promise<void> {
+async function revoke(user: string, at: number): Promise<void> {
   const m = new MeshDir(dir);
   const keys = m.accountKeys();
   const sys = await connect({
@@ -67,7 +65,7 @@ async function revoke(user: string, at: number, node: string): Promise<void> {
     tls: { ca: m.certPem() },
   });
   try {
-    await revokeUsers(sys, keys, [{ user, at, enrolling: false, account: shardOf(node) }]);
+    await revokeUsers(sys, keys, [{ user, at, enrolling: false, account: "nodes" }]);
   } finally {
     await sys.close();
   }
@@ -79,10 +77,10 @@ describe("a revocation and a JWT of the same user within one second", () => {
     const user = nkeyOf("user", pair.publicKey);
     const keys = new MeshDir(dir).accountKeys();
     // revoked at the second a JWT issued now carries (one on, so a second turning over meanwhile changes nothing)
-    await revoke(user, now() + 1, "same");
+    await revoke(user, now() + 1);
     // control: the JWT as issued before, at now, is void
     await expect(dialAs(nodeUserJwt(keys, "same", user), pair)).rejects.toThrow(/Authorization|revoked/i);
-    const iat = issuedAfter(await revocationsOnBus(new MeshDir(dir), shardOf("same")), user);
+    const iat = issuedAfter(await revocationsOnBus(new MeshDir(dir)), user);
     expect(iat).toBeGreaterThan(now());
     const nc = await dialAs(nodeUserJwt(keys, "same", user, iat), pair);
     await nc.close();
@@ -92,18 +90,13 @@ describe("a revocation and a JWT of the same user within one second", () => {
     const pair = generateKeyPairSync("ed25519");
     const user = nkeyOf("user", pair.publicKey);
     const keys = new MeshDir(dir).accountKeys();
-    await revoke(user, now(), "again");
+    await revoke(user, now());
     // admitted again: a JWT issued after that revocation, a second or two ahead of the clock
-    const jwt = nodeUserJwt(
-      keys,
-      "again",
-      user,
-      issuedAfter(await revocationsOnBus(new MeshDir(dir), shardOf("again")), user),
-    );
+    const jwt = nodeUserJwt(keys, "again", user, issuedAfter(await revocationsOnBus(new MeshDir(dir)), user));
     const nc = await dialAs(jwt, pair);
     const cut = nc.closed();
     // revoked again at once: its second is before that JWT's issued-at, yet the JWT must go
-    await revoke(user, now(), "again");
+    await revoke(user, now());
     await expect(cut).resolves.toBeDefined();
     await expect(dialAs(jwt, pair)).rejects.toThrow(/Authorization|revoked/i);
   });
@@ -123,7 +116,7 @@ describe("node reissue, then an enrolment with the same identity key", () => {
     // the reissue's revocation of the node's identity user, dated a second on: whatever second the enrolment's
     // answer lands in, it is not past the revocation's, so a JWT issued "now" would be void
     const identity = (await nodeRecord(dir, "web-1")).keys!.identity;
-    await revoke(userOfIdentity(identity)!, now() + 1, "web-1");
+    await revoke(userOfIdentity(identity)!, now() + 1);
     // the machine kept its keys and lost its membership: it enrols again with the same identity key
     rmSync(join(state, "membership.json"));
     const again = await runCli(["enrol", "--state", state, "--root", root], { input: reissued.stdout });

@@ -36,7 +36,6 @@ import {
   revokeUsers,
   sealedAnswer,
   serviceAuthenticator,
-  shardOf,
   storeRelease,
   userOfIdentity,
 } from "../../src/mesh/index.ts";
@@ -242,8 +241,7 @@ export class MeshDouble {
       user: nkeyOf("user", identity.publicKey),
       at: Math.floor(Date.now() / 1000),
       enrolling: false,
-      // in its shard, where nodeUserJwt issued it (as the controller does)
-      account: shardOf(node),
+      account: "nodes",
     });
   }
 

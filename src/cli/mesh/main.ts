@@ -2,7 +2,7 @@
 // changed; no key, password or token is ever printed but the enrolment code `node add` exists to print.
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { MESH_FORMAT, MESH_FORMAT_UNSHARDED, SECRET_FILE_MODE } from "../../defaults.ts";
+import { MESH_FORMAT, SECRET_FILE_MODE } from "../../defaults.ts";
 import {
   addNode,
   allNodes,
@@ -201,9 +201,7 @@ async function migrateCommand(mesh: MeshDir, args: MeshArgs): Promise<number> {
     writeOut(
       done.kept
         ? `migrated ${mesh.dir} to format ${MESH_FORMAT}: ${done.nodes} node(s), ${done.codes} code(s), ${done.fleet} fleet entr(ies) on the bus, enrolling users in their own account; the old files are in ${done.kept}`
-        : done.from === MESH_FORMAT_UNSHARDED
-          ? `migrated ${mesh.dir} from format ${done.from} to format ${MESH_FORMAT}: nodes enrolling from now on are spread over shard accounts (nodes enrolled before stay in NODES)`
-          : `migrated ${mesh.dir} from format ${done.from} to format ${MESH_FORMAT}: enrolling users in their own account (codes issued before still work until spent or expired)`,
+        : `migrated ${mesh.dir} from format ${done.from} to format ${MESH_FORMAT}: enrolling users in their own account (codes issued before still work until spent or expired)`,
     );
   return 0;
 }

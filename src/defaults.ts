@@ -363,6 +363,22 @@ export const PULL_FAILURES_MAX = 5;
  * then applied. At least the client's floor for a pull's life (1 s).
  */
 export const NEWER_LOOK_MS = 2_000;
+/**
+ * A node reading its declaration directly (no consumer of its own, protocol.md "Direct reads"): how long one direct
+ * get of the last declaration on its subject waits for the server.
+ */
+export const DECLARE_GET_TIMEOUT_MS = 10_000;
+/**
+ * How often a node reading directly looks for its last declaration though no wake-up came: a wake-up is a core
+ * message, lost when its route is cut, so this bounds how late a missed one is found. Jittered by a tenth.
+ */
+export const DECLARE_LOOK_MS = 5 * 60_000;
+/**
+ * A wake-up whose declaration the direct get does not return yet (a replica that lags the stream's leader answered):
+ * asked again this often, up to this many times, before the next wake-up or look is waited for.
+ */
+export const DECLARE_CATCH_UP_MS = 250;
+export const DECLARE_CATCH_UP_TRIES = 20;
 /** How long a report's publish, an ack and a term wait for the server's word. */
 export const SERVER_ACK_TIMEOUT_MS = 5_000;
 /** The longest INFO line a preflight reads before deciding it is not talking to a NATS server. */

@@ -104,6 +104,9 @@ describe("the operator's layer (src/mesh/) and the host's", () => {
     ) as Record<string, unknown>;
     const fill = (v: unknown) => JSON.parse(JSON.stringify(v).replaceAll("<n>", "web-1"));
     expect(nodePermissions("web-1")).toEqual(fill(fixture["node.<n>"]));
+    expect(nodePermissions("web-1", "consumer")).toEqual(
+      fill(fixture["node.<n> enrolled before direct reads"]),
+    );
     expect(enrolPermissions("web-1")).toEqual(fill(fixture["enrol.<n>"]));
   });
 });

@@ -34,7 +34,7 @@ import {
   seedOf,
 } from "../vocabulary/index.ts";
 import { claimsOf, issueJwt } from "./jwt.ts";
-import { enrolPermissions, nodePermissions, type Permissions } from "./permissions.ts";
+import { enrolPermissions, nodePermissions, type Permissions, type Reads } from "./permissions.ts";
 
 export const ACCOUNT_NAMES = { system: "SYS", mesh: "MESH", nodes: "NODES", enrol: "ENROL" } as const;
 export type AccountKind = keyof typeof ACCOUNT_NAMES;
@@ -51,6 +51,8 @@ export const NODE_SERVICES: readonly { subject: string; stream?: true }[] = [
   // a pull is answered by many messages (its deliveries, the server's idle heartbeats) over the pull's life
   { subject: "$JS.API.CONSUMER.MSG.NEXT.DECLARE.*", stream: true },
   { subject: "$JS.ACK.DECLARE.>" },
+  // direct reads: the last declaration on a node's subject (its grants name its own one)
+  { subject: "$JS.API.DIRECT.GET.DECLARE.mesh.declare.*" },
   // releases: a node reads its own with a direct get on the object store's stream, creating nothing on the bus
   { subject: "$JS.API.DIRECT.GET.OBJ_mesh-releases" },
   { subject: "$JS.API.DIRECT.GET.OBJ_mesh-releases.>" },
@@ -64,6 +66,8 @@ export const NODE_SERVICES: readonly { subject: string; stream?: true }[] = [
 export const ENROL_SERVICE = "mesh.enrol.*";
 /** The enrolment answers: published in MESH, delivered in ENROL (a stream: no reply rides along). */
 export const ENROL_ANSWERS = "_INBOX.enrol.>";
+/** Each declaration's core copy, a direct-reading node's wake-up: published in MESH, delivered in NODES (a stream). */
+export const DECLARE_WAKE = "mesh.declare.*";
 /** Plans: MESH asks a node on its own subject; NODES exports it as a service, MESH imports it. */
 export const PLAN_SERVICE = "mesh.plan.*";
 
@@ -155,6 +159,7 @@ function meshClaims(keys: AccountKeys): Record<string, unknown> {
           : {}),
       })),
       { name: ENROL_ANSWERS, subject: ENROL_ANSWERS, type: KIND.stream },
+      { name: DECLARE_WAKE, subject: DECLARE_WAKE, type: KIND.stream },
     ],
     imports: [serviceImport(PLAN_SERVICE, accountId(keys, "nodes"))],
   };
@@ -174,6 +179,7 @@ function nodesClaims(keys: AccountKeys, revoked: Revocations): Record<string, un
     exports: [{ name: PLAN_SERVICE, subject: PLAN_SERVICE, type: KIND.service }],
     imports: [
       ...NODE_SERVICES.map((s) => serviceImport(s.subject, mesh)),
+      { name: DECLARE_WAKE, subject: DECLARE_WAKE, account: mesh, type: KIND.stream },
       // for the codes issued before ENROL existed (their enrolling users are NODES'), until each is spent or
       // expired: no node's user is granted either subject (permissions.ts), so a node reaches nothing by them
       ...enrolImports(mesh),
@@ -337,8 +343,14 @@ export function userOfIdentity(identityB64: string): string | null {
  * A node's user: its identity key as the nkey, exactly its grants, answers to one request at a time (plans);
  * `iat` from `issuedAfter` where the user may have been revoked before.
  */
-export function nodeUserJwt(keys: AccountKeys, node: string, user: string, iat?: number): string {
-  const granted = nodePermissions(node);
+export function nodeUserJwt(
+  keys: AccountKeys,
+  node: string,
+  user: string,
+  iat?: number,
+  reads: Reads = "direct",
+): string {
+  const granted = nodePermissions(node, reads);
   return userJwt(
     nodeUser(node),
     user,

@@ -144,7 +144,8 @@ export function firstLine(e: unknown): string {
  */
 const STREAM_BOUNDS: Record<StreamName, Record<string, unknown>> = {
   // newest wins: a node that was away finds only the last declaration
-  DECLARE: { max_msgs_per_subject: 1, max_bytes: DECLARE_MAX_BYTES },
+  // allow_direct: a node reads its last declaration by direct get, answered by any replica (protocol.md)
+  DECLARE: { max_msgs_per_subject: 1, max_bytes: DECLARE_MAX_BYTES, allow_direct: true },
   REPORTS: {
     max_msgs_per_subject: REPORTS_PER_NODE,
     max_bytes: REPORTS_MAX_BYTES,

@@ -9,7 +9,6 @@ import {
   type EnrolQuestion,
   enrolInboxPrefix,
   type Membership,
-  nodeConsumer,
   nodeUser,
   seal,
 } from "../vocabulary/index.ts";
@@ -30,8 +29,8 @@ export function membershipOf(node: string, parts: MembershipParts): Membership {
     fingerprint: parts.fingerprint,
     user: nodeUser(node),
     jwt: parts.jwt,
+    // no consumer: the node reads its last declaration directly (protocol.md "Direct reads")
     stream: "DECLARE",
-    consumer: nodeConsumer(node),
     subject: declareSubject(node),
     mesh_key: parts.meshKey,
   };

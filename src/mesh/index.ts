@@ -43,7 +43,7 @@ export { type MeshConfig, MeshDir, MeshRefused } from "./layout.ts";
 export { migrate } from "./migrate.ts";
 export { markMoved, prepareMove } from "./move.ts";
 export { addNode, checkNodeName, codeOf, reissueNode, removeNode, revokesOf } from "./nodes.ts";
-export { enrolPermissions, nodePermissions, type Permissions } from "./permissions.ts";
+export { enrolPermissions, nodePermissions, type Permissions, type Reads } from "./permissions.ts";
 export { askPlans, composePlans, type PlanAsked, type PlanHeard } from "./plan.ts";
 export {
   type Composed,

@@ -206,7 +206,6 @@ class Controller {
       this.refused.say(`enrol:${q.node}`, `refused an enrolment as node ${q.node}: ${admitted}`);
       await reply(this.bus.nc, q.node, q.reply, refusedAnswer(admitted));
     } else {
-      await ensureNodeConsumer(this.bus, q.node);
       const config = this.mesh.config();
       const membership = membershipOf(q.node, {
         servers: this.mesh.urls(),

@@ -142,6 +142,8 @@ export {
 } from "./signed.ts";
 export {
   CONTROLLER_USER,
+  DECLARE_DIRECT_GET,
+  declareDirectGet,
   declareSubject,
   ENROL_CONSUMER,
   enrolInboxPrefix,

@@ -16,6 +16,9 @@ export const nodeUser = (node: string): string => `node.${node}`;
 export const enrolUser = (node: string): string => `enrol.${node}`;
 export const nodeConsumer = (node: string): string => `node-${node}`;
 export const declareSubject = (node: string): string => `mesh.declare.${node}`;
+/** The direct get of the last declaration on a node's subject (the subject in the API subject, no payload). */
+export const DECLARE_DIRECT_GET = "$JS.API.DIRECT.GET.DECLARE";
+export const declareDirectGet = (node: string): string => `${DECLARE_DIRECT_GET}.${declareSubject(node)}`;
 export const reportSubject = (node: string): string => `mesh.report.${node}`;
 export const heartbeatSubject = (node: string): string => `mesh.heartbeat.${node}`;
 export const enrolSubject = (node: string): string => `mesh.enrol.${node}`;

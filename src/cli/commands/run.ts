@@ -1,6 +1,6 @@
 // `run`: hold the node in its mesh until stopped; exits 0 to be restarted onto a new binary or a new bus.
 
-import { openBound } from "../../link/index.ts";
+import { type LinkOptions, openBound } from "../../link/index.ts";
 import {
   type BinaryAtStart,
   RunLoop,
@@ -11,12 +11,14 @@ import {
 import {
   beginMove,
   finishMove,
+  keepSettled,
   loadIdentity,
   moveInProgress,
   Outbox,
   pendingNotes,
   RunRecord,
   returnFromMove,
+  settledOf,
 } from "../../store/index.ts";
 import type { Membership } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
@@ -57,7 +59,7 @@ export async function runCommand(ctx: Context): Promise<number> {
       membership,
     },
     // signs what it says and, on a v2 membership, signs in with the identity key
-    dial: () => openBound(membership, node.node, identity.pair.privateKey),
+    dial: () => openBound(membership, node.node, identity.pair.privateKey, settledMarks(ctx, membership)),
     log: ctx.log,
     heartbeatS: ctx.args.heartbeatS,
     driftS: ctx.args.driftS,
@@ -153,5 +155,16 @@ function moveSteps(
       ctx.log.warn({ reason }, "the new bus would not hold this node: returning to the previous one");
       return "stop";
     },
+  };
+}
+
+/**
+ * Read directly, a node yields only what is newer than the last it settled, kept in its state (store/settled.ts):
+ * read at each dial, kept at each settlement (the run loop settles once the report is in the outbox).
+ */
+function settledMarks(ctx: Context, membership: Membership): LinkOptions {
+  return {
+    settled: settledOf(ctx.state, membership.mesh_key),
+    onSettled: (mark) => keepSettled(ctx.state, membership.mesh_key, mark),
   };
 }

@@ -29,6 +29,7 @@ import {
   ensureStreams,
   membershipOf,
   nodeUserJwt,
+  type Reads,
   type ReleaseInput,
   type Revoke,
   refusedAnswer,
@@ -110,6 +111,8 @@ export class MeshDouble {
   readonly identities = new Map<string, { publicKey: KeyObject; privateKey?: KeyObject }>();
   /** Node name → its user JWT, once it has one. */
   readonly userJwts = new Map<string, string>();
+  /** How each node the double admitted reads its declarations. */
+  private readonly reads = new Map<string, Reads>();
   private readonly policies = new Map<string, EnrolPolicy>();
   /** The last serial signed for each node: the mesh raises it for every declaration. */
   private readonly serials = new Map<string, number>();
@@ -274,7 +277,15 @@ export class MeshDouble {
    * What enrolment gives a node, without the conversation: its user (exactly the fixture's permissions),
    * its durable pull consumer on DECLARE, and the membership that names them.
    */
-  async admit(node: string, opts: { ackWaitMs?: number; identity?: string } = {}): Promise<Membership> {
+  async admit(
+    node: string,
+    opts: { ackWaitMs?: number; identity?: string; reads?: Reads } = {},
+  ): Promise<Membership> {
+    // the double's nodes read from a consumer unless a test says otherwise: the link's consumer path is what most
+    // of these tests are about, and a mesh's nodes enrolled before direct reads still take it
+    const reads = opts.reads ?? this.reads.get(node) ?? "consumer";
+    const changed = this.reads.get(node) !== reads;
+    this.reads.set(node, reads);
     if (opts.identity) {
       const raw = rawKeyFromB64(opts.identity);
       if (!raw) throw new Error(`mesh double: ${node}'s identity key is not base64 of 32 bytes`);
@@ -282,12 +293,13 @@ export class MeshDouble {
       if (!known || !rawPublicOf(known.publicKey).equals(raw))
         this.identities.set(node, { publicKey: publicKeyFromRaw("ed25519", raw) });
     } else if (!this.identities.has(node)) this.identities.set(node, generateKeyPairSync("ed25519"));
-    if (!this.userJwts.has(node) || opts.identity) {
+    if (!this.userJwts.has(node) || opts.identity || changed) {
       const identity = this.identities.get(node)!;
       const user = userOfIdentity(rawPublicOf(identity.publicKey).toString("base64"))!;
-      this.userJwts.set(node, nodeUserJwt(this.server.accounts, node, user));
-      this.record(`node.${node}`, user, permissionsFor("node", node));
+      this.userJwts.set(node, nodeUserJwt(this.server.accounts, node, user, undefined, reads));
+      this.record(`node.${node}`, user, permissionsFor("node", node, reads));
     }
+    if (reads === "direct") return this.membershipOf(node);
     await this.jsm.consumers.add("DECLARE", {
       durable_name: `node-${node}`,
       filter_subject: `mesh.declare.${node}`,
@@ -301,6 +313,7 @@ export class MeshDouble {
     const jwt = this.userJwts.get(node);
     if (!jwt) throw new Error(`node ${node} has no user yet`);
     return membershipOf(node, {
+      reads: this.reads.get(node) ?? "consumer",
       servers: [this.url],
       fingerprint: this.fingerprint,
       meshKey: this.meshKey.publicB64,

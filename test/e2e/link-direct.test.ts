@@ -1,0 +1,221 @@
+// The link of a node enrolled with direct reads (protocol.md "Direct reads") against a real nats-server with exactly
+// the node's direct grants: it reads the last declaration on its own subject when woken, at each dial and after a
+// settlement, yields only what is newer than what it settled, makes nothing on the bus — and, held by an attacker,
+// reads no other node's declaration.
+import { generateKeyPairSync } from "node:crypto";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Delivered, dial, type Link, type LinkOptions, openLink } from "../../src/link/index.ts";
+import { rawPublicOf, type StreamMark, verifyEnvelope } from "../../src/vocabulary/index.ts";
+import { EVENT_WAIT_MS, MeshDouble } from "../mesh/index.ts";
+
+const declaration = (node: string, n: number) => ({
+  v: 1,
+  node,
+  mode: "converged",
+  resources: [{ id: "motd", type: "file", path: "/etc/motd", content: `declaration ${n}\n` }],
+});
+
+type Next = IteratorResult<Delivered> | "nothing";
+
+/** The next delivery, or "nothing" when none came within `ms` (a pending next stays pending). */
+class Hearing {
+  private pending: Promise<IteratorResult<Delivered>> | null = null;
+  private readonly iterator: AsyncIterator<Delivered>;
+  constructor(link: Link) {
+    this.iterator = link.declarations()[Symbol.asyncIterator]();
+  }
+  async next(ms = EVENT_WAIT_MS): Promise<Next> {
+    this.pending ??= this.iterator.next();
+    const timer = new Promise<"nothing">((r) => setTimeout(() => r("nothing"), ms));
+    const got = await Promise.race([this.pending, timer]);
+    if (got !== "nothing") this.pending = null;
+    return got;
+  }
+  async delivered(ms = EVENT_WAIT_MS): Promise<Delivered> {
+    const got = await this.next(ms);
+    if (got === "nothing" || got.done) throw new Error(`no delivery within ${ms} ms`);
+    return got.value;
+  }
+}
+
+// where nothing must come: long enough for a read the link would make at once, short of a look
+const QUIET_MS = 3_000;
+
+describe("the link, reading directly", () => {
+  let mesh: MeshDouble;
+  const links: Link[] = [];
+
+  async function bound(node: string, opts: LinkOptions = {}): Promise<Link> {
+    const identity = mesh.identities.get(node)?.privateKey ?? generateKeyPairSync("ed25519").privateKey;
+    const membership = await mesh.admit(node, {
+      identity: rawPublicOf(identity).toString("base64"),
+      reads: "direct",
+    });
+    expect(membership.consumer).toBeUndefined();
+    const opened = await openLink(membership, node, identity, opts);
+    if (!opened.ok) throw new Error(opened.reason);
+    links.push(opened.link);
+    const b = await opened.link.bind();
+    if (!b.ok) throw new Error(b.reason);
+    return opened.link;
+  }
+
+  async function consumersOfDeclare(): Promise<string[]> {
+    const names: string[] = [];
+    for await (const c of mesh.jsm.consumers.list("DECLARE")) names.push(c.name);
+    return names;
+  }
+
+  beforeAll(async () => {
+    mesh = await MeshDouble.start();
+  });
+
+  afterAll(async () => {
+    for (const link of links) await link.close();
+    await mesh?.stop();
+  });
+
+  it("reads the declaration a push woke it for, under exactly its direct grants, and makes no consumer", async () => {
+    const settled: StreamMark[] = [];
+    const link = await bound("d-1", { onSettled: (m) => settled.push(m) });
+    const hearing = new Hearing(link);
+    expect(await hearing.next(QUIET_MS)).toBe("nothing");
+    const seq = await mesh.declare("d-1", declaration("d-1", 1));
+    const d = await hearing.delivered();
+    expect(d.seq).toBe(seq);
+    expect(verifyEnvelope(d.data, { meshKey: mesh.meshKey.publicB64, node: "d-1" }).ok).toBe(true);
+    expect(await d.ack()).toEqual({ ok: true });
+    expect(settled.map((m) => m.seq)).toEqual([seq]);
+    // the next push wakes it again; nothing between
+    expect(await hearing.next(QUIET_MS)).toBe("nothing");
+    const second = await mesh.declare("d-1", declaration("d-1", 2));
+    expect((await hearing.delivered()).seq).toBe(second);
+    expect(await consumersOfDeclare()).not.toContain("node-d-1");
+    expect(mesh.server.users.find((u) => u.user === "node.d-1")?.permissions).toEqual(
+      JSON.parse(
+        JSON.stringify({
+          publish: {
+            allow: [
+              "mesh.report.d-1",
+              "mesh.heartbeat.d-1",
+              "mesh.rekey.d-1",
+              "$JS.API.DIRECT.GET.DECLARE.mesh.declare.d-1",
+              "$JS.API.DIRECT.GET.OBJ_mesh-releases",
+            ],
+          },
+          subscribe: { allow: ["_INBOX.node.d-1.>", "mesh.plan.d-1", "mesh.declare.d-1"] },
+          allow_responses: true,
+        }),
+      ),
+    );
+  });
+
+  it("reads at the dial what was pushed while it was away: the newest of several, once", async () => {
+    await mesh.admit("d-2", { reads: "direct" });
+    await mesh.declare("d-2", declaration("d-2", 1));
+    await mesh.declare("d-2", declaration("d-2", 2));
+    const last = await mesh.declare("d-2", declaration("d-2", 3));
+    const link = await bound("d-2");
+    const hearing = new Hearing(link);
+    const d = await hearing.delivered();
+    expect(d.seq).toBe(last);
+    await d.ack();
+    expect(await hearing.next(QUIET_MS)).toBe("nothing");
+  });
+
+  it("does not yield again at the next dial what it settled, and yields again what it had not", async () => {
+    const marks: StreamMark[] = [];
+    const first = await bound("d-3", { onSettled: (m) => marks.push(m) });
+    const seq = await mesh.declare("d-3", declaration("d-3", 1));
+    const d = await new Hearing(first).delivered();
+    await d.ack();
+    await first.close();
+    // dialled again with the mark it kept: nothing new
+    const again = await bound("d-3", { settled: marks[0] });
+    expect(await new Hearing(again).next(QUIET_MS)).toBe("nothing");
+    await again.close();
+    // a node killed before it settled (no mark kept): the same declaration again, as a consumer redelivers
+    const killed = await bound("d-3", { settled: null });
+    expect((await new Hearing(killed).delivered()).seq).toBe(seq);
+  });
+
+  it("takes a declaration of a stream made anew: a lower sequence at a later time is newer", async () => {
+    const link = await bound("d-4", { settled: { seq: 1_000_000, time: "2001-01-01T00:00:00.5Z" } });
+    const seq = await mesh.declare("d-4", declaration("d-4", 1));
+    expect((await new Hearing(link).delivered()).seq).toBe(seq);
+  });
+
+  describe("held by an attacker with node d-a's state", () => {
+    let nc: NatsConnection;
+
+    beforeAll(async () => {
+      const m = await mesh.admit("d-a", { reads: "direct" });
+      await mesh.admit("d-b", { reads: "direct" });
+      await mesh.declare("d-b", declaration("d-b", 1));
+      await mesh.declare("d-a", declaration("d-a", 1));
+      const dialled = await dial({
+        servers: m.servers,
+        fingerprint: m.fingerprint,
+        auth: mesh.nodeAuth("d-a"),
+        inboxPrefix: "_INBOX.node.d-a",
+      });
+      if (!dialled.ok) throw new Error(dialled.reason);
+      nc = dialled.nc;
+    });
+
+    afterAll(async () => {
+      await nc?.close();
+    });
+
+    it("cannot read another node's declaration by any form of direct get", async () => {
+      for (const [subject, body] of [
+        ["$JS.API.DIRECT.GET.DECLARE.mesh.declare.d-b", ""],
+        ["$JS.API.DIRECT.GET.DECLARE", JSON.stringify({ last_by_subj: "mesh.declare.d-b" })],
+        ["$JS.API.DIRECT.GET.DECLARE.mesh.declare.*", ""],
+        ["$JS.API.DIRECT.GET.DECLARE.mesh.declare.>", ""],
+        ["$JS.API.DIRECT.GET.REPORTS.mesh.report.d-b", ""],
+        ["$JS.API.DIRECT.GET.KV_mesh-nodes.$KV.mesh-nodes.d-b", ""],
+      ] as const)
+        await expect(nc.request(subject, body, { timeout: 2_000 })).rejects.toThrow(
+          /Permissions Violation for Publish/,
+        );
+    });
+
+    it("its own subject's direct get with a body naming another's is refused by the server", async () => {
+      for (const body of [
+        { seq: 1 },
+        { last_by_subj: "mesh.declare.d-b" },
+        { seq: 1, next_by_subj: "mesh.declare.d-b" },
+      ]) {
+        const m = await nc.request("$JS.API.DIRECT.GET.DECLARE.mesh.declare.d-a", JSON.stringify(body), {
+          timeout: EVENT_WAIT_MS,
+        });
+        expect(m.headers?.code).toBe(408);
+        expect(m.data.length).toBe(0);
+      }
+    });
+
+    it("cannot hear another node's wake-ups, nor every node's", async () => {
+      for (const subject of ["mesh.declare.d-b", "mesh.declare.*", "mesh.declare.>"]) {
+        const sub = nc.subscribe(subject);
+        await expect(sub.closed).resolves.toMatchObject({
+          message: expect.stringContaining(`Permissions Violation for Subscription to "${subject}"`),
+        });
+      }
+    });
+
+    it("cannot reach MESH's JetStream API, nor make a consumer", async () => {
+      for (const subject of [
+        "$JS.API.INFO",
+        "$JS.API.STREAM.INFO.DECLARE",
+        "$JS.API.CONSUMER.CREATE.DECLARE",
+        "$JS.API.STREAM.MSG.GET.DECLARE",
+        "$JS.API.CONSUMER.INFO.DECLARE.node-d-b",
+      ])
+        await expect(nc.request(subject, "{}", { timeout: 2_000 })).rejects.toThrow(
+          /Permissions Violation for Publish/,
+        );
+    });
+  });
+});

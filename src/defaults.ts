@@ -374,11 +374,13 @@ export const DECLARE_GET_TIMEOUT_MS = 10_000;
  */
 export const DECLARE_LOOK_MS = 5 * 60_000;
 /**
- * A wake-up whose declaration the direct get does not return yet (a replica that lags the stream's leader answered):
- * asked again this often, up to this many times, before the next wake-up or look is waited for.
+ * A wake-up whose declaration the direct get does not return yet (a replica that lags the stream's leader answered,
+ * or a cluster electing the stream's leader stores it only seconds later): asked again after this, doubling up to
+ * the max, for up to DECLARE_CATCH_UP_FOR_MS, before the next wake-up or look is waited for.
  */
 export const DECLARE_CATCH_UP_MS = 250;
-export const DECLARE_CATCH_UP_TRIES = 20;
+export const DECLARE_CATCH_UP_MAX_MS = 5_000;
+export const DECLARE_CATCH_UP_FOR_MS = 120_000;
 /** How long a report's publish, an ack and a term wait for the server's word. */
 export const SERVER_ACK_TIMEOUT_MS = 5_000;
 /** The longest INFO line a preflight reads before deciding it is not talking to a NATS server. */

@@ -8,8 +8,9 @@
 // at the dial and out at each settlement; only a declaration newer than it is yielded.
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import {
+  DECLARE_CATCH_UP_FOR_MS,
+  DECLARE_CATCH_UP_MAX_MS,
   DECLARE_CATCH_UP_MS,
-  DECLARE_CATCH_UP_TRIES,
   DECLARE_GET_TIMEOUT_MS,
   DECLARE_LOOK_MS,
   PULL_FAILURES_MAX,
@@ -119,14 +120,17 @@ export class DirectReader {
 
   /**
    * The last declaration, once it is the one the newest wake-up carried: any replica answers a direct get, and one
-   * that lags the stream's leader answers the one before for a moment. Asked again a few times, then left to the
+   * that lags the stream's leader answers the one before for a moment, and a cluster electing the stream's leader
+   * stores it seconds later. Asked again, less often each time, for up to DECLARE_CATCH_UP_FOR_MS, then left to the
    * next wake-up or look.
    */
   private async caughtUp(): Promise<Got | null> {
     let got = await this.get();
-    for (let i = 0; i < DECLARE_CATCH_UP_TRIES && this.wake && !this.nc.isClosed(); i++) {
+    const until = Date.now() + DECLARE_CATCH_UP_FOR_MS;
+    for (let wait = DECLARE_CATCH_UP_MS; this.wake && !this.nc.isClosed() && Date.now() < until; ) {
       if (got && sameBytes(got.data, this.wake)) break;
-      await sleep(DECLARE_CATCH_UP_MS);
+      await sleep(wait);
+      wait = Math.min(wait * 2, DECLARE_CATCH_UP_MAX_MS);
       got = await this.get();
     }
     this.wake = null;

@@ -27,8 +27,8 @@ import {
   signMessage,
 } from "../vocabulary/index.ts";
 import { type DialFailure, dial, membershipAuth } from "./dial.ts";
+import { directDeclarations, directRefusal, type SettledSeqs } from "./direct.ts";
 import {
-  bindFailure,
   firstIssue,
   isConsumerNotFound,
   isNoResponders,
@@ -40,7 +40,7 @@ import {
 } from "./failures.ts";
 import { type ReleaseSource, releaseSource } from "./fetch-release.ts";
 import { answerPlans, type PlanAnswer } from "./plans.ts";
-import { pullOne, sleep } from "./pull.ts";
+import { bindConsumer, pullOne, sleep } from "./pull.ts";
 
 export interface LinkOptions {
   dialTimeoutMs?: number;
@@ -48,6 +48,10 @@ export interface LinkOptions {
   pullExpiresMs?: number;
   /** How long a report, an ack or a term waits for the server's word. */
   ackTimeoutMs?: number;
+  /** A membership without a consumer: where settled sequences are kept (in this process only, when absent). */
+  settled?: SettledSeqs;
+  /** A membership without a consumer: how often it looks though no wake-up came (DECLARE_LOOK_MS). */
+  lookMs?: number;
 }
 
 export type Opened =
@@ -158,6 +162,9 @@ export async function openBound(
 class NatsLink implements Link {
   private readonly js: JetStreamClient;
   private consumer: Consumer | null = null;
+  /** Bound to read directly (no consumer of its own). */
+  private direct = false;
+  private settledHere = 0;
   private closeReason: string | null = null;
   private readonly whenClosed: Promise<string>;
   private readonly ackTimeoutMs: number;
@@ -201,39 +208,16 @@ class NatsLink implements Link {
   }
 
   async bind(): Promise<Bound> {
-    const { stream, consumer, subject } = this.membership;
-    if (!stream || !consumer)
-      return { ok: false, kind: "refused", reason: "the membership names no stream or no consumer to bind" };
-    if (!subject)
-      return {
-        ok: false,
-        kind: "refused",
-        reason:
-          "the membership's subject is empty: a node binds by stream, consumer and subject, never to whatever a consumer delivers",
-      };
-    let bound: Consumer;
-    try {
-      bound = await this.js.consumers.get(stream, consumer);
-    } catch (e) {
-      return { ok: false, ...bindFailure(e, this.membership) };
+    if (this.membership.consumer) {
+      const bound = await bindConsumer(this.js, this.membership);
+      if (!bound.ok) return bound;
+      this.consumer = bound.consumer;
+      return { ok: true };
     }
-    const info = await bound.info(true);
-    const filters = [info.config.filter_subject, ...(info.config.filter_subjects ?? [])].filter(
-      (f): f is string => typeof f === "string" && f.length > 0,
-    );
-    if (!filters.includes(subject))
-      return {
-        ok: false,
-        kind: "refused",
-        reason: `consumer ${consumer} on ${stream} delivers ${filters.join(", ") || "every subject"}, not ${subject}`,
-      };
-    if (info.config.ack_policy !== "explicit")
-      return {
-        ok: false,
-        kind: "refused",
-        reason: `consumer ${consumer} on ${stream} does not take explicit acks (${info.config.ack_policy}): a declaration could be lost`,
-      };
-    this.consumer = bound;
+    // read directly (direct.ts): nothing on the server to bind, the read itself says whether it is allowed
+    const refused = directRefusal(this.membership, this.node);
+    if (refused) return { ok: false, kind: "refused", reason: refused };
+    this.direct = true;
     return { ok: true };
   }
 
@@ -251,8 +235,20 @@ class NatsLink implements Link {
   }
 
   declarations(): AsyncIterable<Delivered> {
+    if (this.direct)
+      return directDeclarations(this.nc, this.node, this.directOptions(), (why) => this.close(why));
     if (!this.consumer) throw new Error("bind() the link before hearing declarations");
     return this.pull(this.consumer);
+  }
+
+  private directOptions() {
+    const settled = this.opts.settled ?? {
+      last: () => this.settledHere,
+      keep: (seq: number) => {
+        this.settledHere = seq;
+      },
+    };
+    return { settled, lookMs: this.opts.lookMs };
   }
 
   // One message per pull, the next pulled only when the caller asks for it, but for the look behind one the

@@ -11,12 +11,14 @@ import {
 import {
   beginMove,
   finishMove,
+  keepSettled,
   loadIdentity,
   moveInProgress,
   Outbox,
   pendingNotes,
   RunRecord,
   returnFromMove,
+  settledOf,
 } from "../../store/index.ts";
 import type { Membership } from "../../vocabulary/index.ts";
 import { UsageError } from "../args.ts";
@@ -57,7 +59,14 @@ export async function runCommand(ctx: Context): Promise<number> {
       membership,
     },
     // signs what it says and, on a v2 membership, signs in with the identity key
-    dial: () => openBound(membership, node.node, identity.pair.privateKey),
+    dial: () =>
+      openBound(membership, node.node, identity.pair.privateKey, {
+        // read directly (no consumer of its own): what the run loop settled, kept per mesh key
+        settled: {
+          last: () => settledOf(ctx.state, membership.mesh_key),
+          keep: (seq) => keepSettled(ctx.state, membership.mesh_key, seq),
+        },
+      }),
     log: ctx.log,
     heartbeatS: ctx.args.heartbeatS,
     driftS: ctx.args.driftS,

@@ -146,7 +146,12 @@ export async function* directDeclarations(
   close: (reason: string) => Promise<void>,
 ): AsyncGenerator<Delivered> {
   const wakes = new Wakes();
-  const sub: Subscription = nc.subscribe(declareSubject(node), { callback: (_e, m) => wakes.heard(m.data) });
+  // a wake-up refused or cut (its subscription closed with an error) leaves the look to find what it would have said
+  const sub: Subscription = nc.subscribe(declareSubject(node), {
+    callback: (e, m) => {
+      if (!e) wakes.heard(m.data);
+    },
+  });
   const get = directGet(nc, node, opts.getTimeoutMs ?? DECLARE_GET_TIMEOUT_MS);
   const closed = nc.closed();
   let yielded = 0;

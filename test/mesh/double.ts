@@ -28,7 +28,9 @@ import {
   enrolUserJwt,
   ensureStreams,
   membershipOf,
+  nodePermissions,
   nodeUserJwt,
+  type Reads,
   type ReleaseInput,
   type Revoke,
   refusedAnswer,
@@ -111,6 +113,8 @@ export class MeshDouble {
   /** Node name → its user JWT, once it has one. */
   readonly userJwts = new Map<string, string>();
   private readonly policies = new Map<string, EnrolPolicy>();
+  /** Nodes admitted as enrolled before direct reads: a consumer of their own, named by their membership. */
+  private readonly consumerNodes = new Set<string>();
   /** The last serial signed for each node: the mesh raises it for every declaration. */
   private readonly serials = new Map<string, number>();
   private readonly loops: Promise<void>[] = [];
@@ -271,10 +275,14 @@ export class MeshDouble {
   }
 
   /**
-   * What enrolment gives a node, without the conversation: its user (exactly the fixture's permissions),
-   * its durable pull consumer on DECLARE, and the membership that names them.
+   * What enrolment gives a node, without the conversation: its user (exactly the fixture's permissions) and the
+   * membership that names it. `reads: "consumer"` is a node enrolled before direct reads: its user has the consumer
+   * grants, and the double makes its durable pull consumer on DECLARE, which its membership names.
    */
-  async admit(node: string, opts: { ackWaitMs?: number; identity?: string } = {}): Promise<Membership> {
+  async admit(
+    node: string,
+    opts: { ackWaitMs?: number; identity?: string; reads?: Reads } = {},
+  ): Promise<Membership> {
     if (opts.identity) {
       const raw = rawKeyFromB64(opts.identity);
       if (!raw) throw new Error(`mesh double: ${node}'s identity key is not base64 of 32 bytes`);
@@ -282,12 +290,18 @@ export class MeshDouble {
       if (!known || !rawPublicOf(known.publicKey).equals(raw))
         this.identities.set(node, { publicKey: publicKeyFromRaw("ed25519", raw) });
     } else if (!this.identities.has(node)) this.identities.set(node, generateKeyPairSync("ed25519"));
-    if (!this.userJwts.has(node) || opts.identity) {
+    const reads = opts.reads ?? (this.consumerNodes.has(node) ? "consumer" : "direct");
+    if (!this.userJwts.has(node) || opts.identity || opts.reads) {
       const identity = this.identities.get(node)!;
       const user = userOfIdentity(rawPublicOf(identity.publicKey).toString("base64"))!;
-      this.userJwts.set(node, nodeUserJwt(this.server.accounts, node, user));
-      this.record(`node.${node}`, user, permissionsFor("node", node));
+      this.userJwts.set(node, nodeUserJwt(this.server.accounts, node, user, undefined, reads));
+      this.record(`node.${node}`, user, nodePermissions(node, reads));
     }
+    if (reads === "direct") {
+      this.consumerNodes.delete(node);
+      return this.membershipOf(node);
+    }
+    this.consumerNodes.add(node);
     await this.jsm.consumers.add("DECLARE", {
       durable_name: `node-${node}`,
       filter_subject: `mesh.declare.${node}`,
@@ -300,12 +314,13 @@ export class MeshDouble {
   membershipOf(node: string): Membership {
     const jwt = this.userJwts.get(node);
     if (!jwt) throw new Error(`node ${node} has no user yet`);
-    return membershipOf(node, {
+    const membership = membershipOf(node, {
       servers: [this.url],
       fingerprint: this.fingerprint,
       meshKey: this.meshKey.publicB64,
       jwt,
     });
+    return this.consumerNodes.has(node) ? { ...membership, consumer: `node-${node}` } : membership;
   }
 
   /** Sign `body` (a declaration, or its exact text) with the mesh key and publish it; the stream seq. */
@@ -366,6 +381,8 @@ export class MeshDouble {
     const ms = opts.timeoutMs ?? EVENT_WAIT_MS;
     let last = "no answer";
     const settled = async () => {
+      // a node reading directly settles on its own disk: the report of the last declaration is what the mesh sees
+      if (!this.consumerNodes.has(node)) return await this.reportedLast(node);
       try {
         const info = await this.consumerInfo(node);
         last = `${info.num_pending} waiting, ${info.num_ack_pending} unacked`;
@@ -380,6 +397,16 @@ export class MeshDouble {
     } catch {
       throw new Error(`mesh double: ${node}'s declarations were not all settled within ${ms} ms (${last})`);
     }
+  }
+
+  /** Whether a report of `node` names the last declaration on its subject (or none is there). */
+  private async reportedLast(node: string): Promise<boolean> {
+    const { lastSeq } = await this.declared(node);
+    const subject = `mesh.report.${node}`;
+    return (
+      lastSeq === null ||
+      this.reports.some((r) => r.subject === subject && (r.value?.declaration.seq ?? 0) >= lastSeq)
+    );
   }
 
   /** How many reports of `node` the REPORTS stream holds: every one the node sent, read or not. */

@@ -166,6 +166,20 @@ describe("the link, reading directly", () => {
     expect((await hearing.delivered()).seq).toBe(seq);
   });
 
+  it("a user issued for a consumer, with a membership naming none: the link closes saying the server refused the read", async () => {
+    const identity = generateKeyPairSync("ed25519").privateKey;
+    const b64 = rawPublicOf(identity).toString("base64");
+    const { consumer: _dropped, ...direct } = await mesh.admit("older", { identity: b64, reads: "consumer" });
+    const opened = await openBound(direct, "older", identity);
+    if (!opened.ok) throw new Error(opened.reason);
+    links.push(opened.link);
+    const hearing = new Hearing(opened.link);
+    const ended = await hearing.next();
+    expect(ended).not.toBe("nothing");
+    expect(ended !== "nothing" && ended.done).toBe(true);
+    expect(await opened.link.closed()).toMatch(/refused this node the direct read of its declarations/);
+  });
+
   describe("holding node A's state, as an attacker", () => {
     let nc: NatsConnection;
     let bSeq: number;

@@ -7,7 +7,13 @@ import type { KeyObject } from "node:crypto";
 import { ask, type Delivered, type Link, openBound } from "../../src/link/index.ts";
 import { backoffMs } from "../../src/run/index.ts";
 import { makeKeyPair, makeOverlayKey, publicKeys } from "../../src/store/index.ts";
-import { decodeCode, type Membership, type Report, verifyEnvelope } from "../../src/vocabulary/index.ts";
+import {
+  decodeCode,
+  type Membership,
+  type Report,
+  type StreamMark,
+  verifyEnvelope,
+} from "../../src/vocabulary/index.ts";
 
 const VERSION = "sim";
 /** What the mesh's redial window is for a real node (REDIAL_SPREAD_S): the simulated fleet spreads as it does. */
@@ -27,6 +33,8 @@ export class SimNode {
   failure: string | null = null;
   private stopped = false;
   private lastSerial = 0;
+  /** The last declaration it settled (link/direct.ts): only a newer one is read again after a dial. */
+  private settled: StreamMark | null = null;
   private lastApplied: { seq: number; at: string } | null = null;
   private readonly outbox: Report[] = [];
   private readonly started = Date.now();
@@ -81,7 +89,14 @@ export class SimNode {
     while (!this.stopped) {
       await sleep(backoffMs(attempt, Math.random, REDIAL_SPREAD_MS));
       if (this.stopped) return;
-      const opened = await openBound(this.membership, this.name, this.identity).catch((e: Error) => ({
+      // read directly, as a node enrolled now does: what it settled is kept across its links, as settled.json is
+      const marks = {
+        settled: this.settled,
+        onSettled: (m: StreamMark) => {
+          this.settled = m;
+        },
+      };
+      const opened = await openBound(this.membership, this.name, this.identity, marks).catch((e: Error) => ({
         ok: false as const,
         reason: e.message,
       }));

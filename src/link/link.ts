@@ -17,6 +17,7 @@ import {
   SERVER_ACK_TIMEOUT_MS,
 } from "../defaults.ts";
 import {
+  declareSubject,
   Heartbeat,
   heartbeatSubject,
   type Membership,
@@ -26,9 +27,11 @@ import {
   reportSubject,
   signMessage,
 } from "../vocabulary/index.ts";
+import type { Delivered, Sent, Settled } from "./delivered.ts";
 import { type DialFailure, dial, membershipAuth } from "./dial.ts";
-import { directDeclarations, directRefusal, type SettledSeqs } from "./direct.ts";
+import { type DirectOptions, DirectReader } from "./direct.ts";
 import {
+  bindFailure,
   firstIssue,
   isConsumerNotFound,
   isNoResponders,
@@ -40,18 +43,14 @@ import {
 } from "./failures.ts";
 import { type ReleaseSource, releaseSource } from "./fetch-release.ts";
 import { answerPlans, type PlanAnswer } from "./plans.ts";
-import { bindConsumer, pullOne, sleep } from "./pull.ts";
+import { pullOne, sleep } from "./pull.ts";
 
-export interface LinkOptions {
+export interface LinkOptions extends DirectOptions {
   dialTimeoutMs?: number;
   /** A pull request's life; the server's idle heartbeats keep it honest meanwhile. */
   pullExpiresMs?: number;
   /** How long a report, an ack or a term waits for the server's word. */
   ackTimeoutMs?: number;
-  /** A membership without a consumer: where settled sequences are kept (in this process only, when absent). */
-  settled?: SettledSeqs;
-  /** A membership without a consumer: how often it looks though no wake-up came (DECLARE_LOOK_MS). */
-  lookMs?: number;
 }
 
 export type Opened =
@@ -59,31 +58,7 @@ export type Opened =
   | { ok: false; kind: DialFailure | "membership" | "missing" | "refused"; reason: string };
 export type Bound = { ok: true } | { ok: false; kind: "missing" | "refused" | "unreachable"; reason: string };
 export type Reported = { ok: true; seq: number; duplicate: boolean } | { ok: false; reason: string };
-export type Sent = { ok: true } | { ok: false; reason: string };
-/** A settlement the server confirmed, or why it did not: the link that could not settle a message is no good. */
-export type Settled = Sent;
-
-/** A declaration message as delivered: its bytes, how many wait behind it, and how to settle it. */
-export interface Delivered {
-  /** The stream sequence it arrived with: a report's `declaration.seq`. */
-  seq: number;
-  data: Uint8Array;
-  /**
-   * The stream sequence of a newer declaration already pulled behind this one, or null: only a message in hand says
-   * this one is superseded, never the consumer's count, which right after a server restart can count what is gone.
-   */
-  newer: number | null;
-  /** How many the server said wait behind it (the count a look behind it was taken on). */
-  claimed: number;
-  redelivered: boolean;
-  /** Keep it alive while an apply runs (an in-progress ack); no answer is waited for. */
-  working(): void;
-  /** Settle it; resolves when the server has confirmed, or with why not. Again after settling does nothing. */
-  ack(): Promise<Settled>;
-  /** Settle it as never to be redelivered (a refused declaration); resolves when confirmed, or with why not. */
-  term(): Promise<Settled>;
-}
-
+export type { Delivered, Sent, Settled } from "./delivered.ts";
 export interface Link {
   readonly node: string;
   /** The server it dialled. */
@@ -162,9 +137,7 @@ export async function openBound(
 class NatsLink implements Link {
   private readonly js: JetStreamClient;
   private consumer: Consumer | null = null;
-  /** Bound to read directly (no consumer of its own). */
-  private direct = false;
-  private settledHere = 0;
+  private direct: DirectReader | null = null;
   private closeReason: string | null = null;
   private readonly whenClosed: Promise<string>;
   private readonly ackTimeoutMs: number;
@@ -208,16 +181,63 @@ class NatsLink implements Link {
   }
 
   async bind(): Promise<Bound> {
-    if (this.membership.consumer) {
-      const bound = await bindConsumer(this.js, this.membership);
-      if (!bound.ok) return bound;
-      this.consumer = bound.consumer;
-      return { ok: true };
+    const { stream, consumer, subject } = this.membership;
+    if (!consumer) return this.bindDirect();
+    if (!stream) return { ok: false, kind: "refused", reason: "the membership names no stream to bind" };
+    if (!subject)
+      return {
+        ok: false,
+        kind: "refused",
+        reason:
+          "the membership's subject is empty: a node binds by stream, consumer and subject, never to whatever a consumer delivers",
+      };
+    let bound: Consumer;
+    try {
+      bound = await this.js.consumers.get(stream, consumer);
+    } catch (e) {
+      return { ok: false, ...bindFailure(e, this.membership) };
     }
-    // read directly (direct.ts): nothing on the server to bind, the read itself says whether it is allowed
-    const refused = directRefusal(this.membership, this.node);
-    if (refused) return { ok: false, kind: "refused", reason: refused };
-    this.direct = true;
+    const info = await bound.info(true);
+    const filters = [info.config.filter_subject, ...(info.config.filter_subjects ?? [])].filter(
+      (f): f is string => typeof f === "string" && f.length > 0,
+    );
+    if (!filters.includes(subject))
+      return {
+        ok: false,
+        kind: "refused",
+        reason: `consumer ${consumer} on ${stream} delivers ${filters.join(", ") || "every subject"}, not ${subject}`,
+      };
+    if (info.config.ack_policy !== "explicit")
+      return {
+        ok: false,
+        kind: "refused",
+        reason: `consumer ${consumer} on ${stream} does not take explicit acks (${info.config.ack_policy}): a declaration could be lost`,
+      };
+    this.consumer = bound;
+    return { ok: true };
+  }
+
+  /** A membership without a consumer: the node reads its own subject's last declaration (direct.ts). */
+  private async bindDirect(): Promise<Bound> {
+    const { stream, subject } = this.membership;
+    const own = declareSubject(this.node);
+    if (stream !== "DECLARE" || subject !== own)
+      return {
+        ok: false,
+        kind: "refused",
+        reason: `the membership reads ${stream || "no stream"}/${subject || "no subject"}: a node without a consumer reads DECLARE/${own}, its own`,
+      };
+    const direct = new DirectReader(this.nc, this.node, this.opts, (why) => this.close(why));
+    try {
+      await direct.ready();
+    } catch (e) {
+      return {
+        ok: false,
+        kind: "unreachable",
+        reason: `the server did not take the wake-up's subscription: ${messageOf(e)}`,
+      };
+    }
+    this.direct = direct;
     return { ok: true };
   }
 
@@ -235,20 +255,9 @@ class NatsLink implements Link {
   }
 
   declarations(): AsyncIterable<Delivered> {
-    if (this.direct)
-      return directDeclarations(this.nc, this.node, this.directOptions(), (why) => this.close(why));
+    if (this.direct) return this.direct.read();
     if (!this.consumer) throw new Error("bind() the link before hearing declarations");
     return this.pull(this.consumer);
-  }
-
-  private directOptions() {
-    const settled = this.opts.settled ?? {
-      last: () => this.settledHere,
-      keep: (seq: number) => {
-        this.settledHere = seq;
-      },
-    };
-    return { settled, lookMs: this.opts.lookMs };
   }
 
   // One message per pull, the next pulled only when the caller asks for it, but for the look behind one the

@@ -230,21 +230,6 @@ export async function awaitStreams(
 }
 
 /**
- * The node's durable pull consumer on DECLARE, filtered on its subject, ack explicit (protocol.md), returned
- * once it can deliver (consumerLed).
- */
-export async function ensureNodeConsumer(bus: Bus, node: string): Promise<void> {
-  await jsCall(() =>
-    bus.jsm.consumers.add("DECLARE", {
-      durable_name: nodeConsumer(node),
-      filter_subject: declareSubject(node),
-      ack_policy: AckPolicy.Explicit,
-    }),
-  );
-  await consumerLed(bus, "DECLARE", nodeConsumer(node));
-}
-
-/**
  * Until a consumer of a replicated stream has its leader (up to CONSUMER_LEADER_MS). Its info is answered before
  * it has one, so a node told of it binds at once; but the pull it then sends has no leader to take it, and the
  * node learns so only from missed heartbeats a minute and more later: a node moved onto a cluster with a server

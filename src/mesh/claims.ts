@@ -26,6 +26,7 @@ import {
   serviceUserJwt,
   withRevoked,
 } from "./accounts.ts";
+import { claimsOf } from "./jwt.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 
 /** Sign in as a new user of MESH or SYS: its key made now, lives as long as this process, never written. */
@@ -55,14 +56,8 @@ export async function currentRevocations(
   keys: AccountKeys,
   kind: Revoking = "nodes",
 ): Promise<Revocations> {
-  const id = accountId(keys, kind);
-  try {
-    const m = await sys.request(`$SYS.REQ.ACCOUNT.${id}.CLAIMS.LOOKUP`, "", { timeout: CLAIMS_UPDATE_MS });
-    const text = dec.decode(m.data);
-    return text.startsWith("ey") ? revocationsOf(text) : NO_REVOCATIONS;
-  } catch {
-    return NO_REVOCATIONS;
-  }
+  const held = await heldClaims(sys, keys, kind);
+  return held ? revocationsOf(held) : NO_REVOCATIONS;
 }
 
 /** Push an account's claims to the servers; throws with the server's own words when it refuses them. */
@@ -223,5 +218,56 @@ export async function revocationsOnBus(mesh: MeshDir, kind: Revoking = "nodes"):
     return await currentRevocations(sys, keys, kind);
   } finally {
     await sys.close().catch(() => undefined);
+  }
+}
+
+/** What of an account's claims a release changes (its bounds, exports, imports), as comparable text. */
+function shapeOf(claims: Record<string, unknown> | null): string {
+  const nats = (claims?.nats ?? {}) as Record<string, unknown>;
+  return JSON.stringify([nats.limits, nats.exports, nats.imports]);
+}
+
+/**
+ * MESH's and NODES' claims as this release makes them, pushed when the servers hold others: a mesh raised by an
+ * earlier release has neither the exports nor the imports of direct reads (protocol.md), and its servers preload
+ * claims only where their resolver holds none newer. NODES' revocations are kept; an account whose claims cannot be
+ * read is left alone (pushed blind, NODES' would forget its revocations). The accounts pushed, by name.
+ */
+export async function claimsBroughtUp(mesh: MeshDir): Promise<string[]> {
+  const keys = mesh.accountKeys();
+  const sys = await systemConnection(
+    mesh,
+    keys,
+    "the accounts' claims could not be brought up to this release",
+  );
+  const pushed: string[] = [];
+  try {
+    for (const kind of ["mesh", "nodes"] as const) {
+      const held = await heldClaims(sys, keys, kind);
+      if (!held) continue;
+      const next = accountJwt(keys, kind, kind === "nodes" ? revocationsOf(held) : NO_REVOCATIONS);
+      if (shapeOf(claimsOf(held)) === shapeOf(claimsOf(next))) continue;
+      await pushClaims(sys, next, ACCOUNT_NAMES[kind]);
+      pushed.push(ACCOUNT_NAMES[kind]);
+    }
+    return pushed;
+  } finally {
+    await sys.close().catch(() => undefined);
+  }
+}
+
+/** The account's JWT the servers hold now, or null when none answers with one. */
+async function heldClaims(
+  sys: NatsConnection,
+  keys: AccountKeys,
+  kind: "mesh" | Revoking,
+): Promise<string | null> {
+  const id = accountId(keys, kind);
+  try {
+    const m = await sys.request(`$SYS.REQ.ACCOUNT.${id}.CLAIMS.LOOKUP`, "", { timeout: CLAIMS_UPDATE_MS });
+    const text = dec.decode(m.data);
+    return text.startsWith("ey") ? text : null;
+  } catch {
+    return null;
   }
 }

@@ -9,10 +9,12 @@ import {
   type EnrolQuestion,
   enrolInboxPrefix,
   type Membership,
+  nodeConsumer,
   nodeUser,
   seal,
 } from "../vocabulary/index.ts";
 import type { Bus } from "./bus.ts";
+import type { Reads } from "./permissions.ts";
 
 export interface MembershipParts {
   servers: string[];
@@ -20,6 +22,8 @@ export interface MembershipParts {
   meshKey: string;
   /** The node's user JWT, issued for its identity key (accounts.ts). */
   jwt: string;
+  /** How it reads (permissions.ts): a node enrolled before direct reads keeps its consumer. Absent: directly. */
+  reads?: Reads;
 }
 
 export function membershipOf(node: string, parts: MembershipParts): Membership {
@@ -31,6 +35,7 @@ export function membershipOf(node: string, parts: MembershipParts): Membership {
     jwt: parts.jwt,
     // no consumer: the node reads its last declaration directly (protocol.md "Direct reads")
     stream: "DECLARE",
+    ...(parts.reads === "consumer" ? { consumer: nodeConsumer(node) } : {}),
     subject: declareSubject(node),
     mesh_key: parts.meshKey,
   };

@@ -17,7 +17,7 @@ export {
   serviceUserJwt,
   userOfIdentity,
 } from "./accounts.ts";
-export { type Bus, BusDown, connectBus, ensureNodeConsumer, ensureStreams, jsCall } from "./bus.ts";
+export { type Bus, BusDown, connectBus, ensureStreams, jsCall } from "./bus.ts";
 export { type Revoke, revocationsOnBus, revokeUsers, serviceAuthenticator } from "./claims.ts";
 export { authLines, serverConf } from "./conf.ts";
 export { answerable, consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";

@@ -6,7 +6,6 @@
 import { resolve } from "node:path";
 import { seal } from "../vocabulary/index.ts";
 import { issuedAfter, NO_REVOCATIONS, nodeUserJwt, userOfIdentity } from "./accounts.ts";
-import { ensureNodeConsumer } from "./bus.ts";
 import { revocationsOnBus } from "./claims.ts";
 import { membershipOf } from "./controller.ts";
 import { Conflict } from "./kv.ts";
@@ -69,7 +68,6 @@ export async function prepareMove(
             throw new MeshRefused(`node ${name} is already in the mesh at ${to.dir}`);
           throw e;
         });
-        await ensureNodeConsumer(other.bus, name);
       }),
   );
   return { composed, to };

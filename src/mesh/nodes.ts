@@ -12,7 +12,7 @@ import {
 import { printable } from "../printable.ts";
 import { encodeCode, NodeName, nkeyOf, seedOf } from "../vocabulary/index.ts";
 import { cutOff, enrolUserJwt, userOfIdentity } from "./accounts.ts";
-import { dropNode, ensureNodeConsumer } from "./bus.ts";
+import { dropNode } from "./bus.ts";
 import { type Revoke, revokeOnBus } from "./claims.ts";
 import { Conflict } from "./kv.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
@@ -164,7 +164,6 @@ export async function addNode(
     });
     try {
       await state.codes.put(name, code.record);
-      await ensureNodeConsumer(state.bus, name);
     } catch (e) {
       await state.nodes.remove(name).catch(() => undefined);
       throw e;

@@ -17,8 +17,8 @@ import {
   type Report,
 } from "../vocabulary/index.ts";
 import { issuedAfter, NO_REVOCATIONS, nodeUserJwt, userOfIdentity } from "./accounts.ts";
-import { awaitStreams, type Bus, connectBus, ensureNodeConsumer, sweepConsumers } from "./bus.ts";
-import { currentRevocations } from "./claims.ts";
+import { awaitStreams, type Bus, connectBus, firstLine, sweepConsumers } from "./bus.ts";
+import { claimsBroughtUp, currentRevocations } from "./claims.ts";
 import { answerable, consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 import { admit } from "./enrolments.ts";
 import { reportOf, serialOf } from "./fleet.ts";
@@ -132,6 +132,20 @@ class Controller {
     this.spent = new SpentCodes(mesh, () => [...this.keeper.codes.values()].map((e) => e.value), this.warn);
   }
 
+  /** The accounts' claims brought up to this release (claims.ts claimsBroughtUp), said when any was pushed. */
+  private async claimsUp(): Promise<void> {
+    try {
+      const pushed = await claimsBroughtUp(this.mesh);
+      if (pushed.length)
+        this.said.say(
+          `claims:${pushed.join(",")}`,
+          `brought the ${pushed.join(" and ")} account's claims up to this release`,
+        );
+    } catch (e) {
+      this.warn(`the accounts' claims were not brought up to this release: ${firstLine(e)}`);
+    }
+  }
+
   /** False when stopped before JetStream answered. */
   async start(servers: number): Promise<boolean> {
     const made = await awaitStreams(this.bus, servers, this.stopped, this.warn, () =>
@@ -139,7 +153,9 @@ class Controller {
     );
     if (!made) return false;
     await this.keeper.start();
-    for (const node of this.keeper.nodes.keys()) await ensureNodeConsumer(this.bus, node);
+    await this.claimsUp();
+    // no consumer is made for a node: one enrolled now reads directly, and one enrolled before keeps its own (a
+    // durable on the bus); consumers whose node has no record go
     await sweepConsumers(
       this.bus,
       async (node) => this.keeper.nodes.has(node) || (await this.state.nodes.get(node)) !== null,

@@ -40,7 +40,7 @@ export { type OriginalMeta, type Originals, StoreOriginals } from "./originals.t
 export { Outbox } from "./outbox.ts";
 export { type OverlayKey, OverlayState, type Retired, Takeover } from "./overlay.ts";
 export { type RunFile, RunRecord, readRun } from "./run.ts";
-export { keepSettled, settledOf } from "./settled.ts";
+export { forgetSettled, keepSettled, settledOf } from "./settled.ts";
 export {
   type BusSummary,
   type DeclaredFile,

@@ -1,26 +1,31 @@
-// The last declaration settled, per mesh key (protocol.md "Direct reads"): a node that reads its declaration directly
-// has no consumer to ack, so what a consumer's ack floor kept for it is kept here. A sequence is settled only once
-// its report is in the outbox, so a crash before that reads the same declaration again at the next start, as a
-// consumer redelivers an unacked message. Per mesh key: a node moved to another mesh never compares one stream's
-// sequences with another's. Not forgotten at `enrol --replace`: the mesh's stream keeps counting up.
+// What a node reading directly (protocol.md "Direct reads") last settled from each mesh: the stream sequence and
+// the server's time of the declaration it applied, or refused, and reported. No consumer remembers it for the node,
+// so this does: the next read at a start or a dial yields only what is newer, so a declaration is applied and
+// reported once, as a consumer's ack made it. Kept only once the report is in the outbox (the run loop settles
+// then): a kill before that reads it again, as a consumer redelivers an unacked one.
 import * as z from "zod";
+import { StreamMark } from "../vocabulary/index.ts";
 import type { State } from "./state.ts";
 
 const SETTLED_FILE = "settled.json";
 
-const SettledFile = z.object({
-  format: z.number().int(),
-  meshes: z.record(z.string(), z.object({ seq: z.number().int().min(1), settled_at: z.string() })),
-});
+const SettledFile = z.object({ format: z.number().int(), meshes: z.record(z.string(), StreamMark) });
 
-/** The stream sequence of the last declaration settled from the mesh whose key is `meshKey`, or 0. */
-export function settledOf(state: State, meshKey: string): number {
-  return state.readVersioned(SETTLED_FILE, SettledFile)?.meshes[meshKey]?.seq ?? 0;
+/** The declaration last settled from the mesh whose key is `meshKey`, if any. */
+export function settledOf(state: State, meshKey: string): StreamMark | null {
+  return state.readVersioned(SETTLED_FILE, SettledFile)?.meshes[meshKey] ?? null;
 }
 
-/** Keep `seq` as settled (written and fsynced) before this returns. */
-export function keepSettled(state: State, meshKey: string, seq: number): void {
+/** Keep `settled` as the last settled from that mesh (written whole and fsynced, as every state file). */
+export function keepSettled(state: State, meshKey: string, settled: StreamMark): void {
   const meshes = state.readVersioned(SETTLED_FILE, SettledFile)?.meshes ?? {};
-  const settled = { seq, settled_at: new Date().toISOString() };
   state.writeVersioned(SETTLED_FILE, { meshes: { ...meshes, [meshKey]: settled } });
+}
+
+/** A node enrolled again starts afresh with that mesh (order.ts forgetOrder says why). */
+export function forgetSettled(state: State, meshKey: string): void {
+  const meshes = { ...(state.readVersioned(SETTLED_FILE, SettledFile)?.meshes ?? {}) };
+  if (!(meshKey in meshes)) return;
+  delete meshes[meshKey];
+  state.writeVersioned(SETTLED_FILE, { meshes });
 }

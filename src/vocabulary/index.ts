@@ -176,5 +176,6 @@ export {
   RekeyBody,
   Report,
   ReportStep,
+  StreamMark,
   Tunnel,
 } from "./wire.ts";

@@ -41,6 +41,15 @@ const MembershipParts = () => ({
 /** What both forms of a membership share: where, which certificate, which user, which consumer, which mesh key. */
 export const MembershipBus = z.lazy(() => z.strictObject(MembershipParts()));
 
+/**
+ * Where a declaration sat on the mesh's DECLARE stream when a node read it directly: its sequence and the server's
+ * time (the direct get's Nats-Sequence and Nats-Time-Stamp). A node keeps the last it settled (store/settled.ts).
+ */
+export const StreamMark = z.lazy(() =>
+  z.strictObject({ seq: z.number().int().min(1), time: z.string().min(1) }),
+);
+export type StreamMark = z.infer<typeof StreamMark>;
+
 /** A user JWT as NATS spells one: three base64url parts. */
 const UserJwt = z.lazy(() =>
   z.string().regex(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/, "must be a JWT"),

@@ -225,7 +225,7 @@ export class BusNode {
 
   /** The sequence of the last declaration the node settled from the mesh whose key is `meshKey` (0: none). */
   settledSeq(meshKey: string): number {
-    return settledOf(new State(this.state), meshKey);
+    return settledOf(new State(this.state), meshKey)?.seq ?? 0;
   }
 
   outbox(): string[] {
@@ -296,6 +296,8 @@ export function serverPid(confFile: string): number {
 /** A double for one scenario: started, handed over, stopped however the scenario ends. */
 export async function withMesh<T>(fn: (mesh: MeshDouble) => Promise<T>): Promise<T> {
   const mesh = await MeshDouble.start();
+  // enrolled as the controller enrols now: each node reads its declarations directly
+  mesh.defaultReads = "direct";
   try {
     return await fn(mesh);
   } finally {

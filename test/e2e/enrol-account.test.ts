@@ -6,7 +6,7 @@
 // is the "*" and the entries after it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CODE_EXPIRES_S, ENROL_PRUNE_AFTER_MS } from "../../src/defaults.ts";
-import { accountId, ensureNodeConsumer, MeshDir, userOfIdentity, withState } from "../../src/mesh/index.ts";
+import { accountId, MeshDir, userOfIdentity, withState } from "../../src/mesh/index.ts";
 import { codeOf, enrolOf, newCode, newRecord } from "../../src/mesh/nodes.ts";
 import { askEnrol, codeUser, dialWithCode, heldClaims, heldRevocations } from "../mesh/enrolling.ts";
 import { addNode, TestMesh } from "../mesh/fleet.ts";
@@ -26,7 +26,7 @@ afterAll(async () => {
 
 /**
  * `mesh node add` as its function does it, with the code minted at `at` (a code an operator issued a while ago):
- * its record, its code, its consumer.
+ * its record and its code.
  */
 async function issuedAt(name: string, at: Date): Promise<string> {
   const mesh = new MeshDir(m.dir);
@@ -34,7 +34,6 @@ async function issuedAt(name: string, at: Date): Promise<string> {
   await withState(mesh, async (state) => {
     await state.nodes.create(name, newRecord(name, at, enrolOf(code.record)));
     await state.codes.put(name, code.record);
-    await ensureNodeConsumer(state.bus, name);
   });
   return codeOf(mesh, name, code.credential);
 }

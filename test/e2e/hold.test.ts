@@ -18,6 +18,8 @@ useBuiltExecutable();
 let mesh: MeshDouble;
 beforeAll(async () => {
   mesh = await MeshDouble.start();
+  // enrolled as the controller enrols now: each node reads its declarations directly
+  mesh.defaultReads = "direct";
 });
 afterAll(async () => {
   await mesh?.stop();

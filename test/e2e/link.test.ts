@@ -66,9 +66,7 @@ class Hearing {
   }
 }
 
-// A node enrolled before direct reads: its membership names its consumer, its user has the consumer grants
-// (test/e2e/link-direct.test.ts is a node that reads directly).
-describe("the link, pulling from its consumer", () => {
+describe("the link", () => {
   let mesh: MeshDouble;
   const links: Link[] = [];
 
@@ -76,9 +74,7 @@ describe("the link, pulling from its consumer", () => {
     // the double verifies what the node says by the key it enrolled with, and issues its user for that key: a
     // membership the test had admitted already is for the key the double made then
     const identity = (membership && mesh.identities.get(node)?.privateKey) || identityOf(node);
-    const m =
-      membership ??
-      (await mesh.admit(node, { identity: rawPublicOf(identity).toString("base64"), reads: "consumer" }));
+    const m = membership ?? (await mesh.admit(node, { identity: rawPublicOf(identity).toString("base64") }));
     const opened = await openLink(m, node, identity, { pullExpiresMs: 5_000 });
     if (!opened.ok) throw new Error(opened.reason);
     links.push(opened.link);
@@ -168,8 +164,8 @@ describe("the link, pulling from its consumer", () => {
     let nc: NatsConnection;
 
     beforeAll(async () => {
-      const m = await mesh.admit("narrow", { reads: "consumer" });
-      await mesh.admit("other", { reads: "consumer" });
+      const m = await mesh.admit("narrow");
+      await mesh.admit("other");
       const dialled = await dial({
         servers: m.servers,
         fingerprint: m.fingerprint,
@@ -221,7 +217,7 @@ describe("the link, pulling from its consumer", () => {
   });
 
   it("a missing consumer is said as the mesh's, and never created", async () => {
-    const membership = await mesh.admit("orphan", { reads: "consumer" });
+    const membership = await mesh.admit("orphan");
     await mesh.deleteConsumer("orphan");
     const link = await linked("orphan", membership);
     expect(await link.bind()).toEqual({
@@ -249,7 +245,7 @@ describe("the link, pulling from its consumer", () => {
   });
 
   it("binds by stream, consumer and subject: an empty or another subject is refused", async () => {
-    const membership = await mesh.admit("strict", { reads: "consumer" });
+    const membership = await mesh.admit("strict");
     const empty = await linked("strict", { ...membership, subject: "" });
     expect(await empty.bind()).toMatchObject({
       ok: false,
@@ -264,7 +260,7 @@ describe("the link, pulling from its consumer", () => {
   });
 
   it("three declarations published while the node was away leave only the newest, delivered first", async () => {
-    const membership = await mesh.admit("away", { reads: "consumer" });
+    const membership = await mesh.admit("away");
     const seqs = [];
     for (const n of [1, 2, 3]) seqs.push(await mesh.declare("away", declaration("away", n)));
     expect(await mesh.declared("away")).toEqual({ messages: 1, lastSeq: seqs[2] });
@@ -293,7 +289,7 @@ describe("the link, pulling from its consumer", () => {
   });
 
   it("a forged envelope is refused by verification and terminated, never redelivered", async () => {
-    const membership = await mesh.admit("forged", { ackWaitMs: 1000, reads: "consumer" });
+    const membership = await mesh.admit("forged", { ackWaitMs: 1000 });
     const hearing = new Hearing(await bound("forged", membership));
     const impostor = makeMeshKey();
     const seq = await mesh.publishEnvelope(
@@ -313,7 +309,7 @@ describe("the link, pulling from its consumer", () => {
   });
 
   it("control: a message left unsettled is redelivered after the ack wait", async () => {
-    const membership = await mesh.admit("dies", { ackWaitMs: 1000, reads: "consumer" });
+    const membership = await mesh.admit("dies", { ackWaitMs: 1000 });
     const hearing = new Hearing(await bound("dies", membership));
     const seq = await mesh.declare("dies", declaration("dies", 1));
     const first = await hearing.delivered();
@@ -325,7 +321,7 @@ describe("the link, pulling from its consumer", () => {
 
   it("in-progress acks keep a long apply's message from being redelivered", async () => {
     // an ack wait eight times the beat: a busy machine may be late with a beat by seconds and still hold it
-    const membership = await mesh.admit("slow", { ackWaitMs: 4000, reads: "consumer" });
+    const membership = await mesh.admit("slow", { ackWaitMs: 4000 });
     const hearing = new Hearing(await bound("slow", membership));
     const seq = await mesh.declare("slow", declaration("slow", 1));
     const d = await hearing.delivered();
@@ -340,7 +336,7 @@ describe("the link, pulling from its consumer", () => {
   });
 
   it("ends its declarations and says why when the server goes away; the consumer outlives it", async () => {
-    const membership = await mesh.admit("restart", { reads: "consumer" });
+    const membership = await mesh.admit("restart");
     const link = await bound("restart", membership);
     const hearing = new Hearing(link);
     const pending = hearing.next();

@@ -15,7 +15,6 @@ import {
   codeOf,
   enrolPermissions,
   enrolUserJwt,
-  ensureNodeConsumer,
   MeshDir,
   withState,
 } from "../../src/mesh/index.ts";
@@ -193,7 +192,6 @@ async function formatTwoCode(dir: string, keys: AccountKeys, node: string): Prom
   await withState(mesh, async (state) => {
     await state.nodes.create(node, { ...newRecord(node, now), enrol: { user, expires_at } });
     await state.codes.put(node, { node, user, added_at: now.toISOString(), expires_at, spent: null });
-    await ensureNodeConsumer(state.bus, node);
   });
   return codeOf(mesh, node, { jwt, seed: seedOf("user", pair.privateKey) });
 }

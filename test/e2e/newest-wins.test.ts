@@ -16,7 +16,7 @@ import { type Delivered, type Link, openBound } from "../../src/link/index.ts";
 import { RunLoop } from "../../src/run/index.ts";
 import { loadIdentity, Outbox, State, StoreOriginals } from "../../src/store/index.ts";
 import { localExec } from "../../src/system/index.ts";
-import { type Report, rawPublicOf } from "../../src/vocabulary/index.ts";
+import type { Report } from "../../src/vocabulary/index.ts";
 import { serverPid } from "../chaos/bus.ts";
 import { EVENT_WAIT_MS, MeshDouble, waitFor } from "../mesh/index.ts";
 import { runCli } from "../support/cli.ts";
@@ -117,11 +117,6 @@ describe("newest wins over a stale count", () => {
     const { code } = await mesh.enrolmentCode(NODE);
     const enrol = await runCli(["enrol", code, "--state", state, "--root", root]);
     expect(enrol.code, enrol.stderr).toBe(0);
-    // a node enrolled before direct reads: its own consumer (what this test is about) and the grants to pull from it
-    const identity = loadIdentity(state);
-    if (!identity.ok) throw new Error(identity.reason);
-    const b64 = rawPublicOf(identity.pair.publicKey).toString("base64");
-    new State(state).writeMembership(await mesh.admit(NODE, { identity: b64, reads: "consumer" }));
     let behind = false;
     for (let n = 0; n < KILLS && !behind; n++) behind = await killedJustAfterAcks(state, n);
     expect(behind, `the server wrote the consumer's state before each of ${KILLS} kills`).toBe(true);

@@ -15,6 +15,8 @@ import { snapshot, tempDir } from "../support/tmp.ts";
 let mesh: MeshDouble;
 meshForFile((m) => {
   mesh = m;
+  // enrolled as the controller enrols now: each node reads its declarations directly
+  mesh.defaultReads = "direct";
 });
 
 const bytesOf = (e: Envelope) => new TextEncoder().encode(JSON.stringify(e));

@@ -28,7 +28,6 @@ import {
   enrolUserJwt,
   ensureStreams,
   membershipOf,
-  nodePermissions,
   nodeUserJwt,
   type Reads,
   type ReleaseInput,
@@ -112,9 +111,14 @@ export class MeshDouble {
   readonly identities = new Map<string, { publicKey: KeyObject; privateKey?: KeyObject }>();
   /** Node name → its user JWT, once it has one. */
   readonly userJwts = new Map<string, string>();
+  /**
+   * How a node the double admits reads when nothing says otherwise (an enrolment through the CLI): from a consumer
+   * by default; a test of the run loop or the chaos scenarios sets "direct", as the controller now enrols.
+   */
+  defaultReads: Reads = "consumer";
+  /** How each node the double admitted reads its declarations. */
+  private readonly reads = new Map<string, Reads>();
   private readonly policies = new Map<string, EnrolPolicy>();
-  /** Nodes admitted as enrolled before direct reads: a consumer of their own, named by their membership. */
-  private readonly consumerNodes = new Set<string>();
   /** The last serial signed for each node: the mesh raises it for every declaration. */
   private readonly serials = new Map<string, number>();
   private readonly loops: Promise<void>[] = [];
@@ -275,14 +279,18 @@ export class MeshDouble {
   }
 
   /**
-   * What enrolment gives a node, without the conversation: its user (exactly the fixture's permissions) and the
-   * membership that names it. `reads: "consumer"` is a node enrolled before direct reads: its user has the consumer
-   * grants, and the double makes its durable pull consumer on DECLARE, which its membership names.
+   * What enrolment gives a node, without the conversation: its user (exactly the fixture's permissions),
+   * its durable pull consumer on DECLARE, and the membership that names them.
    */
   async admit(
     node: string,
     opts: { ackWaitMs?: number; identity?: string; reads?: Reads } = {},
   ): Promise<Membership> {
+    // the double's nodes read from a consumer unless a test says otherwise: the link's consumer path is what most
+    // of these tests are about, and a mesh's nodes enrolled before direct reads still take it
+    const reads = opts.reads ?? this.reads.get(node) ?? this.defaultReads;
+    const changed = this.reads.get(node) !== reads;
+    this.reads.set(node, reads);
     if (opts.identity) {
       const raw = rawKeyFromB64(opts.identity);
       if (!raw) throw new Error(`mesh double: ${node}'s identity key is not base64 of 32 bytes`);
@@ -290,18 +298,13 @@ export class MeshDouble {
       if (!known || !rawPublicOf(known.publicKey).equals(raw))
         this.identities.set(node, { publicKey: publicKeyFromRaw("ed25519", raw) });
     } else if (!this.identities.has(node)) this.identities.set(node, generateKeyPairSync("ed25519"));
-    const reads = opts.reads ?? (this.consumerNodes.has(node) ? "consumer" : "direct");
-    if (!this.userJwts.has(node) || opts.identity || opts.reads) {
+    if (!this.userJwts.has(node) || opts.identity || changed) {
       const identity = this.identities.get(node)!;
       const user = userOfIdentity(rawPublicOf(identity.publicKey).toString("base64"))!;
       this.userJwts.set(node, nodeUserJwt(this.server.accounts, node, user, undefined, reads));
-      this.record(`node.${node}`, user, nodePermissions(node, reads));
+      this.record(`node.${node}`, user, permissionsFor("node", node, reads));
     }
-    if (reads === "direct") {
-      this.consumerNodes.delete(node);
-      return this.membershipOf(node);
-    }
-    this.consumerNodes.add(node);
+    if (reads === "direct") return this.membershipOf(node);
     await this.jsm.consumers.add("DECLARE", {
       durable_name: `node-${node}`,
       filter_subject: `mesh.declare.${node}`,
@@ -314,13 +317,13 @@ export class MeshDouble {
   membershipOf(node: string): Membership {
     const jwt = this.userJwts.get(node);
     if (!jwt) throw new Error(`node ${node} has no user yet`);
-    const membership = membershipOf(node, {
+    return membershipOf(node, {
+      reads: this.reads.get(node) ?? this.defaultReads,
       servers: [this.url],
       fingerprint: this.fingerprint,
       meshKey: this.meshKey.publicB64,
       jwt,
     });
-    return this.consumerNodes.has(node) ? { ...membership, consumer: `node-${node}` } : membership;
   }
 
   /** Sign `body` (a declaration, or its exact text) with the mesh key and publish it; the stream seq. */
@@ -382,7 +385,7 @@ export class MeshDouble {
     let last = "no answer";
     const settled = async () => {
       // a node reading directly settles on its own disk: the report of the last declaration is what the mesh sees
-      if (!this.consumerNodes.has(node)) return await this.reportedLast(node);
+      if (this.reads.get(node) === "direct") return await this.reportedLast(node);
       try {
         const info = await this.consumerInfo(node);
         last = `${info.num_pending} waiting, ${info.num_ack_pending} unacked`;

@@ -13,6 +13,7 @@ import {
   makeAccountKeys,
   nodePermissions,
   type Permissions,
+  type Reads,
 } from "../../src/mesh/index.ts";
 import { killGroup, spawnGroup } from "../support/processes.ts";
 
@@ -38,8 +39,8 @@ export interface ServerUser {
 }
 
 /** The node's and the enrolling user's permissions: the mesh's own (src/mesh), which test/architecture.test.ts holds to the fixture. */
-export function permissionsFor(kind: "node" | "enrol", node: string): Permissions {
-  return kind === "node" ? nodePermissions(node) : enrolPermissions(node);
+export function permissionsFor(kind: "node" | "enrol", node: string, reads: Reads = "direct"): Permissions {
+  return kind === "node" ? nodePermissions(node, reads) : enrolPermissions(node);
 }
 
 export async function freePort(): Promise<number> {

@@ -6,6 +6,7 @@ import {
   acquireLock,
   ensureKeys,
   forgetOrder,
+  forgetSettled,
   makeKeyPair,
   type NodeKeys,
   publicKeys,
@@ -78,6 +79,7 @@ function keepRenewed(ctx: Context, keys: NodeKeys, meshKey: string): void {
   saveKey(ctx.state.dir, "identity", keys.identity);
   saveKey(ctx.state.dir, "sealing", keys.sealing);
   forgetOrder(ctx.state, meshKey);
+  forgetSettled(ctx.state, meshKey);
 }
 
 /** Whether this node is enrolled and --replace says to enrol it again; refused when it is and nothing says so. */

@@ -1,6 +1,6 @@
 // `run`: hold the node in its mesh until stopped; exits 0 to be restarted onto a new binary or a new bus.
 
-import { openBound } from "../../link/index.ts";
+import { type LinkOptions, openBound } from "../../link/index.ts";
 import {
   type BinaryAtStart,
   RunLoop,
@@ -59,14 +59,7 @@ export async function runCommand(ctx: Context): Promise<number> {
       membership,
     },
     // signs what it says and, on a v2 membership, signs in with the identity key
-    dial: () =>
-      openBound(membership, node.node, identity.pair.privateKey, {
-        // read directly (no consumer of its own): what the run loop settled, kept per mesh key
-        settled: {
-          last: () => settledOf(ctx.state, membership.mesh_key),
-          keep: (seq) => keepSettled(ctx.state, membership.mesh_key, seq),
-        },
-      }),
+    dial: () => openBound(membership, node.node, identity.pair.privateKey, settledMarks(ctx, membership)),
     log: ctx.log,
     heartbeatS: ctx.args.heartbeatS,
     driftS: ctx.args.driftS,
@@ -162,5 +155,16 @@ function moveSteps(
       ctx.log.warn({ reason }, "the new bus would not hold this node: returning to the previous one");
       return "stop";
     },
+  };
+}
+
+/**
+ * Read directly, a node yields only what is newer than the last it settled, kept in its state (store/settled.ts):
+ * read at each dial, kept at each settlement (the run loop settles once the report is in the outbox).
+ */
+function settledMarks(ctx: Context, membership: Membership): LinkOptions {
+  return {
+    settled: settledOf(ctx.state, membership.mesh_key),
+    onSettled: (mark) => keepSettled(ctx.state, membership.mesh_key, mark),
   };
 }

@@ -1,0 +1,123 @@
+// A mesh raised before direct reads (protocol.md "Direct reads"), brought up by this release's `mesh up`: its servers
+// held MESH's and NODES' claims without direct reads' exports and imports (and NODES' revocations of a node removed);
+// `mesh up` pushes this release's claims, keeping those revocations, and a node enrolled then reads directly: it is
+// woken by a push, with no consumer of its own on the bus.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { ACCOUNT_NAMES } from "../../src/mesh/accounts.ts";
+import { accountId, accountJwt, connectBus, MeshDir, revocationsOnBus } from "../../src/mesh/index.ts";
+import { claimsOf, issueJwt } from "../../src/mesh/jwt.ts";
+import { addNode, appConf, enrolAt, Kept, runLinkUp } from "../mesh/fleet.ts";
+import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
+import { ensureSea } from "../support/sea.ts";
+import { tempDir } from "../support/tmp.ts";
+
+const kept = new Kept();
+
+beforeAll(() => {
+  process.env.MESH_HOST_BIN ??= ensureSea();
+}, 600_000);
+afterEach(async () => {
+  await kept.stopAll();
+});
+
+const DIRECT = /DIRECT\.GET\.DECLARE|^mesh\.declare\.\*$/;
+
+/** The claims the servers hold of `kind`, decoded. */
+async function held(dir: string, kind: "mesh" | "nodes"): Promise<{ exports: string[]; imports: string[] }> {
+  const md = new MeshDir(dir);
+  const sys = await connectBus(md, { system: true, name: "test (system)" });
+  try {
+    const id = accountId(md.accountKeys(), kind);
+    const m = await sys.nc.request(`$SYS.REQ.ACCOUNT.${id}.CLAIMS.LOOKUP`, "", { timeout: 10_000 });
+    const nats = (claimsOf(new TextDecoder().decode(m.data))?.nats ?? {}) as {
+      exports?: { subject: string }[];
+      imports?: { subject: string }[];
+    };
+    return {
+      exports: (nats.exports ?? []).map((e) => e.subject),
+      imports: (nats.imports ?? []).map((i) => i.subject),
+    };
+  } finally {
+    await sys.close();
+  }
+}
+
+/** The servers told an earlier release's claims: this release's, less direct reads' exports and imports. */
+async function pushEarlierClaims(dir: string): Promise<void> {
+  const md = new MeshDir(dir);
+  const keys = md.accountKeys();
+  const sys = await connectBus(md, { system: true, name: "test (system)" });
+  try {
+    const revoked = await revocationsOnBus(md);
+    for (const kind of ["mesh", "nodes"] as const) {
+      const claims = claimsOf(accountJwt(keys, kind, revoked))!;
+      const nats = claims.nats as { exports?: { subject: string }[]; imports?: { subject: string }[] };
+      nats.exports = nats.exports?.filter((e) => !DIRECT.test(e.subject));
+      nats.imports = nats.imports?.filter((i) => !DIRECT.test(i.subject));
+      const earlier = { ...claims, iat: Math.floor(Date.now() / 1000) } as Parameters<typeof issueJwt>[0];
+      const jwt = issueJwt(earlier, keys.operator.privateKey, "operator");
+      const answer = await sys.nc.request("$SYS.REQ.CLAIMS.UPDATE", jwt, { timeout: 10_000 });
+      expect(new TextDecoder().decode(answer.data), ACCOUNT_NAMES[kind]).not.toContain('"error"');
+    }
+  } finally {
+    await sys.close();
+  }
+}
+
+describe("a mesh raised before direct reads", () => {
+  it("is brought up by mesh up: its claims gain direct reads, NODES' revocations kept, and a node enrolled then is woken by a push", async () => {
+    const base = tempDir("direct-upgrade-");
+    const dir = join(base, "mesh");
+    await initMesh(dir, await freePortPairs(1));
+    const first = kept.keep(await meshUp(dir));
+    // a node removed: its revocation is in NODES' claims, and must stay there
+    await addNode(dir, "gone");
+    const gone = await enrolAt(await addNode(dir, "gone-too"), join(base, "gone-too"));
+    expect((await mesh(dir, ["node", "rm", "gone-too"])).code).toBe(0);
+    const revokedBefore = Object.keys((await revocationsOnBus(new MeshDir(dir))).users);
+    expect(revokedBefore.length).toBeGreaterThan(0);
+    await pushEarlierClaims(dir);
+    expect((await held(dir, "mesh")).exports.filter((s) => DIRECT.test(s))).toEqual([]);
+    await first.stop();
+
+    const up = kept.keep(await meshUp(dir));
+    await awaitOutput(
+      up,
+      (o) => o.stdout.includes("account's claims up to this release"),
+      "the claims brought up",
+    );
+    expect((await held(dir, "mesh")).exports.filter((s) => DIRECT.test(s)).sort()).toEqual([
+      "$JS.API.DIRECT.GET.DECLARE.mesh.declare.*",
+      "mesh.declare.*",
+    ]);
+    expect((await held(dir, "nodes")).imports.filter((s) => DIRECT.test(s)).sort()).toEqual([
+      "$JS.API.DIRECT.GET.DECLARE.mesh.declare.*",
+      "mesh.declare.*",
+    ]);
+    expect(Object.keys((await revocationsOnBus(new MeshDir(dir))).users)).toEqual(
+      expect.arrayContaining(revokedBefore),
+    );
+    expect(gone.state).toBeTruthy();
+
+    const node = await enrolAt(await addNode(dir, "web-1"), join(base, "web-1"));
+    kept.keep(await runLinkUp(kept, node));
+    const file = join(base, "app.json");
+    writeFileSync(file, JSON.stringify(appConf("direct\n")));
+    const pushed = await mesh(dir, ["push", "web-1", file, "--wait-s", "120"]);
+    expect(pushed.code, pushed.stderr).toBe(0);
+    const bus = await connectBus(new MeshDir(dir));
+    try {
+      const names: string[] = [];
+      for await (const c of bus.jsm.consumers.list("DECLARE")) names.push(c.name);
+      expect(names).not.toContain("node-web-1");
+    } finally {
+      await bus.close();
+    }
+    // brought up once: a second start pushes nothing
+    await up.stop();
+    const again = kept.keep(await meshUp(dir));
+    expect(again.output().stdout).not.toContain("account's claims up to this release");
+  });
+});

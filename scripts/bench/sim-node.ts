@@ -90,7 +90,12 @@ export class SimNode {
       await sleep(backoffMs(attempt, Math.random, REDIAL_SPREAD_MS));
       if (this.stopped) return;
       // read directly, as a node enrolled now does: what it settled is kept across its links, as settled.json is
-      const marks = { settled: this.settled, onSettled: (m: StreamMark) => void (this.settled = m) };
+      const marks = {
+        settled: this.settled,
+        onSettled: (m: StreamMark) => {
+          this.settled = m;
+        },
+      };
       const opened = await openBound(this.membership, this.name, this.identity, marks).catch((e: Error) => ({
         ok: false as const,
         reason: e.message,

@@ -201,7 +201,7 @@ export const busFaults: Scenario = {
     const tally = new Tally();
     const rounds = opts.long ? 3 : 1;
     await withMesh(async (mesh) => {
-      const node = await BusNode.enrolled(mesh, "faults", { ackWaitMs: 3_000 });
+      const node = await BusNode.enrolled(mesh, "faults");
       const life: Life = { node, applied: [], notes: tally.notes };
       try {
         for (let n = 0; n < rounds; n++) {

@@ -3,20 +3,35 @@
 // and the check that its server user holds exactly protocol.md's permissions.
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { loadKeys, privateB64 } from "../../src/store/index.ts";
+import { loadKeys, privateB64, State, settledOf } from "../../src/store/index.ts";
 import type { Report } from "../../src/vocabulary/index.ts";
 import type { Received } from "../mesh/index.ts";
 import { EVENT_WAIT_MS, MeshDouble, permissionsFor } from "../mesh/index.ts";
 import { describeExit, type Exit, meshHost, type Running, sleep, tempDir } from "./support.ts";
 
-/** protocol.md, "The node's permissions", as written there: the fixture must say exactly this. */
-export function protocolPermissions(n: string) {
+/**
+ * protocol.md, "The node's permissions", as written there: the fixture must say exactly this. A node enrolled now
+ * reads directly (a direct get of its own subject's last declaration, woken by the core copy of each); one enrolled
+ * before holds its consumer's grants.
+ */
+export function protocolPermissions(n: string, reads: "direct" | "consumer" = "direct") {
+  const own = [`mesh.report.${n}`, `mesh.heartbeat.${n}`, `mesh.rekey.${n}`];
+  if (reads === "direct")
+    return {
+      publish: {
+        allow: [
+          ...own,
+          `$JS.API.DIRECT.GET.DECLARE.mesh.declare.${n}`,
+          "$JS.API.DIRECT.GET.OBJ_mesh-releases",
+        ],
+      },
+      subscribe: { allow: [`_INBOX.node.${n}.>`, `mesh.plan.${n}`, `mesh.declare.${n}`] },
+      allow_responses: true,
+    };
   return {
     publish: {
       allow: [
-        `mesh.report.${n}`,
-        `mesh.heartbeat.${n}`,
-        `mesh.rekey.${n}`,
+        ...own,
         `$JS.API.CONSUMER.INFO.DECLARE.node-${n}`,
         `$JS.API.CONSUMER.MSG.NEXT.DECLARE.node-${n}`,
         `$JS.ACK.DECLARE.node-${n}.>`,
@@ -62,17 +77,16 @@ export class BusNode {
     mkdirSync(this.root);
   }
 
-  /** Enrol through the CLI with a fresh code; `ackWaitMs` re-creates the consumer so a redelivery comes soon. */
-  static async enrolled(mesh: MeshDouble, name: string, opts: { ackWaitMs?: number } = {}): Promise<BusNode> {
+  /**
+   * Enrol through the CLI with a fresh code. The node reads directly: a declaration it did not settle is read again
+   * at its next link, with no consumer's ack wait to shorten.
+   */
+  static async enrolled(mesh: MeshDouble, name: string): Promise<BusNode> {
     const node = new BusNode(mesh, name);
     const { code, token } = await mesh.enrolmentCode(name);
     node.token = token;
     const exit = await node.cli(["enrol"], {}, code);
     if (exit.code !== 0) throw new Error(`enrol ${name}: ${describeExit(exit)}`);
-    if (opts.ackWaitMs) {
-      await mesh.deleteConsumer(name);
-      await mesh.admit(name, { ackWaitMs: opts.ackWaitMs });
-    }
     return node;
   }
 
@@ -209,6 +223,11 @@ export class BusNode {
     return problems;
   }
 
+  /** The sequence of the last declaration the node settled from the mesh whose key is `meshKey` (0: none). */
+  settledSeq(meshKey: string): number {
+    return settledOf(new State(this.state), meshKey)?.seq ?? 0;
+  }
+
   outbox(): string[] {
     try {
       return readdirSync(join(this.state, "outbox")).filter((n) => n.endsWith(".json"));
@@ -277,6 +296,8 @@ export function serverPid(confFile: string): number {
 /** A double for one scenario: started, handed over, stopped however the scenario ends. */
 export async function withMesh<T>(fn: (mesh: MeshDouble) => Promise<T>): Promise<T> {
   const mesh = await MeshDouble.start();
+  // enrolled as the controller enrols now: each node reads its declarations directly
+  mesh.defaultReads = "direct";
   try {
     return await fn(mesh);
   } finally {

@@ -1,13 +1,14 @@
 // Scenario 3's last fault: a three-node JetStream cluster on loopback, its streams with three replicas, and the
 // node's membership naming all three servers. The DECLARE stream's leader is SIGKILLed, then the server the node
-// is connected to: each time the node binds again and the next declaration is applied and reported. The cluster
-// runs the mesh's own accounts (src/mesh: operator, SYS, MESH, NODES as JWTs, the `full` resolver): the test signs
+// is connected to: each time the node dials again and reads its last declaration directly (it has no consumer, and
+// any replica answers a direct get), and the next declaration is applied and reported. The cluster runs the mesh's
+// own accounts (src/mesh: operator, SYS, MESH, NODES as JWTs, the `full` resolver): the test signs
 // in as a user of MESH, the node with its identity key and the user JWT NODES issued for it. No password.
 import type { ChildProcess } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { AckPolicy, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connect, type NatsConnection, nanos } from "@nats-io/transport-node";
+import { type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import {
   authLines,
   makeAccountKeys,
@@ -196,22 +197,14 @@ export async function clusterLeaderKilled(notes: string[] = []): Promise<string[
           subjects: ["mesh.declare.>"],
           max_msgs_per_subject: 1,
           num_replicas: 3,
+          // any replica answers the node's direct get, a lagging one too (the node asks again until it catches up)
+          allow_direct: true,
         }),
       "DECLARE with three replicas",
     );
     await retry(
       () => jsm.streams.add({ name: "REPORTS", subjects: ["mesh.report.>"], num_replicas: 3 }),
       "REPORTS",
-    );
-    await retry(
-      () =>
-        jsm.consumers.add("DECLARE", {
-          durable_name: `node-${NODE}`,
-          filter_subject: `mesh.declare.${NODE}`,
-          ack_policy: AckPolicy.Explicit,
-          ack_wait: nanos(3_000),
-        }),
-      "the node's consumer",
     );
     // the node as enrolment leaves it: keys, the membership naming all three servers, its name
     const root = join(dir, "root");

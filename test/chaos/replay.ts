@@ -127,7 +127,7 @@ class Life {
   }
 
   /**
-   * Settled: nothing pending or unacked on the node's consumer, nothing in its outbox, and every report the
+   * Settled: the last declaration on its subject settled (the node reads directly), nothing in its outbox, and every report the
    * REPORTS stream took for it received by the double. An event, never a pause; a string says what hung.
    */
   private async settled(): Promise<string | null> {
@@ -135,16 +135,17 @@ class Life {
     const deadline = performance.now() + EVENT_WAIT_MS;
     let last = "";
     while (performance.now() < deadline) {
-      // read in the order the node moves: the report is in the outbox before the ack, and leaves it only once
-      // the stream has it; so acked, then an empty outbox, then the stream's count cannot be a stale mix (read
+      // read in the order the node moves: the report is in the outbox before it is settled, and leaves it only once
+      // the stream has it; so settled, then an empty outbox, then the stream's count cannot be a stale mix (read
       // the outbox last and a report flushed meanwhile is in neither the count nor the outbox)
-      const consumer = await this.mesh.consumerInfo(this.node.name);
+      const declared = (await this.mesh.declared(this.node.name)).lastSeq ?? 0;
+      const settled = this.node.settledSeq(this.mesh.meshKey.publicB64);
       const outbox = this.node.outbox().length;
       const stream = await this.mesh.jsm.streams.info("REPORTS", { subjects_filter: subject });
       const kept = stream.state.subjects?.[subject] ?? 0;
       const got = this.node.reports().length;
-      last = `pending ${consumer.num_pending}, unacked ${consumer.num_ack_pending}, outbox ${outbox}, reports ${got}/${kept}`;
-      if (!consumer.num_pending && !consumer.num_ack_pending && !outbox && got === kept) return null;
+      last = `settled ${settled} of ${declared}, outbox ${outbox}, reports ${got}/${kept}`;
+      if (settled >= declared && !outbox && got === kept) return null;
       await sleep(20);
     }
     return `the node did not settle within ${EVENT_WAIT_MS} ms (${last})`;

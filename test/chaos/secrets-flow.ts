@@ -32,7 +32,7 @@ function filesUnder(dir: string, skip: (rel: string) => boolean): [string, Buffe
 
 async function flow(n: number): Promise<{ problems: string[]; checked: number }> {
   return await withMesh(async (mesh) => {
-    const node = await BusNode.enrolled(mesh, `keeper${n}`, { ackWaitMs: 3_000 });
+    const node = await BusNode.enrolled(mesh, `keeper${n}`);
     const keys = loadKeys(node.state);
     if (!keys.ok) return { problems: [keys.reason], checked: 0 };
     const sealing = publicKeys(keys.keys).sealing;

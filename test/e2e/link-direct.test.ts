@@ -146,6 +146,39 @@ describe("the link, reading directly", () => {
     expect((await new Hearing(link).delivered()).seq).toBe(seq);
   });
 
+  it("finds a push whose wake-up was lost by its look (lookMs)", async () => {
+    const link = await bound("d-5", { lookMs: 2_000 });
+    const hearing = new Hearing(link);
+    expect(await hearing.next(500)).toBe("nothing");
+    // the wake-up's subscription cut from the client's side: the server sends this link no more wake-ups, as a
+    // route cut between servers loses one
+    const nc = (link as unknown as { nc: NatsConnection }).nc;
+    type Subs = { protocol: { subscriptions: { all(): { getSubject(): string; unsubscribe(): void }[] } } };
+    const wake = (nc as unknown as Subs).protocol.subscriptions
+      .all()
+      .find((sub) => sub.getSubject() === "mesh.declare.d-5");
+    expect(wake).toBeDefined();
+    wake?.unsubscribe();
+    await nc.flush();
+    const seq = await mesh.declare("d-5", declaration("d-5", 1));
+    expect((await hearing.delivered()).seq).toBe(seq);
+  });
+
+  it("a user issued for a consumer, with a membership naming none: the link closes saying the server refused it", async () => {
+    const identity = generateKeyPairSync("ed25519").privateKey;
+    const b64 = rawPublicOf(identity).toString("base64");
+    const { consumer: _dropped, ...direct } = await mesh.admit("d-6", { identity: b64, reads: "consumer" });
+    const opened = await openLink(direct, "d-6", identity);
+    if (!opened.ok) throw new Error(opened.reason);
+    links.push(opened.link);
+    expect(await opened.link.bind()).toEqual({ ok: true });
+    const ended = await new Hearing(opened.link).next();
+    expect(ended !== "nothing" && ended.done).toBe(true);
+    expect(await opened.link.closed()).toMatch(
+      /the server refused this node the (wake-up|read) of its declarations/,
+    );
+  });
+
   describe("held by an attacker with node d-a's state", () => {
     let nc: NatsConnection;
 

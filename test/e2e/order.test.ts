@@ -15,18 +15,16 @@ import { snapshot, tempDir } from "../support/tmp.ts";
 let mesh: MeshDouble;
 meshForFile((m) => {
   mesh = m;
+  // enrolled as the controller enrols now: each node reads its declarations directly
+  mesh.defaultReads = "direct";
 });
 
 const bytesOf = (e: Envelope) => new TextEncoder().encode(JSON.stringify(e));
 
 /** Enrolled through the CLI (the code on standard input), the node's `run` started; `stop()` must exit 0. */
-async function holding(node: string, opts: { ackWaitMs?: number } = {}) {
+async function holding(node: string) {
   const { code } = await mesh.enrolmentCode(node);
   const { state, root } = await enrolAt(`${code}\n`, tempDir());
-  if (opts.ackWaitMs) {
-    await mesh.deleteConsumer(node);
-    await mesh.admit(node, { ackWaitMs: opts.ackWaitMs });
-  }
   const start = (): Running => startRun(state, root, ["--drift-s", "600"]);
   const host = { run: start() };
   const report = async (n: number) => (await mesh.awaitReport(n, { node })).value!;
@@ -57,9 +55,9 @@ describe("the signed order over the link", () => {
       expect(snapshot(n.root)).toEqual(before);
       expect(readFileSync(join(n.state, "declared.json"))).toEqual(kept[0]);
       expect(readFileSync(join(n.state, "order.json"))).toEqual(kept[1]);
-      // terminated, never redelivered
-      const info = await mesh.consumerInfo(node);
-      expect([info.num_ack_pending, info.num_redelivered]).toEqual([0, 0]);
+      // terminated, never read again: settled as the last on its subject
+      const settled = JSON.parse(readFileSync(join(n.state, "settled.json"), "utf8"));
+      expect(settled.meshes[mesh.meshKey.publicB64].seq).toBe((await mesh.declared(node)).lastSeq);
     } finally {
       expect(await n.host.run.stop()).toBe(0);
     }
@@ -87,7 +85,7 @@ describe("the signed order over the link", () => {
 
   it("a node killed mid-apply finishes the same declaration when it is redelivered", async () => {
     const node = "order-killed";
-    const n = await holding(node, { ackWaitMs: 2_000 });
+    const n = await holding(node);
     // busy until the kill, however slow the machine: the action ends once the gate exists
     const gate = join(tempDir(), "gate");
     const slow = {
@@ -116,8 +114,8 @@ describe("the signed order over the link", () => {
         [seq, "applied"],
         [seq, "applied"],
       ]);
-      const info = await mesh.consumerInfo(node);
-      expect(info.num_ack_pending).toBe(0);
+      const settled = JSON.parse(readFileSync(join(n.state, "settled.json"), "utf8"));
+      expect(settled.meshes[mesh.meshKey.publicB64].seq).toBe(seq);
     } finally {
       expect(await again.stop()).toBe(0);
     }

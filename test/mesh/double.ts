@@ -111,6 +111,11 @@ export class MeshDouble {
   readonly identities = new Map<string, { publicKey: KeyObject; privateKey?: KeyObject }>();
   /** Node name → its user JWT, once it has one. */
   readonly userJwts = new Map<string, string>();
+  /**
+   * How a node the double admits reads when nothing says otherwise (an enrolment through the CLI): from a consumer
+   * by default; a test of the run loop or the chaos scenarios sets "direct", as the controller now enrols.
+   */
+  defaultReads: Reads = "consumer";
   /** How each node the double admitted reads its declarations. */
   private readonly reads = new Map<string, Reads>();
   private readonly policies = new Map<string, EnrolPolicy>();
@@ -283,7 +288,7 @@ export class MeshDouble {
   ): Promise<Membership> {
     // the double's nodes read from a consumer unless a test says otherwise: the link's consumer path is what most
     // of these tests are about, and a mesh's nodes enrolled before direct reads still take it
-    const reads = opts.reads ?? this.reads.get(node) ?? "consumer";
+    const reads = opts.reads ?? this.reads.get(node) ?? this.defaultReads;
     const changed = this.reads.get(node) !== reads;
     this.reads.set(node, reads);
     if (opts.identity) {
@@ -313,7 +318,7 @@ export class MeshDouble {
     const jwt = this.userJwts.get(node);
     if (!jwt) throw new Error(`node ${node} has no user yet`);
     return membershipOf(node, {
-      reads: this.reads.get(node) ?? "consumer",
+      reads: this.reads.get(node) ?? this.defaultReads,
       servers: [this.url],
       fingerprint: this.fingerprint,
       meshKey: this.meshKey.publicB64,
@@ -379,6 +384,8 @@ export class MeshDouble {
     const ms = opts.timeoutMs ?? EVENT_WAIT_MS;
     let last = "no answer";
     const settled = async () => {
+      // a node reading directly settles on its own disk: the report of the last declaration is what the mesh sees
+      if (this.reads.get(node) === "direct") return await this.reportedLast(node);
       try {
         const info = await this.consumerInfo(node);
         last = `${info.num_pending} waiting, ${info.num_ack_pending} unacked`;
@@ -393,6 +400,16 @@ export class MeshDouble {
     } catch {
       throw new Error(`mesh double: ${node}'s declarations were not all settled within ${ms} ms (${last})`);
     }
+  }
+
+  /** Whether a report of `node` names the last declaration on its subject (or none is there). */
+  private async reportedLast(node: string): Promise<boolean> {
+    const { lastSeq } = await this.declared(node);
+    const subject = `mesh.report.${node}`;
+    return (
+      lastSeq === null ||
+      this.reports.some((r) => r.subject === subject && (r.value?.declaration.seq ?? 0) >= lastSeq)
+    );
   }
 
   /** How many reports of `node` the REPORTS stream holds: every one the node sent, read or not. */

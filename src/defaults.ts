@@ -363,10 +363,7 @@ export const PULL_FAILURES_MAX = 5;
  * then applied. At least the client's floor for a pull's life (1 s).
  */
 export const NEWER_LOOK_MS = 2_000;
-/**
- * A node reading its declaration directly (no consumer of its own, protocol.md "Direct reads"): how long one direct
- * get of the last declaration on its subject waits for the server.
- */
+/** A node reading directly (protocol.md "Direct reads"): how long one direct get of its last declaration waits. */
 export const DECLARE_GET_TIMEOUT_MS = 10_000;
 /**
  * How often a node reading directly looks for its last declaration though no wake-up came: a wake-up is a core

@@ -5,8 +5,9 @@
 import { generateKeyPairSync } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Delivered, dial, type Link, type LinkOptions, openLink } from "../../src/link/index.ts";
+import { dial, type Link, type LinkOptions, openLink } from "../../src/link/index.ts";
 import { rawPublicOf, type StreamMark, verifyEnvelope } from "../../src/vocabulary/index.ts";
+import { Hearing } from "../mesh/hearing.ts";
 import { EVENT_WAIT_MS, MeshDouble } from "../mesh/index.ts";
 
 const declaration = (node: string, n: number) => ({
@@ -15,29 +16,6 @@ const declaration = (node: string, n: number) => ({
   mode: "converged",
   resources: [{ id: "motd", type: "file", path: "/etc/motd", content: `declaration ${n}\n` }],
 });
-
-type Next = IteratorResult<Delivered> | "nothing";
-
-/** The next delivery, or "nothing" when none came within `ms` (a pending next stays pending). */
-class Hearing {
-  private pending: Promise<IteratorResult<Delivered>> | null = null;
-  private readonly iterator: AsyncIterator<Delivered>;
-  constructor(link: Link) {
-    this.iterator = link.declarations()[Symbol.asyncIterator]();
-  }
-  async next(ms = EVENT_WAIT_MS): Promise<Next> {
-    this.pending ??= this.iterator.next();
-    const timer = new Promise<"nothing">((r) => setTimeout(() => r("nothing"), ms));
-    const got = await Promise.race([this.pending, timer]);
-    if (got !== "nothing") this.pending = null;
-    return got;
-  }
-  async delivered(ms = EVENT_WAIT_MS): Promise<Delivered> {
-    const got = await this.next(ms);
-    if (got === "nothing" || got.done) throw new Error(`no delivery within ${ms} ms`);
-    return got.value;
-  }
-}
 
 // where nothing must come: long enough for a read the link would make at once, short of a look
 const QUIET_MS = 3_000;

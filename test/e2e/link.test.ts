@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Delivered, dial, type Link, openLink } from "../../src/link/index.ts";
+import { dial, type Link, openLink } from "../../src/link/index.ts";
 import {
   Heartbeat,
   keyPairFromRaw,
@@ -16,6 +16,7 @@ import {
   signEnvelope,
   verifyEnvelope,
 } from "../../src/vocabulary/index.ts";
+import { Hearing } from "../mesh/hearing.ts";
 import { EVENT_WAIT_MS, MeshDouble, waitForAsync } from "../mesh/index.ts";
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/${name}`, import.meta.url), "utf8");
@@ -38,32 +39,6 @@ const declaration = (node: string, n: number) => ({
 
 function reportFor(node: string, seq: number, digest: string): Report {
   return { ...Report.parse(JSON.parse(fixture("report.json"))), node, declaration: { seq, digest } };
-}
-
-type Next = IteratorResult<Delivered> | "nothing";
-
-/**
- * The iterator's next delivery, or "nothing" when none came within `ms`; a pending next stays pending. A
- * delivery that must come is waited for up to EVENT_WAIT_MS; a short `ms` only where nothing must come.
- */
-class Hearing {
-  private pending: Promise<IteratorResult<Delivered>> | null = null;
-  private readonly iterator: AsyncIterator<Delivered>;
-  constructor(link: Link) {
-    this.iterator = link.declarations()[Symbol.asyncIterator]();
-  }
-  async next(ms = EVENT_WAIT_MS): Promise<Next> {
-    this.pending ??= this.iterator.next();
-    const timer = new Promise<"nothing">((r) => setTimeout(() => r("nothing"), ms));
-    const got = await Promise.race([this.pending, timer]);
-    if (got !== "nothing") this.pending = null;
-    return got;
-  }
-  async delivered(ms = EVENT_WAIT_MS): Promise<Delivered> {
-    const got = await this.next(ms);
-    if (got === "nothing" || got.done) throw new Error(`no delivery within ${ms} ms`);
-    return got.value;
-  }
 }
 
 describe("the link", () => {

@@ -231,17 +231,18 @@ export const CONSUME_RETRY_MS = 250;
 // The bus's accounts and their bounds (protocol.md "Accounts" and "Limits" say why each is what it is).
 /** How long a node's pull may stay answered across the accounts: longer than a pull's life (PULL_EXPIRES_MS). */
 export const PULL_RESPONSE_THRESHOLD_MS = 6 * 60_000;
-/** `NODES`: connections (one per node, a few more while enrolling), subscriptions, one message's bytes. */
+/** Node accounts NODES.00 … NODES.7f: a node's revocation walks its shard's clients, not the fleet's. */
+export const NODE_SHARDS = 128;
+/** `NODES` and each shard: connections (one per node), subscriptions, one message's bytes. */
 export const NODES_MAX_CONNECTIONS = 20_000;
 export const NODES_MAX_SUBS = 200_000;
 export const NODES_MAX_PAYLOAD = 1024 * 1024;
 /** One node's user: its inbox's subscriptions (a pull, a request, the plan subject), one message's bytes. */
 export const NODE_MAX_SUBS = 16;
 export const NODE_MAX_PAYLOAD = 1024 * 1024;
-/** An enrolling user: one inbox, one question. */
+/** An enrolling user: one inbox, one question; `ENROL`: as many enrolling at once as NODES admits nodes. */
 export const ENROL_MAX_SUBS = 4;
 export const ENROL_MAX_PAYLOAD = 64 * 1024;
-/** `ENROL`: as many machines enrolling at once as NODES admits nodes, each with an enrolling user's subscriptions. */
 export const ENROL_ACCOUNT_MAX_CONNECTIONS = NODES_MAX_CONNECTIONS;
 export const ENROL_ACCOUNT_MAX_SUBS = ENROL_ACCOUNT_MAX_CONNECTIONS * ENROL_MAX_SUBS;
 /**

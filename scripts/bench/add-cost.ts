@@ -1,13 +1,16 @@
 // What `node add` and `node rm` cost at N nodes against what they cost at 10, measured so that the machine's load
 // falls on both alike: a companion mesh of the same shape holding 10 nodes is raised beside the fleet's, and the
 // two are asked in turns. Timed twice: through the executable (what an operator waits for, a process started
-// each time) and the command's own function in this process (addNode, removeNode: the bus's part alone).
+// each time) and the command's own function in this process (addNode, removeNode: the bus's part alone). And the
+// `rm` of an enrolled node with its link up (a simulated one): its revocation is its account's claims pushed again,
+// which the server applies by walking that account's clients — a shard's, at N (accounts.ts).
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { addNode, MeshDir, removeNode } from "../../src/mesh/index.ts";
 import { freePortPairs, mesh } from "../../test/mesh/operator.ts";
 import type { Running } from "../../test/support/cli.ts";
-import { raise, say } from "./fleet-mesh.ts";
+import { raise, say, until } from "./fleet-mesh.ts";
+import { SimNode } from "./sim-node.ts";
 import { formatMs, formatRatio, percentile } from "./stats.ts";
 
 const TRIES = 5;
@@ -17,9 +20,11 @@ interface Costs {
   cliRm: number[];
   fnAdd: number[];
   fnRm: number[];
+  /** removeNode of an enrolled node, linked. */
+  linkedRm: number[];
 }
 
-const empty = (): Costs => ({ cliAdd: [], cliRm: [], fnAdd: [], fnRm: [] });
+const empty = (): Costs => ({ cliAdd: [], cliRm: [], fnAdd: [], fnRm: [], linkedRm: [] });
 
 async function timed(into: number[], work: () => Promise<unknown>): Promise<void> {
   const start = performance.now();
@@ -39,6 +44,14 @@ async function once(dir: string, c: Costs): Promise<void> {
   await timed(c.cliRm, () => cli(dir, ["node", "rm", "probe"]));
   await timed(c.fnAdd, () => addNode(meshDir, "probe-fn"));
   await timed(c.fnRm, () => removeNode(meshDir, "probe-fn"));
+  const linked = await SimNode.enrol(await addNode(meshDir, "probe-on"));
+  linked.start({ heartbeatS: 30 });
+  try {
+    await until(() => linked.linkedAt > 0, "the enrolled probe linked");
+    await timed(c.linkedRm, () => removeNode(meshDir, "probe-on"));
+  } finally {
+    await linked.stop();
+  }
 }
 
 /** A mesh of `servers` servers and 10 nodes added, under `base`. */
@@ -72,7 +85,7 @@ export async function addCostAgainstTen(
         : [[small.dir, ten] as const, [dir, big] as const])
         await once(d, c);
     say(
-      `node add / node rm at ${n} nodes against at 10 (a mesh of 10 beside it, asked in turns, median of ${TRIES}): ${line("executable add", big.cliAdd, ten.cliAdd)}, ${line("rm", big.cliRm, ten.cliRm)}; the function alone: ${line("add", big.fnAdd, ten.fnAdd)}, ${line("rm", big.fnRm, ten.fnRm)}`,
+      `node add / node rm at ${n} nodes against at 10 (a mesh of 10 beside it, asked in turns, median of ${TRIES}): ${line("executable add", big.cliAdd, ten.cliAdd)}, ${line("rm", big.cliRm, ten.cliRm)}; the function alone: ${line("add", big.fnAdd, ten.fnAdd)}, ${line("rm", big.fnRm, ten.fnRm)}; an enrolled node's rm, its link up, the function: ${line("", big.linkedRm, ten.linkedRm).trim()}`,
     );
   } finally {
     await Promise.all([...small.ups.values()].map((u) => u.stop()));

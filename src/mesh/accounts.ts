@@ -1,14 +1,18 @@
-// The bus's accounts (protocol.md "Accounts"): an operator signs three account JWTs, and every user is a JWT
+// The bus's accounts (protocol.md "Accounts"): an operator signs the account JWTs, and every user is a JWT
 // signed by its account's key — no password anywhere.
 //   SYS    the servers' system account: the mesh pushes an account's new claims (a revocation) through it.
 //   MESH   JetStream (the streams, the key-value buckets, the object store) and the controller's users.
-//   NODES  every node's user; JetStream off. What a node may do crosses by the exports below, as services: the
-//          server gives a service request a reply address of its own making, so no reply a node picks ever
-//          reaches MESH's JetStream API (docs/security.md says what was tried).
+//   NODES.00 … NODES.7f  the shards: every node's user, in the shard its name hashes to; JetStream off. What a
+//          node may do crosses by the exports below, as services: the server gives a service request a reply
+//          address of its own making, so no reply a node picks ever reaches MESH's JetStream API (docs/security.md
+//          says what was tried). A revocation is its account's claims pushed again, and nats-server applies them
+//          by walking every client of the account (decoding each one's user JWT): a shard's, not the fleet's.
+//   NODES  the nodes enrolled before the shards (same imports, and those of a consumer a node), until each enrols
+//          again.
 //   ENROL  every enrolling user (the short-lived user an enrolment code carries); JetStream off; it imports the
 //          enrolment service and its answers, nothing else. Apart from NODES so that NODES' claims carry only
 //          nodes' revocations: their size grows with nodes removed, never with nodes enrolled. ENROL's own stay
-//          bounded by a revocation of every user issued up to a second (`"*"`, enrolRevoked below).
+//          bounded by a revocation of every user issued up to a second (`"*"`, revocations.ts enrolRevoked).
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import {
   ENROL_ACCOUNT_MAX_CONNECTIONS,
@@ -33,8 +37,17 @@ import {
   rawKeyFromB64,
   seedOf,
 } from "../vocabulary/index.ts";
-import { claimsOf, issueJwt } from "./jwt.ts";
+import { issueJwt } from "./jwt.ts";
 import { enrolPermissions, nodePermissions, type Permissions, type Reads } from "./permissions.ts";
+import { NO_REVOCATIONS, type Revocations } from "./revocations.ts";
+import {
+  type NodesAccount,
+  nodesAccountId,
+  nodesAccountPair,
+  planSubjectIn,
+  SHARDS,
+  shardOf,
+} from "./shards.ts";
 
 export const ACCOUNT_NAMES = { system: "SYS", mesh: "MESH", nodes: "NODES", enrol: "ENROL" } as const;
 export type AccountKind = keyof typeof ACCOUNT_NAMES;
@@ -42,15 +55,18 @@ export type AccountKind = keyof typeof ACCOUNT_NAMES;
 /** The two kinds of export and import (a service carries a reply; a stream does not). */
 const KIND = { service: "service", stream: "stream" } as const;
 
-/** What nodes publish, exported by MESH as services and imported by NODES. */
-export const NODE_SERVICES: readonly { subject: string; stream?: true }[] = [
+/**
+ * What nodes publish, exported by MESH as services and imported by NODES and the shards; `consumer`: only a node
+ * enrolled before direct reads uses it, in NODES (no shard imports it).
+ */
+export const NODE_SERVICES: readonly { subject: string; stream?: true; consumer?: true }[] = [
   { subject: "mesh.report.*" },
   { subject: "mesh.heartbeat.*" },
   { subject: "mesh.rekey.*" },
-  { subject: "$JS.API.CONSUMER.INFO.DECLARE.*" },
+  { subject: "$JS.API.CONSUMER.INFO.DECLARE.*", consumer: true },
   // a pull is answered by many messages (its deliveries, the server's idle heartbeats) over the pull's life
-  { subject: "$JS.API.CONSUMER.MSG.NEXT.DECLARE.*", stream: true },
-  { subject: "$JS.ACK.DECLARE.>" },
+  { subject: "$JS.API.CONSUMER.MSG.NEXT.DECLARE.*", stream: true, consumer: true },
+  { subject: "$JS.ACK.DECLARE.>", consumer: true },
   // direct reads: the last declaration on a node's subject (its grants name its own one)
   { subject: "$JS.API.DIRECT.GET.DECLARE.mesh.declare.*" },
   // releases: a node reads its own with a direct get on the object store's stream, creating nothing on the bus
@@ -68,8 +84,16 @@ export const ENROL_SERVICE = "mesh.enrol.*";
 export const ENROL_ANSWERS = "_INBOX.enrol.>";
 /** Each declaration's core copy, a direct-reading node's wake-up: published in MESH, delivered in NODES (a stream). */
 export const DECLARE_WAKE = "mesh.declare.*";
-/** Plans: MESH asks a node on its own subject; NODES exports it as a service, MESH imports it. */
+/** Plans: MESH asks a node on its own subject; NODES and each shard export it as a service, MESH imports it. */
 export const PLAN_SERVICE = "mesh.plan.*";
+/**
+ * Exported by MESH as a stream, imported by SYS; nothing is published on it. nats-server builds an account on its
+ * first use, and the system account's imports at its start: by this one, MESH and every shard it imports from are
+ * built once, before the server listens. Without it, MESH was built by whichever came first (a controller's
+ * sign-in, JetStream's assignments, a route's interest), a second lookup during that build made another, and a
+ * shard bound to the discarded one never carried its node's messages (protocol.md "Shards").
+ */
+export const MESH_LOAD = "mesh.load";
 
 /** The operator's and each account's Ed25519 pair. Seeds live only in the mesh directory's accounts.json (0600). */
 export type AccountKeys = Record<"operator" | AccountKind, KeyPair>;
@@ -145,6 +169,14 @@ const enrolImports = (mesh: string) => [
 ];
 
 function meshClaims(keys: AccountKeys): Record<string, unknown> {
+  // each shard's plan service under its own prefix (one subject cannot be imported from two accounts)
+  const plans = SHARDS.map((shard) => ({
+    name: `${PLAN_SERVICE} ${shard}`,
+    subject: PLAN_SERVICE,
+    local_subject: planSubjectIn(shard, "*"),
+    account: nodesAccountId(keys, shard),
+    type: KIND.service,
+  }));
   return {
     type: "account",
     // JetStream on, bounded per stream (bus.ts) rather than here: the buckets and the release store share it
@@ -160,8 +192,33 @@ function meshClaims(keys: AccountKeys): Record<string, unknown> {
       })),
       { name: ENROL_ANSWERS, subject: ENROL_ANSWERS, type: KIND.stream },
       { name: DECLARE_WAKE, subject: DECLARE_WAKE, type: KIND.stream },
+      { name: MESH_LOAD, subject: MESH_LOAD, type: KIND.stream },
     ],
-    imports: [serviceImport(PLAN_SERVICE, accountId(keys, "nodes"))],
+    imports: [serviceImport(PLAN_SERVICE, accountId(keys, "nodes")), ...plans],
+  };
+}
+
+/** SYS: unbounded, and MESH_LOAD, so that MESH and the shards are built at the server's start. */
+function systemClaims(keys: AccountKeys): Record<string, unknown> {
+  return {
+    type: "account",
+    limits: UNLIMITED,
+    imports: [{ name: MESH_LOAD, subject: MESH_LOAD, account: accountId(keys, "mesh"), type: KIND.stream }],
+  };
+}
+
+/** A shard: NODES' bounds and exports; the imports of a node reading directly, no more; its revocations. */
+function shardClaims(keys: AccountKeys, revoked: Revocations): Record<string, unknown> {
+  const mesh = accountId(keys, "mesh");
+  return {
+    type: "account",
+    limits: { ...UNLIMITED, conn: NODES_MAX_CONNECTIONS, subs: NODES_MAX_SUBS, payload: NODES_MAX_PAYLOAD },
+    exports: [{ name: PLAN_SERVICE, subject: PLAN_SERVICE, type: KIND.service }],
+    imports: [
+      ...NODE_SERVICES.filter((s) => !s.consumer).map((s) => serviceImport(s.subject, mesh)),
+      { name: DECLARE_WAKE, subject: DECLARE_WAKE, account: mesh, type: KIND.stream },
+    ],
+    ...(Object.keys(revoked.users).length ? { revocations: revoked.users } : {}),
   };
 }
 
@@ -210,15 +267,6 @@ function enrolClaims(keys: AccountKeys, revoked: Revocations): Record<string, un
   };
 }
 
-/** The users NODES no longer admits: each user key with the time before which its JWTs are void. */
-export interface Revocations {
-  users: Record<string, number>;
-  /** Those of them that were enrolling users: dropped from the list once their JWT has expired anyway. */
-  enrolling: string[];
-}
-
-export const NO_REVOCATIONS: Revocations = { users: {}, enrolling: [] };
-
 /** An account's claims signed by the operator, issued now (or at `iat`: conf.ts's preload). */
 export function accountJwt(
   keys: AccountKeys,
@@ -233,7 +281,7 @@ export function accountJwt(
         ? nodesClaims(keys, revoked)
         : kind === "enrol"
           ? enrolClaims(keys, revoked)
-          : { type: "account", limits: UNLIMITED };
+          : systemClaims(keys);
   return issueJwt(
     { name: ACCOUNT_NAMES[kind], sub: accountId(keys, kind), iat, nats },
     keys.operator.privateKey,
@@ -241,71 +289,19 @@ export function accountJwt(
   );
 }
 
-/** The revocations a NODES account JWT carries (the one the servers hold), for the next to keep. */
-export function revocationsOf(jwt: string): Revocations {
-  const nats = (claimsOf(jwt)?.nats ?? {}) as { revocations?: unknown; tags?: unknown };
-  const users: Record<string, number> = {};
-  if (nats.revocations && typeof nats.revocations === "object")
-    for (const [k, v] of Object.entries(nats.revocations)) if (typeof v === "number") users[k] = v;
-  const tags = Array.isArray(nats.tags) ? nats.tags.filter((t): t is string => typeof t === "string") : [];
-  const enrolling = tags
-    .filter((t) => t.startsWith("enrolling:"))
-    .map((t) => t.slice("enrolling:".length).toUpperCase());
-  return { users, enrolling };
-}
-
-/**
- * `revoked` with `add` cut off from `at` (unix seconds), less each enrolling user whose JWT has expired: an
- * enrolling user is revoked until its own expiry (`at` = that expiry), after which the server refuses it anyway.
- */
-export function withRevoked(
-  revoked: Revocations,
-  add: { user: string; at: number; enrolling: boolean }[],
-  now = Math.floor(Date.now() / 1000),
-): Revocations {
-  const users = { ...revoked.users };
-  const enrolling = new Set(revoked.enrolling);
-  for (const a of add) {
-    const earlier = users[a.user];
-    // a user revoked before and admitted again holds a JWT issued after that revocation (`issuedAfter`), maybe
-    // within its second: revoked again, a second later at least, so that JWT is void too
-    users[a.user] = earlier === undefined ? a.at : Math.max(earlier + (a.enrolling ? 0 : 1), a.at);
-    if (a.enrolling) enrolling.add(a.user);
-  }
-  for (const k of [...enrolling])
-    if ((users[k] ?? 0) < now) {
-      delete users[k];
-      enrolling.delete(k);
-    }
-  return { users, enrolling: [...enrolling] };
-}
-
-/** The key of ENROL's revocation of every user issued at or before its second (nats-io/jwt's `All`). */
-export const ALL_USERS = "*";
-
-/** The user's JWT issued at `iat` is void under `revoked` (its own entry, or the one for every user). */
-export function cutOff(revoked: Record<string, number>, user: string, iat: number): boolean {
-  return Math.max(revoked[user] ?? 0, revoked[ALL_USERS] ?? 0) >= iat;
-}
-
-/**
- * ENROL's revocations with `add` cut off (each at its JWT's issued-at: an enrolling user's key is made for one
- * code, so that one second voids its only JWT), bounded: every user issued at or before the floor is revoked by
- * one entry (`"*"`, never moved back), and each entry it covers is dropped. `floor` says that second from the
- * revocations (nodes.ts enrolFloor: the second before the oldest code whose user must still sign in); null keeps
- * the one held.
- */
-export function enrolRevoked(
-  revoked: Revocations,
-  add: { user: string; at: number }[],
-  floor: ((users: Record<string, number>) => number) | null,
-): Revocations {
-  const users = { ...revoked.users };
-  for (const a of add) users[a.user] = Math.max(users[a.user] ?? a.at, a.at);
-  const all = Math.max(users[ALL_USERS] ?? 0, floor?.(users) ?? 0);
-  if (all <= 0) return { users, enrolling: [] };
-  for (const [k, at] of Object.entries(users)) if (at <= all) delete users[k];
-  return { users: { [ALL_USERS]: all, ...users }, enrolling: [] };
+/** A node account's claims signed by the operator: NODES' (accountJwt), or a shard's. */
+export function nodesAccountJwt(
+  keys: AccountKeys,
+  account: NodesAccount,
+  revoked = NO_REVOCATIONS,
+  iat?: number,
+): string {
+  if (account === "NODES") return accountJwt(keys, "nodes", revoked, iat);
+  return issueJwt(
+    { name: account, sub: nodesAccountId(keys, account), iat, nats: shardClaims(keys, revoked) },
+    keys.operator.privateKey,
+    "operator",
+  );
 }
 
 function userJwt(
@@ -316,17 +312,6 @@ function userJwt(
   time: { exp?: number; iat?: number } = {},
 ): string {
   return issueJwt({ name, sub: user, ...time, nats: { type: "user", ...nats } }, account, "account");
-}
-
-/**
- * The issued-at a new JWT for `user` must carry: now, or the second after the servers' revocation of that user when
- * that is not yet past. A revocation voids every JWT of the user issued at or before its second (nats-server
- * compares whole seconds), so a user revoked and admitted again within one second (`node reissue` then an
- * enrolment with the same identity key, `node rm` + `node add` likewise) would be refused with its new JWT.
- */
-export function issuedAfter(revoked: Revocations, user: string, now = Math.floor(Date.now() / 1000)): number {
-  const at = revoked.users[user];
-  return at === undefined ? now : Math.max(now, at + 1);
 }
 
 function grants(p: Permissions): { pub: { allow: string[] }; sub: { allow: string[] } } {
@@ -341,7 +326,8 @@ export function userOfIdentity(identityB64: string): string | null {
 
 /**
  * A node's user: its identity key as the nkey, exactly its grants, answers to one request at a time (plans);
- * `iat` from `issuedAfter` where the user may have been revoked before.
+ * `iat` from `issuedAfter` where the user may have been revoked before. A node reading directly is its shard's; one
+ * reading from a consumer (enrolled before direct reads) NODES'.
  */
 export function nodeUserJwt(
   keys: AccountKeys,
@@ -349,12 +335,13 @@ export function nodeUserJwt(
   user: string,
   iat?: number,
   reads: Reads = "direct",
+  account: NodesAccount = reads === "direct" ? shardOf(node) : "NODES",
 ): string {
   const granted = nodePermissions(node, reads);
   return userJwt(
     nodeUser(node),
     user,
-    keys.nodes.privateKey,
+    nodesAccountPair(keys, account).privateKey,
     {
       ...grants(granted),
       ...(granted.allow_responses ? { resp: { max: 1, ttl: 0 } } : {}),

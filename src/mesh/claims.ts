@@ -1,6 +1,7 @@
 // Signing in to the mesh's own bus, and changing an account on it while it runs. A command of the mesh signs in as
 // a user it mints for the one connection (a fresh key, a JWT signed by the account's key from accounts.json): no
-// password is kept anywhere. A revocation is NODES' (a node's user) or ENROL's (an enrolling user) claims signed
+// password is kept anywhere. A revocation is a node account's (a node's user: its shard, or NODES) or ENROL's (an
+// enrolling user) claims signed
 // again with the user added, pushed over the system account (`$SYS.REQ.CLAIMS.UPDATE`): each server takes it at
 // once, cuts that user's live connections, and keeps it in its resolver directory; nothing rewritten or reloaded.
 import { generateKeyPairSync, sign } from "node:crypto";
@@ -13,21 +14,18 @@ import {
   PLAN_LISTENING_MS,
 } from "../defaults.ts";
 import { nkeyOf } from "../vocabulary/index.ts";
+import { type AccountKeys, accountId, accountJwt, nodesAccountJwt, serviceUserJwt } from "./accounts.ts";
+import { claimsOf } from "./jwt.ts";
+import { type MeshDir, MeshRefused } from "./layout.ts";
 import {
-  ACCOUNT_NAMES,
-  type AccountKeys,
-  accountId,
-  accountJwt,
   cutOff,
   enrolRevoked,
   NO_REVOCATIONS,
   type Revocations,
   revocationsOf,
-  serviceUserJwt,
   withRevoked,
-} from "./accounts.ts";
-import { claimsOf } from "./jwt.ts";
-import { type MeshDir, MeshRefused } from "./layout.ts";
+} from "./revocations.ts";
+import { type NodesAccount, nodesAccountId, SHARDS } from "./shards.ts";
 
 /** Sign in as a new user of MESH or SYS: its key made now, lives as long as this process, never written. */
 export function serviceAuthenticator(
@@ -47,16 +45,27 @@ export function serviceAuthenticator(
 
 const dec = new TextDecoder();
 
-/** The accounts whose claims carry revocations. */
-type Revoking = "nodes" | "enrol";
+/** The accounts whose claims carry revocations, by name. */
+export type Revoking = "ENROL" | NodesAccount;
+
+function idOf(keys: AccountKeys, account: Revoking | "MESH" | "SYS"): string {
+  if (account === "ENROL") return accountId(keys, "enrol");
+  if (account === "MESH") return accountId(keys, "mesh");
+  if (account === "SYS") return accountId(keys, "system");
+  return nodesAccountId(keys, account);
+}
+
+function jwtOf(keys: AccountKeys, account: Revoking, revoked: Revocations): string {
+  return account === "ENROL" ? accountJwt(keys, "enrol", revoked) : nodesAccountJwt(keys, account, revoked);
+}
 
 /** An account's claims the servers hold now (the newest, revocations and all); `init`'s when they hold none. */
 export async function currentRevocations(
   sys: NatsConnection,
   keys: AccountKeys,
-  kind: Revoking = "nodes",
+  account: Revoking,
 ): Promise<Revocations> {
-  const held = await heldClaims(sys, keys, kind);
+  const held = await heldClaims(sys, keys, account);
   return held ? revocationsOf(held) : NO_REVOCATIONS;
 }
 
@@ -77,7 +86,7 @@ export interface Revoke {
   at: number;
   /** An enrolling user: dropped from the list once its own JWT has expired (NODES) or is covered by `"*"` (ENROL). */
   enrolling: boolean;
-  /** The account whose user it is. */
+  /** The account whose user it is: ENROL, or a node's (its record's shard, or NODES). */
   account: Revoking;
 }
 
@@ -86,7 +95,7 @@ export type EnrolFloor = (revoked: Record<string, number>) => number;
 
 /** A change to one account's revocations: the next from those held, and whether those held already have it. */
 interface Change {
-  kind: Revoking;
+  account: Revoking;
   next(held: Revocations): Revocations;
   kept(held: Revocations): boolean;
 }
@@ -94,14 +103,14 @@ interface Change {
 /** Push `change` on every server now, keeping every earlier revocation (read back from the servers). */
 async function changeRevocations(sys: NatsConnection, keys: AccountKeys, change: Change): Promise<void> {
   for (let i = 1; ; i++) {
-    const held = await currentRevocations(sys, keys, change.kind);
+    const held = await currentRevocations(sys, keys, change.account);
     const next = change.next(held);
     // nothing to change (a prune with nothing to drop): no claims pushed
     if (JSON.stringify(next.users) === JSON.stringify(held.users) && change.kept(held)) return;
-    await pushClaims(sys, accountJwt(keys, change.kind, next), ACCOUNT_NAMES[change.kind]);
+    await pushClaims(sys, jwtOf(keys, change.account, next), change.account);
     // two consoles (or controllers) revoking at once each push what they read: read back, and push again when
     // another's claims took this one's place
-    if (change.kept(await currentRevocations(sys, keys, change.kind))) return;
+    if (change.kept(await currentRevocations(sys, keys, change.account))) return;
     if (i >= KV_CAS_TRIES)
       throw new Error(
         "the servers did not keep the revocation (another console's claims took its place): try again",
@@ -110,8 +119,9 @@ async function changeRevocations(sys: NatsConnection, keys: AccountKeys, change:
 }
 
 /**
- * Revoke users of NODES and ENROL on every server now; `floor` (or null) raises ENROL's revocation of every user
- * issued at or before the second it says from the revocations held (accounts.ts enrolRevoked).
+ * Revoke users of the node accounts and ENROL on every server now, one push an account; `floor` (or null) raises
+ * ENROL's revocation of every user issued at or before the second it says from the revocations held
+ * (accounts.ts enrolRevoked).
  */
 export async function revokeUsers(
   sys: NatsConnection,
@@ -119,17 +129,18 @@ export async function revokeUsers(
   revoke: Revoke[],
   floor: EnrolFloor | null = null,
 ): Promise<void> {
-  const nodes = revoke.filter((r) => r.account === "nodes");
-  const enrol = revoke.filter((r) => r.account === "enrol");
-  if (nodes.length)
+  const enrol = revoke.filter((r) => r.account === "ENROL");
+  for (const account of new Set(revoke.map((r) => r.account).filter((a) => a !== "ENROL"))) {
+    const users = revoke.filter((r) => r.account === account);
     await changeRevocations(sys, keys, {
-      kind: "nodes",
-      next: (held) => withRevoked(held, nodes),
-      kept: (held) => kept(held, nodes),
+      account,
+      next: (held) => withRevoked(held, users),
+      kept: (held) => kept(held, users),
     });
+  }
   if (enrol.length || floor !== null)
     await changeRevocations(sys, keys, {
-      kind: "enrol",
+      account: "ENROL",
       next: (held) => enrolRevoked(held, enrol, floor),
       kept: (held) => enrol.every((r) => cutOff(held.users, r.user, r.at)),
     });
@@ -141,10 +152,14 @@ function kept(held: Revocations, revoke: Revoke[], now = Math.floor(Date.now() /
 }
 
 /**
- * The nodes among `nodes` with a subscription on their plan subject in NODES now, on any server (each answers for
- * its own clients), asked over the system account; null when that cannot be asked (then every node is asked).
+ * The nodes among `nodes` with a subscription on their plan subject in their account now, on any server (each
+ * answers for its own clients), asked over the system account, every account at once; null when that cannot be
+ * asked (then every node is asked).
  */
-export async function listeningNodes(mesh: MeshDir, nodes: string[]): Promise<Set<string> | null> {
+export async function listeningNodes(
+  mesh: MeshDir,
+  nodes: { node: string; account: NodesAccount }[],
+): Promise<Set<string> | null> {
   let sys: NatsConnection | null = null;
   try {
     const keys = mesh.accountKeys();
@@ -156,20 +171,23 @@ export async function listeningNodes(mesh: MeshDir, nodes: string[]): Promise<Se
       reconnect: false,
     });
     const heard = new Set<string>();
-    const subject = `$SYS.REQ.ACCOUNT.${accountId(keys, "nodes")}.SUBSZ`;
     const options = JSON.stringify({ subscriptions: true, limit: NODES_MAX_SUBS });
-    const answers = await sys.requestMany(subject, options, {
-      strategy: "timer",
-      maxWait: PLAN_LISTENING_MS,
-    });
-    for await (const m of answers) {
-      const list = (
-        JSON.parse(dec.decode(m.data)) as { data?: { subscriptions_list?: { subject: string }[] } }
-      ).data?.subscriptions_list;
-      for (const s of list ?? [])
-        if (s.subject.startsWith("mesh.plan.")) heard.add(s.subject.slice("mesh.plan.".length));
-    }
-    return new Set(nodes.filter((n) => heard.has(n)));
+    const ask = async (account: NodesAccount): Promise<void> => {
+      const answers = await sys!.requestMany(`$SYS.REQ.ACCOUNT.${idOf(keys, account)}.SUBSZ`, options, {
+        strategy: "timer",
+        maxWait: PLAN_LISTENING_MS,
+      });
+      for await (const m of answers) {
+        const list = (
+          JSON.parse(dec.decode(m.data)) as { data?: { subscriptions_list?: { subject: string }[] } }
+        ).data?.subscriptions_list;
+        for (const s of list ?? [])
+          if (s.subject.startsWith("mesh.plan."))
+            heard.add(`${account} ${s.subject.slice("mesh.plan.".length)}`);
+      }
+    };
+    await Promise.all([...new Set(nodes.map((n) => n.account))].map(ask));
+    return new Set(nodes.filter((n) => heard.has(`${n.account} ${n.node}`)).map((n) => n.node));
   } catch {
     return null;
   } finally {
@@ -210,12 +228,12 @@ export async function revokeOnBus(
   }
 }
 
-/** NODES' (or ENROL's) revocations the servers hold now, asked over SYS: what a user admitted again is issued after. */
-export async function revocationsOnBus(mesh: MeshDir, kind: Revoking = "nodes"): Promise<Revocations> {
+/** An account's revocations the servers hold now, asked over SYS: what a user admitted again is issued after. */
+export async function revocationsOnBus(mesh: MeshDir, account: Revoking): Promise<Revocations> {
   const keys = mesh.accountKeys();
   const sys = await systemConnection(mesh, keys, "its revocations could not be read");
   try {
-    return await currentRevocations(sys, keys, kind);
+    return await currentRevocations(sys, keys, account);
   } finally {
     await sys.close().catch(() => undefined);
   }
@@ -228,10 +246,12 @@ function shapeOf(claims: Record<string, unknown> | null): string {
 }
 
 /**
- * MESH's and NODES' claims as this release makes them, pushed when the servers hold others: a mesh raised by an
- * earlier release has neither the exports nor the imports of direct reads (protocol.md), and its servers preload
- * claims only where their resolver holds none newer. NODES' revocations are kept; an account whose claims cannot be
- * read is left alone (pushed blind, NODES' would forget its revocations). The accounts pushed, by name.
+ * The accounts' claims as this release makes them, pushed when the servers hold others: a mesh raised by an
+ * earlier release has neither the exports nor the imports of direct reads and the shards (protocol.md), and its
+ * servers preload claims only where their resolver holds none newer (so a shard new to them has this release's).
+ * The shards first, then MESH which imports from them, then SYS which imports from MESH, then NODES. Revocations
+ * are kept; an account whose claims cannot be read is left alone (pushed blind, it would forget its revocations).
+ * The accounts pushed, by name.
  */
 export async function claimsBroughtUp(mesh: MeshDir): Promise<string[]> {
   const keys = mesh.accountKeys();
@@ -242,13 +262,22 @@ export async function claimsBroughtUp(mesh: MeshDir): Promise<string[]> {
   );
   const pushed: string[] = [];
   try {
-    for (const kind of ["mesh", "nodes"] as const) {
-      const held = await heldClaims(sys, keys, kind);
+    const accounts: [Revoking | "MESH" | "SYS", (revoked: Revocations) => string][] = [
+      ...SHARDS.map((s): [NodesAccount, (r: Revocations) => string] => [
+        s,
+        (r) => nodesAccountJwt(keys, s, r),
+      ]),
+      ["MESH", () => accountJwt(keys, "mesh")],
+      ["SYS", () => accountJwt(keys, "system")],
+      ["NODES", (r) => nodesAccountJwt(keys, "NODES", r)],
+    ];
+    for (const [account, jwtWith] of accounts) {
+      const held = await heldClaims(sys, keys, account);
       if (!held) continue;
-      const next = accountJwt(keys, kind, kind === "nodes" ? revocationsOf(held) : NO_REVOCATIONS);
+      const next = jwtWith(revocationsOf(held));
       if (shapeOf(claimsOf(held)) === shapeOf(claimsOf(next))) continue;
-      await pushClaims(sys, next, ACCOUNT_NAMES[kind]);
-      pushed.push(ACCOUNT_NAMES[kind]);
+      await pushClaims(sys, next, account);
+      pushed.push(account);
     }
     return pushed;
   } finally {
@@ -260,9 +289,9 @@ export async function claimsBroughtUp(mesh: MeshDir): Promise<string[]> {
 async function heldClaims(
   sys: NatsConnection,
   keys: AccountKeys,
-  kind: "mesh" | Revoking,
+  account: Revoking | "MESH" | "SYS",
 ): Promise<string | null> {
-  const id = accountId(keys, kind);
+  const id = idOf(keys, account);
   try {
     const m = await sys.request(`$SYS.REQ.ACCOUNT.${id}.CLAIMS.LOOKUP`, "", { timeout: CLAIMS_UPDATE_MS });
     const text = dec.decode(m.data);

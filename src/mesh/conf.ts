@@ -14,8 +14,10 @@ import {
   SERVER_PING_INTERVAL_S,
   SERVER_TLS_TIMEOUT_S,
 } from "../defaults.ts";
-import { type AccountKeys, accountId, accountJwt, NO_REVOCATIONS, operatorJwt } from "./accounts.ts";
+import { type AccountKeys, accountId, accountJwt, nodesAccountJwt, operatorJwt } from "./accounts.ts";
 import type { MeshConfig, MeshDir } from "./layout.ts";
+import { NO_REVOCATIONS } from "./revocations.ts";
+import { nodesAccountId, SHARDS } from "./shards.ts";
 
 /** An IP given is listened on; a name may not resolve to this machine (NAT, a proxy), so all addresses are. */
 function bindOf(host: string): string {
@@ -32,9 +34,15 @@ export function authLines(keys: AccountKeys, resolverDir: string): string[] {
     nodes: RESOLVER_PRELOAD_IAT_S,
     enrol: RESOLVER_PRELOAD_IAT_S,
   };
-  const preload = (["system", "mesh", "nodes", "enrol"] as const).map(
-    (kind) => `  ${accountId(keys, kind)}: ${q(accountJwt(keys, kind, NO_REVOCATIONS, iat[kind]))}`,
-  );
+  const preload = [
+    ...(["system", "mesh", "nodes", "enrol"] as const).map(
+      (kind) => `  ${accountId(keys, kind)}: ${q(accountJwt(keys, kind, NO_REVOCATIONS, iat[kind]))}`,
+    ),
+    ...SHARDS.map(
+      (shard) =>
+        `  ${nodesAccountId(keys, shard)}: ${q(nodesAccountJwt(keys, shard, NO_REVOCATIONS, RESOLVER_PRELOAD_IAT_S))}`,
+    ),
+  ];
   return [
     `operator: ${q(operatorJwt(keys))}`,
     `system_account: ${q(accountId(keys, "system"))}`,

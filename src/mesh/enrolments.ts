@@ -7,6 +7,7 @@
 import { KV_CAS_TRIES } from "../defaults.ts";
 import type { EnrolQuestion } from "../vocabulary/index.ts";
 import { Conflict } from "./kv.ts";
+import { shardOf } from "./shards.ts";
 import { type CodeRecord, changeNode, type State } from "./state.ts";
 
 const sameKeys = (a: EnrolQuestion["keys"], b: EnrolQuestion["keys"]) =>
@@ -55,6 +56,8 @@ export async function admit(state: State, q: EnrolQuestion, subject: string): Pr
       keys: q.keys,
       facts: q.facts,
       enrolled_at: r.enrolled_at ?? new Date().toISOString(),
+      // its user is issued in its shard (up.ts), a node enrolled before the shards included
+      account: shardOf(q.node),
     },
     result: undefined,
   }));

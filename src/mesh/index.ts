@@ -9,9 +9,9 @@ export {
   accountId,
   accountJwt,
   enrolUserJwt,
-  issuedAfter,
   makeAccountKeys,
   NODE_SERVICES,
+  nodesAccountJwt,
   nodeUserJwt,
   operatorJwt,
   serviceUserJwt,
@@ -64,8 +64,10 @@ export {
   storeRelease,
 } from "./release.ts";
 export { reportOf } from "./reports.ts";
+export { issuedAfter } from "./revocations.ts";
 export { checkRollout, checkUpgrade, progressOf, runRollout, wavesOf } from "./rollout.ts";
 export { natsServerPath, runningServers } from "./servers.ts";
+export { type NodesAccount, nodesAccountId, nodesAccountPair, SHARDS, shardOf } from "./shards.ts";
 export {
   allNodes,
   BUCKETS,

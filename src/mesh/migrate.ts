@@ -157,7 +157,7 @@ function withEnrolKey(mesh: MeshDir): AccountKeys {
 async function pushEnrol(mesh: MeshDir, keys: AccountKeys): Promise<void> {
   const sys = await connectBus(mesh, { system: true, name: "mesh-host mesh migrate (system)" });
   try {
-    const held = await currentRevocations(sys.nc, keys, "enrol");
+    const held = await currentRevocations(sys.nc, keys, "ENROL");
     await pushClaims(sys.nc, accountJwt(keys, "enrol", held), ACCOUNT_NAMES.enrol);
   } finally {
     await sys.close();

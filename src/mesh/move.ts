@@ -5,13 +5,15 @@
 // back if the other bus will not hold it) until `node rm`.
 import { resolve } from "node:path";
 import { seal } from "../vocabulary/index.ts";
-import { issuedAfter, NO_REVOCATIONS, nodeUserJwt, userOfIdentity } from "./accounts.ts";
+import { nodeUserJwt, userOfIdentity } from "./accounts.ts";
 import { revocationsOnBus } from "./claims.ts";
 import { membershipOf } from "./controller.ts";
 import { Conflict } from "./kv.ts";
 import { MeshDir, MeshRefused } from "./layout.ts";
 import { newRecord } from "./nodes.ts";
 import { type Composed, compose, preparePush } from "./push.ts";
+import { issuedAfter, NO_REVOCATIONS } from "./revocations.ts";
+import { shardOf } from "./shards.ts";
 import { changeNode, knownNode, type State, withState } from "./state.ts";
 
 export async function prepareMove(
@@ -40,17 +42,18 @@ export async function prepareMove(
     facts: record.facts,
     labels: record.labels,
     enrolled_at: new Date().toISOString(),
+    account: shardOf(name),
   };
   const membership = membershipOf(name, {
     servers: to.urls(),
     fingerprint: toConfig.fingerprint,
     meshKey: toConfig.mesh_key,
-    // the target mesh's NODES account issues the node's user there, for the same identity key
+    // the node's shard in the target mesh issues its user there, for the same identity key
     jwt: nodeUserJwt(
       to.accountKeys(),
       name,
       user,
-      issuedAfter(await revocationsOnBus(to).catch(() => NO_REVOCATIONS), user),
+      issuedAfter(await revocationsOnBus(to, shardOf(name)).catch(() => NO_REVOCATIONS), user),
     ),
   });
   const sealed = seal(Buffer.from(JSON.stringify(membership)), record.keys.sealing);

@@ -11,12 +11,13 @@ import {
 } from "../defaults.ts";
 import { printable } from "../printable.ts";
 import { encodeCode, NodeName, nkeyOf, seedOf } from "../vocabulary/index.ts";
-import { cutOff, enrolUserJwt, userOfIdentity } from "./accounts.ts";
+import { enrolUserJwt, userOfIdentity } from "./accounts.ts";
 import { dropNode } from "./bus.ts";
 import { type Revoke, revokeOnBus } from "./claims.ts";
 import { Conflict } from "./kv.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
-import { type CodeRecord, knownNode, type NodeRecord, withState } from "./state.ts";
+import { cutOff } from "./revocations.ts";
+import { type CodeRecord, knownNode, type NodeRecord, nodesAccountOf, withState } from "./state.ts";
 
 export function checkNodeName(name: string | undefined): string {
   if (!name) throw new MeshRefused("a NAME is needed");
@@ -84,12 +85,12 @@ export function codeOf(mesh: MeshDir, node: string, credential: { jwt: string; s
 /** A code's enrolling user, revoked: in ENROL at its JWT's second; in NODES (issued before ENROL) to its expiry. */
 export function codeRevoke(code: Pick<CodeRecord, "user" | "account" | "added_at" | "expires_at">): Revoke {
   return code.account === "ENROL"
-    ? { user: code.user, at: issuedAtOf(code), enrolling: true, account: "enrol" }
+    ? { user: code.user, at: issuedAtOf(code), enrolling: true, account: "ENROL" }
     : {
         user: code.user,
         at: Math.ceil(Date.parse(code.expires_at) / 1000),
         enrolling: true,
-        account: "nodes",
+        account: "NODES",
       };
 }
 
@@ -133,7 +134,7 @@ export function revokesOf(
 ): Revoke[] {
   const out: Revoke[] = [];
   const user = record.keys ? userOfIdentity(record.keys.identity) : null;
-  if (user) out.push({ user, at, enrolling: false, account: "nodes" });
+  if (user) out.push({ user, at, enrolling: false, account: nodesAccountOf(record) });
   if (record.enrol)
     out.push(codeRevoke(code?.user === record.enrol.user ? code : { ...record.enrol, added_at: "" }));
   return out;

@@ -2,20 +2,24 @@
 // checked exactly as a push composes it (secrets sealed to the node, the host's own vocabulary), then signed as a
 // plan request (vocabulary/plan.ts: it can never verify as a declaration) and sent as a core request on
 // `mesh.plan.<n>`, never through DECLARE: nothing pending for the node is displaced, no serial is taken or kept,
-// and nothing here or on the node changes. A node not on the bus is said at once (no plan subscription of its own in NODES, asked over SYS); one on it has
-// the deadline to answer.
+// and nothing here or on the node changes. MESH reaches a node of a shard on `mesh.plan.<shard>.<n>` (accounts.ts
+// planSubjectIn). A node not on the bus is said at once (no plan subscription of its own in its account, asked over
+// SYS); one on it has the deadline to answer.
 
 import { printable } from "../printable.ts";
-import { digestOf, type PlanAnswer, type PlanBody, planSubject, signPlan } from "../vocabulary/index.ts";
+import { digestOf, type PlanAnswer, type PlanBody, signPlan } from "../vocabulary/index.ts";
 import { firstLine } from "./bus.ts";
 import { listeningNodes } from "./claims.ts";
 import { heardFrom } from "./heard.ts";
 import type { MeshDir } from "./layout.ts";
 import { compose, type PushInput } from "./push.ts";
-import { knownNode, type State } from "./state.ts";
+import { type NodesAccount, planSubjectIn } from "./shards.ts";
+import { knownNode, nodesAccountOf, type State } from "./state.ts";
 
 export interface PlanAsked {
   node: string;
+  /** The account its user is in: where it listens for the request. */
+  account: NodesAccount;
   body: PlanBody;
 }
 
@@ -43,7 +47,7 @@ export async function composePlans(
       diff,
       declaration: kept,
     };
-    return { node: n, body };
+    return { node: n, account: nodesAccountOf(record), body };
   });
 }
 
@@ -56,10 +60,7 @@ export async function askPlans(
 ): Promise<PlanHeard[]> {
   const bus = state.bus;
   // a request across accounts to a node not on the bus is never "no responders": asked first who listens
-  const listening = await listeningNodes(
-    mesh,
-    asked.map((a) => a.node),
-  );
+  const listening = await listeningNodes(mesh, asked);
   {
     const key = mesh.signingKey();
     return await Promise.all(
@@ -68,7 +69,7 @@ export async function askPlans(
           return { node: a.node, answer: null, silent: "offline", why: "not connected to the bus" };
         const message = signPlan(a.body, key);
         try {
-          const reply = await bus.nc.request(planSubject(a.node), JSON.stringify(message), {
+          const reply = await bus.nc.request(planSubjectIn(a.account, a.node), JSON.stringify(message), {
             timeout: waitMs,
           });
           return heard(a.node, a.body.to, message.plan, reply.data);

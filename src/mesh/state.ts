@@ -11,6 +11,7 @@ import { NodeName } from "../vocabulary/index.ts";
 import { type Bus, connectBus, jsCall } from "./bus.ts";
 import { Bucket, type Entry, modify } from "./kv.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
+import type { NodesAccount } from "./shards.ts";
 
 const B64Key = z.string().regex(/^[A-Za-z0-9+/]{43}=$/);
 const NodeKeys = z.strictObject({ identity: B64Key, sealing: B64Key, overlay: B64Key });
@@ -39,8 +40,21 @@ export const NodeRecord = z.strictObject({
   /** The last declaration pushed, as given (sealed secrets and all, no serial): what a move carries. */
   last_body: z.record(z.string(), z.unknown()).nullable(),
   moved_to: z.string().nullable(),
+  /**
+   * The account its user is in: its shard (accounts.ts shardOf), set when it enrols; absent for a node enrolled
+   * before the shards, whose user is NODES' until it enrols again.
+   */
+  account: z
+    .string()
+    .regex(/^NODES\.[0-9a-f]{2}$/)
+    .optional(),
 });
 export type NodeRecord = z.infer<typeof NodeRecord>;
+
+/** The account a node's user is in: its record's shard, or NODES (enrolled before the shards). */
+export function nodesAccountOf(record: Pick<NodeRecord, "account">): NodesAccount {
+  return (record.account as NodesAccount | undefined) ?? "NODES";
+}
 
 /** An enrolment code's record: spent once, by the first valid question, by compare-and-set. */
 export const CodeRecord = z.strictObject({

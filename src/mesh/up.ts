@@ -16,7 +16,7 @@ import {
   REPORTS_CONSUMER,
   type Report,
 } from "../vocabulary/index.ts";
-import { issuedAfter, NO_REVOCATIONS, nodeUserJwt, userOfIdentity } from "./accounts.ts";
+import { nodeUserJwt, userOfIdentity } from "./accounts.ts";
 import { awaitStreams, type Bus, connectBus, firstLine, sweepConsumers } from "./bus.ts";
 import { claimsBroughtUp, currentRevocations } from "./claims.ts";
 import { answerable, consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
@@ -26,8 +26,10 @@ import { heardFrom, identityOf } from "./heard.ts";
 import { Budget, FleetWriter, takeHeartbeats } from "./heartbeats.ts";
 import { Keeper } from "./keeper.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
+import { issuedAfter, NO_REVOCATIONS } from "./revocations.ts";
 import { recordLine, Said, subjectNode } from "./said.ts";
 import { type RunningServer, runningServers, startServer, stopServer } from "./servers.ts";
+import { type NodesAccount, shardOf } from "./shards.ts";
 import { SpentCodes } from "./spent.ts";
 import { changeNode, ensureBuckets, type NodeRecord, replicasOf, type State, stateOf } from "./state.ts";
 
@@ -227,7 +229,7 @@ class Controller {
         servers: this.mesh.urls(),
         fingerprint: config.fingerprint,
         meshKey: config.mesh_key,
-        jwt: nodeUserJwt(this.mesh.accountKeys(), q.node, user!, await this.issuedAt(user!)),
+        jwt: nodeUserJwt(this.mesh.accountKeys(), q.node, user!, await this.issuedAt(user!, shardOf(q.node))),
       });
       await reply(this.bus.nc, q.node, q.reply, sealedAnswer(q, membership));
       // counted from its own answer, never a burst's first (a code spent late in a burst was revoked before its
@@ -246,10 +248,10 @@ class Controller {
    * The issued-at of a node user's JWT: after any revocation of that key the servers hold (accounts.ts), read over
    * one SYS connection kept for it (an enrolment of ten thousand nodes opens one, not ten thousand).
    */
-  private async issuedAt(user: string): Promise<number> {
+  private async issuedAt(user: string, account: NodesAccount): Promise<number> {
     this.sys ??= connectBus(this.mesh, { reconnect: true, system: true, name: "mesh-host mesh up (system)" });
     const held = await this.sys.then(
-      (sys) => currentRevocations(sys.nc, this.mesh.accountKeys()),
+      (sys) => currentRevocations(sys.nc, this.mesh.accountKeys(), account),
       () => {
         // not reached this time: the next enrolment dials again; this one is issued now, as before the rule
         this.sys = null;

@@ -11,6 +11,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPORTS_PER_NODE } from "../../src/defaults.ts";
 import { dial } from "../../src/link/dial.ts";
+import { nodesAccountPair, shardOf } from "../../src/mesh/index.ts";
 import { issueJwt } from "../../src/mesh/jwt.ts";
 import { loadKeys, makeKeys, publicKeys, State } from "../../src/store/index.ts";
 import { nkeyOf } from "../../src/vocabulary/index.ts";
@@ -206,7 +207,7 @@ describe("held (issue 28's list)", () => {
 });
 
 /** A user the account's key signs with no subject limits: what a leak of that key (or a wrong grant) could make. */
-async function unscoped(account: "nodes" | "enrol"): Promise<NatsConnection> {
+async function unscoped(account: "nodes" | "enrol" | "shard"): Promise<NatsConnection> {
   const pair = generateKeyPairSync("ed25519");
   const user = nkeyOf("user", pair.publicKey);
   const jwt = issueJwt(
@@ -215,7 +216,9 @@ async function unscoped(account: "nodes" | "enrol"): Promise<NatsConnection> {
       sub: user,
       nats: { type: "user", pub: {}, sub: {}, subs: -1, data: -1, payload: -1 },
     },
-    mesh.server.accounts[account].privateKey,
+    account === "shard"
+      ? nodesAccountPair(mesh.server.accounts, shardOf("scoped")).privateKey
+      : mesh.server.accounts[account].privateKey,
     "account",
   );
   return await connect({
@@ -231,12 +234,13 @@ async function unscoped(account: "nodes" | "enrol"): Promise<NatsConnection> {
 
 describe.each([
   ["NODES", "nodes"],
+  ["a shard's (NODES.xx)", "shard"],
   ["ENROL", "enrol"],
 ] as const)(
   "the %s key's worst case: a user it signs with no subject limits (docs/security.md)",
   (_, account) => {
     it("reaches none of MESH's JetStream API: no stream purged or deleted, no consumer made, no bucket written", async () => {
-      if (account === "nodes") await enrolled("scoped");
+      if (account !== "enrol") await enrolled("scoped");
       await mesh.js.publish("mesh.report.scoped", "{}");
       const nc = await unscoped(account);
       const streams = (await mesh.jsm.streams.names().next()).sort();

@@ -2,12 +2,21 @@
 // held MESH's and NODES' claims without direct reads' exports and imports (and NODES' revocations of a node removed);
 // `mesh up` pushes this release's claims, keeping those revocations, and a node enrolled then reads directly: it is
 // woken by a push, with no consumer of its own on the bus.
+import { generateKeyPairSync } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ACCOUNT_NAMES } from "../../src/mesh/accounts.ts";
-import { accountId, accountJwt, connectBus, MeshDir, revocationsOnBus } from "../../src/mesh/index.ts";
+import {
+  accountId,
+  accountJwt,
+  connectBus,
+  MeshDir,
+  revocationsOnBus,
+  shardOf,
+} from "../../src/mesh/index.ts";
 import { claimsOf, issueJwt } from "../../src/mesh/jwt.ts";
+import { nkeyOf } from "../../src/vocabulary/index.ts";
 import { addNode, appConf, enrolAt, Kept, runLinkUp } from "../mesh/fleet.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
 import { ensureSea } from "../support/sea.ts";
@@ -44,13 +53,16 @@ async function held(dir: string, kind: "mesh" | "nodes"): Promise<{ exports: str
   }
 }
 
-/** The servers told an earlier release's claims: this release's, less direct reads' exports and imports. */
-async function pushEarlierClaims(dir: string): Promise<void> {
+/**
+ * The servers told an earlier release's claims: this release's, less direct reads' exports and imports, NODES'
+ * revoking `user` (a node removed then, when every node was NODES').
+ */
+async function pushEarlierClaims(dir: string, user: string): Promise<void> {
   const md = new MeshDir(dir);
   const keys = md.accountKeys();
   const sys = await connectBus(md, { system: true, name: "test (system)" });
   try {
-    const revoked = await revocationsOnBus(md);
+    const revoked = { users: { [user]: Math.floor(Date.now() / 1000) }, enrolling: [] };
     for (const kind of ["mesh", "nodes"] as const) {
       const claims = claimsOf(accountJwt(keys, kind, revoked))!;
       const nats = claims.nats as { exports?: { subject: string }[]; imports?: { subject: string }[] };
@@ -72,13 +84,16 @@ describe("a mesh raised before direct reads", () => {
     const dir = join(base, "mesh");
     await initMesh(dir, await freePortPairs(1));
     const first = kept.keep(await meshUp(dir));
-    // a node removed: its revocation is in NODES' claims, and must stay there
+    // a node removed: its revocation is in its shard's claims, and must stay there; one removed by the earlier
+    // release is in NODES', and must stay there too
     await addNode(dir, "gone");
     const gone = await enrolAt(await addNode(dir, "gone-too"), join(base, "gone-too"));
     expect((await mesh(dir, ["node", "rm", "gone-too"])).code).toBe(0);
-    const revokedBefore = Object.keys((await revocationsOnBus(new MeshDir(dir))).users);
+    const shard = shardOf("gone-too");
+    const revokedBefore = Object.keys((await revocationsOnBus(new MeshDir(dir), shard)).users);
     expect(revokedBefore.length).toBeGreaterThan(0);
-    await pushEarlierClaims(dir);
+    const earlierUser = nkeyOf("user", generateKeyPairSync("ed25519").publicKey);
+    await pushEarlierClaims(dir, earlierUser);
     expect((await held(dir, "mesh")).exports.filter((s) => DIRECT.test(s))).toEqual([]);
     await first.stop();
 
@@ -96,9 +111,10 @@ describe("a mesh raised before direct reads", () => {
       "$JS.API.DIRECT.GET.DECLARE.mesh.declare.*",
       "mesh.declare.*",
     ]);
-    expect(Object.keys((await revocationsOnBus(new MeshDir(dir))).users)).toEqual(
+    expect(Object.keys((await revocationsOnBus(new MeshDir(dir), shard)).users)).toEqual(
       expect.arrayContaining(revokedBefore),
     );
+    expect(Object.keys((await revocationsOnBus(new MeshDir(dir), "NODES")).users)).toContain(earlierUser);
     expect(gone.state).toBeTruthy();
 
     const node = await enrolAt(await addNode(dir, "web-1"), join(base, "web-1"));

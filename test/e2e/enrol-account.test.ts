@@ -6,7 +6,7 @@
 // is the "*" and the entries after it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CODE_EXPIRES_S, ENROL_PRUNE_AFTER_MS } from "../../src/defaults.ts";
-import { accountId, MeshDir, userOfIdentity, withState } from "../../src/mesh/index.ts";
+import { accountId, MeshDir, shardOf, userOfIdentity, withState } from "../../src/mesh/index.ts";
 import { codeOf, enrolOf, newCode, newRecord } from "../../src/mesh/nodes.ts";
 import { askEnrol, codeUser, dialWithCode, heldClaims, heldRevocations } from "../mesh/enrolling.ts";
 import { addNode, TestMesh } from "../mesh/fleet.ts";
@@ -108,19 +108,21 @@ describe("enrolling users are ENROL's, revoked there", () => {
 });
 
 describe("node rm", () => {
-  it("revokes a node's user in NODES and its pending code's in ENROL: NODES names no enrolling user", async () => {
+  it("revokes a node's user in its shard and its pending code's in ENROL: no node account names an enrolling user", async () => {
     const enrolled = await addNode(m.dir, "gone-1");
     expect(await enrol(enrolled)).toBe("ok");
     await waitFor(() => revoked(enrolled), EVENT_WAIT_MS, "ENROL to revoke gone-1's spent code");
     const user = userOfIdentity((await nodeRecord(m.dir, "gone-1")).keys!.identity)!;
     const pending = await addNode(m.dir, "pending-1");
-    const before = Object.keys(heldRevocations(m.dir, "nodes"));
+    const shard = shardOf("gone-1");
+    const before = Object.keys(heldRevocations(m.dir, shard));
     for (const name of ["gone-1", "pending-1"]) {
       const r = await mesh(m.dir, ["node", "rm", name]);
       expect(r.code, r.stderr).toBe(0);
     }
-    expect(Object.keys(heldRevocations(m.dir, "nodes")).sort()).toEqual([...before, user].sort());
-    expect(heldClaims(m.dir, "nodes")?.nats).not.toHaveProperty("tags");
+    expect(Object.keys(heldRevocations(m.dir, shard)).sort()).toEqual([...before, user].sort());
+    expect(heldClaims(m.dir, shard)?.nats).not.toHaveProperty("tags");
+    expect(heldRevocations(m.dir, "nodes")).toEqual({});
     expect(revoked(pending)).toBe(true);
     await expect(dialAs(pending)).rejects.toThrow(/authentication|authorization/i);
   }, 300_000);
@@ -139,16 +141,18 @@ describe("with no enrolment since", () => {
 });
 
 describe("a restart of mesh up", () => {
-  it("keeps every revocation: a spent code stays cut, NODES' and ENROL's lists are what they were", async () => {
+  it("keeps every revocation: a spent code stays cut, a shard's and ENROL's lists are what they were", async () => {
     const code = await addNode(m.dir, "restart-1");
     expect(await enrol(code)).toBe("ok");
     await waitFor(() => revoked(code), EVENT_WAIT_MS, "ENROL to revoke restart-1's spent code");
-    const before = { nodes: heldRevocations(m.dir, "nodes"), enrol: heldRevocations(m.dir, "enrol") };
+    // node rm's test above revoked gone-1 in its shard
+    const shard = shardOf("gone-1");
+    const before = { nodes: heldRevocations(m.dir, shard), enrol: heldRevocations(m.dir, "enrol") };
     expect(Object.keys(before.nodes).length).toBeGreaterThan(0);
     // the servers start again from their configuration, which preloads each account's claims
     await m.up.stop();
     m.keep(await meshUp(m.dir));
-    expect(heldRevocations(m.dir, "nodes")).toEqual(before.nodes);
+    expect(heldRevocations(m.dir, shard)).toEqual(before.nodes);
     expect(heldRevocations(m.dir, "enrol")).toEqual(before.enrol);
     await expect(dialAs(code)).rejects.toThrow(/authentication|authorization/i);
   }, 300_000);

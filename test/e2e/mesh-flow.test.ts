@@ -5,7 +5,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { accountId, MeshDir, userOfIdentity } from "../../src/mesh/index.ts";
+import { accountId, MeshDir, shardOf, userOfIdentity } from "../../src/mesh/index.ts";
 import { codeUser, heldRevocations } from "../mesh/enrolling.ts";
 import { asController, type LinkedNode, runLinkUp as linkUp, TestMesh } from "../mesh/fleet.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
@@ -276,8 +276,10 @@ describe("one server: the operator's path", () => {
     const user = userOfIdentity((await nodeRecord(dir, "web-1")).keys!.identity);
     const r = await mesh(dir, ["node", "rm", "web-1"]);
     expect(r.code, r.stderr).toBe(0);
-    // NODES' claims carry the node's revocation and nothing of its enrolment: they grow with nodes removed only
-    expect(Object.keys(heldRevocations(dir, "nodes"))).toEqual([user]);
+    // its shard's claims carry the node's revocation and nothing of its enrolment: they grow with nodes removed
+    // only; NODES' and every other shard's are not pushed
+    expect(Object.keys(heldRevocations(dir, shardOf("web-1")))).toEqual([user]);
+    expect(heldRevocations(dir, "nodes")).toEqual({});
     const nodes = await mesh(dir, ["nodes", "--json"]);
     expect(JSON.parse(nodes.stdout).nodes).toEqual([]);
     const push = await mesh(dir, ["push", "web-1", file(base, "gone.json", declaration("x"))]);

@@ -15,7 +15,7 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { accountId, enrolPermissions, MeshDir } from "../../src/mesh/index.ts";
+import { accountId, enrolPermissions, MeshDir, nodesAccountId, SHARDS } from "../../src/mesh/index.ts";
 import { decodeCode } from "../../src/vocabulary/index.ts";
 import { NATS_SERVER } from "../mesh/index.ts";
 import { freePortPairs, initMesh, mesh, meshUp, serverDir } from "../mesh/operator.ts";
@@ -116,6 +116,41 @@ describe("mesh init", () => {
     expect(enrol.nats.limits.disk_storage ?? 0).toBe(0);
     expect(preloaded("nodes")).toMatchObject({ name: "NODES", iat: 1 });
     expect(preloaded("nodes").nats.revocations).toBeUndefined();
+    // the shards: each preloaded, older than any revocation, importing what a node reading directly uses and
+    // nothing of a consumer's; MESH imports each one's plan service under the shard's own prefix; SYS imports
+    // mesh.load, so that MESH and every shard are built at the server's start
+    const claimsOfId = (id: string) => {
+      const line = conf.split("\n").find((l) => l.trim().startsWith(`${id}:`)) ?? "";
+      const jwt = JSON.parse(line.slice(line.indexOf(":") + 1).trim()) as string;
+      return JSON.parse(Buffer.from(jwt.split(".")[1]!, "base64url").toString());
+    };
+    expect(SHARDS).toHaveLength(128);
+    const shard = claimsOfId(nodesAccountId(keys, "NODES.7f"));
+    expect(shard).toMatchObject({ name: "NODES.7f", iat: 1 });
+    expect(shard.nats.imports.map((i: { subject: string }) => i.subject).sort()).toEqual([
+      "$JS.API.DIRECT.GET.DECLARE.mesh.declare.*",
+      "$JS.API.DIRECT.GET.OBJ_mesh-releases",
+      "$JS.API.DIRECT.GET.OBJ_mesh-releases.>",
+      "$JS.API.INFO",
+      "mesh.declare.*",
+      "mesh.heartbeat.*",
+      "mesh.rekey.*",
+      "mesh.report.*",
+    ]);
+    for (const s of SHARDS) expect(claimsOfId(nodesAccountId(keys, s)).name).toBe(s);
+    const meshClaims = claimsOfId(accountId(keys, "mesh"));
+    const plans = meshClaims.nats.imports.filter((i: { local_subject?: string }) => i.local_subject);
+    expect(plans).toHaveLength(128);
+    expect(plans).toContainEqual(
+      expect.objectContaining({
+        subject: "mesh.plan.*",
+        local_subject: "mesh.plan.7f.*",
+        account: nodesAccountId(keys, "NODES.7f"),
+      }),
+    );
+    expect(claimsOfId(accountId(keys, "system")).nats.imports).toEqual([
+      expect.objectContaining({ subject: "mesh.load", type: "stream", account: accountId(keys, "mesh") }),
+    ]);
   });
 
   it("--servers 3 makes a cluster: routes to the two others, authenticated by TLS with the mesh's own certificate", async () => {

@@ -17,6 +17,7 @@ import {
   revocationsOnBus,
   revokeUsers,
   serviceAuthenticator,
+  shardOf,
   userOfIdentity,
 } from "../../src/mesh/index.ts";
 import { nkeyOf } from "../../src/vocabulary/index.ts";
@@ -56,7 +57,8 @@ async function dialAs(jwt: string, pair: ReturnType<typeof generateKeyPairSync>)
   return await connect({ servers: m.urls(), authenticator, tls: { ca: m.certPem() }, reconnect: false });
 }
 
-async function revoke(user: string, at: number): Promise<void> {
+/** Revoke `user` in the shard of `node`, where its user JWT is issued. */
+async function revoke(user: string, at: number, node: string): Promise<void> {
   const m = new MeshDir(dir);
   const keys = m.accountKeys();
   const sys = await connect({
@@ -65,7 +67,7 @@ async function revoke(user: string, at: number): Promise<void> {
     tls: { ca: m.certPem() },
   });
   try {
-    await revokeUsers(sys, keys, [{ user, at, enrolling: false, account: "nodes" }]);
+    await revokeUsers(sys, keys, [{ user, at, enrolling: false, account: shardOf(node) }]);
   } finally {
     await sys.close();
   }
@@ -77,10 +79,10 @@ describe("a revocation and a JWT of the same user within one second", () => {
     const user = nkeyOf("user", pair.publicKey);
     const keys = new MeshDir(dir).accountKeys();
     // revoked at the second a JWT issued now carries (one on, so a second turning over meanwhile changes nothing)
-    await revoke(user, now() + 1);
+    await revoke(user, now() + 1, "same");
     // control: the JWT as issued before, at now, is void
     await expect(dialAs(nodeUserJwt(keys, "same", user), pair)).rejects.toThrow(/Authorization|revoked/i);
-    const iat = issuedAfter(await revocationsOnBus(new MeshDir(dir)), user);
+    const iat = issuedAfter(await revocationsOnBus(new MeshDir(dir), shardOf("same")), user);
     expect(iat).toBeGreaterThan(now());
     const nc = await dialAs(nodeUserJwt(keys, "same", user, iat), pair);
     await nc.close();
@@ -90,13 +92,18 @@ describe("a revocation and a JWT of the same user within one second", () => {
     const pair = generateKeyPairSync("ed25519");
     const user = nkeyOf("user", pair.publicKey);
     const keys = new MeshDir(dir).accountKeys();
-    await revoke(user, now());
+    await revoke(user, now(), "again");
     // admitted again: a JWT issued after that revocation, a second or two ahead of the clock
-    const jwt = nodeUserJwt(keys, "again", user, issuedAfter(await revocationsOnBus(new MeshDir(dir)), user));
+    const jwt = nodeUserJwt(
+      keys,
+      "again",
+      user,
+      issuedAfter(await revocationsOnBus(new MeshDir(dir), shardOf("again")), user),
+    );
     const nc = await dialAs(jwt, pair);
     const cut = nc.closed();
     // revoked again at once: its second is before that JWT's issued-at, yet the JWT must go
-    await revoke(user, now());
+    await revoke(user, now(), "again");
     await expect(cut).resolves.toBeDefined();
     await expect(dialAs(jwt, pair)).rejects.toThrow(/Authorization|revoked/i);
   });
@@ -116,7 +123,7 @@ describe("node reissue, then an enrolment with the same identity key", () => {
     // the reissue's revocation of the node's identity user, dated a second on: whatever second the enrolment's
     // answer lands in, it is not past the revocation's, so a JWT issued "now" would be void
     const identity = (await nodeRecord(dir, "web-1")).keys!.identity;
-    await revoke(userOfIdentity(identity)!, now() + 1);
+    await revoke(userOfIdentity(identity)!, now() + 1, "web-1");
     // the machine kept its keys and lost its membership: it enrols again with the same identity key
     rmSync(join(state, "membership.json"));
     const again = await runCli(["enrol", "--state", state, "--root", root], { input: reissued.stdout });

@@ -37,6 +37,7 @@ import {
   revokeUsers,
   sealedAnswer,
   serviceAuthenticator,
+  shardOf,
   storeRelease,
   userOfIdentity,
 } from "../../src/mesh/index.ts";
@@ -249,7 +250,8 @@ export class MeshDouble {
       user: nkeyOf("user", identity.publicKey),
       at: Math.floor(Date.now() / 1000),
       enrolling: false,
-      account: "nodes",
+      // the account its JWT was issued in (nodeUserJwt): its shard when it reads directly, else NODES
+      account: this.reads.get(node) === "direct" ? shardOf(node) : "NODES",
     });
   }
 
@@ -262,7 +264,7 @@ export class MeshDouble {
       iat: number;
     };
     // a user of ENROL, revoked at its JWT's second, as the controller does
-    await this.revoke({ user: claims.sub, at: claims.iat, enrolling: true, account: "enrol" });
+    await this.revoke({ user: claims.sub, at: claims.iat, enrolling: true, account: "ENROL" });
   }
 
   private async revoke(revoke: Revoke): Promise<void> {

@@ -216,6 +216,32 @@ describe("the link, reading directly", () => {
       }
     });
 
+    it("cannot publish a declaration's subject, its own nor another's: no wake-up forged, nothing stored", async () => {
+      const before = await mesh.jsm.streams.info("DECLARE");
+      for (const subject of ["mesh.declare.d-a", "mesh.declare.d-b"])
+        await expect(nc.request(subject, "{}", { timeout: 2_000 })).rejects.toThrow(
+          /Permissions Violation for Publish/,
+        );
+      const after = await mesh.jsm.streams.info("DECLARE");
+      expect(after.state.last_seq).toBe(before.state.last_seq);
+    });
+
+    it("a flood of direct gets of its own declaration reads its own and no other's, and changes nothing", async () => {
+      const before = await mesh.jsm.streams.info("DECLARE");
+      const answers = await Promise.all(
+        Array.from({ length: 200 }, () =>
+          nc.request("$JS.API.DIRECT.GET.DECLARE.mesh.declare.d-a", "", { timeout: EVENT_WAIT_MS }),
+        ),
+      );
+      expect(new Set(answers.map((m) => m.headers?.get("Nats-Subject")))).toEqual(
+        new Set(["mesh.declare.d-a"]),
+      );
+      expect((await mesh.jsm.streams.info("DECLARE")).state).toMatchObject({
+        last_seq: before.state.last_seq,
+        messages: before.state.messages,
+      });
+    });
+
     it("cannot reach MESH's JetStream API, nor make a consumer", async () => {
       for (const subject of [
         "$JS.API.INFO",

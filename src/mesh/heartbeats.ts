@@ -57,15 +57,20 @@ export class FleetWriter {
   ) {}
 
   heard(node: string, heard: Heard, now = false): void {
-    const was = this.pending.get(node) ?? {};
-    this.pending.set(node, {
-      heartbeat: heard.heartbeat ?? was.heartbeat,
-      report: heard.report ?? was.report,
-      dropped: (was.dropped ?? 0) + (heard.dropped ?? 0),
-      unverified: (was.unverified ?? 0) + (heard.unverified ?? 0),
-    });
+    this.pending.set(node, joined(this.pending.get(node) ?? {}, heard));
     if (now) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), FLEET_WRITE_MS);
+  }
+
+  /**
+   * A write that failed (its compare-and-set lost to the other controllers' every time, the bus gone): what it held
+   * goes back under what was heard since, so the next write carries its counts rather than losing them.
+   */
+  private again(node: string, heard: Heard): void {
+    // stopped: nothing will write it
+    if (this.state.bus.nc.isClosed()) return;
+    this.pending.set(node, joined(heard, this.pending.get(node) ?? {}));
+    this.timer ??= setTimeout(() => void this.flush(), FLEET_WRITE_MS);
   }
 
   /** Write what is pending (after any write under way): the newer of each half wins over what is there. */
@@ -81,10 +86,23 @@ export class FleetWriter {
           node,
           (current) => ({ value: merged(current?.value ?? null, heard), result: undefined }),
           KV_CAS_TRIES,
-        ).catch((e: Error) => this.warn(`cannot write node ${node}'s fleet entry: ${e.message}`));
+        ).catch((e: Error) => {
+          this.warn(`cannot write node ${node}'s fleet entry (kept for the next write): ${e.message}`);
+          this.again(node, heard);
+        });
     });
     await this.writing;
   }
+}
+
+/** `later` heard after `earlier`: its heartbeat and report where it has one, the counts added. */
+function joined(earlier: Heard, later: Heard): Heard {
+  return {
+    heartbeat: later.heartbeat ?? earlier.heartbeat,
+    report: later.report ?? earlier.report,
+    dropped: (earlier.dropped ?? 0) + (later.dropped ?? 0),
+    unverified: (earlier.unverified ?? 0) + (later.unverified ?? 0),
+  };
 }
 
 /**

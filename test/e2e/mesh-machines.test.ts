@@ -183,7 +183,8 @@ describe.runIf(process.getuid?.() === 0)(
           heard !== null && Date.now() - heard * 1000 > ended && (web2?.heartbeats_dropped ?? 0) > FLOOD / 2
         );
       };
-      const deadline = Date.now() + 120_000;
+      // the controllers count the flood as they read it: on a busy machine that takes minutes
+      const deadline = Date.now() + 240_000;
       while (!fresh() && Date.now() < deadline) {
         const r = await on(operator, () => mesh(opDir, ["nodes", "--json"]));
         expect(r.code, r.stderr).toBe(0);
@@ -197,7 +198,7 @@ describe.runIf(process.getuid?.() === 0)(
           /Slow Consumer/i,
         );
       for (const up of ups) expect(up.child.exitCode).toBeNull();
-    });
+    }, 600_000);
 
     it("holds no password in any file or process of the three machines, the operator or the node", () => {
       const states = ["web-1", "web-2-a", "web-2-b"]

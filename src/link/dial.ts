@@ -4,12 +4,14 @@
 // How the pin holds before a byte of credentials leaves: nats.js hands its `tls` options to Node's
 // tls.connect and sends CONNECT as soon as the handshake completes, with no hook in between; and Node
 // calls checkServerIdentity only for a chain that already verified, so a self-signed certificate never
-// reaches it. So each dial is two connections:
+// reaches it. So the first dial to a pin is two connections:
 //  1. a preflight that reads the server's INFO, does the TLS handshake accepting anything, takes the
 //     certificate it was shown, hangs up without sending a byte of its own, and compares fingerprints;
 //  2. the real dial, trusting exactly that certificate as the only CA (so a server that swapped its
 //     certificate between the two is refused by the handshake itself), with checkServerIdentity
 //     comparing the fingerprint again instead of a host name.
+// A pin names one certificate, so once a preflight has shown it every later dial is the second alone (a
+// failure other than a refused credential or an absent server is looked at again by a preflight, to say why).
 // Either way a server without the pinned certificate sees a TLS handshake and never a CONNECT.
 import { createHash, type KeyObject, sign, X509Certificate } from "node:crypto";
 import { isIP, connect as netConnect, type Socket } from "node:net";
@@ -120,17 +122,58 @@ export async function dial(opts: DialOptions): Promise<Dialled> {
   return { ok: false, kind, reason: failures.map((f) => f.reason).join("; ") };
 }
 
+/**
+ * The certificate each pin names, once a preflight has shown it: a pin is the digest of one certificate, so the
+ * preflight can teach nothing more, and a redial (every node at once, after its server restarts) costs one TLS
+ * handshake, not two. The real dial still trusts that certificate alone and compares the fingerprint again.
+ */
+const shownFor = new Map<string, Buffer>();
+
 async function dialOne(server: string, opts: DialOptions): Promise<Dialled> {
   const where = hostPort(server);
   if (!where) return { ok: false, kind: "unreachable", reason: `${server} is not nats://host:port` };
   const timeoutMs = opts.timeoutMs ?? DIAL_TIMEOUT_MS;
+  const known = shownFor.get(opts.fingerprint);
+  if (known) {
+    const { dialled, unreached } = await pinnedDial(server, opts, known, timeoutMs);
+    if (dialled.ok || dialled.kind === "auth" || unreached) return dialled;
+    // the handshake or the greeting failed: a preflight says whether the server now shows another certificate
+    // or no TLS at all; showing the pinned one still, the dial's own failure stands
+    const seen = await pinShown(server, where, opts.fingerprint, timeoutMs);
+    return seen.ok ? dialled : seen;
+  }
+  const seen = await pinShown(server, where, opts.fingerprint, timeoutMs);
+  if (!seen.ok) return seen;
+  shownFor.set(opts.fingerprint, seen.der);
+  return (await pinnedDial(server, opts, seen.der, timeoutMs)).dialled;
+}
+
+/** The preflight: the certificate the server shows, when it is the pinned one. */
+async function pinShown(
+  server: string,
+  where: { host: string; port: number },
+  pin: string,
+  timeoutMs: number,
+): Promise<Fetched> {
   const seen = await peerCertificate(where.host, where.port, timeoutMs);
   if (!seen.ok) return { ok: false, kind: seen.kind, reason: `${server}: ${seen.reason}` };
   const got = fingerprintOf(seen.der);
-  if (got !== opts.fingerprint)
-    return { ok: false, kind: "pin", reason: mismatch(server, got, opts.fingerprint) };
-  const expired = expiry(seen.der);
-  if (expired) return { ok: false, kind: "tls", reason: `${server}: ${expired}` };
+  return got === pin ? seen : { ok: false, kind: "pin", reason: mismatch(server, got, pin) };
+}
+
+/**
+ * The dial itself, trusting `der` alone; `unreached` when no server answered at all, which a preflight could not
+ * explain better.
+ */
+async function pinnedDial(
+  server: string,
+  opts: DialOptions,
+  der: Buffer,
+  timeoutMs: number,
+): Promise<{ dialled: Dialled; unreached: boolean }> {
+  const expired = expiry(der);
+  if (expired)
+    return { dialled: { ok: false, kind: "tls", reason: `${server}: ${expired}` }, unreached: false };
   try {
     const nc = await connect({
       servers: [server],
@@ -143,12 +186,22 @@ async function dialOne(server: string, opts: DialOptions): Promise<Dialled> {
       maxPingOut: MAX_PINGS_OUT,
       ignoreClusterUpdates: true,
       noRandomize: true,
-      tls: pinnedTls(seen.der, opts.fingerprint, server),
+      tls: pinnedTls(der, opts.fingerprint, server),
     });
-    return { ok: true, nc, server };
+    return { dialled: { ok: true, nc, server }, unreached: false };
   } catch (e) {
-    return failureOf(e, server, opts.auth.user);
+    return { dialled: failureOf(e, server, opts.auth.user), unreached: isUnreached(e) };
   }
+}
+
+/** The server was not there or did not answer: a refused connection, a cut route, a dial that timed out. */
+function isUnreached(e: unknown): boolean {
+  const err = e as Error & { code?: string; cause?: { code?: string } };
+  if (err instanceof errors.TimeoutError) return true;
+  const code = err.code ?? err.cause?.code ?? "";
+  return /^(ECONNREFUSED|ECONNRESET|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EPIPE)$/.test(
+    code,
+  );
 }
 
 /** Node's tls.connect options: only this certificate is trusted, and its fingerprint is the identity. */

@@ -27,6 +27,8 @@ interface Impostor {
   done(): boolean;
   /** Close every connection it holds (the listener stays). */
   hangUp(): void;
+  /** How many connections it has been dialled on. */
+  connections(): number;
 }
 
 // The outer listener greets as NATS and relays the client's bytes, recorded, to an inner TLS server holding
@@ -87,6 +89,7 @@ async function impostor(cert: MadeCert): Promise<Impostor> {
     hangUp: () => {
       for (const socket of open) socket.destroy();
     },
+    connections: () => dialled,
   };
 }
 
@@ -155,6 +158,67 @@ describe("dialling with a pinned certificate", () => {
       fake.hangUp();
       expect((await dialling).ok).toBe(false);
       expect(said()).toMatch(/^CONNECT \{.*"user":"node\.alpha"/);
+    } finally {
+      fake.server.close();
+    }
+  });
+
+  it("dials a pin it has seen with one connection: the preflight is the first dial's alone", async () => {
+    const once = makeCert(dir, "once", "once");
+    const fake = await impostor(once);
+    const said = () => Buffer.concat(fake.plaintext).toString();
+    const connects = () => said().split("CONNECT ").length - 1;
+    const dialAt = () =>
+      dial({
+        servers: [fake.url],
+        fingerprint: once.fingerprint,
+        auth: { kind: "password", user: "node.alpha", password: "the-password-123" },
+        inboxPrefix: "_INBOX.node.alpha",
+        timeoutMs: EVENT_WAIT_MS,
+      });
+    try {
+      const first = dialAt();
+      await waitFor(() => connects() === 1, EVENT_WAIT_MS, "the first CONNECT at the impostor");
+      // the preflight, then the dial
+      expect(fake.connections()).toBe(2);
+      fake.hangUp();
+      await first;
+      const before = fake.connections();
+      const second = dialAt();
+      await waitFor(() => connects() === 2, EVENT_WAIT_MS, "the second CONNECT at the impostor");
+      expect(fake.connections() - before).toBe(1);
+      fake.hangUp();
+      expect((await second).ok).toBe(false);
+    } finally {
+      fake.server.close();
+    }
+  });
+
+  it("once the pinned certificate is known, a server showing another is still refused before CONNECT", async () => {
+    // the real server shows the pinned certificate: it is known from here on
+    const membership = await mesh.admit("known");
+    const good = await openLink(membership, "known", mesh.identityKey("known"));
+    expect(good.ok).toBe(true);
+    if (good.ok) await good.link.close();
+    const fake = await impostor(other);
+    try {
+      const result = await dial({
+        servers: [fake.url],
+        fingerprint: mesh.fingerprint,
+        auth: { kind: "password", user: "node.alpha", password: "the-password-123" },
+        inboxPrefix: "_INBOX.node.alpha",
+        timeoutMs: EVENT_WAIT_MS,
+      });
+      expect(result).toMatchObject({ ok: false, kind: "pin" });
+      if (!result.ok) {
+        expect(result.reason).toContain(other.fingerprint);
+        expect(result.reason).toContain(`not the pinned ${mesh.fingerprint}`);
+        expect(result.reason).not.toContain("the-password-123");
+      }
+      await waitFor(fake.done, EVENT_WAIT_MS, "the impostor's connections to close");
+      const everything = Buffer.concat([...fake.raw, ...fake.plaintext]).toString("latin1");
+      expect(everything).not.toContain("CONNECT");
+      expect(everything).not.toContain("the-password-123");
     } finally {
       fake.server.close();
     }

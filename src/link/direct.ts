@@ -17,6 +17,7 @@ import {
   PULL_RETRY_MAX_MS,
   PULL_RETRY_MS,
 } from "../defaults.ts";
+import { flushed } from "../flushed.ts";
 import { declareDirectGet, declareSubject, type StreamMark } from "../vocabulary/index.ts";
 import type { Delivered, Settled } from "./delivered.ts";
 import { isPermissionViolation, messageOf } from "./failures.ts";
@@ -80,7 +81,7 @@ export class DirectReader {
 
   /** The subscription is the server's before the first read, so no declaration falls between the two. */
   async ready(): Promise<void> {
-    await this.nc.flush();
+    await flushed(this.nc, "the connection closed before the server took the subscription");
   }
 
   /** Newer declarations, one at a time: the next read only once the caller settled this one (or stopped). */

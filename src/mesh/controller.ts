@@ -4,6 +4,7 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { CONSUME_RETRY_MS, SHARED_PULL_BATCH, SHARED_PULL_EXPIRES_MS } from "../defaults.ts";
+import { flushed } from "../flushed.ts";
 import {
   declareSubject,
   type EnrolQuestion,
@@ -73,17 +74,8 @@ export async function reply(
 ): Promise<boolean> {
   if (!answerable(node, address)) return false;
   nc.publish(address, JSON.stringify(answer));
-  await flushed(nc);
+  await flushed(nc, "the connection to the bus closed before the bus confirmed the answer");
   return true;
-}
-
-/**
- * Until the server has what was published, or the connection closed (then rejected). nats.js 3.4 settles no flush
- * pending when its connection closes: a controller stopped while an answer waited on it never stopped.
- */
-export async function flushed(nc: NatsConnection): Promise<void> {
-  const confirmed = await Promise.race([nc.flush().then(() => true), nc.closed().then(() => false)]);
-  if (!confirmed) throw new Error("the connection to the bus closed before the bus confirmed the answer");
 }
 
 /**

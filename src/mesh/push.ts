@@ -4,6 +4,7 @@
 // changes nothing, here or on the bus.
 
 import { PUSHES_KEPT } from "../defaults.ts";
+import { flushed } from "../flushed.ts";
 import {
   type Declaration,
   declareSubject,
@@ -194,7 +195,7 @@ export async function publishAndWait(
     }),
   );
   try {
-    await bus.nc.flush();
+    await flushed(bus.nc, "the connection to the bus closed before it took the reports' subscription");
     const key = mesh.signingKey();
     for (const c of composed) {
       const envelope = signEnvelope(c.body, key);

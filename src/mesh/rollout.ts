@@ -6,6 +6,7 @@
 // job record holds the progress after every step, so a rollout interrupted resumes where it stood and never
 // pushes a node twice; `abort` (from anywhere) stops it before its next wave.
 import { ROLLOUT_POLL_MS } from "../defaults.ts";
+import { flushed } from "../flushed.ts";
 import type { Heartbeat } from "../vocabulary/index.ts";
 import { heardFrom, identityOf } from "./heard.ts";
 import { type Job, type JobNode, pendingNode, type RolloutProgress, saveJob } from "./jobs.ts";
@@ -97,7 +98,7 @@ async function heard(r: RolloutRun): Promise<Heard> {
       if (node && report?.ok && report.value.notes?.some((l) => ROLLBACK_NOTE.test(l))) rolledBack.add(node);
     },
   });
-  await r.state.bus.nc.flush();
+  await flushed(r.state.bus.nc, "the connection to the bus closed before it took the reports' subscription");
   return {
     latest,
     rolledBack,

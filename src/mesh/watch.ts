@@ -3,6 +3,8 @@
 // nodes it knows are read once from the bus and then followed by their bucket's own messages: nothing is read
 // per message, and a node flooding its heartbeats is held to the same budget as in `mesh up`. Only what the node
 // signed is shown as the node's (heard.ts); `up` counts the rest, so it is not counted twice here.
+
+import { flushed } from "../flushed.ts";
 import type { Heartbeat, Report } from "../vocabulary/index.ts";
 import { parseJsonBytes } from "../vocabulary/index.ts";
 import { serialOf, serialOfSeq } from "./fleet.ts";
@@ -47,7 +49,7 @@ export async function watch(
       else nodes.delete(name);
     },
   });
-  await state.bus.nc.flush();
+  await flushed(state.bus.nc, "the connection to the bus closed before it took the records' watch");
   for (const r of await allNodes(state)) if (!nodes.has(r.node)) nodes.set(r.node, r);
   const take = (subject: string, data: Uint8Array) => {
     const node = subject.split(".")[2] ?? "";
@@ -76,7 +78,7 @@ export async function watch(
   };
   for (const subject of ["mesh.report.>", "mesh.heartbeat.>"])
     state.bus.nc.subscribe(subject, { callback: (err, m) => (err ? undefined : take(m.subject, m.data)) });
-  await state.bus.nc.flush();
+  await flushed(state.bus.nc, "the connection to the bus closed before it took the fleet's subscriptions");
   ready();
   await stop;
   await state.bus.close();

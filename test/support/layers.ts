@@ -72,6 +72,7 @@ export const LEAVES = [
   "src/build-info.ts",
   "src/defaults.ts",
   "src/faults.ts",
+  "src/flushed.ts",
   "src/host-kind.ts",
   "src/printable.ts",
 ];

@@ -89,7 +89,8 @@ function stateSound(node: BusNode, leftByKill: string[]): string[] {
   }
   const now = new Set(nodeTemps(node));
   const temps = leftByKill.filter((t) => now.has(t));
-  if (temps.length) problems.push(`temp files the kill left are still there: ${temps.slice(0, 3).join(", ")}`);
+  if (temps.length)
+    problems.push(`temp files the kill left are still there: ${temps.slice(0, 3).join(", ")}`);
   return problems;
 }
 

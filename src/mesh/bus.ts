@@ -261,25 +261,40 @@ async function led(info: () => Promise<{ cluster?: { leader?: string } }>): Prom
 
 /** A revoked node: its consumer and its declarations (which hold secrets sealed to it) go. */
 export async function dropNode(bus: Bus, node: string): Promise<void> {
-  await bus.jsm.consumers.delete("DECLARE", nodeConsumer(node)).catch(() => false);
+  await dropConsumer(bus, node);
   await bus.jsm.streams.purge("DECLARE", { filter: declareSubject(node) }).catch(() => undefined);
 }
 
+/** A node's consumer on DECLARE, gone (or never there); its declarations stay for it to read directly. */
+export async function dropConsumer(bus: Bus, node: string): Promise<boolean> {
+  return await bus.jsm.consumers.delete("DECLARE", nodeConsumer(node)).catch(() => false);
+}
+
+/** What a consumer's node is now: not in the mesh, or enrolled into its shard (its user reads directly). */
+export type ConsumerOwner = "none" | "shard" | "other";
+
 /**
- * Consumers of DECLARE whose node has no record: left by a `node rm` made while the bus was down. Each is looked
- * up again before it goes: another operator may have added the node since `known` was read.
+ * Consumers of DECLARE no node uses: whose node has no record (left by a `node rm` made while the bus was down),
+ * and whose node has enrolled again into its shard (its user has no grant on a consumer; the answer dropped it,
+ * unless the bus failed then). Each node is looked up again before its consumer goes: another operator may have
+ * added or removed it since. Those without a record lose their declarations too.
  */
-export async function sweepConsumers(bus: Bus, known: (node: string) => Promise<boolean>): Promise<string[]> {
-  const gone: string[] = [];
+export async function sweepConsumers(
+  bus: Bus,
+  ownerOf: (node: string) => Promise<ConsumerOwner>,
+): Promise<string[]> {
+  const held: string[] = [];
   for await (const info of bus.jsm.consumers.list("DECLARE")) {
     const node = info.name.startsWith("node-") ? info.name.slice(5) : null;
-    if (node) gone.push(node);
+    if (node) held.push(node);
   }
   const swept: string[] = [];
-  for (const node of gone)
-    if (!(await known(node))) {
-      await dropNode(bus, node);
-      swept.push(node);
-    }
+  for (const node of held) {
+    const owner = await ownerOf(node);
+    if (owner === "other") continue;
+    if (owner === "none") await dropNode(bus, node);
+    else await dropConsumer(bus, node);
+    swept.push(node);
+  }
   return swept;
 }

@@ -44,12 +44,22 @@ export async function spendCode(state: State, q: EnrolQuestion): Promise<string 
  * Admit the question: its code spent, then its keys and facts in the node's record (its pending enrolling user
  * gone from it). The refusal otherwise; the code spent, whose enrolling user the caller revokes.
  */
-export async function admit(state: State, q: EnrolQuestion, subject: string): Promise<string | CodeRecord> {
+/** An enrolment admitted: the code it spent, and whether the node may still hold a consumer from before. */
+export interface Admitted {
+  spent: CodeRecord;
+  /**
+   * Enrolled before the shards (its record names no account): it may have read from a consumer of its own, which
+   * its new user, its shard's, has no grant on. Dropped once the answer is out.
+   */
+  consumerLeft: boolean;
+}
+
+export async function admit(state: State, q: EnrolQuestion, subject: string): Promise<string | Admitted> {
   if (subject !== `mesh.enrol.${q.node}`) return `asked on ${subject} for node ${q.node}`;
   if (!(await state.nodes.get(q.node))) return `node ${q.node} is not in this mesh`;
   const spent = await spendCode(state, q);
   if (typeof spent === "string") return spent;
-  await changeNode(state, q.node, (r) => ({
+  const consumerLeft = await changeNode(state, q.node, (r) => ({
     value: {
       ...r,
       enrol: r.enrol?.user === spent.user ? null : r.enrol,
@@ -59,7 +69,7 @@ export async function admit(state: State, q: EnrolQuestion, subject: string): Pr
       // its user is issued in its shard (up.ts), a node enrolled before the shards included
       account: shardOf(q.node),
     },
-    result: undefined,
+    result: r.enrolled_at !== null && r.enrolled_at !== undefined && r.account === undefined,
   }));
-  return spent;
+  return { spent, consumerLeft };
 }

@@ -7,6 +7,7 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
 import { FLOOD_LOG_MS } from "../defaults.ts";
+import { flushed } from "../flushed.ts";
 import { printable } from "../printable.ts";
 import {
   ENROL_CONSUMER,
@@ -17,7 +18,7 @@ import {
   type Report,
 } from "../vocabulary/index.ts";
 import { nodeUserJwt, userOfIdentity } from "./accounts.ts";
-import { awaitStreams, type Bus, connectBus, firstLine, sweepConsumers } from "./bus.ts";
+import { awaitStreams, type Bus, connectBus, dropConsumer, firstLine, sweepConsumers } from "./bus.ts";
 import { claimsBroughtUp, currentRevocations } from "./claims.ts";
 import { answerable, consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 import { admit } from "./enrolments.ts";
@@ -157,11 +158,12 @@ class Controller {
     await this.keeper.start();
     await this.claimsUp();
     // no consumer is made for a node: one enrolled now reads directly, and one enrolled before keeps its own (a
-    // durable on the bus); consumers whose node has no record go
-    await sweepConsumers(
-      this.bus,
-      async (node) => this.keeper.nodes.has(node) || (await this.state.nodes.get(node)) !== null,
-    );
+    // durable on the bus) until it enrols again; consumers whose node has no record, or reads directly now, go
+    await sweepConsumers(this.bus, async (node) => {
+      const record = await this.state.nodes.get(node);
+      if (!record) return this.keeper.nodes.has(node) ? "other" : "none";
+      return record.value.account ? "shard" : "other";
+    });
     this.heartbeats = takeHeartbeats(
       this.hbBus.nc,
       (node) => this.keeper.nodes.get(node),
@@ -181,7 +183,8 @@ class Controller {
       consumeLoop(this.bus, "REPORTS", REPORTS_CONSUMER, (m) => this.report(m), this.stopped, this.warn),
     );
     this.floodTimer = setInterval(() => this.sayFloods(), FLOOD_LOG_MS);
-    await Promise.all([this.bus.nc.flush(), this.hbBus.nc.flush()]);
+    const closed = "the connection to the bus closed before it took the controller's subscriptions";
+    await Promise.all([flushed(this.bus.nc, closed), flushed(this.hbBus.nc, closed)]);
     return true;
   }
 
@@ -235,7 +238,9 @@ class Controller {
       // counted from its own answer, never a burst's first (a code spent late in a burst was revoked before its
       // answer went out), and only once answered: a failure above leaves the question to be handed out again
       // and answered to the same keys, which a revocation would have cut off
-      this.spent.answered(admitted);
+      this.spent.answered(admitted.spent);
+      // its old consumer is of no use to its new user; a failure here is swept at the next start
+      if (admitted.consumerLeft) await dropConsumer(this.bus, q.node);
       this.said.say(
         `enrolled:${q.node}:${q.keys.identity}`,
         `enrolled node ${q.node} (${printable(q.facts.hostname ?? "?", 64)})`,

@@ -3,9 +3,10 @@
 // `mesh up` pushes this release's claims, keeping those revocations, and a node enrolled then reads directly: it is
 // woken by a push, with no consumer of its own on the bus.
 import { generateKeyPairSync } from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { AckPolicy } from "@nats-io/jetstream";
+import { describe, expect, it } from "vitest";
 import { ACCOUNT_NAMES } from "../../src/mesh/accounts.ts";
 import {
   accountId,
@@ -14,22 +15,17 @@ import {
   MeshDir,
   revocationsOnBus,
   shardOf,
+  stateOf,
 } from "../../src/mesh/index.ts";
 import { claimsOf, issueJwt } from "../../src/mesh/jwt.ts";
 import { nkeyOf } from "../../src/vocabulary/index.ts";
-import { addNode, appConf, enrolAt, Kept, runLinkUp } from "../mesh/fleet.ts";
+import { addNode, appConf, enrolAt, keptRuns, runLinkUp } from "../mesh/fleet.ts";
+import { EVENT_WAIT_MS } from "../mesh/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
-import { ensureSea } from "../support/sea.ts";
+import { runCli } from "../support/cli.ts";
 import { tempDir } from "../support/tmp.ts";
 
-const kept = new Kept();
-
-beforeAll(() => {
-  process.env.MESH_HOST_BIN ??= ensureSea();
-}, 600_000);
-afterEach(async () => {
-  await kept.stopAll();
-});
+const kept = keptRuns();
 
 const DIRECT = /DIRECT\.GET\.DECLARE|^mesh\.declare\.\*$/;
 
@@ -136,4 +132,80 @@ describe("a mesh raised before direct reads", () => {
     const again = kept.keep(await meshUp(dir));
     expect(again.output().stdout).not.toContain("account's claims up to this release");
   });
+
+  it("drops the consumer of a node that read from one once it enrols again; one left behind goes at the next mesh up", async () => {
+    const base = tempDir("consumer-left-");
+    const dir = join(base, "mesh");
+    await initMesh(dir, await freePortPairs(1));
+    let up = kept.keep(await meshUp(dir));
+    const names = ["again", "left", "kept"];
+    const dirs = new Map<string, string>();
+    for (const name of names) {
+      await enrolAt(await addNode(dir, name), join(base, name));
+      dirs.set(name, join(base, name));
+    }
+    const file = join(base, "app.json");
+    writeFileSync(file, JSON.stringify(appConf("before\n")));
+    const pushed = await mesh(dir, ["push", "left", file, "--wait-s", "0"]);
+    expect(pushed.code, pushed.stderr).toBe(0);
+    // as an earlier release left them: each with a consumer of its own; `again` and `kept` enrolled before the
+    // shards (no account in their records), `left` enrolled again since, its consumer's drop failed
+    // kept through the restart of `mesh up` (and its server) below
+    const bus = await connectBus(new MeshDir(dir), { reconnect: true, name: "test" });
+    const consumers = async () => {
+      const all: string[] = [];
+      for await (const c of bus.jsm.consumers.list("DECLARE")) all.push(c.name);
+      return all.sort();
+    };
+    try {
+      const state = stateOf(bus);
+      for (const name of names) {
+        await bus.jsm.consumers.add("DECLARE", {
+          durable_name: `node-${name}`,
+          filter_subject: `mesh.declare.${name}`,
+          ack_policy: AckPolicy.Explicit,
+        });
+        if (name === "left") continue;
+        const entry = (await state.nodes.get(name))!;
+        const { account: _, ...earlier } = entry.value;
+        await state.nodes.put(name, earlier);
+      }
+      expect(await consumers()).toEqual(["node-again", "node-kept", "node-left"]);
+
+      const codeFile = join(base, "again.code");
+      const reissued = await mesh(dir, ["node", "reissue", "again", "--code-file", codeFile]);
+      expect(reissued.code, reissued.stderr).toBe(0);
+      const state2 = join(dirs.get("again")!, "state");
+      const root2 = join(dirs.get("again")!, "root");
+      const enrolled = await runCli(["enrol", "--replace", "--state", state2, "--root", root2], {
+        input: readFileSync(codeFile, "utf8"),
+      });
+      expect(enrolled.code, enrolled.stderr).toBe(0);
+      // dropped once the answer was out: the enrolment has returned by then
+      await awaitConsumers(consumers, ["node-kept", "node-left"]);
+      expect((await state.nodes.get("again"))?.value.account).toBe(shardOf("again"));
+
+      await up.stop();
+      up = kept.keep(await meshUp(dir));
+      // `left` reads directly: its consumer goes, its declaration stays; `kept` still reads from its own
+      await awaitConsumers(consumers, ["node-kept"]);
+      const last = await bus.jsm.streams.getMessage("DECLARE", { last_by_subj: "mesh.declare.left" });
+      expect(last?.seq).toBeGreaterThan(0);
+    } finally {
+      await bus.close();
+    }
+  });
 });
+
+/** Until DECLARE's consumers are `want`, for up to EVENT_WAIT_MS. */
+async function awaitConsumers(list: () => Promise<string[]>, want: string[]): Promise<void> {
+  const deadline = Date.now() + EVENT_WAIT_MS;
+  // a list asked while the connection is still finding the restarted server is asked again
+  const listed = () => list().catch((e: Error) => [`(not listed: ${e.message})`]);
+  let got = await listed();
+  while (JSON.stringify(got) !== JSON.stringify(want) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+    got = await listed();
+  }
+  expect(got).toEqual(want);
+}

@@ -4,23 +4,13 @@
 // the node noticed only by missed heartbeats, a minute and more later.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { addNode, appConf, enrolAt, Kept, runLinkUp as linkUp } from "../mesh/fleet.ts";
+import { describe, expect, it } from "vitest";
+import { addNode, appConf, enrolAt, keptRuns, runLinkUp as linkUp } from "../mesh/fleet.ts";
 import { freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
-import { ensureSea } from "../support/sea.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const WAIT = ["--wait-s", "120"];
-const kept = new Kept();
-
-beforeAll(() => {
-  process.env.MESH_HOST_BIN ??= ensureSea();
-}, 600_000);
-// before the temporary directories go (after-hooks run last-registered first): a server still writing its
-// JetStream files into one makes its removal fail
-afterEach(async () => {
-  await kept.stopAll();
-});
+const kept = keptRuns();
 
 function file(base: string, name: string, value: object): string {
   const path = join(base, name);

@@ -6,7 +6,7 @@
 // reaches it through MESH's import of that shard, and `node rm` cuts it with its shard's claims alone.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   accountId,
   connectBus,
@@ -17,21 +17,13 @@ import {
   shardOf,
 } from "../../src/mesh/index.ts";
 import { startServer } from "../../src/mesh/servers.ts";
-import { addNode, appConf, enrolAt, Kept, runLinkUp } from "../mesh/fleet.ts";
+import { addNode, appConf, enrolAt, keptRuns, runLinkUp } from "../mesh/fleet.ts";
 import { EVENT_WAIT_MS } from "../mesh/index.ts";
 import { awaitOutput, freePortPairs, initMesh, mesh, meshUp } from "../mesh/operator.ts";
 import { nodeRecord } from "../mesh/state.ts";
-import { ensureSea } from "../support/sea.ts";
 import { tempDir } from "../support/tmp.ts";
 
-const kept = new Kept();
-
-beforeAll(() => {
-  process.env.MESH_HOST_BIN ??= ensureSea();
-}, 600_000);
-afterEach(async () => {
-  await kept.stopAll();
-});
+const kept = keptRuns();
 
 describe("a server of the mesh, started", () => {
   it("holds MESH, NODES and every shard from its start, before any user of them signs in", async () => {

@@ -15,7 +15,7 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { expect } from "vitest";
+import { afterEach, beforeAll, expect } from "vitest";
 import { MeshDir, serviceAuthenticator } from "../../src/mesh/index.ts";
 import { type Running, runCli, startRun } from "../support/cli.ts";
 import { EVENT_WAIT_MS } from "../support/events.ts";
@@ -36,6 +36,23 @@ export class Kept {
   async stopAll(): Promise<void> {
     while (this.all.length) await this.all.pop()!.stop();
   }
+}
+
+/**
+ * A test file's processes through the built executable: the executable made before its tests, and what each test
+ * kept stopped after it. Called at the file's top, after its imports: after-hooks run last-registered first, so the
+ * processes stop before tmp.ts removes the directories (a server still writing JetStream files into one makes the
+ * removal fail).
+ */
+export function keptRuns(): Kept {
+  const kept = new Kept();
+  beforeAll(() => {
+    process.env.MESH_HOST_BIN ??= ensureSea();
+  }, 600_000);
+  afterEach(async () => {
+    await kept.stopAll();
+  });
+  return kept;
 }
 
 /** A declaration of one file, `/etc/app.conf` holding `content`: the push most mesh tests make. */

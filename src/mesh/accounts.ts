@@ -42,11 +42,11 @@ import { enrolPermissions, nodePermissions, type Permissions, type Reads } from 
 import { NO_REVOCATIONS, type Revocations } from "./revocations.ts";
 import {
   type NodesAccount,
+  nodesAccountFor,
   nodesAccountId,
   nodesAccountPair,
   planSubjectIn,
   SHARDS,
-  shardOf,
 } from "./shards.ts";
 
 export const ACCOUNT_NAMES = { system: "SYS", mesh: "MESH", nodes: "NODES", enrol: "ENROL" } as const;
@@ -335,7 +335,7 @@ export function nodeUserJwt(
   user: string,
   iat?: number,
   reads: Reads = "direct",
-  account: NodesAccount = reads === "direct" ? shardOf(node) : "NODES",
+  account: NodesAccount = nodesAccountFor(node, reads),
 ): string {
   const granted = nodePermissions(node, reads);
   return userJwt(

@@ -48,7 +48,8 @@ const dec = new TextDecoder();
 /** The accounts whose claims carry revocations, by name. */
 export type Revoking = "ENROL" | NodesAccount;
 
-function idOf(keys: AccountKeys, account: Revoking | "MESH" | "SYS"): string {
+/** An account's public key, by the name the servers show (ENROL, MESH, SYS, NODES or a shard). */
+export function accountIdOf(keys: AccountKeys, account: Revoking | "MESH" | "SYS"): string {
   if (account === "ENROL") return accountId(keys, "enrol");
   if (account === "MESH") return accountId(keys, "mesh");
   if (account === "SYS") return accountId(keys, "system");
@@ -173,10 +174,14 @@ export async function listeningNodes(
     const heard = new Set<string>();
     const options = JSON.stringify({ subscriptions: true, limit: NODES_MAX_SUBS });
     const ask = async (account: NodesAccount): Promise<void> => {
-      const answers = await sys!.requestMany(`$SYS.REQ.ACCOUNT.${idOf(keys, account)}.SUBSZ`, options, {
-        strategy: "timer",
-        maxWait: PLAN_LISTENING_MS,
-      });
+      const answers = await sys!.requestMany(
+        `$SYS.REQ.ACCOUNT.${accountIdOf(keys, account)}.SUBSZ`,
+        options,
+        {
+          strategy: "timer",
+          maxWait: PLAN_LISTENING_MS,
+        },
+      );
       for await (const m of answers) {
         const list = (
           JSON.parse(dec.decode(m.data)) as { data?: { subscriptions_list?: { subject: string }[] } }
@@ -271,8 +276,11 @@ export async function claimsBroughtUp(mesh: MeshDir): Promise<string[]> {
       ["SYS", () => accountJwt(keys, "system")],
       ["NODES", (r) => nodesAccountJwt(keys, "NODES", r)],
     ];
-    for (const [account, jwtWith] of accounts) {
-      const held = await heldClaims(sys, keys, account);
+    // asked all at once (131 lookups at each start), pushed one after another in the order above: a shard's
+    // export is held before MESH's import of it
+    const helds = await Promise.all(accounts.map(([account]) => heldClaims(sys, keys, account)));
+    for (const [i, [account, jwtWith]] of accounts.entries()) {
+      const held = helds[i];
       if (!held) continue;
       const next = jwtWith(revocationsOf(held));
       if (shapeOf(claimsOf(held)) === shapeOf(claimsOf(next))) continue;
@@ -291,7 +299,7 @@ async function heldClaims(
   keys: AccountKeys,
   account: Revoking | "MESH" | "SYS",
 ): Promise<string | null> {
-  const id = idOf(keys, account);
+  const id = accountIdOf(keys, account);
   try {
     const m = await sys.request(`$SYS.REQ.ACCOUNT.${id}.CLAIMS.LOOKUP`, "", { timeout: CLAIMS_UPDATE_MS });
     const text = dec.decode(m.data);

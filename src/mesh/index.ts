@@ -18,7 +18,14 @@ export {
   userOfIdentity,
 } from "./accounts.ts";
 export { type Bus, BusDown, connectBus, ensureStreams, jsCall } from "./bus.ts";
-export { type Revoke, revocationsOnBus, revokeUsers, serviceAuthenticator } from "./claims.ts";
+export {
+  accountIdOf,
+  type Revoke,
+  type Revoking,
+  revocationsOnBus,
+  revokeUsers,
+  serviceAuthenticator,
+} from "./claims.ts";
 export { authLines, serverConf } from "./conf.ts";
 export { answerable, consumeLoop, membershipOf, refusedAnswer, reply, sealedAnswer } from "./controller.ts";
 export { writeAtomic } from "./files.ts";
@@ -67,7 +74,14 @@ export { reportOf } from "./reports.ts";
 export { issuedAfter } from "./revocations.ts";
 export { checkRollout, checkUpgrade, progressOf, runRollout, wavesOf } from "./rollout.ts";
 export { natsServerPath, runningServers } from "./servers.ts";
-export { type NodesAccount, nodesAccountId, nodesAccountPair, SHARDS, shardOf } from "./shards.ts";
+export {
+  type NodesAccount,
+  nodesAccountFor,
+  nodesAccountId,
+  nodesAccountPair,
+  SHARDS,
+  shardOf,
+} from "./shards.ts";
 export {
   allNodes,
   BUCKETS,

@@ -4,6 +4,7 @@
 import { createHash, hkdfSync } from "node:crypto";
 import { NODE_SHARDS } from "../defaults.ts";
 import { type KeyPair, keyPairFromRaw, nkeyOf } from "../vocabulary/index.ts";
+import type { Reads } from "./permissions.ts";
 
 /** The account a node's user is in: its shard, or NODES for a node enrolled before the shards. */
 export type NodesAccount = "NODES" | `NODES.${string}`;
@@ -18,6 +19,11 @@ export const SHARDS: readonly NodesAccount[] = Array.from({ length: NODE_SHARDS 
 /** A node's shard: the first byte of SHA-256 of its name, modulo NODE_SHARDS (its record keeps it). */
 export function shardOf(node: string): NodesAccount {
   return shardName(createHash("sha256").update(node).digest()[0]! % NODE_SHARDS);
+}
+
+/** The account a node's user is issued in: its shard when it reads directly, NODES when it holds a consumer. */
+export function nodesAccountFor(node: string, reads: Reads): NodesAccount {
+  return reads === "direct" ? shardOf(node) : "NODES";
 }
 
 /** The subject MESH asks `node` for a plan on: its account's export, under the shard's own prefix in MESH. */

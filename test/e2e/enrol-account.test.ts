@@ -44,7 +44,7 @@ const dialAs = (code: string) => dialWithCode(m.dir, code);
 /** ENROL holds the code's user as revoked (its own entry, or "*" at or after its second). */
 function revoked(code: string): boolean {
   const { user, iat } = codeUser(code);
-  const held = heldRevocations(m.dir, "enrol");
+  const held = heldRevocations(m.dir, "ENROL");
   return Math.max(held[user] ?? 0, held["*"] ?? 0) >= iat;
 }
 
@@ -60,7 +60,7 @@ describe("enrolling users are ENROL's, revoked there", () => {
     const later = await issuedAt("later-b", new Date((second + 100) * 1000));
     for (const code of spent) expect(await enrol(code)).toBe("ok");
     await waitFor(() => spent.every(revoked), EVENT_WAIT_MS, "ENROL to revoke the three spent codes");
-    const held = heldRevocations(m.dir, "enrol");
+    const held = heldRevocations(m.dir, "ENROL");
     expect(held["*"]).toBeLessThan(second);
     for (const code of spent) expect(held[codeUser(code).user]).toBe(second);
     // the unspent code of the same second still signs in and enrols; so does the one issued after
@@ -69,11 +69,11 @@ describe("enrolling users are ENROL's, revoked there", () => {
     await waitFor(() => revoked(sameSecond), EVENT_WAIT_MS, "ENROL to revoke the fourth spent code");
     // the oldest code still to be used is later-b: every user issued before it goes under one "*"
     await waitFor(
-      () => heldRevocations(m.dir, "enrol")["*"] === second + 99,
+      () => heldRevocations(m.dir, "ENROL")["*"] === second + 99,
       EVENT_WAIT_MS,
       `ENROL's "*" to reach the second before later-b's`,
     );
-    const bounded = heldRevocations(m.dir, "enrol");
+    const bounded = heldRevocations(m.dir, "ENROL");
     for (const code of [...spent, sameSecond]) expect(bounded[codeUser(code).user]).toBeUndefined();
     expect(Object.keys(bounded).every((k) => k === "*" || bounded[k]! > second + 99)).toBe(true);
     // a code issued now, after the spent ones, and the older unspent one both enrol
@@ -85,9 +85,9 @@ describe("enrolling users are ENROL's, revoked there", () => {
     for (const code of [...spent, sameSecond, later, now])
       await expect(dialAs(code)).rejects.toThrow(/authentication|authorization/i);
     // what remains is "*" and the users issued after it: never one entry an enrolment
-    const last = heldRevocations(m.dir, "enrol");
+    const last = heldRevocations(m.dir, "ENROL");
     expect(Object.keys(last).length).toBeLessThanOrEqual(2);
-    expect(Object.keys(heldRevocations(m.dir, "nodes"))).toEqual([]);
+    expect(Object.keys(heldRevocations(m.dir, "NODES"))).toEqual([]);
   }, 600_000);
 
   it("a code's user is ENROL's; spent, it is cut at once and refused again, and NODES never names it", async () => {
@@ -103,7 +103,7 @@ describe("enrolling users are ENROL's, revoked there", () => {
     await expect(dialAs(code)).rejects.toThrow(/authentication|authorization/i);
     // asked again with the spent code: refused (by the bus, or by the controller), never answered
     expect(await enrol(code)).not.toBe("ok");
-    expect(Object.keys(heldRevocations(m.dir, "nodes"))).not.toContain(codeUser(code).user);
+    expect(Object.keys(heldRevocations(m.dir, "NODES"))).not.toContain(codeUser(code).user);
   }, 300_000);
 });
 
@@ -122,7 +122,7 @@ describe("node rm", () => {
     }
     expect(Object.keys(heldRevocations(m.dir, shard)).sort()).toEqual([...before, user].sort());
     expect(heldClaims(m.dir, shard)?.nats).not.toHaveProperty("tags");
-    expect(heldRevocations(m.dir, "nodes")).toEqual({});
+    expect(heldRevocations(m.dir, "NODES")).toEqual({});
     expect(revoked(pending)).toBe(true);
     await expect(dialAs(pending)).rejects.toThrow(/authentication|authorization/i);
   }, 300_000);
@@ -132,11 +132,11 @@ describe("with no enrolment since", () => {
   it("ENROL's list is pruned to \"*\" once the last batch's users are past the margin", async () => {
     // the last batch (node rm's test) left its users' entries; `mesh up` pushes once more after the margin
     await waitFor(
-      () => Object.keys(heldRevocations(m.dir, "enrol")).join() === "*",
+      () => Object.keys(heldRevocations(m.dir, "ENROL")).join() === "*",
       ENROL_PRUNE_AFTER_MS + EVENT_WAIT_MS,
       'ENROL\'s list to be "*" alone',
     );
-    expect(heldRevocations(m.dir, "enrol")["*"]).toBeGreaterThan(0);
+    expect(heldRevocations(m.dir, "ENROL")["*"]).toBeGreaterThan(0);
   }, 300_000);
 });
 
@@ -147,13 +147,13 @@ describe("a restart of mesh up", () => {
     await waitFor(() => revoked(code), EVENT_WAIT_MS, "ENROL to revoke restart-1's spent code");
     // node rm's test above revoked gone-1 in its shard
     const shard = shardOf("gone-1");
-    const before = { nodes: heldRevocations(m.dir, shard), enrol: heldRevocations(m.dir, "enrol") };
+    const before = { nodes: heldRevocations(m.dir, shard), enrol: heldRevocations(m.dir, "ENROL") };
     expect(Object.keys(before.nodes).length).toBeGreaterThan(0);
     // the servers start again from their configuration, which preloads each account's claims
     await m.up.stop();
     m.keep(await meshUp(m.dir));
     expect(heldRevocations(m.dir, shard)).toEqual(before.nodes);
-    expect(heldRevocations(m.dir, "enrol")).toEqual(before.enrol);
+    expect(heldRevocations(m.dir, "ENROL")).toEqual(before.enrol);
     await expect(dialAs(code)).rejects.toThrow(/authentication|authorization/i);
   }, 300_000);
 });

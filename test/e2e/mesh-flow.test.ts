@@ -75,13 +75,13 @@ describe("one server: the operator's path", () => {
     const { user, iat, issuer } = codeUser(node.code);
     expect(issuer).toBe(accountId(new MeshDir(dir).accountKeys(), "enrol"));
     const revoked = () => {
-      const held = heldRevocations(dir, "enrol");
+      const held = heldRevocations(dir, "ENROL");
       return Math.max(held[user] ?? 0, held["*"] ?? 0) >= iat;
     };
     const deadline = Date.now() + 60_000;
     while (!revoked() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect(revoked()).toBe(true);
-    expect(heldRevocations(dir, "nodes")).toEqual({});
+    expect(heldRevocations(dir, "NODES")).toEqual({});
     expect(readFileSync(join(dir, "servers/1/server.conf"), "utf8")).not.toContain("web-1");
     // the spent code goes from mesh-codes once the node speaks as itself
     while ((await codeRecord(dir, "web-1")) && Date.now() < deadline)
@@ -279,7 +279,7 @@ describe("one server: the operator's path", () => {
     // its shard's claims carry the node's revocation and nothing of its enrolment: they grow with nodes removed
     // only; NODES' and every other shard's are not pushed
     expect(Object.keys(heldRevocations(dir, shardOf("web-1")))).toEqual([user]);
-    expect(heldRevocations(dir, "nodes")).toEqual({});
+    expect(heldRevocations(dir, "NODES")).toEqual({});
     const nodes = await mesh(dir, ["nodes", "--json"]);
     expect(JSON.parse(nodes.stdout).nodes).toEqual([]);
     const push = await mesh(dir, ["push", "web-1", file(base, "gone.json", declaration("x"))]);

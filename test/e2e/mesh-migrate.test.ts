@@ -257,7 +257,7 @@ describe("a directory of format 2 (enrolling users NODES')", () => {
       expect(JSON.parse(readFileSync(join(dir, "mesh.json"), "utf8")).format).toBe(3);
       const migrated = new MeshDir(dir).accountKeys();
       expect(accountId(migrated, "nodes")).toBe(accountId(keys, "nodes"));
-      expect(heldClaims(dir, "enrol")?.name).toBe("ENROL");
+      expect(heldClaims(dir, "ENROL")?.name).toBe("ENROL");
       // a user of the new account signs in to the server that was never restarted
       const pair = generateKeyPairSync("ed25519");
       const user = nkeyOf("user", pair.publicKey);
@@ -284,7 +284,7 @@ describe("a directory of format 2 (enrolling users NODES')", () => {
     expect(old.issuer).toBe(accountId(keys, "nodes"));
     expect(await askEnrol(before)).toBe("ok");
     await waitFor(
-      () => (heldRevocations(dir, "nodes")[old.user] ?? 0) >= old.exp,
+      () => (heldRevocations(dir, "NODES")[old.user] ?? 0) >= old.exp,
       EVENT_WAIT_MS,
       "NODES to revoke the spent code of before",
     );

@@ -28,6 +28,7 @@ import {
   enrolUserJwt,
   ensureStreams,
   membershipOf,
+  nodesAccountFor,
   nodeUserJwt,
   type Reads,
   type ReleaseInput,
@@ -37,7 +38,6 @@ import {
   revokeUsers,
   sealedAnswer,
   serviceAuthenticator,
-  shardOf,
   storeRelease,
   userOfIdentity,
 } from "../../src/mesh/index.ts";
@@ -251,7 +251,7 @@ export class MeshDouble {
       at: Math.floor(Date.now() / 1000),
       enrolling: false,
       // the account its JWT was issued in (nodeUserJwt): its shard when it reads directly, else NODES
-      account: this.reads.get(node) === "direct" ? shardOf(node) : "NODES",
+      account: nodesAccountFor(node, this.reads.get(node) ?? this.defaultReads),
     });
   }
 

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { ask } from "../../src/link/index.ts";
-import { accountId, MeshDir, type NodesAccount, nodesAccountId } from "../../src/mesh/index.ts";
+import { accountIdOf, MeshDir, type Revoking } from "../../src/mesh/index.ts";
 import { makeKeyPair, makeOverlayKey, publicKeys } from "../../src/store/index.ts";
 import { decodeCode, keyPairOfSeed } from "../../src/vocabulary/index.ts";
 
@@ -23,12 +23,8 @@ const claimsOf = (jwt: string) =>
   };
 
 /** The account's claims as server `server` of the mesh at `dir` keeps them, or null before any was pushed. */
-export function heldClaims(dir: string, kind: "nodes" | "enrol" | "mesh" | NodesAccount, server = 1) {
-  const keys = new MeshDir(dir).accountKeys();
-  const id =
-    kind === "nodes" || kind === "enrol" || kind === "mesh"
-      ? accountId(keys, kind)
-      : nodesAccountId(keys, kind);
+export function heldClaims(dir: string, account: Revoking | "MESH", server = 1) {
+  const id = accountIdOf(new MeshDir(dir).accountKeys(), account);
   const file = join(dir, "servers", String(server), "jwt", `${id}.jwt`);
   // the server writes the file in place: one read may catch it empty or half-written, so it is read again
   for (let i = 1; ; i++) {
@@ -43,12 +39,8 @@ export function heldClaims(dir: string, kind: "nodes" | "enrol" | "mesh" | Nodes
 }
 
 /** The revocations the account's claims carry there ({} when none). */
-export function heldRevocations(
-  dir: string,
-  kind: "nodes" | "enrol" | NodesAccount,
-  server = 1,
-): Record<string, number> {
-  return heldClaims(dir, kind, server)?.nats.revocations ?? {};
+export function heldRevocations(dir: string, account: Revoking, server = 1): Record<string, number> {
+  return heldClaims(dir, account, server)?.nats.revocations ?? {};
 }
 
 /** The enrolling user a code carries: its key, its JWT's issued-at and expiry, and the account that signed it. */

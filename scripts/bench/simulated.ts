@@ -42,6 +42,9 @@ const PROGRESS_MS = 60_000;
 const REISSUE_TRIES = 10;
 /** A report not in by then is counted lost (the outbox retries on every link, so a late one is a slow one). */
 const REPORTS_LOST_AFTER_MS = 5 * 60_000;
+/** How long the bench's own listener dials a restarted server among the fleet's redials, and its pause between. */
+const RELISTEN_FOR_MS = 15 * 60_000;
+const RELISTEN_PAUSE_MS = 2_000;
 
 interface SimFleet extends Fleet {
   nodes: SimNode[];
@@ -49,6 +52,8 @@ interface SimFleet extends Fleet {
   linkUps: number[];
   /** Enrolments cut by the bus before their answer, and asked again with a reissued code. */
   reissued: number;
+  /** The enrolments in flight, by node: "asking" or "reissuing". */
+  enrolling: Map<string, string>;
   /** The bench's listener closed and opened again. */
   relisten(): Promise<void>;
 }
@@ -84,15 +89,28 @@ async function addAll(dir: string, n: number): Promise<string[]> {
  * counted, so the figures say how often.
  */
 async function enrolOne(fleet: SimFleet, code: string, name: string): Promise<SimNode> {
-  for (let i = 1; ; i++) {
-    try {
-      return await SimNode.enrol(code);
-    } catch (e) {
-      if (i >= REISSUE_TRIES || !(e as Error).message.includes("withdrew")) throw e;
-      fleet.reissued++;
-      code = (await reissueNode(new MeshDir(fleet.dir), name)).code;
+  try {
+    for (let i = 1; ; i++) {
+      try {
+        fleet.enrolling.set(name, "asking");
+        return await SimNode.enrol(code);
+      } catch (e) {
+        if (i >= REISSUE_TRIES || !(e as Error).message.includes("withdrew")) throw e;
+        fleet.reissued++;
+        fleet.enrolling.set(name, "reissuing");
+        code = (await reissueNode(new MeshDir(fleet.dir), name)).code;
+      }
     }
+  } finally {
+    fleet.enrolling.delete(name);
   }
+}
+
+/** The enrolments in flight, by what each waits on: a stall says where it is. */
+function inFlight(fleet: SimFleet): string {
+  const by = new Map<string, number>();
+  for (const phase of fleet.enrolling.values()) by.set(phase, (by.get(phase) ?? 0) + 1);
+  return [...by].map(([phase, count]) => `${count} ${phase}`).join(", ") || "none";
 }
 
 async function enrolAll(fleet: SimFleet, codes: string[]): Promise<void> {
@@ -132,13 +150,20 @@ async function measure(fleet: SimFleet, base: string, servers: number, n: number
   const codes = await addAll(fleet.dir, n);
   const addedMs = Date.now() - enrolStart;
   const enrolFrom = Date.now();
-  await enrolAll(fleet, codes);
-  const enrolMs = Date.now() - enrolFrom;
-  // a long wait says how it goes, on stderr: how many are heard, and why the others are not
+  // a long wait says how it goes, on stderr: how many are enrolled and heard, what the enrolments in flight wait
+  // on, and why the nodes not heard are not
   const progress = setInterval(
-    () => process.stderr.write(`bench:fleet: ${fleet.heard.size}/${n} heard; ${failures(fleet)}\n`),
+    () =>
+      process.stderr.write(
+        `bench:fleet: ${fleet.nodes.length}/${n} enrolled (in flight: ${inFlight(fleet)}); ${fleet.heard.size}/${n} heard; ${failures(fleet)}\n`,
+      ),
     PROGRESS_MS,
   );
+  await enrolAll(fleet, codes).catch((e: Error) => {
+    clearInterval(progress);
+    throw e;
+  });
+  const enrolMs = Date.now() - enrolFrom;
   await until(() => fleet.heard.size >= n, "a heartbeat from every node")
     .catch((e: Error) => {
       throw new Error(`${e.message}: ${fleet.heard.size} heard; ${failures(fleet)}`);
@@ -187,7 +212,14 @@ async function restart(fleet: SimFleet, base: string, servers: number, n: number
   const upAgainMs = Date.now() - down;
   // one server: the bench's own connection lost it too, and is heard from the moment it listens again
   if (servers === 1) await fleet.relisten();
-  const linked = await linkedAgain(fleet, down, n);
+  const progress = setInterval(
+    () =>
+      process.stderr.write(
+        `bench:fleet: ${fleet.nodes.filter((x) => x.linkedAt > down).length}/${n} linked again; ${failures(fleet)}\n`,
+      ),
+    PROGRESS_MS,
+  );
+  const linked = await linkedAgain(fleet, down, n).finally(() => clearInterval(progress));
   const backMs = await heartbeatsBack(fleet, down, n);
   const dialled = dialsAfter(fleet, down);
   const reported = () => [...digests].filter(([node, d]) => fleet.reports.get(node)?.digest === d).length;
@@ -221,9 +253,23 @@ export async function simulatedScenario(servers: number, n: number): Promise<voi
     nodes: [],
     linkUps: [],
     reissued: 0,
+    enrolling: new Map(),
     relisten: async () => {
       await stopListening();
-      stopListening = await listen(fleet, servers);
+      // the bench's own dial competes with the whole fleet's redials: tried again until it gets in, as a node is
+      const deadline = Date.now() + RELISTEN_FOR_MS;
+      for (;;) {
+        try {
+          stopListening = await listen(fleet, servers);
+          return;
+        } catch (e) {
+          if (Date.now() > deadline) throw e;
+          process.stderr.write(
+            `bench:fleet: the bench's own listener not in yet (${(e as Error).message})\n`,
+          );
+          await new Promise((r) => setTimeout(r, RELISTEN_PAUSE_MS));
+        }
+      }
     },
   };
   let stopListening = async () => {};

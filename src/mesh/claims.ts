@@ -276,11 +276,10 @@ export async function claimsBroughtUp(mesh: MeshDir): Promise<string[]> {
       ["SYS", () => accountJwt(keys, "system")],
       ["NODES", (r) => nodesAccountJwt(keys, "NODES", r)],
     ];
-    // asked all at once (131 lookups at each start), pushed one after another in the order above: a shard's
-    // export is held before MESH's import of it
-    const helds = await Promise.all(accounts.map(([account]) => heldClaims(sys, keys, account)));
-    for (const [i, [account, jwtWith]] of accounts.entries()) {
-      const held = helds[i];
+    // one after another: 131 lookups asked at once can outlast their timeout on a busy server, and an account
+    // whose claims were not read is left alone, unbrought
+    for (const [account, jwtWith] of accounts) {
+      const held = await heldClaims(sys, keys, account);
       if (!held) continue;
       const next = jwtWith(revocationsOf(held));
       if (shapeOf(claimsOf(held)) === shapeOf(claimsOf(next))) continue;

@@ -4,7 +4,7 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { tryNext } from "../../scripts/demo.ts";
 import { freePortPairs } from "../mesh/operator.ts";
 import { ensureSea, REPO } from "../support/sea.ts";
@@ -30,11 +30,27 @@ function blocks(text: string): { info: string; body: string }[] {
 }
 
 const running: ChildProcess[] = [];
-afterAll(() => {
-  for (const p of running)
+/** How long a stopped group is given to exit before it is killed. */
+const STOP_WAIT_MS = 30_000;
+
+/** `p`'s process group stopped (SIGTERM, then SIGKILL past STOP_WAIT_MS), resolved once `p` has exited. */
+function stopped(p: ChildProcess): Promise<void> {
+  if (p.exitCode !== null || p.signalCode !== null) return Promise.resolve();
+  const exited = new Promise<void>((resolve) => p.once("exit", () => resolve()));
+  const signal = (s: NodeJS.Signals) => {
     try {
-      process.kill(-p.pid!, "SIGTERM");
+      process.kill(-p.pid!, s);
     } catch {}
+  };
+  signal("SIGTERM");
+  const timer = setTimeout(() => signal("SIGKILL"), STOP_WAIT_MS);
+  return exited.finally(() => clearTimeout(timer));
+}
+
+// after each test, before tmp.ts removes its directories (after-hooks run last-registered first): a server
+// still writing into one made the removal fail (ENOTEMPTY)
+afterEach(async () => {
+  await Promise.all(running.splice(0).map(stopped));
 });
 
 describe("README.md", () => {

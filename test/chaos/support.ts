@@ -154,8 +154,9 @@ export function tempsUnder(dir: string): string[] {
     for (const name of names) {
       const key = `${rel}/${name}`;
       if (isTemp(name)) out.push(key);
-      const st = lstatSync(join(d, name));
-      if (st.isDirectory() && !st.isSymbolicLink()) walk(join(d, name), key);
+      // gone between the listing and the look (a lock a process let go): nothing under it to walk
+      const st = lstatSync(join(d, name), { throwIfNoEntry: false });
+      if (st?.isDirectory() && !st.isSymbolicLink()) walk(join(d, name), key);
     }
   };
   walk(dir, "");

@@ -9,7 +9,7 @@ import { Heartbeat, parseJsonBytes, Report, SignedMessage } from "../../src/voca
 import { awaitOutput, mesh } from "../../test/mesh/operator.ts";
 import { type Running, startCli } from "../../test/support/cli.ts";
 import { vmRssKb } from "./proc.ts";
-import { percentile } from "./stats.ts";
+import { formatMs, percentile } from "./stats.ts";
 
 export const ADD_RM_TRIES = 3;
 export const EVENT_WAIT_MS = 10 * 60_000;
@@ -138,29 +138,42 @@ export function tenFiles(base: string, tag: string): string {
   return path;
 }
 
-/** `mesh push --all`; each node's latency from its DECLARE message's time to its report's arrival. */
-export async function pushAll(fleet: Fleet, file: string, waitS = 600): Promise<number[]> {
+/** One node's part of a push: its declaration's time in the stream, and when the bench heard its report. */
+export interface PushTimes {
+  node: string;
+  digest: string;
+  stored: number;
+  heard: number;
+}
+
+/** `mesh push --all`; each node's declaration's time in the stream and its report's arrival. */
+export async function pushAll(fleet: Fleet, file: string, waitS = 600): Promise<PushTimes[]> {
   const r = await mesh(fleet.dir, ["push", "--all", file, "--json", "--wait-s", String(waitS)]);
   if (r.code !== 0) throw new Error(`mesh push --all exited ${r.code}: ${r.stderr}`);
   const pushed = JSON.parse(r.stdout).nodes as { node: string; seq: number; digest: string }[];
   const bus = await connectBus(new MeshDir(fleet.dir));
   try {
-    // each report's latency from its declaration's own time in the stream
-    const latencies: number[] = [];
+    const times: PushTimes[] = [];
     let next = 0;
     const worker = async () => {
       while (next < pushed.length) {
         const p = pushed[next++]!;
         const msg = await jsCall(() => bus.jsm.streams.getMessage("DECLARE", { seq: p.seq }));
         const report = fleet.reports.get(p.node);
-        if (msg && report?.digest === p.digest) latencies.push(report.at - msg.time.getTime());
+        if (msg && report?.digest === p.digest)
+          times.push({ node: p.node, digest: p.digest, stored: msg.time.getTime(), heard: report.at });
       }
     };
     await Promise.all(Array.from({ length: LOOKUPS_AT_ONCE }, worker));
-    return latencies;
+    return times;
   } finally {
     await bus.close();
   }
+}
+
+/** "p50 …, p99 …, max …" of durations. */
+export function spread(ms: number[]): string {
+  return `p50 ${formatMs(percentile(ms, 50))}, p99 ${formatMs(percentile(ms, 99))}, max ${formatMs(Math.max(...ms))}`;
 }
 
 export function busRssKb(dir: string, count: number): number {

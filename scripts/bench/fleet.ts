@@ -32,12 +32,13 @@ import {
   pushAll,
   raise,
   say,
+  spread,
   tenFiles,
   until,
   upOnly,
 } from "./fleet-mesh.ts";
 import { simulatedScenario } from "./simulated.ts";
-import { formatKb, formatMs, percentile } from "./stats.ts";
+import { formatKb, formatMs } from "./stats.ts";
 import { upgradeBench } from "./upgrade.ts";
 
 const HEARTBEAT_S = 5;
@@ -143,9 +144,9 @@ async function scenario(servers: number, n: number): Promise<void> {
     say(
       `enrol of all ${n} (node add, enrol, run until heard): ${formatMs(Date.now() - enrolStart)} (add+enrol ${formatMs(enrolMs)})`,
     );
-    const latencies = await pushAll(fleet, tenFiles(base, "first"));
+    const times = await pushAll(fleet, tenFiles(base, "first"));
     say(
-      `push --all, 10 files, publish → report: p50 ${formatMs(percentile(latencies, 50))}, p99 ${formatMs(percentile(latencies, 99))}, max ${formatMs(Math.max(...latencies))} (${latencies.length}/${n} reports)`,
+      `push --all, 10 files, publish → report: ${spread(times.map((t) => t.heard - t.stored))} (${times.length}/${n} reports)`,
     );
     say(`bus RSS with ${n} nodes connected: ${formatKb(busRssKb(dir, servers))}`);
     // a push, then the bus goes away before every report is in: the outbox must bring each one

@@ -25,6 +25,16 @@ export interface SimOptions {
   onUp?: (node: string, at: number) => void;
 }
 
+/** An enrolment that failed, and how (asking.ts's kinds): a bench asks again what a person would. */
+export class EnrolFailed extends Error {
+  constructor(
+    message: string,
+    readonly kind: string,
+  ) {
+    super(message);
+  }
+}
+
 export class SimNode {
   private link: Link | null = null;
   /** When its link last came up (0: never). */
@@ -36,6 +46,9 @@ export class SimNode {
   /** The last declaration it settled (link/direct.ts): only a newer one is read again after a dial. */
   private settled: StreamMark | null = null;
   private lastApplied: { seq: number; at: string } | null = null;
+  /** When it last took a declaration that verified, and when the server acknowledged that one's report: a push's stages. */
+  took: { digest: string; at: number } | null = null;
+  acked: { digest: string; at: number } | null = null;
   private readonly outbox: Report[] = [];
   private readonly started = Date.now();
   private loop: Promise<void> = Promise.resolve();
@@ -69,7 +82,7 @@ export class SimNode {
         facts: { os: "linux", arch: "x64", hostname: c.node, version: VERSION },
       },
     );
-    if (!answer.ok) throw new Error(`enrol ${c.node}: ${answer.reason}`);
+    if (!answer.ok) throw new EnrolFailed(`enrol ${c.node}: ${answer.reason}`, answer.kind);
     return new SimNode(c.node, keys.identity.privateKey, pub.identity, answer.membership);
   }
 
@@ -158,6 +171,7 @@ export class SimNode {
       return;
     }
     this.lastSerial = serial;
+    this.took = { digest: v.digest, at: Date.now() };
     const at = new Date().toISOString();
     this.outbox.push({
       v: 1,
@@ -181,7 +195,7 @@ export class SimNode {
     while (this.outbox.length) {
       const sent = await link.report(this.outbox[0]!);
       if (!sent.ok) return;
-      this.outbox.shift();
+      this.acked = { digest: this.outbox.shift()!.declaration.digest, at: Date.now() };
     }
   }
 }

@@ -13,6 +13,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { addNode, MeshDir, reissueNode } from "../../src/mesh/index.ts";
 import { freePortPairs, mesh } from "../../test/mesh/operator.ts";
 import { addCostAgainstTen } from "./add-cost.ts";
@@ -22,16 +23,18 @@ import {
   heartbeatsBack,
   leaderOf,
   listen,
+  type PushTimes,
   pushAll,
   raise,
   say,
+  spread,
   tenFiles,
   until,
   upOnly,
 } from "./fleet-mesh.ts";
 import { vmRssKb } from "./proc.ts";
-import { SimNode } from "./sim-node.ts";
-import { formatKb, formatMs, percentile } from "./stats.ts";
+import { EnrolFailed, SimNode } from "./sim-node.ts";
+import { formatKb, formatMs } from "./stats.ts";
 
 /** The default of a real node (HEARTBEAT_S): the controller's load is a real fleet's. */
 const HEARTBEAT_S = 30;
@@ -40,11 +43,15 @@ const ENROL_AT_ONCE = 32;
 const PROGRESS_MS = 60_000;
 /** A cut enrolment (enrolOne) is likelier the longer an answer takes: a cluster's answers are slower. */
 const REISSUE_TRIES = 10;
+/** How a failed enrolment is asked again as an operator would run `enrol` again: the bus not reached in time. */
+const ASK_AGAIN_KINDS = new Set(["unreachable", "timeout", "tls"]);
 /** A report not in by then is counted lost (the outbox retries on every link, so a late one is a slow one). */
 const REPORTS_LOST_AFTER_MS = 5 * 60_000;
 /** How long the bench's own listener dials a restarted server among the fleet's redials, and its pause between. */
 const RELISTEN_FOR_MS = 15 * 60_000;
 const RELISTEN_PAUSE_MS = 2_000;
+/** How long the simulated nodes are given to stop at the end before the servers are stopped under them. */
+const NODES_STOP_MS = 60_000;
 
 interface SimFleet extends Fleet {
   nodes: SimNode[];
@@ -52,6 +59,8 @@ interface SimFleet extends Fleet {
   linkUps: number[];
   /** Enrolments cut by the bus before their answer, and asked again with a reissued code. */
   reissued: number;
+  /** Enrolments whose dial or answer failed (a handshake timed out in a storm), asked again with the same code. */
+  askedAgain: number;
   /** The enrolments in flight, by node: "asking" or "reissuing". */
   enrolling: Map<string, string>;
   /** The bench's listener closed and opened again. */
@@ -60,13 +69,17 @@ interface SimFleet extends Fleet {
 
 const names = (n: number) => Array.from({ length: n }, (_, i) => `s${String(i + 1).padStart(5, "0")}`);
 
-/** Run `work` over `items`, `atOnce` at a time. */
+/** Run `work` over `items`, `atOnce` at a time; once one fails, no worker takes another. */
 async function eachAtOnce<T>(items: T[], atOnce: number, work: (item: T, i: number) => Promise<void>) {
   let next = 0;
+  let failed = false;
   const worker = async () => {
-    while (next < items.length) {
+    while (next < items.length && !failed) {
       const i = next++;
-      await work(items[i]!, i);
+      await work(items[i]!, i).catch((e) => {
+        failed = true;
+        throw e;
+      });
     }
   };
   await Promise.all(Array.from({ length: atOnce }, worker));
@@ -86,7 +99,8 @@ async function addAll(dir: string, n: number): Promise<string[]> {
  * A node's enrolment; when the bus cut its enrolling user before the answer came (`mesh up` revokes each batch of
  * spent codes ENROL_REVOKE_DELAY_MS after the batch's first, so a code spent late in a batch can be revoked before
  * its own answer is out), a new code from `node reissue`'s function and a new question, as an operator would;
- * counted, so the figures say how often.
+ * when the bus was not reached or did not answer in time, the same code again, as an operator runs `enrol` again.
+ * Both counted, so the figures say how often.
  */
 async function enrolOne(fleet: SimFleet, code: string, name: string): Promise<SimNode> {
   try {
@@ -95,7 +109,12 @@ async function enrolOne(fleet: SimFleet, code: string, name: string): Promise<Si
         fleet.enrolling.set(name, "asking");
         return await SimNode.enrol(code);
       } catch (e) {
-        if (i >= REISSUE_TRIES || !(e as Error).message.includes("withdrew")) throw e;
+        if (i >= REISSUE_TRIES) throw e;
+        if (e instanceof EnrolFailed && ASK_AGAIN_KINDS.has(e.kind)) {
+          fleet.askedAgain++;
+          continue;
+        }
+        if (!(e as Error).message.includes("withdrew")) throw e;
         fleet.reissued++;
         fleet.enrolling.set(name, "reissuing");
         code = (await reissueNode(new MeshDir(fleet.dir), name)).code;
@@ -173,11 +192,17 @@ async function measure(fleet: SimFleet, base: string, servers: number, n: number
   say(`\n## ${servers === 1 ? "one server" : `${servers}-server cluster`}, ${n} simulated nodes`);
   await addCostAgainstTen(fleet.dir, join(base, "companion"), servers, n);
   say(
-    `all ${n} added in ${formatMs(addedMs)}; enrolled in ${formatMs(enrolMs)} (${Math.round((n * 1000) / enrolMs)} a second; ${fleet.reissued} cut by the bus before their answer, asked again with a reissued code), every one heard ${formatMs(heardMs)} after the first question`,
+    `all ${n} added in ${formatMs(addedMs)}; enrolled in ${formatMs(enrolMs)} (${Math.round((n * 1000) / enrolMs)} a second; ${fleet.reissued} cut by the bus before their answer, asked again with a reissued code; ${fleet.askedAgain} asked again after a dial or answer failed), every one heard ${formatMs(heardMs)} after the first question`,
   );
-  const latencies = await pushAll(fleet, tenFiles(base, "first"));
+  const held = monitorEventLoopDelay({ resolution: 10 });
+  held.enable();
+  const times = await pushAll(fleet, tenFiles(base, "first"));
+  held.disable();
   say(
-    `push --all, 10 files, publish → report: p50 ${formatMs(percentile(latencies, 50))}, p99 ${formatMs(percentile(latencies, 99))}, max ${formatMs(Math.max(...latencies))} (${latencies.length}/${n} reports)`,
+    `push --all, 10 files, publish → report: ${spread(times.map((t) => t.heard - t.stored))} (${times.length}/${n} reports)`,
+  );
+  say(
+    `${stagesOf(fleet, times)}; the simulator's event loop held up p99 ${formatMs(held.percentile(99) / 1e6)}, max ${formatMs(held.max / 1e6)}`,
   );
   const bus = busRssKb(fleet.dir, servers);
   say(
@@ -234,6 +259,25 @@ async function restart(fleet: SimFleet, base: string, servers: number, n: number
   );
 }
 
+/**
+ * Where a push's time went, node by node: stored → taken (the node's read: its wake-up, the direct get, any look
+ * again), taken → acknowledged (the report signed and stored), acknowledged → heard (the bench's listener).
+ */
+function stagesOf(fleet: SimFleet, times: PushTimes[]): string {
+  const byName = new Map(fleet.nodes.map((x) => [x.name, x]));
+  const read: number[] = [];
+  const report: number[] = [];
+  const heard: number[] = [];
+  for (const t of times) {
+    const x = byName.get(t.node);
+    if (x?.took?.digest !== t.digest || x.acked?.digest !== t.digest) continue;
+    read.push(x.took.at - t.stored);
+    report.push(x.acked.at - x.took.at);
+    heard.push(t.heard - x.acked.at);
+  }
+  return `stored → taken ${spread(read)}; taken → report acknowledged ${spread(report)}; acknowledged → heard ${spread(heard)}`;
+}
+
 /** How long after `from` every node's link was up again. */
 async function linkedAgain(fleet: SimFleet, from: number, n: number): Promise<number> {
   const after = () => fleet.nodes.filter((x) => x.linkedAt > from);
@@ -253,6 +297,7 @@ export async function simulatedScenario(servers: number, n: number): Promise<voi
     nodes: [],
     linkUps: [],
     reissued: 0,
+    askedAgain: 0,
     enrolling: new Map(),
     relisten: async () => {
       await stopListening();
@@ -281,10 +326,17 @@ export async function simulatedScenario(servers: number, n: number): Promise<voi
     fleet.ups = await raise(dir, servers);
     // on the last server: the one restarted is the first, where every node is linked
     stopListening = await listen(fleet, servers);
-    await measure(fleet, base, servers, n);
+    await measure(fleet, base, servers, n).catch((e: Error) => {
+      // said at once: stopping thousands of nodes takes a while
+      process.stderr.write(`bench:fleet: ${e.message}\n`);
+      throw e;
+    });
     failed = false;
   } finally {
-    await Promise.all(fleet.nodes.map((x) => x.stop()));
+    const stopped = Promise.all(fleet.nodes.map((x) => x.stop()));
+    const late = new Promise((r) => setTimeout(r, NODES_STOP_MS).unref());
+    if ((await Promise.race([stopped.then(() => true), late])) !== true)
+      process.stderr.write(`bench:fleet: the nodes not all stopped in ${NODES_STOP_MS / 1000} s; going on\n`);
     await stopListening();
     await Promise.all([...fleet.ups.values()].map((u) => u.stop()));
     // a failed run keeps its directory: the servers' logs say what the bus saw

@@ -7,7 +7,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { type Bus, connectBus, MeshDir } from "../src/mesh/index.ts";
+import { type Bus, connectBus, MeshDir, publishDeclaration } from "../src/mesh/index.ts";
 import { Report } from "../src/vocabulary/index.ts";
 import { awaitOutput, freePortPairs } from "../test/mesh/operator.ts";
 import { type Running, runCli, startCli } from "../test/support/cli.ts";
@@ -64,7 +64,8 @@ async function replay(bus: Bus, first: Uint8Array, up: Running): Promise<void> {
     });
   });
   await bus.nc.flush();
-  await bus.js.publish(`mesh.declare.${NODE}`, first);
+  // replayed as the bus would carry a push: stored, then woken
+  await publishDeclaration(bus, NODE, first);
   say("\nsomeone on the bus replays web.json's exact signed bytes (serial 1)");
   const refused = await report;
   say(`  report: ${refused.outcome}: ${refused.refusals.map((r) => r.reason).join("; ")}`);

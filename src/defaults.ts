@@ -372,9 +372,9 @@ export const DECLARE_GET_TIMEOUT_MS = 10_000;
  */
 export const DECLARE_LOOK_MS = 5 * 60_000;
 /**
- * A wake-up whose declaration the direct get does not return yet (a replica that lags the stream's leader answered,
- * or a cluster electing the stream's leader stores it only seconds later): asked again after this, doubling up to
- * the max, for up to DECLARE_CATCH_UP_FOR_MS, before the next wake-up or look is waited for.
+ * A wake-up whose declaration the direct get does not return yet (a replica that lags the stream's leader answered:
+ * the wake-up comes once the leader has stored it): asked again after this, doubling up to the max, for up to
+ * DECLARE_CATCH_UP_FOR_MS, before the next wake-up or look is waited for.
  */
 export const DECLARE_CATCH_UP_MS = 250;
 export const DECLARE_CATCH_UP_MAX_MS = 5_000;

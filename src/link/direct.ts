@@ -1,8 +1,8 @@
 // Direct reads (protocol.md "Direct reads"): a node enrolled without a consumer of its own reads the last
-// declaration on its subject by a direct get, and looks again when the core copy of a new one wakes it, when it
-// dials, and every DECLARE_LOOK_MS in case a wake-up was lost (a core message is, when its route is cut). A
-// declaration is whole state and the stream keeps one a node, so the last one is all there is to read: nothing is
-// created on the bus, and a cluster keeps no Raft group a node.
+// declaration on its subject by a direct get, and looks again when a new one's wake-up comes (sent once the stream
+// holds it), when it dials, and every DECLARE_LOOK_MS in case a wake-up was lost (a core message is, when its
+// route is cut). A declaration is whole state and the stream keeps one a node, so the last one is all there is
+// to read: nothing is created on the bus, and a cluster keeps no Raft group a node.
 //
 // What was settled is the node's to remember (no consumer acks it): the mark of the last one settled is handed in
 // at the dial and out at each settlement; only a declaration newer than it is yielded.
@@ -120,10 +120,10 @@ export class DirectReader {
   }
 
   /**
-   * The last declaration, once it is the one the newest wake-up carried: any replica answers a direct get, and one
-   * that lags the stream's leader answers the one before for a moment, and a cluster electing the stream's leader
-   * stores it seconds later. Asked again, less often each time, for up to DECLARE_CATCH_UP_FOR_MS, then left to the
-   * next wake-up or look.
+   * The last declaration, once it is the one the newest wake-up carried: the wake-up comes once the stream's leader
+   * has stored it, but any replica answers a direct get, and one that lags the leader answers the one before for a
+   * moment. Asked again, less often each time, for up to DECLARE_CATCH_UP_FOR_MS, then left to the next wake-up or
+   * look.
    */
   private async caughtUp(): Promise<Got | null> {
     let got = await this.get();

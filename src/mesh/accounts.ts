@@ -82,8 +82,13 @@ export const NODE_SERVICES: readonly { subject: string; stream?: true; consumer?
 export const ENROL_SERVICE = "mesh.enrol.*";
 /** The enrolment answers: published in MESH, delivered in ENROL (a stream: no reply rides along). */
 export const ENROL_ANSWERS = "_INBOX.enrol.>";
-/** Each declaration's core copy, a direct-reading node's wake-up: published in MESH, delivered in NODES (a stream). */
-export const DECLARE_WAKE = "mesh.declare.*";
+/**
+ * Each declaration's wake-up (wake.ts): published in MESH once the stream holds the declaration, delivered in each
+ * node's account (a stream) on the subject the node subscribes. MESH's own `mesh.declare.*`, the core copy of the
+ * publish, is exported to none: it can come before the stream has stored the declaration.
+ */
+export const DECLARE_WAKE = "mesh.wake.*";
+export const WAKE_HEARD_AS = "mesh.declare.*";
 /** Plans: MESH asks a node on its own subject; NODES and each shard export it as a service, MESH imports it. */
 export const PLAN_SERVICE = "mesh.plan.*";
 /**
@@ -163,6 +168,14 @@ const serviceImport = (subject: string, account: string) => ({
   account,
   type: KIND.service,
 });
+/** Each declaration's wake-up (wake.ts), heard by a node on its own `mesh.declare.<n>`. */
+const wakeImport = (mesh: string) => ({
+  name: DECLARE_WAKE,
+  subject: DECLARE_WAKE,
+  local_subject: WAKE_HEARD_AS,
+  account: mesh,
+  type: KIND.stream,
+});
 const enrolImports = (mesh: string) => [
   serviceImport(ENROL_SERVICE, mesh),
   { name: ENROL_ANSWERS, subject: ENROL_ANSWERS, account: mesh, type: KIND.stream },
@@ -216,7 +229,7 @@ function shardClaims(keys: AccountKeys, revoked: Revocations): Record<string, un
     exports: [{ name: PLAN_SERVICE, subject: PLAN_SERVICE, type: KIND.service }],
     imports: [
       ...NODE_SERVICES.filter((s) => !s.consumer).map((s) => serviceImport(s.subject, mesh)),
-      { name: DECLARE_WAKE, subject: DECLARE_WAKE, account: mesh, type: KIND.stream },
+      wakeImport(mesh),
     ],
     ...(Object.keys(revoked.users).length ? { revocations: revoked.users } : {}),
   };
@@ -236,7 +249,7 @@ function nodesClaims(keys: AccountKeys, revoked: Revocations): Record<string, un
     exports: [{ name: PLAN_SERVICE, subject: PLAN_SERVICE, type: KIND.service }],
     imports: [
       ...NODE_SERVICES.map((s) => serviceImport(s.subject, mesh)),
-      { name: DECLARE_WAKE, subject: DECLARE_WAKE, account: mesh, type: KIND.stream },
+      wakeImport(mesh),
       // for the codes issued before ENROL existed (their enrolling users are NODES'), until each is spent or
       // expired: no node's user is granted either subject (permissions.ts), so a node reaches nothing by them
       ...enrolImports(mesh),

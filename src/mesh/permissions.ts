@@ -13,7 +13,7 @@ export interface Permissions {
 }
 
 /**
- * How a node hears its declarations. `direct`: a direct get of the last one on its subject, woken by the core copy of
+ * How a node hears its declarations. `direct`: a direct get of the last one on its subject, woken by the wake-up of
  * each (no consumer of its own, so a cluster keeps no Raft group a node). `consumer`: a durable pull consumer the
  * mesh made, as every node enrolled before direct reads does; its user keeps these grants until it enrols again.
  */

@@ -7,7 +7,6 @@ import { PUSHES_KEPT } from "../defaults.ts";
 import { flushed } from "../flushed.ts";
 import {
   type Declaration,
-  declareSubject,
   digestOf,
   INSTALLER_SECRET,
   parseDeclarationBody,
@@ -18,11 +17,12 @@ import {
   secretsOf,
   signEnvelope,
 } from "../vocabulary/index.ts";
-import { firstLine, jsCall } from "./bus.ts";
+import { firstLine } from "./bus.ts";
 import { heardFrom } from "./heard.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 import { droppedBy, refuseRemovals } from "./removals.ts";
 import { allNodes, changeNode, knownNode, type NodeRecord, type State } from "./state.ts";
+import { publishDeclaration } from "./wake.ts";
 
 export interface PushInput {
   /** FILE's JSON: a declaration without (or with this node's) `node`; push sets `serial` and `issued_at`. */
@@ -200,7 +200,7 @@ export async function publishAndWait(
     for (const c of composed) {
       const envelope = signEnvelope(c.body, key);
       try {
-        const ack = await jsCall(() => bus.js.publish(declareSubject(c.node), JSON.stringify(envelope)));
+        const ack = await publishDeclaration(bus, c.node, new TextEncoder().encode(JSON.stringify(envelope)));
         tally.published(c, ack.seq);
       } catch (e) {
         throw new Error(`publishing to node ${c.node} failed: ${firstLine(e)}`);

@@ -31,7 +31,7 @@ const MembershipParts = () => ({
   fingerprint: Fingerprint,
   user: z.string().regex(/^node\.[a-z0-9][a-z0-9_-]{0,62}$/, "must be node.<name>"),
   stream: z.string().min(1),
-  // absent: the node reads its last declaration directly, woken by the core copy of each (protocol.md "Direct
+  // absent: the node reads its last declaration directly, woken by the wake-up of each (protocol.md "Direct
   // reads"); present (a node enrolled before): it pulls from this durable consumer the mesh made
   consumer: z.string().min(1).optional(),
   subject: z.string().min(1, "must not be empty"),

@@ -14,6 +14,7 @@ import {
   makeAccountKeys,
   membershipOf,
   nodeUserJwt,
+  publishDeclaration,
   serviceAuthenticator,
   userOfIdentity,
 } from "../../src/mesh/index.ts";
@@ -257,13 +258,9 @@ export async function clusterLeaderKilled(notes: string[] = []): Promise<string[
           { id: "conf", type: "file", path: "/etc/cluster.conf", content: `${tag}\n`, mode: "0644" },
         ],
       });
-      const ack = await retry(
-        () =>
-          js.publish(`mesh.declare.${NODE}`, JSON.stringify(signEnvelope(body, meshKey.privateKey)), {
-            timeout: 2_000,
-          }),
-        `publishing ${tag}`,
-      );
+      const data = new TextEncoder().encode(JSON.stringify(signEnvelope(body, meshKey.privateKey)));
+      // stored, then woken, as a push does
+      const ack = await retry(() => publishDeclaration({ js, nc: conn }, NODE, data), `publishing ${tag}`);
       return ack.seq;
     };
     const outbox = join(stateDir, "outbox");

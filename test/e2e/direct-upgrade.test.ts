@@ -27,7 +27,7 @@ import { tempDir } from "../support/tmp.ts";
 
 const kept = keptRuns();
 
-const DIRECT = /DIRECT\.GET\.DECLARE|^mesh\.declare\.\*$/;
+const DIRECT = /DIRECT\.GET\.DECLARE|^mesh\.(declare|wake)\.\*/;
 
 /** The claims the servers hold of `kind`, decoded. */
 async function held(dir: string, kind: "mesh" | "nodes"): Promise<{ exports: string[]; imports: string[] }> {
@@ -38,11 +38,14 @@ async function held(dir: string, kind: "mesh" | "nodes"): Promise<{ exports: str
     const m = await sys.nc.request(`$SYS.REQ.ACCOUNT.${id}.CLAIMS.LOOKUP`, "", { timeout: 10_000 });
     const nats = (claimsOf(new TextDecoder().decode(m.data))?.nats ?? {}) as {
       exports?: { subject: string }[];
-      imports?: { subject: string }[];
+      imports?: { subject: string; local_subject?: string }[];
     };
     return {
       exports: (nats.exports ?? []).map((e) => e.subject),
-      imports: (nats.imports ?? []).map((i) => i.subject),
+      // an import heard under another subject, as "subject as local"
+      imports: (nats.imports ?? []).map((i) =>
+        i.local_subject ? `${i.subject} as ${i.local_subject}` : i.subject,
+      ),
     };
   } finally {
     await sys.close();
@@ -99,13 +102,15 @@ describe("a mesh raised before direct reads", () => {
       (o) => o.stdout.includes("account's claims up to this release"),
       "the claims brought up",
     );
+    // the wake-up, sent once the stream holds a declaration, is heard on the node's own subject; the publish's
+    // own copy is exported to none
     expect((await held(dir, "mesh")).exports.filter((s) => DIRECT.test(s)).sort()).toEqual([
       "$JS.API.DIRECT.GET.DECLARE.mesh.declare.*",
-      "mesh.declare.*",
+      "mesh.wake.*",
     ]);
     expect((await held(dir, "nodes")).imports.filter((s) => DIRECT.test(s)).sort()).toEqual([
       "$JS.API.DIRECT.GET.DECLARE.mesh.declare.*",
-      "mesh.declare.*",
+      "mesh.wake.* as mesh.declare.*",
     ]);
     expect(Object.keys((await revocationsOnBus(new MeshDir(dir), shard)).users)).toEqual(
       expect.arrayContaining(revokedBefore),

@@ -142,6 +142,39 @@ describe("the link, reading directly", () => {
     expect((await hearing.delivered()).seq).toBe(seq);
   });
 
+  it("is woken only once the stream holds the declaration: the publish's own copy reaches it not, its wake-up does, and a read then finds it", async () => {
+    const m = await mesh.admit("d-w", { reads: "direct" });
+    const dialled = await dial({
+      servers: m.servers,
+      fingerprint: m.fingerprint,
+      auth: mesh.nodeAuth("d-w"),
+      inboxPrefix: "_INBOX.node.d-w",
+    });
+    if (!dialled.ok) throw new Error(dialled.reason);
+    const nc = dialled.nc;
+    try {
+      const woken = nc.subscribe("mesh.declare.d-w");
+      await nc.flush();
+      // stored with no wake-up, as a console older than this release pushes: its core copy is MESH's alone
+      const unwoken = mesh.sign("d-w", declaration("d-w", 0));
+      await mesh.js.publish("mesh.declare.d-w", JSON.stringify(unwoken));
+      const wakes = woken[Symbol.asyncIterator]();
+      for (let n = 1; n <= 20; n++) {
+        const seq = await mesh.declare("d-w", declaration("d-w", n));
+        // one connection's messages arrive in order: the core copy, had it come, would be the first
+        const wake = await wakes.next();
+        if (wake.done) throw new Error("the wake-ups' subscription ended");
+        const read = await nc.request("$JS.API.DIRECT.GET.DECLARE.mesh.declare.d-w", "", {
+          timeout: EVENT_WAIT_MS,
+        });
+        expect(read.headers?.get("Nats-Sequence")).toBe(String(seq));
+        expect(Buffer.from(read.data).equals(Buffer.from(wake.value.data))).toBe(true);
+      }
+    } finally {
+      await nc.close();
+    }
+  });
+
   it("a user issued for a consumer, with a membership naming none: the link closes saying the server refused it", async () => {
     const identity = generateKeyPairSync("ed25519").privateKey;
     const b64 = rawPublicOf(identity).toString("base64");
@@ -208,7 +241,13 @@ describe("the link, reading directly", () => {
     });
 
     it("cannot hear another node's wake-ups, nor every node's", async () => {
-      for (const subject of ["mesh.declare.d-b", "mesh.declare.*", "mesh.declare.>"]) {
+      for (const subject of [
+        "mesh.declare.d-b",
+        "mesh.declare.*",
+        "mesh.declare.>",
+        "mesh.wake.d-b",
+        "mesh.wake.*",
+      ]) {
         const sub = nc.subscribe(subject);
         await expect(sub.closed).resolves.toMatchObject({
           message: expect.stringContaining(`Permissions Violation for Subscription to "${subject}"`),
@@ -216,9 +255,9 @@ describe("the link, reading directly", () => {
       }
     });
 
-    it("cannot publish a declaration's subject, its own nor another's: no wake-up forged, nothing stored", async () => {
+    it("cannot publish a declaration's subject nor a wake-up's, its own nor another's: nothing forged, nothing stored", async () => {
       const before = await mesh.jsm.streams.info("DECLARE");
-      for (const subject of ["mesh.declare.d-a", "mesh.declare.d-b"])
+      for (const subject of ["mesh.declare.d-a", "mesh.declare.d-b", "mesh.wake.d-a", "mesh.wake.d-b"])
         await expect(nc.request(subject, "{}", { timeout: 2_000 })).rejects.toThrow(
           /Permissions Violation for Publish/,
         );

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeAccountKeys, seedsOf } from "../../src/mesh/accounts.ts";
+import { publishDeclaration } from "../../src/mesh/index.ts";
 import { addNode, appConf, asController, enrolAt, runLinkUp, TestMesh } from "../mesh/fleet.ts";
 import { awaitOutput, mesh, serverDir } from "../mesh/operator.ts";
 import { type Running, runCli, startCli } from "../support/cli.ts";
@@ -98,7 +99,8 @@ describe("what mesh up says, and which counter a person reads", () => {
       for (let i = 0; i < 3; i++)
         nc.publish("mesh.heartbeat.web-1", JSON.stringify({ ...hb, confirmed: false }));
       await js.publish("mesh.report.web-1", "not json");
-      await js.publish("mesh.declare.web-1", replayed);
+      // replayed as the bus would carry a push: stored, then woken
+      await publishDeclaration({ js, nc }, "web-1", replayed);
     } finally {
       await nc.close();
     }

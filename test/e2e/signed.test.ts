@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { publishDeclaration } from "../../src/mesh/index.ts";
 import { type Report, SignedMessage, signMessage } from "../../src/vocabulary/index.ts";
 import { appConf, asController, type LinkedNode, TestMesh } from "../mesh/fleet.ts";
 import { awaitOutput, mesh } from "../mesh/operator.ts";
@@ -96,7 +97,8 @@ describe("issue 28 item 4: a name's earlier life", () => {
       expect(readFileSync(join(second.root, "etc/app.conf"), "utf8")).toBe("new life\n");
 
       const before = (await jsm.streams.info("REPORTS")).state.last_seq;
-      const seq = (await jetstream(nc).publish("mesh.declare.web", captured!.data)).seq;
+      // replayed as the bus would carry a push: stored, then woken
+      const seq = (await publishDeclaration({ js: jetstream(nc), nc }, "web", captured!.data)).seq;
       const refused = await until(
         async () => (await reportsAfter(nc, "web", before)).find((r) => r.declaration.seq === seq),
         "the node's report of the replayed envelope",

@@ -30,6 +30,7 @@ import {
   membershipOf,
   nodesAccountFor,
   nodeUserJwt,
+  publishDeclaration,
   type Reads,
   type ReleaseInput,
   type Revoke,
@@ -351,10 +352,10 @@ export class MeshDouble {
     return { ...body, ...(to ? { to } : {}), serial, issued_at: given.issued_at ?? new Date().toISOString() };
   }
 
-  /** Publish anything on `mesh.declare.<node>` — a forged envelope, raw bytes; the stream seq. */
+  /** Publish anything on `mesh.declare.<node>` — a forged envelope, raw bytes — and its wake-up, as a push does; the stream seq. */
   async publishEnvelope(node: string, envelope: object | Uint8Array): Promise<number> {
     const data = envelope instanceof Uint8Array ? envelope : enc.encode(JSON.stringify(envelope));
-    return (await this.js.publish(`mesh.declare.${node}`, data)).seq;
+    return (await publishDeclaration({ js: this.js, nc: this.nc }, node, data)).seq;
   }
 
   /** The `n`th report (1-based) received, of `node` only when given; waits for it. */

@@ -63,8 +63,8 @@ export const RECONNECT_MAX_MS = 60_000;
 export const ENROL_TIMEOUT_MS = 30_000;
 /**
  * How long an enrolment question goes on being asked while the bus does not acknowledge it (each try waits
- * SERVER_ACK_TIMEOUT_MS): a cluster electing its ENROL stream's leader answers a moment later, a bus with no ENROL
- * stream never; said well within ENROL_TIMEOUT_MS either way.
+ * SERVER_ACK_TIMEOUT_MS) or says no stream keeps it: a cluster electing its ENROL stream's leader, or under load,
+ * answers a moment later, a bus with no ENROL stream never; said well within ENROL_TIMEOUT_MS either way.
  */
 export const ENROL_ACK_PATIENCE_MS = 10_000;
 /** In-progress acks keep a running apply's message alive more often than the consumer's ack wait. */

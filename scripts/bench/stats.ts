@@ -15,9 +15,10 @@ export function percentile(xs: readonly number[], p: number): number {
   return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (rank - lo);
 }
 
-/** A duration for a person: "840 µs", "12.3 ms", "312 ms", "1.24 s", "465 s". */
+/** A duration for a person: "840 µs", "12.3 ms", "312 ms", "1.24 s", "465 s"; "−76 ms" (one clock ahead of another). */
 export function formatMs(ms: number): string {
   if (!Number.isFinite(ms)) return "—";
+  if (ms < 0) return `−${formatMs(-ms)}`;
   if (ms < 1) return `${Math.round(ms * 1000)} µs`;
   if (ms < 10) return `${ms.toFixed(1)} ms`;
   if (ms < 1000) return `${Math.round(ms)} ms`;

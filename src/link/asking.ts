@@ -196,14 +196,18 @@ async function acknowledged(nc: NatsConnection, node: string, question: string):
   for (;;) {
     const tried = Date.now();
     const asked = await publish(nc, node, question);
-    if (asked.ok || asked.kind !== "unreachable" || nc.isClosed() || Date.now() >= deadline) return asked;
+    if (asked.ok || !(asked.kind === "unreachable" || asked.again) || nc.isClosed() || Date.now() >= deadline)
+      return asked;
     // a refusal that came at once is not asked again at once
     const pause = ENROL_ASK_AGAIN_MS - (Date.now() - tried);
     if (pause > 0) await new Promise((r) => setTimeout(r, pause));
   }
 }
 
-type Asked = { ok: true; seq: number } | { ok: false; kind: "protocol" | "unreachable"; reason: string };
+type Asked =
+  | { ok: true; seq: number }
+  /** `again`: said as it stands once the patience is spent, but asked again until then. */
+  | { ok: false; kind: "protocol" | "unreachable"; reason: string; again?: true };
 
 async function publish(nc: NatsConnection, node: string, question: string): Promise<Asked> {
   // jetstream() makes no API call of its own: the enrol user may publish its question and nothing else
@@ -212,10 +216,12 @@ async function publish(nc: NatsConnection, node: string, question: string): Prom
     const ack = await js.publish(enrolSubject(node), question, { timeout: SERVER_ACK_TIMEOUT_MS });
     return { ok: true, seq: ack.seq };
   } catch (e) {
+    // a cluster answered so once in 2,000 enrolments under load, its ENROL stream kept and led: asked again
     if (isNoResponders(e))
       return {
         ok: false,
         kind: "protocol",
+        again: true,
         reason: `no stream on this bus keeps ${enrolSubject(node)}: the mesh is not taking enrolments here`,
       };
     if (isPermissionViolation(e))

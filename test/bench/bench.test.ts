@@ -62,6 +62,7 @@ describe("stats", () => {
     expect(formatMs(12.34)).toBe("12 ms");
     expect(formatMs(4.56)).toBe("4.6 ms");
     expect(formatMs(1240)).toBe("1.24 s");
+    expect(formatMs(-76)).toBe("−76 ms");
     expect(formatMs(465_000)).toBe("465 s");
     expect(formatKb(51_200)).toBe("50 MB");
     expect(formatKb(null)).toBe("—");

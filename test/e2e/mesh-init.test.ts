@@ -127,15 +127,18 @@ describe("mesh init", () => {
     expect(SHARDS).toHaveLength(128);
     const shard = claimsOfId(nodesAccountId(keys, "NODES.7f"));
     expect(shard).toMatchObject({ name: "NODES.7f", iat: 1 });
-    expect(shard.nats.imports.map((i: { subject: string }) => i.subject).sort()).toEqual([
+    // an import heard under another subject, as "subject as local": the wake-up, on the node's own subject
+    const imported = (i: { subject: string; local_subject?: string }) =>
+      i.local_subject ? `${i.subject} as ${i.local_subject}` : i.subject;
+    expect(shard.nats.imports.map(imported).sort()).toEqual([
       "$JS.API.DIRECT.GET.DECLARE.mesh.declare.*",
       "$JS.API.DIRECT.GET.OBJ_mesh-releases",
       "$JS.API.DIRECT.GET.OBJ_mesh-releases.>",
       "$JS.API.INFO",
-      "mesh.declare.*",
       "mesh.heartbeat.*",
       "mesh.rekey.*",
       "mesh.report.*",
+      "mesh.wake.* as mesh.declare.*",
     ]);
     for (const s of SHARDS) expect(claimsOfId(nodesAccountId(keys, s)).name).toBe(s);
     const meshClaims = claimsOfId(accountId(keys, "mesh"));

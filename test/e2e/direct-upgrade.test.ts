@@ -6,7 +6,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AckPolicy } from "@nats-io/jetstream";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFailed } from "vitest";
 import { ACCOUNT_NAMES } from "../../src/mesh/accounts.ts";
 import {
   accountId,
@@ -79,29 +79,43 @@ async function pushEarlierClaims(dir: string, user: string): Promise<void> {
 
 describe("a mesh raised before direct reads", () => {
   it("is brought up by mesh up: its claims gain direct reads, NODES' revocations kept, and a node enrolled then is woken by a push", async () => {
+    // where the time went, said if it fails: two clean-clone runs timed out here with nothing else said
+    const from = Date.now();
+    const steps: string[] = [];
+    const step = (what: string) => steps.push(`${what} at ${((Date.now() - from) / 1000).toFixed(1)} s`);
+    onTestFailed(() => {
+      process.stderr.write(`direct-upgrade: ${steps.join("; ")}\n`);
+    });
     const base = tempDir("direct-upgrade-");
     const dir = join(base, "mesh");
     await initMesh(dir, await freePortPairs(1));
     const first = kept.keep(await meshUp(dir));
+    step("up");
     // a node removed: its revocation is in its shard's claims, and must stay there; one removed by the earlier
     // release is in NODES', and must stay there too
     await addNode(dir, "gone");
     const gone = await enrolAt(await addNode(dir, "gone-too"), join(base, "gone-too"));
+    step("enrolled");
     expect((await mesh(dir, ["node", "rm", "gone-too"])).code).toBe(0);
+    step("removed");
     const shard = shardOf("gone-too");
     const revokedBefore = Object.keys((await revocationsOnBus(new MeshDir(dir), shard)).users);
     expect(revokedBefore.length).toBeGreaterThan(0);
     const earlierUser = nkeyOf("user", generateKeyPairSync("ed25519").publicKey);
     await pushEarlierClaims(dir, earlierUser);
     expect((await held(dir, "mesh")).exports.filter((s) => DIRECT.test(s))).toEqual([]);
+    step("earlier claims pushed");
     await first.stop();
+    step("stopped");
 
     const up = kept.keep(await meshUp(dir));
+    step("up again");
     await awaitOutput(
       up,
       (o) => o.stdout.includes("account's claims up to this release"),
       "the claims brought up",
     );
+    step("claims brought up");
     // the wake-up, sent once the stream holds a declaration, is heard on the node's own subject; the publish's
     // own copy is exported to none
     expect((await held(dir, "mesh")).exports.filter((s) => DIRECT.test(s)).sort()).toEqual([
@@ -119,11 +133,14 @@ describe("a mesh raised before direct reads", () => {
     expect(gone.state).toBeTruthy();
 
     const node = await enrolAt(await addNode(dir, "web-1"), join(base, "web-1"));
+    step("web-1 enrolled");
     kept.keep(await runLinkUp(kept, node));
+    step("web-1 linked");
     const file = join(base, "app.json");
     writeFileSync(file, JSON.stringify(appConf("direct\n")));
     const pushed = await mesh(dir, ["push", "web-1", file, "--wait-s", "120"]);
     expect(pushed.code, pushed.stderr).toBe(0);
+    step("pushed");
     const bus = await connectBus(new MeshDir(dir));
     try {
       const names: string[] = [];
@@ -136,7 +153,8 @@ describe("a mesh raised before direct reads", () => {
     await up.stop();
     const again = kept.keep(await meshUp(dir));
     expect(again.output().stdout).not.toContain("account's claims up to this release");
-  });
+    // a sum of steps each slow on a busy machine, none stuck: the deadline is the chaos tests'
+  }, 900_000);
 
   it("drops the consumer of a node that read from one once it enrols again; one left behind goes at the next mesh up", async () => {
     const base = tempDir("consumer-left-");

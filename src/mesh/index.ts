@@ -97,5 +97,5 @@ export {
 } from "./state.ts";
 export { writeUnits } from "./units.ts";
 export { type UpOptions, up } from "./up.ts";
-export { publishDeclaration, wakeSubject } from "./wake.ts";
+export { publishDeclaration } from "./wake.ts";
 export { type Heard, watch } from "./watch.ts";

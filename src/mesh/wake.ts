@@ -7,7 +7,7 @@ import type { PubAck } from "@nats-io/jetstream";
 import { declareSubject } from "../vocabulary/index.ts";
 import { type Bus, jsCall } from "./bus.ts";
 
-export const wakeSubject = (node: string): string => `mesh.wake.${node}`;
+const wakeSubject = (node: string): string => `mesh.wake.${node}`;
 
 /**
  * The declaration into the stream, then its wake-up, the same bytes: a node compares them with what its read

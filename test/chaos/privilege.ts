@@ -3,7 +3,6 @@
 // pinned connection, is refused by the server.
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { dial } from "../../src/link/dial.ts";
 import type { MeshDouble } from "../mesh/index.ts";
 import { permissionProblems, withMesh } from "./bus.ts";
 import { type Outcome, type RunOptions, type Scenario, Tally } from "./support.ts";
@@ -145,7 +144,7 @@ export const leastPrivilege: Scenario = {
     const tally = new Tally();
     const rounds = opts.long ? 3 : 1;
     await withMesh(async (mesh) => {
-      const m = await mesh.admit(NODE);
+      await mesh.admit(NODE);
       await tally.try("the node's user holds exactly protocol.md's permissions", () =>
         permissionProblems(mesh, NODE),
       );
@@ -153,12 +152,7 @@ export const leastPrivilege: Scenario = {
       for (let n = 0; n < rounds; n++)
         for (const [what, act] of acts) {
           // a fresh pinned connection each time: a violation must not leave the next act on a broken one
-          const dialled = await dial({
-            servers: m.servers,
-            fingerprint: m.fingerprint,
-            auth: mesh.nodeAuth(NODE),
-            inboxPrefix: `_INBOX.node.${NODE}`,
-          });
+          const dialled = await mesh.dialAs(NODE);
           if (!dialled.ok) {
             await tally.try(what, () => [`the node could not dial: ${dialled.reason}`]);
             continue;

@@ -4,7 +4,6 @@
 // held still by SIGSTOP, so the flush's PING is never answered, and the node's connection closed meanwhile.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { flushed } from "../../src/flushed.ts";
-import { dial } from "../../src/link/index.ts";
 import { EVENT_WAIT_MS, MeshDouble } from "../mesh/index.ts";
 
 describe("a flush on a connection that closes before the server answers", () => {
@@ -21,12 +20,7 @@ describe("a flush on a connection that closes before the server answers", () => 
 
   it("ends, rejected in our words, where nats.js's own flush waits on", async () => {
     await mesh.admit("still");
-    const dialled = await dial({
-      servers: [mesh.url],
-      fingerprint: mesh.fingerprint,
-      auth: mesh.nodeAuth("still"),
-      inboxPrefix: "_INBOX.node.still",
-    });
+    const dialled = await mesh.dialAs("still");
     expect(dialled.ok).toBe(true);
     if (!dialled.ok) return;
     const nc = dialled.nc;

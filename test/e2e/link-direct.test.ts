@@ -5,7 +5,7 @@
 import { generateKeyPairSync } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dial, type Link, type LinkOptions, openLink } from "../../src/link/index.ts";
+import { type Link, type LinkOptions, openLink } from "../../src/link/index.ts";
 import { rawPublicOf, type StreamMark, verifyEnvelope } from "../../src/vocabulary/index.ts";
 import { Hearing } from "../mesh/hearing.ts";
 import { EVENT_WAIT_MS, MeshDouble } from "../mesh/index.ts";
@@ -143,13 +143,8 @@ describe("the link, reading directly", () => {
   });
 
   it("is woken only once the stream holds the declaration: the publish's own copy reaches it not, its wake-up does, and a read then finds it", async () => {
-    const m = await mesh.admit("d-w", { reads: "direct" });
-    const dialled = await dial({
-      servers: m.servers,
-      fingerprint: m.fingerprint,
-      auth: mesh.nodeAuth("d-w"),
-      inboxPrefix: "_INBOX.node.d-w",
-    });
+    await mesh.admit("d-w", { reads: "direct" });
+    const dialled = await mesh.dialAs("d-w");
     if (!dialled.ok) throw new Error(dialled.reason);
     const nc = dialled.nc;
     try {
@@ -194,16 +189,11 @@ describe("the link, reading directly", () => {
     let nc: NatsConnection;
 
     beforeAll(async () => {
-      const m = await mesh.admit("d-a", { reads: "direct" });
+      await mesh.admit("d-a", { reads: "direct" });
       await mesh.admit("d-b", { reads: "direct" });
       await mesh.declare("d-b", declaration("d-b", 1));
       await mesh.declare("d-a", declaration("d-a", 1));
-      const dialled = await dial({
-        servers: m.servers,
-        fingerprint: m.fingerprint,
-        auth: mesh.nodeAuth("d-a"),
-        inboxPrefix: "_INBOX.node.d-a",
-      });
+      const dialled = await mesh.dialAs("d-a");
       if (!dialled.ok) throw new Error(dialled.reason);
       nc = dialled.nc;
     });

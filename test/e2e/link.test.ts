@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dial, type Link, openLink } from "../../src/link/index.ts";
+import { type Link, openLink } from "../../src/link/index.ts";
 import {
   Heartbeat,
   keyPairFromRaw,
@@ -139,14 +139,9 @@ describe("the link", () => {
     let nc: NatsConnection;
 
     beforeAll(async () => {
-      const m = await mesh.admit("narrow");
+      await mesh.admit("narrow");
       await mesh.admit("other");
-      const dialled = await dial({
-        servers: m.servers,
-        fingerprint: m.fingerprint,
-        auth: mesh.nodeAuth("narrow"),
-        inboxPrefix: "_INBOX.node.narrow",
-      });
+      const dialled = await mesh.dialAs("narrow");
       if (!dialled.ok) throw new Error(dialled.reason);
       nc = dialled.nc;
     });

@@ -21,7 +21,7 @@ import {
   nanos,
   type Subscription,
 } from "@nats-io/transport-node";
-import type { DialAuth } from "../../src/link/dial.ts";
+import { type DialAuth, type Dialled, dial } from "../../src/link/dial.ts";
 import {
   type Bus,
   consumeLoop,
@@ -53,6 +53,7 @@ import {
   makeMeshKey,
   type NodeMessageKind,
   nkeyOf,
+  nodeInboxPrefix,
   publicKeyFromRaw,
   type ReleaseManifest,
   type Report,
@@ -220,6 +221,16 @@ export class MeshDouble {
     const jwt = this.userJwts.get(node);
     if (!jwt) throw new Error(`mesh double: node ${node} has no user yet`);
     return { kind: "jwt", user: `node.${node}`, jwt, key: this.identityKey(node) };
+  }
+
+  /** A pinned connection as `node` (admitted by the double), under exactly its grants: an attacker's view of it. */
+  dialAs(node: string): Promise<Dialled> {
+    return dial({
+      servers: [this.url],
+      fingerprint: this.fingerprint,
+      auth: this.nodeAuth(node),
+      inboxPrefix: nodeInboxPrefix(node),
+    });
   }
 
   /** How a test dials as the enrolling user a code of the double's carries (`token`: the code's seed). */

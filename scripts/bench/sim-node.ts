@@ -6,7 +6,7 @@
 import type { KeyObject } from "node:crypto";
 import { ask, type Delivered, type Link, openBound } from "../../src/link/index.ts";
 import { backoffMs } from "../../src/run/index.ts";
-import { makeKeyPair, makeOverlayKey, publicKeys } from "../../src/store/index.ts";
+import { makeKeyPair, makeOverlayKey, type NodeKeys, publicKeys } from "../../src/store/index.ts";
 import {
   decodeCode,
   type Membership,
@@ -60,17 +60,17 @@ export class SimNode {
     private readonly membership: Membership,
   ) {}
 
+  /** A node's keys, made once: an enrolment asked again asks with them, as a node's state directory keeps them. */
+  static keys(): NodeKeys {
+    return { identity: makeKeyPair("ed25519"), sealing: makeKeyPair("x25519"), overlay: makeOverlayKey() };
+  }
+
   /** Real enrolment: the code's credential dials, the question is asked, the sealed membership opened. */
-  static async enrol(code: string): Promise<SimNode> {
+  static async enrol(code: string, keys: NodeKeys = SimNode.keys()): Promise<SimNode> {
     const decoded = decodeCode(code);
     if (!decoded.ok) throw new Error(decoded.reason);
     const c = decoded.value;
     if (!("jwt" in c)) throw new Error(`the code for ${c.node} is a v1 code (a password): not this mesh's`);
-    const keys = {
-      identity: makeKeyPair("ed25519"),
-      sealing: makeKeyPair("x25519"),
-      overlay: makeOverlayKey(),
-    };
     const pub = publicKeys(keys);
     const answer = await ask(
       { servers: c.servers, fingerprint: c.fingerprint, transport: c.transport },

@@ -103,11 +103,12 @@ async function addAll(dir: string, n: number): Promise<string[]> {
  * Both counted, so the figures say how often.
  */
 async function enrolOne(fleet: SimFleet, code: string, name: string): Promise<SimNode> {
+  const keys = SimNode.keys();
   try {
     for (let i = 1; ; i++) {
       try {
         fleet.enrolling.set(name, "asking");
-        return await SimNode.enrol(code);
+        return await SimNode.enrol(code, keys);
       } catch (e) {
         if (i >= REISSUE_TRIES) throw e;
         if (e instanceof EnrolFailed && ASK_AGAIN_KINDS.has(e.kind)) {

@@ -64,7 +64,14 @@ describe("a node's reply address never reaches the mesh's JetStream API (issue 2
     // B's report already in REPORTS: a purge would take it
     await mesh.js.publish("mesh.report.b", "{}");
     // what would cross into MESH on another node's subjects
-    for (const s of ["mesh.report.b", "mesh.enrol.b", "mesh.heartbeat.b", "mesh.rekey.b", "mesh.declare.b"])
+    for (const s of [
+      "mesh.report.b",
+      "mesh.enrol.b",
+      "mesh.heartbeat.b",
+      "mesh.rekey.b",
+      "mesh.declare.b",
+      "mesh.wake.b",
+    ])
       mesh.nc.subscribe(s, { callback: (_e, m) => void heardInMesh.push(m.subject) });
     await mesh.nc.flush();
     nc = await asNode(a, "a");
@@ -81,6 +88,7 @@ describe("a node's reply address never reaches the mesh's JetStream API (issue 2
       "$JS.API.CONSUMER.DELETE.DECLARE.node-b",
       "$JS.API.STREAM.DELETE.DECLARE",
       "mesh.declare.b",
+      "mesh.wake.b",
       "mesh.report.b",
       "mesh.enrol.b",
     ])
@@ -97,7 +105,13 @@ describe("a node's reply address never reaches the mesh's JetStream API (issue 2
   it("A's report (and heartbeat, and rekey) with its reply at PURGE of DECLARE or B's subjects changes nothing", async () => {
     const bDeclared = await mesh.declared("b");
     for (const subject of ["mesh.report.a", "mesh.heartbeat.a", "mesh.rekey.a"])
-      for (const reply of ["$JS.API.STREAM.PURGE.DECLARE", "mesh.declare.b", "mesh.report.b", "mesh.enrol.b"])
+      for (const reply of [
+        "$JS.API.STREAM.PURGE.DECLARE",
+        "mesh.declare.b",
+        "mesh.wake.b",
+        "mesh.report.b",
+        "mesh.enrol.b",
+      ])
         nc.publish(subject, "{}", { reply });
     await settle(nc);
     expect(await mesh.declared("b")).toEqual(bDeclared);

@@ -37,6 +37,7 @@ import {
   until,
   upOnly,
 } from "./fleet-mesh.ts";
+import { SIM_THREADS } from "./sim-threads.ts";
 import { simulatedScenario } from "./simulated.ts";
 import { formatKb, formatMs } from "./stats.ts";
 import { upgradeBench } from "./upgrade.ts";
@@ -204,7 +205,9 @@ async function main(): Promise<void> {
 }
 
 async function simulated(n: number): Promise<void> {
-  say(`# bench:fleet --simulated — ${new Date().toISOString().slice(0, 10)}, ${n} nodes in one process`);
+  say(
+    `# bench:fleet --simulated — ${new Date().toISOString().slice(0, 10)}, ${n} nodes in one process, ${SIM_THREADS} worker threads`,
+  );
   if (!process.argv.includes("--cluster-only")) await simulatedScenario(1, n);
   if (!process.argv.includes("--single-only")) await simulatedScenario(3, n);
 }

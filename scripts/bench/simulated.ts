@@ -1,5 +1,6 @@
 // `npm run bench:fleet -- --simulated N`: what one bus carries when the fleet is large. One process simulates N
-// nodes (sim-node.ts: their own identity keys, user JWTs from real enrolment answered by `mesh up`, the pinned TLS
+// nodes, spread over a worker thread a core (sim-threads.ts) so its own listener and timings are not queued behind
+// them (sim-node.ts: their own identity keys, user JWTs from real enrolment answered by `mesh up`, the pinned TLS
 // dial, heartbeats, pulling declarations, signed reports), against one server, then a three-server cluster, each
 // server under its own `mesh up --only I`. Measured and printed:
 //   node add   `mesh node add` then `mesh node rm` of one more node at N nodes against a mesh of 10 beside it, in
@@ -14,7 +15,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import { addNode, MeshDir, reissueNode } from "../../src/mesh/index.ts";
+import { addNode, MeshDir } from "../../src/mesh/index.ts";
 import { freePortPairs, mesh } from "../../test/mesh/operator.ts";
 import { addCostAgainstTen } from "./add-cost.ts";
 import {
@@ -33,7 +34,7 @@ import {
   upOnly,
 } from "./fleet-mesh.ts";
 import { vmRssKb } from "./proc.ts";
-import { EnrolFailed, SimNode } from "./sim-node.ts";
+import { type NodeState, SimThreads } from "./sim-threads.ts";
 import { formatKb, formatMs } from "./stats.ts";
 
 /** The default of a real node (HEARTBEAT_S): the controller's load is a real fleet's. */
@@ -41,10 +42,6 @@ const HEARTBEAT_S = 30;
 const ADD_AT_ONCE = 8;
 const ENROL_AT_ONCE = 32;
 const PROGRESS_MS = 60_000;
-/** A cut enrolment (enrolOne) is likelier the longer an answer takes: a cluster's answers are slower. */
-const REISSUE_TRIES = 10;
-/** How a failed enrolment is asked again as an operator would run `enrol` again: the bus not reached in time. */
-const ASK_AGAIN_KINDS = new Set(["unreachable", "timeout", "tls"]);
 /** A report not in by then is counted lost (the outbox retries on every link, so a late one is a slow one). */
 const REPORTS_LOST_AFTER_MS = 5 * 60_000;
 /** How long the bench's own listener dials a restarted server among the fleet's redials, and its pause between. */
@@ -54,15 +51,7 @@ const RELISTEN_PAUSE_MS = 2_000;
 const NODES_STOP_MS = 60_000;
 
 interface SimFleet extends Fleet {
-  nodes: SimNode[];
-  /** Each link's coming up, as it happened: the dials a second after a restart. */
-  linkUps: number[];
-  /** Enrolments cut by the bus before their answer, and asked again with a reissued code. */
-  reissued: number;
-  /** Enrolments whose dial or answer failed (a handshake timed out in a storm), asked again with the same code. */
-  askedAgain: number;
-  /** The enrolments in flight, by node: "asking" or "reissuing". */
-  enrolling: Map<string, string>;
+  sims: SimThreads;
   /** The bench's listener closed and opened again. */
   relisten(): Promise<void>;
 }
@@ -95,65 +84,29 @@ async function addAll(dir: string, n: number): Promise<string[]> {
   return codes;
 }
 
-/**
- * A node's enrolment; when the bus cut its enrolling user before the answer came (`mesh up` revokes each batch of
- * spent codes ENROL_REVOKE_DELAY_MS after the batch's first, so a code spent late in a batch can be revoked before
- * its own answer is out), a new code from `node reissue`'s function and a new question, as an operator would;
- * when the bus was not reached or did not answer in time, the same code again, as an operator runs `enrol` again.
- * Both counted, so the figures say how often.
- */
-async function enrolOne(fleet: SimFleet, code: string, name: string): Promise<SimNode> {
-  const keys = SimNode.keys();
-  try {
-    for (let i = 1; ; i++) {
-      try {
-        fleet.enrolling.set(name, "asking");
-        return await SimNode.enrol(code, keys);
-      } catch (e) {
-        if (i >= REISSUE_TRIES) throw e;
-        if (e instanceof EnrolFailed && ASK_AGAIN_KINDS.has(e.kind)) {
-          fleet.askedAgain++;
-          continue;
-        }
-        if (!(e as Error).message.includes("withdrew")) throw e;
-        fleet.reissued++;
-        fleet.enrolling.set(name, "reissuing");
-        code = (await reissueNode(new MeshDir(fleet.dir), name)).code;
-      }
-    }
-  } finally {
-    fleet.enrolling.delete(name);
-  }
-}
-
 /** The enrolments in flight, by what each waits on: a stall says where it is. */
 function inFlight(fleet: SimFleet): string {
   const by = new Map<string, number>();
-  for (const phase of fleet.enrolling.values()) by.set(phase, (by.get(phase) ?? 0) + 1);
+  for (const phase of fleet.sims.enrolling.values()) by.set(phase, (by.get(phase) ?? 0) + 1);
   return [...by].map(([phase, count]) => `${count} ${phase}`).join(", ") || "none";
 }
 
 async function enrolAll(fleet: SimFleet, codes: string[]): Promise<void> {
   const all = names(codes.length);
-  await eachAtOnce(codes, ENROL_AT_ONCE, async (code, i) => {
-    const node = await enrolOne(fleet, code, all[i]!);
-    // kept as soon as it runs, so a failure later still stops it
-    fleet.nodes.push(node);
-    node.start({ heartbeatS: HEARTBEAT_S, onUp: (_n, at) => fleet.linkUps.push(at) });
-  });
+  await eachAtOnce(codes, ENROL_AT_ONCE, (code, i) => fleet.sims.enrol(all[i]!, code));
 }
 
 /** The nodes without a link, by why their last dial or bind failed. */
-function failures(fleet: SimFleet): string {
+async function failures(fleet: SimFleet): Promise<string> {
   const by = new Map<string, number>();
-  for (const x of fleet.nodes) if (x.failure) by.set(x.failure, (by.get(x.failure) ?? 0) + 1);
+  for (const x of await fleet.sims.states()) if (x.failure) by.set(x.failure, (by.get(x.failure) ?? 0) + 1);
   return [...by].map(([why, count]) => `${count}× ${why}`).join("; ") || "no dial failing";
 }
 
 /** The dials after `from`, and the most in any one second. */
 function dialsAfter(fleet: SimFleet, from: number): { count: number; peak: number } {
   const perSecond = new Map<number, number>();
-  const after = fleet.linkUps.filter((t) => t > from);
+  const after = fleet.sims.linkUps.filter((t) => t > from);
   for (const t of after) {
     const s = Math.floor((t - from) / 1000);
     perSecond.set(s, (perSecond.get(s) ?? 0) + 1);
@@ -172,28 +125,27 @@ async function measure(fleet: SimFleet, base: string, servers: number, n: number
   const enrolFrom = Date.now();
   // a long wait says how it goes, on stderr: how many are enrolled and heard, what the enrolments in flight wait
   // on, and why the nodes not heard are not
-  const progress = setInterval(
-    () =>
-      process.stderr.write(
-        `bench:fleet: ${fleet.nodes.length}/${n} enrolled (in flight: ${inFlight(fleet)}); ${fleet.heard.size}/${n} heard; ${failures(fleet)}\n`,
-      ),
-    PROGRESS_MS,
-  );
+  const progress = setInterval(async () => {
+    const failing = await failures(fleet);
+    process.stderr.write(
+      `bench:fleet: ${fleet.sims.enrolled.size}/${n} enrolled (in flight: ${inFlight(fleet)}); ${fleet.heard.size}/${n} heard; ${failing}\n`,
+    );
+  }, PROGRESS_MS);
   await enrolAll(fleet, codes).catch((e: Error) => {
     clearInterval(progress);
     throw e;
   });
   const enrolMs = Date.now() - enrolFrom;
   await until(() => fleet.heard.size >= n, "a heartbeat from every node")
-    .catch((e: Error) => {
-      throw new Error(`${e.message}: ${fleet.heard.size} heard; ${failures(fleet)}`);
+    .catch(async (e: Error) => {
+      throw new Error(`${e.message}: ${fleet.heard.size} heard; ${await failures(fleet)}`);
     })
     .finally(() => clearInterval(progress));
   const heardMs = Date.now() - enrolFrom;
   say(`\n## ${servers === 1 ? "one server" : `${servers}-server cluster`}, ${n} simulated nodes`);
   await addCostAgainstTen(fleet.dir, join(base, "companion"), servers, n);
   say(
-    `all ${n} added in ${formatMs(addedMs)}; enrolled in ${formatMs(enrolMs)} (${Math.round((n * 1000) / enrolMs)} a second; ${fleet.reissued} cut by the bus before their answer, asked again with a reissued code; ${fleet.askedAgain} asked again after a dial or answer failed), every one heard ${formatMs(heardMs)} after the first question`,
+    `all ${n} added in ${formatMs(addedMs)}; enrolled in ${formatMs(enrolMs)} (${Math.round((n * 1000) / enrolMs)} a second; ${fleet.sims.reissued} cut by the bus before their answer, asked again with a reissued code; ${fleet.sims.askedAgain} asked again after a dial or answer failed), every one heard ${formatMs(heardMs)} after the first question`,
   );
   const held = monitorEventLoopDelay({ resolution: 10 });
   held.enable();
@@ -203,7 +155,7 @@ async function measure(fleet: SimFleet, base: string, servers: number, n: number
     `push --all, 10 files, publish → report: ${spread(times.map((t) => t.heard - t.stored))} (${times.length}/${n} reports)`,
   );
   say(
-    `${stagesOf(fleet, times)}; the simulator's event loop held up p99 ${formatMs(held.percentile(99) / 1e6)}, max ${formatMs(held.max / 1e6)}`,
+    `${stagesOf(await fleet.sims.states(), times)}; the bench's own thread's event loop held up p99 ${formatMs(held.percentile(99) / 1e6)}, max ${formatMs(held.max / 1e6)}`,
   );
   const bus = busRssKb(fleet.dir, servers);
   say(
@@ -238,13 +190,10 @@ async function restart(fleet: SimFleet, base: string, servers: number, n: number
   const upAgainMs = Date.now() - down;
   // one server: the bench's own connection lost it too, and is heard from the moment it listens again
   if (servers === 1) await fleet.relisten();
-  const progress = setInterval(
-    () =>
-      process.stderr.write(
-        `bench:fleet: ${fleet.nodes.filter((x) => x.linkedAt > down).length}/${n} linked again; ${failures(fleet)}\n`,
-      ),
-    PROGRESS_MS,
-  );
+  const progress = setInterval(async () => {
+    const failing = await failures(fleet);
+    process.stderr.write(`bench:fleet: ${linkedSince(fleet, down).length}/${n} linked again; ${failing}\n`);
+  }, PROGRESS_MS);
   const linked = await linkedAgain(fleet, down, n).finally(() => clearInterval(progress));
   const backMs = await heartbeatsBack(fleet, down, n);
   const dialled = dialsAfter(fleet, down);
@@ -264,8 +213,8 @@ async function restart(fleet: SimFleet, base: string, servers: number, n: number
  * Where a push's time went, node by node: stored → taken (the node's read: its wake-up, the direct get, any look
  * again), taken → acknowledged (the report signed and stored), acknowledged → heard (the bench's listener).
  */
-function stagesOf(fleet: SimFleet, times: PushTimes[]): string {
-  const byName = new Map(fleet.nodes.map((x) => [x.name, x]));
+function stagesOf(nodes: NodeState[], times: PushTimes[]): string {
+  const byName = new Map(nodes.map((x) => [x.name, x]));
   const read: number[] = [];
   const report: number[] = [];
   const heard: number[] = [];
@@ -279,11 +228,14 @@ function stagesOf(fleet: SimFleet, times: PushTimes[]): string {
   return `stored → taken ${spread(read)}; taken → report acknowledged ${spread(report)}; acknowledged → heard ${spread(heard)}`;
 }
 
+/** When each node linked whose link last came up after `from`. */
+const linkedSince = (fleet: SimFleet, from: number) =>
+  [...fleet.sims.linkedAt.values()].filter((t) => t > from);
+
 /** How long after `from` every node's link was up again. */
 async function linkedAgain(fleet: SimFleet, from: number, n: number): Promise<number> {
-  const after = () => fleet.nodes.filter((x) => x.linkedAt > from);
-  await until(() => after().length >= n, "every node linked again");
-  return Math.max(...after().map((x) => x.linkedAt)) - from;
+  await until(() => linkedSince(fleet, from).length >= n, "every node linked again");
+  return Math.max(...linkedSince(fleet, from)) - from;
 }
 
 export async function simulatedScenario(servers: number, n: number): Promise<void> {
@@ -295,11 +247,7 @@ export async function simulatedScenario(servers: number, n: number): Promise<voi
     heard: new Map(),
     firstAfter: new Map(),
     reports: new Map(),
-    nodes: [],
-    linkUps: [],
-    reissued: 0,
-    askedAgain: 0,
-    enrolling: new Map(),
+    sims: new SimThreads(dir, HEARTBEAT_S),
     relisten: async () => {
       await stopListening();
       // the bench's own dial competes with the whole fleet's redials: tried again until it gets in, as a node is
@@ -334,10 +282,14 @@ export async function simulatedScenario(servers: number, n: number): Promise<voi
     });
     failed = false;
   } finally {
-    const stopped = Promise.all(fleet.nodes.map((x) => x.stop()));
+    const stopped = fleet.sims.stop();
     const late = new Promise((r) => setTimeout(r, NODES_STOP_MS).unref());
-    if ((await Promise.race([stopped.then(() => true), late])) !== true)
-      process.stderr.write(`bench:fleet: the nodes not all stopped in ${NODES_STOP_MS / 1000} s; going on\n`);
+    if ((await Promise.race([stopped.then(() => true), late])) !== true) {
+      process.stderr.write(
+        `bench:fleet: the nodes not all stopped in ${NODES_STOP_MS / 1000} s; their threads ended\n`,
+      );
+      await fleet.sims.terminate();
+    }
     await stopListening();
     await Promise.all([...fleet.ups.values()].map((u) => u.stop()));
     // a failed run keeps its directory: the servers' logs say what the bus saw

@@ -13,6 +13,8 @@ import { formatMs, percentile } from "./stats.ts";
 
 export const ADD_RM_TRIES = 3;
 export const EVENT_WAIT_MS = 10 * 60_000;
+/** How long a `push --all` is let run past its own --wait-s (its summary, the bus's slow answers) before it is cut. */
+const PUSH_GRACE_S = 120;
 /** How many DECLARE messages are looked up at once for their time in the stream. */
 const LOOKUPS_AT_ONCE = 32;
 
@@ -148,7 +150,10 @@ export interface PushTimes {
 
 /** `mesh push --all`; each node's declaration's time in the stream and its report's arrival. */
 export async function pushAll(fleet: Fleet, file: string, waitS = 600): Promise<PushTimes[]> {
-  const r = await mesh(fleet.dir, ["push", "--all", file, "--json", "--wait-s", String(waitS)]);
+  // the push waits for every report itself, up to waitS: only past that is it cut
+  const r = await mesh(fleet.dir, ["push", "--all", file, "--json", "--wait-s", String(waitS)], {
+    timeoutMs: (waitS + PUSH_GRACE_S) * 1000,
+  });
   if (r.code !== 0) throw new Error(`mesh push --all exited ${r.code}: ${r.stderr}`);
   const pushed = JSON.parse(r.stdout).nodes as { node: string; seq: number; digest: string }[];
   const bus = await connectBus(new MeshDir(fleet.dir));

@@ -1,9 +1,8 @@
-// The simulated fleet spread over worker threads (sim-worker.ts), a node to each in turn. One thread holding
+// The simulated fleet in worker threads (sim-worker.ts), a node to each in turn. One thread holding
 // 10,000 nodes spent its event loop on them (a push at 3,000 kept it busy about 9 s: verifying, signing, TLS
 // writes), and everything the bench does itself in that loop waited behind them: its listener's "heard", the
 // functions it times, even its own dials, cut by the server's 2 s TLS handshake timeout. Here the bench's thread
 // keeps only what it is told: each link's coming up, each enrolment's phase, and, when asked, each node's state.
-import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 
 /** What the bench asks a thread; each answered by its id. */
@@ -30,8 +29,13 @@ export type Told =
   | { event: "reissued" }
   | { event: "askedAgain" };
 
-/** A thread a core: the simulated nodes' work spread as a fleet's would be over machines, as far as this one goes. */
-export const SIM_THREADS = Math.max(1, availableParallelism());
+/**
+ * One thread for the nodes, beside the bench's own. Two (a thread a core, here) starved the bus: the nodes took
+ * both cores from the servers and controllers, and a cluster of 10,000 enrolled at 22 a second against 65 with
+ * the nodes in the bench's own thread, its push cut after five minutes with 1,528 reported. The simulator's part
+ * of the machine is then what it was, and the bench's thread is free of it.
+ */
+export const SIM_THREADS = 1;
 
 /** tsx's hooks registered in the thread first: a worker does not take them from the bench's own flags. */
 const boot = (entry: string) =>

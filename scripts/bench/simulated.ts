@@ -1,6 +1,6 @@
 // `npm run bench:fleet -- --simulated N`: what one bus carries when the fleet is large. One process simulates N
-// nodes, spread over a worker thread a core (sim-threads.ts) so its own listener and timings are not queued behind
-// them (sim-node.ts: their own identity keys, user JWTs from real enrolment answered by `mesh up`, the pinned TLS
+// nodes, in a worker thread beside the bench's own (sim-threads.ts) so its listener and timings are not queued
+// behind them (sim-node.ts: their own identity keys, user JWTs from real enrolment answered by `mesh up`, the pinned TLS
 // dial, heartbeats, pulling declarations, signed reports), against one server, then a three-server cluster, each
 // server under its own `mesh up --only I`. Measured and printed:
 //   node add   `mesh node add` then `mesh node rm` of one more node at N nodes against a mesh of 10 beside it, in

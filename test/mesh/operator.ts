@@ -30,7 +30,7 @@ export async function freePortPairs(n: number): Promise<number[]> {
 export function mesh(
   dir: string,
   args: string[],
-  opts: { input?: string; env?: Record<string, string> } = {},
+  opts: { input?: string; env?: Record<string, string>; timeoutMs?: number } = {},
 ): Promise<CliResult> {
   return runCli(["mesh", "--mesh", dir, ...args], opts);
 }

@@ -206,7 +206,7 @@ async function main(): Promise<void> {
 
 async function simulated(n: number): Promise<void> {
   say(
-    `# bench:fleet --simulated — ${new Date().toISOString().slice(0, 10)}, ${n} nodes in one process, the nodes in ${SIM_THREADS} worker thread${SIM_THREADS > 1 ? "s" : ""} beside the bench's own`,
+    `# bench:fleet --simulated — ${new Date().toISOString().slice(0, 10)}, ${n} nodes in ${SIM_THREADS} worker thread${SIM_THREADS > 1 ? "s" : ""} beside the bench's own`,
   );
   if (!process.argv.includes("--cluster-only")) await simulatedScenario(1, n);
   if (!process.argv.includes("--single-only")) await simulatedScenario(3, n);

@@ -21,7 +21,8 @@ const tell = (told: Told) => port.postMessage(told);
  * A node's enrolment; when the bus cut its enrolling user before the answer came (`mesh up` revokes each batch of
  * spent codes ENROL_REVOKE_DELAY_MS after the batch's first, so a code spent late in a batch can be revoked before
  * its own answer is out), a new code from `node reissue`'s function and a new question, as an operator would;
- * when the bus was not reached or did not answer in time, the same code again, as an operator runs `enrol` again.
+ * when the bus was not reached or did not answer in time, the same code again, as an operator runs `enrol` again
+ * (and a new code when that one is then refused as spent: its first answer was given and lost).
  * Both told, so the figures say how often.
  */
 async function enrolOne(name: string, code: string): Promise<SimNode> {
@@ -37,7 +38,9 @@ async function enrolOne(name: string, code: string): Promise<SimNode> {
           tell({ event: "askedAgain" });
           continue;
         }
-        if (!(e as Error).message.includes("withdrew")) throw e;
+        // a code asked with again after its answer was lost is spent: refused at the dial, as it says
+        const spent = e instanceof EnrolFailed && e.kind === "auth" && i > 1;
+        if (!spent && !(e as Error).message.includes("withdrew")) throw e;
         tell({ event: "reissued" });
         tell({ event: "phase", name, phase: "reissuing" });
         code = await reissued(name);

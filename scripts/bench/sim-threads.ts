@@ -5,12 +5,10 @@
 // keeps only what it is told: each link's coming up, each enrolment's phase, and, when asked, each node's state.
 import { Worker } from "node:worker_threads";
 
-/** What the bench asks a thread; each answered by its id. */
-export type Asked = { id: number } & (
-  | { op: "enrol"; name: string; code: string }
-  | { op: "state" }
-  | { op: "stop" }
-);
+/** What the bench asks a thread. */
+type Question = { op: "enrol"; name: string; code: string } | { op: "state" } | { op: "stop" };
+/** A question as sent, answered by its id. */
+export type Asked = { id: number } & Question;
 
 /** A node as the bench reads it: why its last dial failed, and its last push's stages. */
 export interface NodeState {
@@ -69,10 +67,6 @@ export class SimThreads {
     });
   }
 
-  get threads(): number {
-    return this.workers.length;
-  }
-
   /** Enrolled and started on the next thread in turn. */
   async enrol(name: string, code: string): Promise<void> {
     const w = this.workers[this.nextWorker++ % this.workers.length]!;
@@ -96,10 +90,7 @@ export class SimThreads {
     await Promise.all(this.workers.map((w) => w.terminate()));
   }
 
-  private ask(
-    w: Worker,
-    asked: { op: "enrol"; name: string; code: string } | { op: "state" } | { op: "stop" },
-  ) {
+  private ask(w: Worker, asked: Question) {
     const id = ++this.nextId;
     return new Promise<unknown>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });

@@ -1,31 +1,13 @@
 // Driving `mesh-host mesh …` as an operator would: the built executable, a mesh directory of the test's own,
 // free ports for its servers (each with the port after it free too: the routes listen there), and `mesh up`
 // known ready by the line it says, never by time.
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { type CliResult, type Running, runCli, startCli } from "../support/cli.ts";
 
 const UP_READY = "mesh up:";
 const UP_WAIT_MS = 120_000;
 
-async function listenable(port: number): Promise<boolean> {
-  return await new Promise((resolve) => {
-    const srv = createServer();
-    srv.once("error", () => resolve(false));
-    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
-  });
-}
-
-/** `n` ports, each with the next one free as well, none within one of another. */
-export async function freePortPairs(n: number): Promise<number[]> {
-  const ports: number[] = [];
-  while (ports.length < n) {
-    const p = 20_000 + Math.floor(Math.random() * 30_000);
-    if (ports.some((q) => Math.abs(q - p) < 3)) continue;
-    if ((await listenable(p)) && (await listenable(p + 1))) ports.push(p);
-  }
-  return ports;
-}
+export { freePortPairs } from "../support/ports.ts";
 
 export function mesh(
   dir: string,

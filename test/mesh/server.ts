@@ -4,7 +4,6 @@
 // JWT signed by its account's key, and a revocation is pushed over the system account, never by a reload.
 import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import {
   type AccountKeys,
@@ -43,17 +42,7 @@ export function permissionsFor(kind: "node" | "enrol", node: string, reads: Read
   return kind === "node" ? nodePermissions(node, reads) : enrolPermissions(node);
 }
 
-export async function freePort(): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const address = srv.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from "../support/ports.ts";
 
 export interface ServerFiles {
   dir: string;

@@ -43,22 +43,11 @@ async function enrolOne(name: string, code: string): Promise<SimNode> {
         if (!spent && !(e as Error).message.includes("withdrew")) throw e;
         tell({ event: "reissued" });
         tell({ event: "phase", name, phase: "reissuing" });
-        code = await reissued(name);
+        code = (await reissueNode(new MeshDir(dir), name)).code;
       }
     }
   } finally {
     tell({ event: "phase", name, phase: null });
-  }
-}
-
-/** `node reissue`'s code; its "try again" (the record changed under it: the answer being written) taken up. */
-async function reissued(name: string): Promise<string> {
-  for (let i = 1; ; i++) {
-    try {
-      return (await reissueNode(new MeshDir(dir), name)).code;
-    } catch (e) {
-      if (i >= REISSUE_TRIES || !(e as Error).message.endsWith("try again")) throw e;
-    }
   }
 }
 

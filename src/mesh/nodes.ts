@@ -7,6 +7,7 @@ import {
   CODE_EXPIRES_S,
   ENROL_REVOKE_ALL_MARGIN_S,
   ENROL_SPENT_HOLD_MS,
+  KV_CAS_TRIES,
   NODE_RECORD_FORMAT,
 } from "../defaults.ts";
 import { printable } from "../printable.ts";
@@ -182,13 +183,11 @@ export async function removeNode(mesh: MeshDir, name: string): Promise<void> {
   checkNodeName(name);
   mesh.config();
   await withState(mesh, async (state) => {
-    const { value, revision } = await knownNode(state, name);
-    const revokes = revokesOf(value, (await state.codes.get(name))?.value ?? null);
-    if (revokes.length) await revokeOnBus(mesh, revokes);
-    await state.nodes.remove(name, revision).catch((e) => {
-      if (e instanceof Conflict)
-        throw new MeshRefused(`node ${name} changed while it was removed: try again`);
-      throw e;
+    await whileChanged(name, "removed", async () => {
+      const { value, revision } = await knownNode(state, name);
+      const revokes = revokesOf(value, (await state.codes.get(name))?.value ?? null);
+      if (revokes.length) await revokeOnBus(mesh, revokes);
+      await state.nodes.remove(name, revision);
     });
     await state.codes.remove(name);
     await state.fleet.remove(name);
@@ -211,18 +210,34 @@ export async function reissueNode(
   checkNodeName(name);
   mesh.config();
   return await withState(mesh, async (state) => {
-    const { value, revision } = await knownNode(state, name);
-    if (value.moved_to)
-      throw new MeshRefused(`node ${name} has moved to the mesh at ${value.moved_to}: reissue it there`);
-    const code = newCode(mesh, name, expiresS);
-    const revokes = revokesOf(value, (await state.codes.get(name))?.value ?? null);
-    if (revokes.length) await revokeOnBus(mesh, revokes);
-    await state.nodes.update(name, { ...value, enrol: enrolOf(code.record) }, revision).catch((e) => {
-      if (e instanceof Conflict)
-        throw new MeshRefused(`node ${name} changed while it was reissued: try again`);
-      throw e;
+    // each try with a new code, and whatever the record then names revoked: revoking a user twice is harmless
+    const { code, enrolled } = await whileChanged(name, "reissued", async () => {
+      const { value, revision } = await knownNode(state, name);
+      if (value.moved_to)
+        throw new MeshRefused(`node ${name} has moved to the mesh at ${value.moved_to}: reissue it there`);
+      const code = newCode(mesh, name, expiresS);
+      const revokes = revokesOf(value, (await state.codes.get(name))?.value ?? null);
+      if (revokes.length) await revokeOnBus(mesh, revokes);
+      await state.nodes.update(name, { ...value, enrol: enrolOf(code.record) }, revision);
+      return { code, enrolled: value.keys !== null };
     });
     await state.codes.put(name, code.record);
-    return { code: codeOf(mesh, name, code.credential), enrolled: value.keys !== null };
+    return { code: codeOf(mesh, name, code.credential), enrolled };
   });
+}
+
+/**
+ * `attempt` (the node's record read, the bus told, the record written by compare-and-set) done again when the
+ * record changed between its read and its write: a controller writing an enrolment's answer, or a push raising the
+ * serial, is no reason to send an operator back. Told to try again only when it kept changing, KV_CAS_TRIES times.
+ */
+async function whileChanged<R>(name: string, verb: string, attempt: () => Promise<R>): Promise<R> {
+  for (let i = 1; ; i++) {
+    try {
+      return await attempt();
+    } catch (e) {
+      if (!(e instanceof Conflict)) throw e;
+      if (i >= KV_CAS_TRIES) throw new MeshRefused(`node ${name} changed while it was ${verb}: try again`);
+    }
+  }
 }

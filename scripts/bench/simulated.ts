@@ -34,6 +34,7 @@ import {
   upOnly,
 } from "./fleet-mesh.ts";
 import { vmRssKb } from "./proc.ts";
+import { DIALS_AT_ONCE } from "./sim-node.ts";
 import { type NodeState, SimThreads } from "./sim-threads.ts";
 import { formatKb, formatMs } from "./stats.ts";
 
@@ -205,7 +206,7 @@ async function restart(fleet: SimFleet, base: string, servers: number, n: number
   const what =
     servers === 1 ? "server restarted" : `server 1 killed and restarted (the REPORTS leader was ${leader})`;
   say(
-    `${what}: back in ${formatMs(upAgainMs)}; every node linked again (dialled, signed in, bound) ${formatMs(linked)} and heard ${formatMs(backMs)} after the stop; ${dialled.count} dials, at most ${dialled.peak} in one second (a fifth of the fleet is ${fifth}${dialled.peak > fifth ? ": ABOVE IT" : ""}); reports lost: ${digests.size - reported()}`,
+    `${what}: back in ${formatMs(upAgainMs)}; every node linked again (dialled, signed in, bound; the simulator dials ${DIALS_AT_ONCE} at a time) ${formatMs(linked)} and heard ${formatMs(backMs)} after the stop; ${dialled.count} dials, at most ${dialled.peak} in one second (a fifth of the fleet is ${fifth}${dialled.peak > fifth ? ": ABOVE IT" : ""}); reports lost: ${digests.size - reported()}`,
   );
 }
 

@@ -50,6 +50,11 @@ const RELISTEN_FOR_MS = 15 * 60_000;
 const RELISTEN_PAUSE_MS = 2_000;
 /** How long the simulated nodes are given to stop at the end before the servers are stopped under them. */
 const NODES_STOP_MS = 60_000;
+/**
+ * A push that waits for no report still raises each target's serial and records its stream sequence, a write of
+ * the serialised nodes bucket each, one at a time: minutes at 10,000 (the helper's 3-minute cut ended one).
+ */
+const PUSH_COMMAND_MS = 15 * 60_000;
 
 interface SimFleet extends Fleet {
   sims: SimThreads;
@@ -171,15 +176,14 @@ async function measure(fleet: SimFleet, base: string, servers: number, n: number
  * service manager stops it; the cluster: SIGKILL, a machine lost, the nodes dialling on to the next server.
  */
 async function restart(fleet: SimFleet, base: string, servers: number, n: number): Promise<void> {
-  const second = await mesh(fleet.dir, [
-    "push",
-    "--all",
-    tenFiles(base, "second"),
-    "--json",
-    "--wait-s",
-    "0",
-  ]);
-  if (second.code !== 0) throw new Error(`mesh push --all: ${second.stderr}`);
+  const pushing = Date.now();
+  const second = await mesh(
+    fleet.dir,
+    ["push", "--all", tenFiles(base, "second"), "--json", "--wait-s", "0"],
+    { timeoutMs: PUSH_COMMAND_MS },
+  );
+  if (second.code !== 0) throw new Error(`mesh push --all exited ${second.code}: ${second.stderr}`);
+  say(`push --all --wait-s 0 to ${n}: the command took ${formatMs(Date.now() - pushing)}`);
   const digests = new Map(
     (JSON.parse(second.stdout).nodes as { node: string; digest: string }[]).map((p) => [p.node, p.digest]),
   );

@@ -64,6 +64,16 @@ function processesNaming(dirs: string[]): number[] {
   return mine;
 }
 
+/** A file's bytes as text; null when it went between its listing and now (a running node's atomic writes). */
+function textOf(f: string): string | null {
+  try {
+    return readFileSync(f, "latin1");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw e;
+  }
+}
+
 const PASSWORD_IN_FILE = /"password"|password:|\bpass:/i;
 const PASSWORD_IN_ARGV = /password|--pass\b/i;
 
@@ -75,8 +85,10 @@ export function searchSecrets(meshDirs: string[], states: string[]): Searched {
   let files = 0;
   for (const root of roots)
     for (const f of filesUnder(root).filter((f) => !f.includes("/jetstream/"))) {
+      const text = textOf(f);
+      // a temporary file renamed into place between the listing and the read held nothing the search wants
+      if (text === null) continue;
       files++;
-      const text = readFileSync(f, "latin1");
       const rel = relative(root, f);
       if (PASSWORD_IN_FILE.test(text)) problems.push(`a password in ${f}`);
       for (const s of all)

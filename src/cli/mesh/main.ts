@@ -85,7 +85,7 @@ export async function meshMain(argv: string[]): Promise<number> {
     // the client's bare word, past the retries: the servers answer, their JetStream (the mesh's state) does not
     if (e instanceof Error && /^timeout$|temporarily unavailable/i.test(e.message))
       throw new Error(
-        "the mesh's bus answers but its JetStream did not in time: the state needs a majority of the servers up (is `mesh up` running on enough of them?)",
+        "the mesh's bus answers but its JetStream did not in time: the state needs a majority of the servers up and answering (is `mesh up` running on enough of them, or are they overloaded?)",
       );
     throw e;
   }

@@ -16,7 +16,6 @@ export const MAX_BODY_BYTES = 16 * 1024 * 1024;
 export const MAX_INSTALLER_SECRET_BYTES = 64 * 1024;
 /** JSON nested deeper than this is refused before JSON.parse can blow the stack. */
 export const MAX_JSON_DEPTH = 64;
-
 export const DEFAULT_FILE_MODE = 0o644;
 export const DEFAULT_DIR_MODE = 0o755;
 export const STATE_DIR_MODE = 0o700;
@@ -25,17 +24,14 @@ export const SECRET_FILE_MODE = 0o600;
 export const STATE_FILE_MODE = 0o600;
 /** A process's bundle file that declares no mode: readable, not executable (a script names its interpreter). */
 export const BUNDLE_FILE_MODE = 0o644;
-
 /** Lines of one file's diff `--diff` shows before it says how many more there are. */
 export const MAX_DIFF_LINES = 200;
 /** A file larger than this is not read to be diffed: the plan says so instead. */
 export const MAX_DIFF_BYTES = 1024 * 1024;
-
 /** How many file writes may be in flight at once: overlaps fsyncs on Node's thread pool. */
 export const FILE_WRITE_CONCURRENCY = 32;
 /** How many files are read and hashed at once during a plan. */
 export const FILE_READ_CONCURRENCY = 64;
-
 export const ACTION_DEFAULT_TIMEOUT_S = 300;
 /** The most an action may declare (`timeout_s`); the unit's TimeoutStopSec is above it, so a stop never cuts one short. */
 export const ACTION_MAX_TIMEOUT_S = 86_400;
@@ -302,6 +298,8 @@ export const KV_REPLICAS_MAX = 3;
 export const KV_CAS_TRIES = 50;
 /** Listing a bucket: how many keys are read at once. */
 export const KV_LIST_BATCH = 200;
+/** A push's declarations: how many are published before their acks are awaited (each node's stream subject is its own). */
+export const PUSH_PUBLISH_BATCH = 200;
 /** `mesh up` looks at the node and code buckets this often, besides being told of each change as it happens. */
 export const KV_RESYNC_MS = 5_000;
 /** A change to the buckets is acted on after this quiet, so a burst of node adds costs one read. */
@@ -344,6 +342,8 @@ export const REPORTS_MAX_AGE_S = 30 * 24 * 3600;
 
 /** One server: TCP, the server's INFO, the TLS handshake and CONNECT, each dial. */
 export const DIAL_TIMEOUT_MS = 5_000;
+/** A link's dial (each server in turn) and bind together: past it the attempt is given up and dialled again. */
+export const LINK_OPEN_MS = 90_000;
 /** The pin's preflight, its certificate read, closes politely; past this it is cut off regardless. */
 export const PREFLIGHT_CLOSE_MS = 2_000;
 /** The client's own pings find a server that went away without closing; the run loop then dials again. */

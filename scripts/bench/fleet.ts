@@ -1,5 +1,6 @@
 // `npm run bench:fleet [-- --nodes N]`: what one bus carries (`-- --upgrade`: a fleet upgraded, upgrade.ts;
-// `-- --simulated N`: N nodes simulated in one process, simulated.ts; `-- --baseline REF`: a healthy node's push
+// `-- --simulated N`: N nodes simulated in one process, simulated.ts; `-- --push-cost N`: a push's bookkeeping at N
+// against the bus's price of a write, push-cost.ts; `-- --baseline REF`: a healthy node's push
 // against an older build, baseline.ts). For a mesh of one server, then a three-server
 // cluster (each server under its own `mesh up --only I`, as the units run them): N real `mesh-host run`
 // processes (default 100), each with its own temporary root and state, each added with `mesh node add` and
@@ -37,6 +38,7 @@ import {
   until,
   upOnly,
 } from "./fleet-mesh.ts";
+import { pushCostBench } from "./push-cost.ts";
 import { SIM_THREADS } from "./sim-threads.ts";
 import { simulatedScenario } from "./simulated.ts";
 import { formatKb, formatMs } from "./stats.ts";
@@ -194,6 +196,8 @@ async function main(): Promise<void> {
     }
     return await baselineBench(ref, flagValue("pushes", 10));
   }
+  // `--push-cost N`: a push's own bookkeeping against the bus's price of a write (scripts/bench/push-cost.ts)
+  if (process.argv.includes("--push-cost")) return await pushCostBench(flagValue("push-cost", 10_000));
   // `--simulated N`: N nodes simulated in this one process (scripts/bench/simulated.ts)
   if (process.argv.includes("--simulated")) return await simulated(flagValue("simulated", 10_000));
   const n = flagValue("nodes", 100);

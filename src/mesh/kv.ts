@@ -36,6 +36,12 @@ function lostRace(e: unknown): boolean {
 
 export class Bucket<T> {
   readonly stream: string;
+  /**
+   * The stream's last sequence as this process's own last write found it (its ack): what a serialised bucket's
+   * next write expects, so one operator writing one record after another asks the stream's state only when someone
+   * else wrote meanwhile. A hint, never trusted: a stale one loses the race and the stream is asked (see `serialised`).
+   */
+  private lastWritten: number | null = null;
 
   constructor(
     private readonly bus: Bus,
@@ -57,8 +63,8 @@ export class Bucket<T> {
   /** What a compare-and-set at `revision` expects of the stream (see `serialised`). */
   private async expecting(revision: number): Promise<{ lastSubjectSequence: number; lastSequence?: number }> {
     if (!this.serialised) return { lastSubjectSequence: revision };
-    const info = await jsCall(() => this.bus.jsm.streams.info(this.stream));
-    return { lastSubjectSequence: revision, lastSequence: info.state.last_seq };
+    const last = this.lastWritten ?? (await this.lastSeq());
+    return { lastSubjectSequence: revision, lastSequence: last };
   }
 
   subject(key: string): string {
@@ -97,7 +103,13 @@ export class Bucket<T> {
   /** Write whatever was there. */
   async put(key: string, value: T): Promise<number> {
     const ack = await jsCall(() => this.bus.js.publish(this.subject(key), this.encode(value)));
-    return ack.seq;
+    return this.wrote(ack.seq);
+  }
+
+  /** A write of this process's acknowledged at `seq`: the stream's last, as far as this process knows. */
+  private wrote(seq: number): number {
+    this.lastWritten = seq;
+    return seq;
   }
 
   /** Write only if the key is still at `revision`; a Conflict otherwise. */
@@ -122,9 +134,10 @@ export class Bucket<T> {
         const ack = await jsCall(() =>
           this.bus.js.publish(this.subject(key), data, { expect, ...(h ? { headers: h } : {}) }),
         );
-        return ack.seq;
+        return this.wrote(ack.seq);
       } catch (e) {
         if (!lostRace(e)) throw e;
+        this.lastWritten = null;
         if (!this.serialised || i >= KV_CAS_TRIES || (await this.revisionOf(key)) !== revision)
           throw new Conflict(`${this.name}/${key} was changed by another writer`);
       }
@@ -162,7 +175,7 @@ export class Bucket<T> {
     h.set(ROLLUP, "sub");
     if (revision !== undefined) return await this.publishAt(key, new Uint8Array(), revision, h);
     const ack = await jsCall(() => this.bus.js.publish(this.subject(key), new Uint8Array(), { headers: h }));
-    return ack.seq;
+    return this.wrote(ack.seq);
   }
 
   /**
@@ -215,22 +228,37 @@ export class Bucket<T> {
 /**
  * Read-modify-write with compare-and-set, read again and retried when another writer got there first: what
  * raises a serial, spends a code, records a stream sequence. `change` returns the new value, or throws to refuse.
+ * `first`, when given, is the key as the caller has just read it: the first try writes over it without reading.
  */
 export async function modify<T, R>(
   bucket: Bucket<T>,
   key: string,
   change: (current: Entry<T> | null) => { value: T; result: R },
   tries: number,
+  first?: Entry<T> | null,
 ): Promise<R> {
+  return (await modified(bucket, key, change, tries, first)).result;
+}
+
+/** `modify`, with the entry it wrote: its value and the key's new revision (what a later write may start from). */
+export async function modified<T, R>(
+  bucket: Bucket<T>,
+  key: string,
+  change: (current: Entry<T> | null) => { value: T; result: R },
+  tries: number,
+  first?: Entry<T> | null,
+): Promise<{ result: R; entry: Entry<T> }> {
+  let current = first === undefined ? await bucket.get(key) : first;
   for (let i = 1; ; i++) {
-    const current = await bucket.get(key);
     const { value, result } = change(current);
     try {
-      if (current) await bucket.update(key, value, current.revision);
-      else await bucket.create(key, value);
-      return result;
+      const revision = current
+        ? await bucket.update(key, value, current.revision)
+        : await bucket.create(key, value);
+      return { result, entry: { key, value, revision } };
     } catch (e) {
       if (!(e instanceof Conflict) || i >= tries) throw e;
     }
+    current = await bucket.get(key);
   }
 }

@@ -3,7 +3,7 @@
 // reports waited for. Every check runs before anything is sent or any serial is used: a refused push
 // changes nothing, here or on the bus.
 
-import { PUSHES_KEPT } from "../defaults.ts";
+import { PUSH_PUBLISH_BATCH, PUSHES_KEPT } from "../defaults.ts";
 import { flushed } from "../flushed.ts";
 import {
   type Declaration,
@@ -19,9 +19,10 @@ import {
 } from "../vocabulary/index.ts";
 import { firstLine } from "./bus.ts";
 import { heardFrom } from "./heard.ts";
+import type { Entry } from "./kv.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 import { droppedBy, refuseRemovals } from "./removals.ts";
-import { allNodes, changeNode, knownNode, type NodeRecord, type State } from "./state.ts";
+import { allNodes, changedNode, knownNode, knownNodes, type NodeRecord, type State } from "./state.ts";
 import { publishDeclaration } from "./wake.ts";
 
 export interface PushInput {
@@ -42,6 +43,8 @@ export interface Composed {
   to: string;
   /** What a later move carries again: the declaration as pushed, without its order. */
   kept: Record<string, unknown>;
+  /** The node's record as this push's serial left it: what recording the push's stream sequence starts from. */
+  record?: Entry<NodeRecord>;
 }
 
 export interface Pushed extends Composed {
@@ -66,8 +69,7 @@ export async function targetsOf(state: State, names: string[], all: boolean): Pr
     return enrolled;
   }
   if (new Set(names).size !== names.length) throw new MeshRefused("a node is named twice");
-  for (const n of names) {
-    const r = (await knownNode(state, n)).value;
+  for (const { value: r, key: n } of await knownNodes(state, names)) {
     if (!r.keys) throw new MeshRefused(`node ${n} has not enrolled yet: there is no key to seal to`);
     if (r.moved_to) throw new MeshRefused(`node ${n} has moved to the mesh at ${r.moved_to}`);
   }
@@ -151,24 +153,30 @@ export async function preparePush(
   /** Runs once every check has passed, before any serial is taken (a move's other mesh). */
   beforeCommit: () => Promise<void> = async () => {},
 ): Promise<Composed[]> {
-  const dropped: { node: string; gone: ReturnType<typeof droppedBy> }[] = [];
-  for (const n of targets) {
-    const record = (await knownNode(state, n)).value;
+  const records = await knownNodes(state, targets);
+  const dropped = records.map(({ value: record }) => {
     const c = compose(record, input, extra(record));
-    dropped.push({ node: n, gone: droppedBy(record, c.kept) });
-  }
+    return { node: record.node, gone: droppedBy(record, c.kept) };
+  });
   if (!input.allowRemovals) refuseRemovals(dropped);
   await beforeCommit();
   const composed: Composed[] = [];
-  for (const n of targets)
-    composed.push(
-      await changeNode(state, n, (record) => {
+  // one after another: the nodes bucket takes its writes one at a time (kv.ts), so more at once would only lose
+  // races; each starts from the record just read, so a push reads no record twice unless another writer changed it
+  for (const first of records) {
+    const { result, entry } = await changedNode(
+      state,
+      first.key,
+      (record) => {
         const c = compose(record, input, extra(record));
         const push = { serial: c.serial, digest: c.digest, seq: null, at: new Date().toISOString() };
         const pushes = [...record.pushes, push].slice(-PUSHES_KEPT);
         return { value: { ...record, serial: c.serial, last_body: c.kept, pushes }, result: c };
-      }),
+      },
+      first,
     );
+    composed.push({ ...result, record: entry });
+  }
   return composed;
 }
 
@@ -197,7 +205,7 @@ export async function publishAndWait(
   try {
     await flushed(bus.nc, "the connection to the bus closed before it took the reports' subscription");
     const key = mesh.signingKey();
-    for (const c of composed) {
+    const publish = async (c: Composed) => {
       const envelope = signEnvelope(c.body, key);
       try {
         const ack = await publishDeclaration(bus, c.node, new TextEncoder().encode(JSON.stringify(envelope)));
@@ -205,7 +213,9 @@ export async function publishAndWait(
       } catch (e) {
         throw new Error(`publishing to node ${c.node} failed: ${firstLine(e)}`);
       }
-    }
+    };
+    for (let i = 0; i < composed.length; i += PUSH_PUBLISH_BATCH)
+      await Promise.all(composed.slice(i, i + PUSH_PUBLISH_BATCH).map(publish));
     await recordSeqs(state, composed, tally.seqs);
     if (waitMs > 0) await tally.settled(waitMs);
     const pushed: Pushed[] = [];
@@ -302,18 +312,26 @@ async function replacing(
   return { serial: push?.serial ?? null, seq: newer.seq };
 }
 
-/** Each push's stream sequence into its record (a node removed meanwhile has none to keep it). */
+/**
+ * Each push's stream sequence into its record (a node removed meanwhile has none to keep it), starting from the
+ * record as the push's serial left it: read again only where another writer changed it since.
+ */
 async function recordSeqs(state: State, composed: Composed[], seqs: Map<string, number>): Promise<void> {
   for (const c of composed)
-    await changeNode(state, c.node, (record) => ({
-      value: {
-        ...record,
-        pushes: record.pushes.map((p) =>
-          p.digest === c.digest ? { ...p, seq: seqs.get(c.node) ?? null } : p,
-        ),
-      },
-      result: undefined,
-    })).catch((e) => {
+    await changedNode(
+      state,
+      c.node,
+      (record) => ({
+        value: {
+          ...record,
+          pushes: record.pushes.map((p) =>
+            p.digest === c.digest ? { ...p, seq: seqs.get(c.node) ?? null } : p,
+          ),
+        },
+        result: undefined,
+      }),
+      c.record,
+    ).catch((e) => {
       if (!(e instanceof MeshRefused)) throw e;
     });
 }

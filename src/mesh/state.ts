@@ -6,10 +6,10 @@
 //   mesh-fleet  key: node name   the last heartbeat and report the controllers heard from it
 //   mesh-jobs   key: job id      push/plan/rollout job records (made here, filled by the fleet commands)
 import * as z from "zod";
-import { KV_CAS_TRIES, KV_REPLICAS_MAX, NODE_RECORD_FORMAT } from "../defaults.ts";
+import { KV_CAS_TRIES, KV_LIST_BATCH, KV_REPLICAS_MAX, NODE_RECORD_FORMAT } from "../defaults.ts";
 import { NodeName } from "../vocabulary/index.ts";
 import { type Bus, connectBus, jsCall } from "./bus.ts";
-import { Bucket, type Entry, modify } from "./kv.ts";
+import { Bucket, type Entry, modified } from "./kv.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 import type { NodesAccount } from "./shards.ts";
 
@@ -184,7 +184,20 @@ export async function changeNode<R>(
   name: string,
   change: (record: NodeRecord) => { value: NodeRecord; result: R },
 ): Promise<R> {
-  return await modify(
+  return (await changedNode(state, name, change)).result;
+}
+
+/**
+ * `changeNode`, starting from the record as the caller last read or wrote it (`first`: no read before the first
+ * try), and answering with the record as written: a caller changing many records in turn reads none it holds.
+ */
+export async function changedNode<R>(
+  state: State,
+  name: string,
+  change: (record: NodeRecord) => { value: NodeRecord; result: R },
+  first?: Entry<NodeRecord>,
+): Promise<{ result: R; entry: Entry<NodeRecord> }> {
+  return await modified(
     state.nodes,
     name,
     (current) => {
@@ -192,7 +205,21 @@ export async function changeNode<R>(
       return change(current.value);
     },
     KV_CAS_TRIES,
+    first,
   );
+}
+
+/** The records of `names`, read KV_LIST_BATCH at a time; a refusal naming the first not in this mesh. */
+export async function knownNodes(state: State, names: string[]): Promise<Entry<NodeRecord>[]> {
+  const out: Entry<NodeRecord>[] = [];
+  for (let i = 0; i < names.length; i += KV_LIST_BATCH) {
+    const read = await Promise.allSettled(names.slice(i, i + KV_LIST_BATCH).map((n) => knownNode(state, n)));
+    for (const r of read) {
+      if (r.status === "rejected") throw r.reason;
+      out.push(r.value);
+    }
+  }
+  return out;
 }
 
 export async function allNodes(state: State): Promise<NodeRecord[]> {

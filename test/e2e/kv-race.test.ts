@@ -13,13 +13,17 @@ import {
   labelNode,
   MeshDir,
   openState,
+  preparePush,
+  publishAndWait,
   reissueNode,
   removeNode,
   type State,
 } from "../../src/mesh/index.ts";
-import { TestMesh } from "../mesh/fleet.ts";
+import { makeKeyPair, makeOverlayKey, publicKeys } from "../../src/store/index.ts";
+import { appConf, TestMesh } from "../mesh/fleet.ts";
 import { ensureSea } from "../support/sea.ts";
 
+// the writers of one State start from its own last write (kv.ts lastWritten), the others ask the stream
 const WRITERS = 12;
 const ROUNDS = 5;
 const Value = z.object({ n: z.number() });
@@ -99,5 +103,45 @@ describe("a compare-and-set raced in a cluster", () => {
     const [removed] = await Promise.allSettled([removeNode(dir, "race-rm"), ...others(dir, "race-rm")]);
     expect(removed.status, String((removed as PromiseRejectedResult).reason)).toBe("fulfilled");
     expect(await states[0]!.nodes.get("race-rm")).toBeNull();
+  }, 600_000);
+
+  // A push raises each target's serial and then records each declaration's stream sequence, record after record,
+  // each write starting from what this operator last read or wrote (no read before it, and the bucket's state
+  // asked only when another writer came between). Here two operators push to the same nodes while a third labels
+  // them: every write that started from a record or a bucket state since changed must lose and be tried again.
+  it("pushes to 16 nodes from two operators at once while a third labels them: two serials each, every label and sequence kept", async () => {
+    const dir = new MeshDir(m.dir);
+    const names = Array.from({ length: 16 }, (_, i) => `race-push-${i}`);
+    for (const n of names) {
+      await addNode(dir, n);
+      const keys = publicKeys({
+        identity: makeKeyPair("ed25519"),
+        sealing: makeKeyPair("x25519"),
+        overlay: makeOverlayKey(),
+      });
+      const { value, revision } = await knownNode(states[0]!, n);
+      await states[0]!.nodes.update(n, { ...value, keys, enrolled_at: new Date().toISOString() }, revision);
+    }
+    const push = async (state: State, content: string) => {
+      const composed = await preparePush(state, names, { file: appConf(content), secrets: new Map() });
+      return await publishAndWait(dir, state, composed, 0);
+    };
+    const [a, b] = await Promise.all([
+      push(states[0]!, "a\n"),
+      push(states[1]!, "b\n"),
+      ...names.map((n) => labelNode(dir, n, { set: { labelled: "yes" }, remove: [] })),
+    ]);
+    for (const n of names) {
+      const record = (await knownNode(states[0]!, n)).value;
+      const mine = [a.find((p) => p.node === n)!, b.find((p) => p.node === n)!];
+      expect(mine.map((p) => p.serial).sort(), n).toEqual([1, 2]);
+      expect(record.serial, n).toBe(2);
+      expect(record.labels, n).toEqual({ labelled: "yes" });
+      for (const p of mine)
+        expect(
+          record.pushes.find((x) => x.serial === p.serial),
+          n,
+        ).toMatchObject({ digest: p.digest, seq: p.seq });
+    }
   }, 600_000);
 });

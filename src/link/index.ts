@@ -11,10 +11,10 @@ export {
   type Link,
   type LinkOptions,
   type Opened,
-  openBound,
   openLink,
   type Reported,
   type Sent,
   type Settled,
 } from "./link.ts";
+export { openBound } from "./open.ts";
 export { type Rekey, signRekey, type Told, tellRekey, verifyRekey } from "./rekey.ts";

@@ -47,6 +47,10 @@ import { pullOne, sleep } from "./pull.ts";
 
 export interface LinkOptions extends DirectOptions {
   dialTimeoutMs?: number;
+  /** The dial and bind together (LINK_OPEN_MS): `openBound` gives up past it. */
+  openTimeoutMs?: number;
+  /** Told when a server has answered the dial, before the bind: where an attempt that stops has got to. */
+  onDialled?: (server: string) => void;
   /** A pull request's life; the server's idle heartbeats keep it honest meanwhile. */
   pullExpiresMs?: number;
   /** How long a report, an ack or a term waits for the server's word. */
@@ -117,21 +121,6 @@ function membershipRefusal(membership: Membership, node: string): string | null 
   if (membership.user !== nodeUser(node))
     return `the membership's user is ${membership.user}, not ${nodeUser(node)}`;
   return null;
-}
-
-/** Dial, then bind: a link that cannot bind its consumer is no link (the mesh's to answer, said plainly). */
-export async function openBound(
-  membership: Membership,
-  node: string,
-  identity: KeyObject,
-  opts: LinkOptions = {},
-): Promise<Opened> {
-  const opened = await openLink(membership, node, identity, opts);
-  if (!opened.ok) return opened;
-  const bound = await opened.link.bind();
-  if (bound.ok) return opened;
-  await opened.link.close();
-  return bound;
 }
 
 class NatsLink implements Link {

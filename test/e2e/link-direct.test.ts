@@ -5,7 +5,7 @@
 import { generateKeyPairSync } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Link, type LinkOptions, openLink } from "../../src/link/index.ts";
+import { type Link, type LinkOptions, openBound, openLink } from "../../src/link/index.ts";
 import { rawPublicOf, type StreamMark, verifyEnvelope } from "../../src/vocabulary/index.ts";
 import { Hearing } from "../mesh/hearing.ts";
 import { EVENT_WAIT_MS, MeshDouble } from "../mesh/index.ts";
@@ -16,6 +16,9 @@ const declaration = (node: string, n: number) => ({
   mode: "converged",
   resources: [{ id: "motd", type: "file", path: "/etc/motd", content: `declaration ${n}\n` }],
 });
+
+// a bind stopped dead is given up past this, well before the client's own pings (20 s each) would end it
+const STUCK_MS = 15_000;
 
 // where nothing must come: long enough for a read the link would make at once, short of a look
 const QUIET_MS = 3_000;
@@ -284,4 +287,36 @@ describe("the link, reading directly", () => {
         );
     });
   });
+
+  // A simulated fleet of 10,000 redialling a three-server cluster once found 64 dials that never returned, none
+  // of the dial's or bind's own timeouts ending them. Whatever the wait, a node must dial again: the server is
+  // stopped in its tracks (SIGSTOP) the moment it has answered the dial, so the bind's flush is never answered
+  // and its connection stays open; the client's own pings would end it only after 40 s.
+  it("gives up a link whose bind the server never answers, saying it answered the dial, and dials again once it answers", async () => {
+    const node = "d-stuck";
+    const identity = generateKeyPairSync("ed25519").privateKey;
+    const membership = await mesh.admit(node, {
+      identity: rawPublicOf(identity).toString("base64"),
+      reads: "direct",
+    });
+    let paused = false;
+    try {
+      const opened = await openBound(membership, node, identity, {
+        openTimeoutMs: STUCK_MS,
+        onDialled: () => {
+          mesh.pauseServer();
+          paused = true;
+        },
+      });
+      expect(paused).toBe(true);
+      expect(opened.ok ? "linked" : `${opened.kind}: ${opened.reason}`).toMatch(
+        /^unreachable: no link within 15 s: \S+ answered the dial but the bind did not finish$/,
+      );
+    } finally {
+      if (paused) mesh.resumeServer();
+    }
+    const again = await openBound(membership, node, identity);
+    if (!again.ok) throw new Error(again.reason);
+    links.push(again.link);
+  }, 120_000);
 });

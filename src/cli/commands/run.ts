@@ -59,7 +59,11 @@ export async function runCommand(ctx: Context): Promise<number> {
       membership,
     },
     // signs what it says and, on a v2 membership, signs in with the identity key
-    dial: () => openBound(membership, node.node, identity.pair.privateKey, settledMarks(ctx, membership)),
+    dial: () =>
+      openBound(membership, node.node, identity.pair.privateKey, {
+        ...settledMarks(ctx, membership),
+        onDialled: (server) => ctx.log.debug({ server }, "dialled; binding"),
+      }),
     log: ctx.log,
     heartbeatS: ctx.args.heartbeatS,
     driftS: ctx.args.driftS,

@@ -61,6 +61,7 @@ export {
   publishAndWait,
   replacedLine,
   targetsOf,
+  unrecordedLine,
 } from "./push.ts";
 export {
   addRelease,

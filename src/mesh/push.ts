@@ -19,7 +19,7 @@ import {
 } from "../vocabulary/index.ts";
 import { firstLine } from "./bus.ts";
 import { heardFrom } from "./heard.ts";
-import type { Entry } from "./kv.ts";
+import { Conflict, type Entry } from "./kv.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 import { droppedBy, refuseRemovals } from "./removals.ts";
 import { allNodes, changedNode, knownNode, knownNodes, type NodeRecord, type State } from "./state.ts";
@@ -56,6 +56,12 @@ export interface Pushed extends Composed {
    * node's record knows it (null once that push has left the record's list).
    */
   replacedBy: { serial: number | null; seq: number } | null;
+  /**
+   * Why its stream sequence is not in the node's record (the bus stopped taking the writes), or null. The push is
+   * out all the same: the sequence names the serial of a heartbeat's last apply, and tells a resumed rollout the
+   * push was published (it pushes again without it).
+   */
+  unrecorded: string | null;
 }
 
 /** The newest other declaration each node reported while a push waited: its stream sequence and digest. */
@@ -216,7 +222,7 @@ export async function publishAndWait(
     };
     for (let i = 0; i < composed.length; i += PUSH_PUBLISH_BATCH)
       await Promise.all(composed.slice(i, i + PUSH_PUBLISH_BATCH).map(publish));
-    await recordSeqs(state, composed, tally.seqs);
+    const unrecorded = await recordSeqs(state, composed, tally.seqs);
     if (waitMs > 0) await tally.settled(waitMs);
     const pushed: Pushed[] = [];
     for (const c of composed) {
@@ -226,6 +232,7 @@ export async function publishAndWait(
         seq: tally.seqs.get(c.node)!,
         report: tally.reportOf(c),
         replacedBy: later && (await replacing(state, c.node, later)),
+        unrecorded: unrecorded.get(c.node) ?? null,
       });
     }
     return pushed;
@@ -314,26 +321,47 @@ async function replacing(
 
 /**
  * Each push's stream sequence into its record (a node removed meanwhile has none to keep it), starting from the
- * record as the push's serial left it: read again only where another writer changed it since.
+ * record as the push's serial left it: read again only where another writer changed it since. A write the bus did
+ * not take ends the recording, and why is kept for that node and every one after it: its declarations are out,
+ * and a push is not failed, nor made to wait 15 s a node, for its own bookkeeping.
  */
-async function recordSeqs(state: State, composed: Composed[], seqs: Map<string, number>): Promise<void> {
-  for (const c of composed)
+async function recordSeqs(
+  state: State,
+  composed: Composed[],
+  seqs: Map<string, number>,
+): Promise<Map<string, string>> {
+  const unrecorded = new Map<string, string>();
+  let why: string | null = null;
+  for (const c of composed) {
+    if (why !== null) {
+      unrecorded.set(c.node, why);
+      continue;
+    }
+    const seq = seqs.get(c.node) ?? null;
     await changedNode(
       state,
       c.node,
       (record) => ({
-        value: {
-          ...record,
-          pushes: record.pushes.map((p) =>
-            p.digest === c.digest ? { ...p, seq: seqs.get(c.node) ?? null } : p,
-          ),
-        },
+        value: { ...record, pushes: record.pushes.map((p) => (p.digest === c.digest ? { ...p, seq } : p)) },
         result: undefined,
       }),
       c.record,
     ).catch((e) => {
-      if (!(e instanceof MeshRefused)) throw e;
+      if (e instanceof MeshRefused) return;
+      // a record other writers kept changing is that node's alone; a bus not taking writes is every node's
+      if (!(e instanceof Conflict)) why = firstLine(e);
+      unrecorded.set(c.node, firstLine(e));
     });
+  }
+  return unrecorded;
+}
+
+/** What a push left out of the nodes' records, in one line; null when it kept everything. */
+export function unrecordedLine(pushed: Pushed[]): string | null {
+  const missed = pushed.filter((p) => p.unrecorded !== null);
+  if (!missed.length) return null;
+  const which = missed.length === pushed.length ? "pushes" : `of ${pushed.length} pushes`;
+  return `the stream sequences of ${missed.length} ${which} were not recorded (${missed[0]!.unrecorded}): they were published and their reports count; their nodes' heartbeats show no serial until the next push`;
 }
 
 /** 0 every node applied; 2 one refused; 1 one failed or was set aside (or replaced); 3 one said nothing in time. */

@@ -20,6 +20,7 @@ import {
   preparePush,
   publishAndWait,
   replacedLine,
+  unrecordedLine,
 } from "./push.ts";
 import { listReleases } from "./release.ts";
 import { droppedBy, refuseRemovals } from "./removals.ts";
@@ -197,6 +198,8 @@ async function runWave(r: RolloutRun, wave: string[], beats: Heard): Promise<voi
     // kept before anything is sent: a rollout killed now resumes without pushing these again
     await save(r);
     const pushed = await publishAndWait(r.mesh, r.state, composed, p.gate_s * 1000);
+    const unrecorded = unrecordedLine(pushed);
+    if (unrecorded) r.say(unrecorded);
     for (const x of pushed) noteReport(r.job, x, p.gate_s, seqs);
   }
   await save(r);

@@ -18,6 +18,7 @@ import {
   reissueNode,
   removeNode,
   type State,
+  unrecordedLine,
 } from "../../src/mesh/index.ts";
 import { makeKeyPair, makeOverlayKey, publicKeys } from "../../src/store/index.ts";
 import { appConf, TestMesh } from "../mesh/fleet.ts";
@@ -39,6 +40,21 @@ afterAll(async () => {
   for (const s of states) await s.bus.close();
   await m?.stop();
 });
+
+/** Added, and their records given keys as an enrolment gives them (no node dials: a push needs only the keys). */
+async function enrolled(names: string[]): Promise<string[]> {
+  for (const n of names) {
+    await addNode(new MeshDir(m.dir), n);
+    const keys = publicKeys({
+      identity: makeKeyPair("ed25519"),
+      sealing: makeKeyPair("x25519"),
+      overlay: makeOverlayKey(),
+    });
+    const { value, revision } = await knownNode(states[0]!, n);
+    await states[0]!.nodes.update(n, { ...value, keys, enrolled_at: new Date().toISOString() }, revision);
+  }
+  return names;
+}
 
 describe("a compare-and-set raced in a cluster", () => {
   it(`lets one of ${WRITERS} writers naming one revision win, ${ROUNDS} times over`, async () => {
@@ -111,17 +127,7 @@ describe("a compare-and-set raced in a cluster", () => {
   // them: every write that started from a record or a bucket state since changed must lose and be tried again.
   it("pushes to 16 nodes from two operators at once while a third labels them: two serials each, every label and sequence kept", async () => {
     const dir = new MeshDir(m.dir);
-    const names = Array.from({ length: 16 }, (_, i) => `race-push-${i}`);
-    for (const n of names) {
-      await addNode(dir, n);
-      const keys = publicKeys({
-        identity: makeKeyPair("ed25519"),
-        sealing: makeKeyPair("x25519"),
-        overlay: makeOverlayKey(),
-      });
-      const { value, revision } = await knownNode(states[0]!, n);
-      await states[0]!.nodes.update(n, { ...value, keys, enrolled_at: new Date().toISOString() }, revision);
-    }
+    const names = await enrolled(Array.from({ length: 16 }, (_, i) => `race-push-${i}`));
     const push = async (state: State, content: string) => {
       const composed = await preparePush(state, names, { file: appConf(content), secrets: new Map() });
       return await publishAndWait(dir, state, composed, 0);
@@ -142,6 +148,28 @@ describe("a compare-and-set raced in a cluster", () => {
           record.pushes.find((x) => x.serial === p.serial),
           n,
         ).toMatchObject({ digest: p.digest, seq: p.seq });
+    }
+  }, 600_000);
+
+  // Recording a push's sequences is its own bookkeeping, after every declaration is out: a bus that stops taking
+  // those writes (here the connection the records are written on, closed between the serials and the publishes)
+  // fails no push and holds none up; what was not recorded is said, and the records claim no sequence.
+  it("keeps a push whose stream sequences the bus would not record: published, said so, the records claiming none", async () => {
+    const dir = new MeshDir(m.dir);
+    const names = await enrolled(["unrec-1", "unrec-2", "unrec-3"]);
+    const other = await openState(dir);
+    const split: State = { ...states[0]!, nodes: other.nodes };
+    const composed = await preparePush(split, names, { file: appConf("u\n"), secrets: new Map() });
+    await other.bus.close();
+    const pushed = await publishAndWait(dir, split, composed, 0);
+    expect(pushed.map((p) => p.seq > 0)).toEqual([true, true, true]);
+    expect(unrecordedLine(pushed)).toMatch(
+      /^the stream sequences of 3 pushes were not recorded \(.*closed.*\): they were published and their reports count; /,
+    );
+    for (const p of pushed) {
+      const record = (await knownNode(states[0]!, p.node)).value;
+      expect(record.serial).toBe(p.serial);
+      expect(record.pushes.find((x) => x.serial === p.serial)).toMatchObject({ digest: p.digest, seq: null });
     }
   }, 600_000);
 });

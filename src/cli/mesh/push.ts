@@ -17,6 +17,7 @@ import {
   type State,
   selectedNodes,
   targetsOf,
+  unrecordedLine,
 } from "../../mesh/index.ts";
 import { printable } from "../../printable.ts";
 import { parseJsonBytes, tooBig } from "../../vocabulary/index.ts";
@@ -88,6 +89,7 @@ export async function pushCommand(mesh: MeshDir, args: MeshArgs): Promise<number
     const wait = waiting("mesh push", composed);
     const pushed = await publishAndWait(mesh, state, composed, args.waitS * 1000, wait.heard);
     wait.line.clear();
+    sayUnrecorded("mesh push", pushed);
     await jobs.save(settledJob(job, pushed, args.waitS));
     say(pushed, args, job.id);
     return args.waitS === 0 ? 0 : exitOf(pushed);
@@ -108,6 +110,7 @@ export async function moveCommand(mesh: MeshDir, args: MeshArgs): Promise<number
     const wait = waiting("mesh move", composed);
     const pushed = await publishAndWait(mesh, state, composed, args.waitS * 1000, wait.heard);
     wait.line.clear();
+    sayUnrecorded("mesh move", pushed);
     const code = exitOf(pushed);
     if (code === 0) await markMoved(state, name, to);
     say(pushed, args);
@@ -137,6 +140,11 @@ function waiting(prefix: string, composed: { node: string }[]) {
   return { line, heard };
 }
 
+function sayUnrecorded(prefix: string, pushed: Pushed[]): void {
+  const line = unrecordedLine(pushed);
+  if (line) warnLine(prefix)(line);
+}
+
 function say(pushed: Pushed[], args: MeshArgs, job?: string): void {
   if (args.json) {
     writeJson({
@@ -148,6 +156,7 @@ function say(pushed: Pushed[], args: MeshArgs, job?: string): void {
         digest: p.digest,
         report: p.report,
         ...(p.replacedBy ? { replaced_by: p.replacedBy } : {}),
+        ...(p.unrecorded ? { unrecorded: p.unrecorded } : {}),
       })),
     });
     return;

@@ -44,6 +44,10 @@ export class EnrolFailed extends Error {
 
 export class SimNode {
   private link: Link | null = null;
+  /** The server its link is on now; null while it has none. */
+  get server(): string | null {
+    return this.link?.server ?? null;
+  }
   /** When its link last came up (0: never). */
   linkedAt = 0;
   /** Why its last dial or bind failed, while it has no link: what the bench says when a node is never heard. */

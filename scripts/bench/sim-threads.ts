@@ -16,6 +16,8 @@ export interface NodeState {
   failure: string | null;
   took: { digest: string; at: number } | null;
   acked: { digest: string; at: number } | null;
+  /** The server its link is on now; null while it has none. */
+  server: string | null;
 }
 
 /** What a thread tells the bench: an answer, or something that happened. */

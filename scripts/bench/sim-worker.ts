@@ -52,7 +52,13 @@ async function enrolOne(name: string, code: string): Promise<SimNode> {
 }
 
 function states(): NodeState[] {
-  return nodes.map((x) => ({ name: x.name, failure: x.failure, took: x.took, acked: x.acked }));
+  return nodes.map((x) => ({
+    name: x.name,
+    failure: x.failure,
+    took: x.took,
+    acked: x.acked,
+    server: x.server,
+  }));
 }
 
 async function answer(asked: Asked): Promise<unknown> {

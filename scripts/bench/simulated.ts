@@ -188,6 +188,8 @@ async function restart(fleet: SimFleet, base: string, servers: number, n: number
     (JSON.parse(second.stdout).nodes as { node: string; digest: string }[]).map((p) => [p.node, p.digest]),
   );
   const leader = servers === 1 ? 1 : await leaderOf(fleet.dir);
+  // a node linked to another server (its dial once fell through to the next) is not cut, and never links again
+  const cut = await linkedTo(fleet, new MeshDir(fleet.dir).urls()[0]!);
   await fleet.ups.get(1)!.stop(servers === 1 ? "SIGTERM" : "SIGKILL");
   const down = Date.now();
   fleet.firstAfter = new Map();
@@ -197,9 +199,11 @@ async function restart(fleet: SimFleet, base: string, servers: number, n: number
   if (servers === 1) await fleet.relisten();
   const progress = setInterval(async () => {
     const failing = await failures(fleet);
-    process.stderr.write(`bench:fleet: ${linkedSince(fleet, down).length}/${n} linked again; ${failing}\n`);
+    process.stderr.write(
+      `bench:fleet: ${linkedSince(fleet, cut, down).length}/${cut.size} cut linked again; ${failing}\n`,
+    );
   }, PROGRESS_MS);
-  const linked = await linkedAgain(fleet, down, n).finally(() => clearInterval(progress));
+  const linked = await linkedAgain(fleet, cut, down).finally(() => clearInterval(progress));
   const backMs = await heartbeatsBack(fleet, down, n);
   const dialled = dialsAfter(fleet, down);
   const reported = () => [...digests].filter(([node, d]) => fleet.reports.get(node)?.digest === d).length;
@@ -210,7 +214,7 @@ async function restart(fleet: SimFleet, base: string, servers: number, n: number
   const what =
     servers === 1 ? "server restarted" : `server 1 killed and restarted (the REPORTS leader was ${leader})`;
   say(
-    `${what}: back in ${formatMs(upAgainMs)}; every node linked again (dialled, signed in, bound; the simulator dials ${DIALS_AT_ONCE} at a time) ${formatMs(linked)} and heard ${formatMs(backMs)} after the stop; ${dialled.count} dials, at most ${dialled.peak} in one second (a fifth of the fleet is ${fifth}${dialled.peak > fifth ? ": ABOVE IT" : ""}); reports lost: ${digests.size - reported()}`,
+    `${what}: back in ${formatMs(upAgainMs)}; ${cut.size} nodes were linked to it (${n - cut.size} to the others, never cut); every one linked again (dialled, signed in, bound; the simulator dials ${DIALS_AT_ONCE} at a time) ${formatMs(linked)} and heard ${formatMs(backMs)} after the stop; ${dialled.count} dials, at most ${dialled.peak} in one second (a fifth of the fleet is ${fifth}${dialled.peak > fifth ? ": ABOVE IT" : ""}); reports lost: ${digests.size - reported()}`,
   );
 }
 
@@ -233,14 +237,21 @@ function stagesOf(nodes: NodeState[], times: PushTimes[]): string {
   return `stored → taken ${spread(read)}; taken → report acknowledged ${spread(report)}; acknowledged → heard ${spread(heard)}`;
 }
 
-/** When each node linked whose link last came up after `from`. */
-const linkedSince = (fleet: SimFleet, from: number) =>
-  [...fleet.sims.linkedAt.values()].filter((t) => t > from);
+/** The nodes whose link is on `server` now (compared by port: the one machine's servers differ in nothing else). */
+async function linkedTo(fleet: SimFleet, server: string): Promise<Set<string>> {
+  const port = new URL(server).port;
+  const on = (await fleet.sims.states()).filter((x) => x.server && new URL(x.server).port === port);
+  return new Set(on.map((x) => x.name));
+}
 
-/** How long after `from` every node's link was up again. */
-async function linkedAgain(fleet: SimFleet, from: number, n: number): Promise<number> {
-  await until(() => linkedSince(fleet, from).length >= n, "every node linked again");
-  return Math.max(...linkedSince(fleet, from)) - from;
+/** When each of `nodes` linked, of those whose link last came up after `from`. */
+const linkedSince = (fleet: SimFleet, nodes: Set<string>, from: number) =>
+  [...nodes].map((name) => fleet.sims.linkedAt.get(name) ?? 0).filter((t) => t > from);
+
+/** How long after `from` every one of `nodes` had its link up again. */
+async function linkedAgain(fleet: SimFleet, nodes: Set<string>, from: number): Promise<number> {
+  await until(() => linkedSince(fleet, nodes, from).length >= nodes.size, "every node cut linked again");
+  return Math.max(...linkedSince(fleet, nodes, from)) - from;
 }
 
 export async function simulatedScenario(servers: number, n: number): Promise<void> {

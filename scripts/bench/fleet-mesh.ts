@@ -91,6 +91,30 @@ export function bodyOf(data: Uint8Array): unknown {
   return body?.ok ? body.value : null;
 }
 
+/**
+ * Of the reports the bench's listener did not hear (node → the digest each should name), how many the REPORTS
+ * stream holds: the listener hears each report's core copy, and one that crossed the killed server just as it
+ * died can be stored (the node's outbox has its acknowledgement) yet never reach the listener. A report is lost
+ * only when the stream does not hold it.
+ */
+export async function storedAnyway(dir: string, unheard: [string, string][]): Promise<number> {
+  if (!unheard.length) return 0;
+  const bus = await connectBus(new MeshDir(dir));
+  try {
+    let stored = 0;
+    for (const [node, digest] of unheard) {
+      const sm = await jsCall(() =>
+        bus.jsm.streams.getMessage("REPORTS", { last_by_subj: `mesh.report.${node}` }),
+      ).catch(() => null);
+      const r = sm ? Report.safeParse(bodyOf(sm.data)) : null;
+      if (r?.success && r.data.declaration.digest === digest) stored++;
+    }
+    return stored;
+  } finally {
+    await bus.close();
+  }
+}
+
 /** The bench's own eyes on the bus: the time each node was last heard, and each node's last report. */
 /** The mesh directory with one of its servers only: the bench's listener kept off the server a run restarts. */
 class OneServer extends MeshDir {

@@ -34,6 +34,7 @@ import {
   raise,
   say,
   spread,
+  storedAnyway,
   tenFiles,
   until,
   upOnly,
@@ -169,8 +170,10 @@ async function scenario(servers: number, n: number): Promise<void> {
     await until(() => reported() === digests.size, "every report of the push", REPORTS_LOST_AFTER_MS).catch(
       () => undefined,
     );
+    const unheard = [...digests].filter(([node, d]) => fleet.reports.get(node)?.digest !== d);
+    const stored = await storedAnyway(dir, unheard);
     say(
-      `${servers === 1 ? "server restarted" : `stream leader (server ${victim}) killed and restarted`}: back in ${formatMs(upAgainMs)}; every node heard again ${formatMs(backMs)} after the stop; ${dialled.count} nodes dialled again, at most ${dialled.peak} in one second (a fifth of the fleet is ${Math.ceil(n / 5)}); reports lost: ${digests.size - reported()}`,
+      `${servers === 1 ? "server restarted" : `stream leader (server ${victim}) killed and restarted`}: back in ${formatMs(upAgainMs)}; every node heard again ${formatMs(backMs)} after the stop; ${dialled.count} nodes dialled again, at most ${dialled.peak} in one second (a fifth of the fleet is ${Math.ceil(n / 5)}); reports lost: ${unheard.length - stored}${stored ? ` (${stored} more stored in REPORTS whose core copy the bench never heard)` : ""}`,
     );
     failed = false;
   } finally {

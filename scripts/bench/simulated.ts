@@ -29,6 +29,7 @@ import {
   raise,
   say,
   spread,
+  storedAnyway,
   tenFiles,
   until,
   upOnly,
@@ -210,11 +211,13 @@ async function restart(fleet: SimFleet, base: string, servers: number, n: number
   await until(() => reported() === digests.size, "every report of the push", REPORTS_LOST_AFTER_MS).catch(
     () => undefined,
   );
+  const unheard = [...digests].filter(([node, d]) => fleet.reports.get(node)?.digest !== d);
+  const stored = await storedAnyway(fleet.dir, unheard);
   const fifth = Math.ceil(n / 5);
   const what =
     servers === 1 ? "server restarted" : `server 1 killed and restarted (the REPORTS leader was ${leader})`;
   say(
-    `${what}: back in ${formatMs(upAgainMs)}; ${cut.size} nodes were linked to it (${n - cut.size} to the others, never cut); every one linked again (dialled, signed in, bound; the simulator dials ${DIALS_AT_ONCE} at a time) ${formatMs(linked)} and heard ${formatMs(backMs)} after the stop; ${dialled.count} dials, at most ${dialled.peak} in one second (a fifth of the fleet is ${fifth}${dialled.peak > fifth ? ": ABOVE IT" : ""}); reports lost: ${digests.size - reported()}`,
+    `${what}: back in ${formatMs(upAgainMs)}; ${cut.size} nodes were linked to it (${n - cut.size} to the others, never cut); every one linked again (dialled, signed in, bound; the simulator dials ${DIALS_AT_ONCE} at a time) ${formatMs(linked)} and heard ${formatMs(backMs)} after the stop; ${dialled.count} dials, at most ${dialled.peak} in one second (a fifth of the fleet is ${fifth}${dialled.peak > fifth ? ": ABOVE IT" : ""}); reports lost: ${unheard.length - stored}${stored ? ` (${stored} more stored in REPORTS whose core copy the bench never heard)` : ""}`,
   );
 }
 

@@ -9,8 +9,8 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as z from "zod";
-import { NODE_RECORD_FORMAT } from "../../src/defaults.ts";
 import { Bucket, MeshDir, type NodeRecord, openState } from "../../src/mesh/index.ts";
+import { newRecord } from "../../src/mesh/nodes.ts";
 import { makeKeyPair, makeOverlayKey, publicKeys } from "../../src/store/index.ts";
 import { freePortPairs, mesh } from "../../test/mesh/operator.ts";
 import { ensureSea } from "../../test/support/sea.ts";
@@ -22,21 +22,8 @@ const ROUNDS = 3;
 const WRITE_AT_ONCE = 200;
 const Floor = z.object({ n: z.number() });
 
-function enrolledRecord(node: string, keys: NodeRecord["keys"], at: string): NodeRecord {
-  return {
-    format: NODE_RECORD_FORMAT,
-    node,
-    enrol: null,
-    added_at: at,
-    enrolled_at: at,
-    keys,
-    labels: {},
-    facts: null,
-    serial: 0,
-    pushes: [],
-    last_body: null,
-    moved_to: null,
-  };
+function enrolledRecord(node: string, keys: NodeRecord["keys"], at: Date): NodeRecord {
+  return { ...newRecord(node, at), enrolled_at: at.toISOString(), keys };
 }
 
 export async function pushCostBench(n: number): Promise<void> {
@@ -60,7 +47,7 @@ export async function pushCostBench(n: number): Promise<void> {
         sealing: makeKeyPair("x25519"),
         overlay: makeOverlayKey(),
       });
-      const at = new Date().toISOString();
+      const at = new Date();
       const names = Array.from({ length: n }, (_, i) => `n${String(i + 1).padStart(5, "0")}`);
       for (let i = 0; i < n; i += WRITE_AT_ONCE)
         await Promise.all(

@@ -228,19 +228,20 @@ export class Bucket<T> {
 /**
  * Read-modify-write with compare-and-set, read again and retried when another writer got there first: what
  * raises a serial, spends a code, records a stream sequence. `change` returns the new value, or throws to refuse.
- * `first`, when given, is the key as the caller has just read it: the first try writes over it without reading.
  */
 export async function modify<T, R>(
   bucket: Bucket<T>,
   key: string,
   change: (current: Entry<T> | null) => { value: T; result: R },
   tries: number,
-  first?: Entry<T> | null,
 ): Promise<R> {
-  return (await modified(bucket, key, change, tries, first)).result;
+  return (await modified(bucket, key, change, tries)).result;
 }
 
-/** `modify`, with the entry it wrote: its value and the key's new revision (what a later write may start from). */
+/**
+ * `modify`, with the entry it wrote: its value and the key's new revision (what a later write may start from).
+ * `first`, when given, is the key as the caller has just read it: the first try writes over it without reading.
+ */
 export async function modified<T, R>(
   bucket: Bucket<T>,
   key: string,

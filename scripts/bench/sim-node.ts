@@ -61,8 +61,18 @@ export class SimNode {
   took: { digest: string; at: number } | null = null;
   acked: { digest: string; at: number } | null = null;
   private readonly outbox: Report[] = [];
+  /** Reports taken and not yet acknowledged by the server: what a report not heard is waiting in. */
+  get waiting(): number {
+    return this.outbox.length;
+  }
+  /** The serial of the last declaration it took. */
+  get serial(): number {
+    return this.lastSerial;
+  }
   private readonly started = Date.now();
   private loop: Promise<void> = Promise.resolve();
+  /** The outbox's sends, one after another: a heartbeat's and a declaration's never send one report twice. */
+  private flushing: Promise<void> = Promise.resolve();
 
   private constructor(
     readonly name: string,
@@ -157,6 +167,9 @@ export class SimNode {
   }
 
   private beat(link: Link): void {
+    // as the node's run loop does: a report the bus did not take (an ack lost as a server died) waits no longer
+    // than a heartbeat while the link holds, not for the next link, which a node never cut never has
+    if (this.outbox.length) void this.flush(link);
     link.heartbeat({
       v: 1,
       node: this.name,
@@ -201,8 +214,13 @@ export class SimNode {
     await this.flush(link);
   }
 
-  /** Every report the server has not acknowledged, oldest first; what fails waits for the next link. */
-  private async flush(link: Link): Promise<void> {
+  /** Every report the server has not acknowledged, oldest first; what fails waits for the next heartbeat or link. */
+  private flush(link: Link): Promise<void> {
+    this.flushing = this.flushing.then(() => this.sendWaiting(link)).catch(() => undefined);
+    return this.flushing;
+  }
+
+  private async sendWaiting(link: Link): Promise<void> {
     while (this.outbox.length) {
       const sent = await link.report(this.outbox[0]!);
       if (!sent.ok) return;

@@ -18,6 +18,10 @@ export interface NodeState {
   acked: { digest: string; at: number } | null;
   /** The server its link is on now; null while it has none. */
   server: string | null;
+  /** Reports in its outbox, not yet acknowledged. */
+  waiting: number;
+  /** The serial of the last declaration it took. */
+  serial: number;
 }
 
 /** What a thread tells the bench: an answer, or something that happened. */

@@ -58,6 +58,8 @@ function states(): NodeState[] {
     took: x.took,
     acked: x.acked,
     server: x.server,
+    waiting: x.waiting,
+    serial: x.serial,
   }));
 }
 

@@ -213,12 +213,33 @@ async function restart(fleet: SimFleet, base: string, servers: number, n: number
   );
   const unheard = [...digests].filter(([node, d]) => fleet.reports.get(node)?.digest !== d);
   const stored = await storedAnyway(fleet.dir, unheard);
+  if (unheard.length > stored) say(await unreported(fleet, unheard, cut));
   const fifth = Math.ceil(n / 5);
   const what =
     servers === 1 ? "server restarted" : `server 1 killed and restarted (the REPORTS leader was ${leader})`;
   say(
     `${what}: back in ${formatMs(upAgainMs)}; ${cut.size} nodes were linked to it (${n - cut.size} to the others, never cut); every one linked again (dialled, signed in, bound; the simulator dials ${DIALS_AT_ONCE} at a time) ${formatMs(linked)} and heard ${formatMs(backMs)} after the stop; ${dialled.count} dials, at most ${dialled.peak} in one second (a fifth of the fleet is ${fifth}${dialled.peak > fifth ? ": ABOVE IT" : ""}); reports lost: ${unheard.length - stored}${stored ? ` (${stored} more stored in REPORTS whose core copy the bench never heard)` : ""}`,
   );
+}
+
+/**
+ * Where the reports not heard stopped, node by node: never taken (its wake-up and every look since missed it),
+ * taken and waiting in the outbox (no link took it yet), or acknowledged by the server and still not heard.
+ */
+async function unreported(fleet: SimFleet, unheard: [string, string][], cut: Set<string>): Promise<string> {
+  const byName = new Map((await fleet.sims.states()).map((x) => [x.name, x]));
+  const count = (keep: (x: NodeState, digest: string) => boolean) =>
+    unheard.filter(([name, d]) => {
+      const x = byName.get(name);
+      return x !== undefined && keep(x, d);
+    }).length;
+  const servers = new Map<string, number>();
+  for (const [name] of unheard) {
+    const on = byName.get(name)?.server ?? "no link";
+    servers.set(on, (servers.get(on) ?? 0) + 1);
+  }
+  const failures = new Set(unheard.map(([name]) => byName.get(name)?.failure).filter(Boolean));
+  return `the ${unheard.length} not heard: ${unheard.filter(([name]) => cut.has(name)).length} were cut; ${count((x, d) => x.took?.digest !== d)} never took the push (serials ${[...new Set(unheard.map(([name]) => byName.get(name)?.serial))].join(", ")}); ${count((x, d) => x.took?.digest === d && x.acked?.digest !== d)} took it with the report unacknowledged (${count((x) => x.waiting > 0)} with one waiting in the outbox); ${count((x, d) => x.acked?.digest === d)} had it acknowledged; linked now to ${[...servers].map(([on, k]) => `${on} (${k})`).join(", ")}${failures.size ? `; failing: ${[...failures].join("; ")}` : ""}`;
 }
 
 /**

@@ -358,27 +358,26 @@ export const PULL_EXPIRES_MS = 5 * 60_000;
 export const PULL_RETRY_MS = 250;
 export const PULL_RETRY_MAX_MS = 2_000;
 export const PULL_FAILURES_MAX = 5;
-/**
- * How long the link looks for the newer declaration the server's count says waits behind the one in hand. A message
- * that is there comes at once; only a stale count (after a server restart) waits this out, and the one in hand is
- * then applied. At least the client's floor for a pull's life (1 s).
- */
+/** How long the link looks for a newer declaration the server's count says waits (a stale one waits it out); ≥ 1 s. */
 export const NEWER_LOOK_MS = 2_000;
 /** A node reading directly (protocol.md "Direct reads"): how long one direct get of its last declaration waits. */
 export const DECLARE_GET_TIMEOUT_MS = 10_000;
-/**
- * How often a node reading directly looks for its last declaration though no wake-up came: a wake-up is a core
- * message, lost when its route is cut, so this bounds how late a missed one is found. Jittered by a tenth.
- */
+/** How often a node reading directly looks though no wake-up came (a core message, lost with its route), ±10%. */
 export const DECLARE_LOOK_MS = 5 * 60_000;
 /**
- * A wake-up whose declaration the direct get does not return yet (a replica that lags the stream's leader answered:
- * the wake-up comes once the leader has stored it): asked again after this, doubling up to the max, for up to
- * DECLARE_CATCH_UP_FOR_MS, before the next wake-up or look is waited for.
+ * A wake-up whose declaration a replica behind the stream's leader does not return yet: asked again after this,
+ * doubling up to the max, for up to DECLARE_CATCH_UP_FOR_MS.
  */
 export const DECLARE_CATCH_UP_MS = 250;
 export const DECLARE_CATCH_UP_MAX_MS = 5_000;
 export const DECLARE_CATCH_UP_FOR_MS = 120_000;
+/**
+ * How long a node's heartbeats may go on naming a declaration older than its last push before `mesh up` wakes it
+ * again, at most REWAKE_TRIES times a push: a wake-up lost with a server, or a dial answered by a replica still
+ * catching up, is found in a minute or two, not at the next look.
+ */
+export const REWAKE_AFTER_MS = 60_000;
+export const REWAKE_TRIES = 3;
 /** How long a report's publish, an ack and a term wait for the server's word. */
 export const SERVER_ACK_TIMEOUT_MS = 5_000;
 /** The longest INFO line a preflight reads before deciding it is not talking to a NATS server. */

@@ -28,6 +28,7 @@ import { Budget, FleetWriter, takeHeartbeats } from "./heartbeats.ts";
 import { Keeper } from "./keeper.ts";
 import { type MeshDir, MeshRefused } from "./layout.ts";
 import { issuedAfter, NO_REVOCATIONS } from "./revocations.ts";
+import { Rewakes } from "./rewake.ts";
 import { recordLine, Said, subjectNode } from "./said.ts";
 import { type RunningServer, runningServers, startServer, stopServer } from "./servers.ts";
 import { type NodesAccount, shardOf } from "./shards.ts";
@@ -115,6 +116,8 @@ class Controller {
   private readonly spent: SpentCodes;
   /** SYS, for reading NODES' revocations at an enrolment: opened at the first, kept until stop. */
   private sys: Promise<Bus> | null = null;
+  /** Nodes whose heartbeats stay behind their last push, woken again. */
+  private readonly rewakes: Rewakes;
 
   constructor(
     private readonly mesh: MeshDir,
@@ -132,6 +135,12 @@ class Controller {
       this.said.say(`${change}:${node}`, recordLine(node, change)),
     );
     this.writer = new FleetWriter(this.state, this.warn);
+    this.rewakes = new Rewakes(bus, (node, serial, heard) =>
+      this.said.say(
+        "rewoke",
+        `woke node ${node} again: its heartbeats name ${heard === null ? "no declaration" : `declaration ${heard}`}, behind its serial ${serial}`,
+      ),
+    );
     this.spent = new SpentCodes(mesh, () => [...this.keeper.codes.values()].map((e) => e.value), this.warn);
   }
 
@@ -172,6 +181,8 @@ class Controller {
       (node, heartbeat) => {
         this.withdraw(node);
         this.followFacts(node, heartbeat.facts);
+        const record = this.keeper.nodes.get(node);
+        if (record) void this.rewakes.heard(node, heartbeat, record);
       },
       {
         refused: (subject, why) => this.refusedMessage(subject, "heartbeat", why),

@@ -9,6 +9,11 @@ import { type Bus, jsCall } from "./bus.ts";
 
 const wakeSubject = (node: string): string => `mesh.wake.${node}`;
 
+/** A declaration's wake-up, its bytes as the stream holds them: the node reads until a replica answers the same. */
+export function wakeNode(bus: Pick<Bus, "nc">, node: string, data: Uint8Array): void {
+  bus.nc.publish(wakeSubject(node), data);
+}
+
 /**
  * The declaration into the stream, then its wake-up, the same bytes: a node compares them with what its read
  * finds, so a replica that lags the stream's leader is asked again until it has them.
@@ -19,6 +24,6 @@ export async function publishDeclaration(
   data: Uint8Array,
 ): Promise<PubAck> {
   const ack = await jsCall(() => bus.js.publish(declareSubject(node), data));
-  bus.nc.publish(wakeSubject(node), data);
+  wakeNode(bus, node, data);
   return ack;
 }

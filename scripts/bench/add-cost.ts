@@ -6,7 +6,15 @@
 // which the server applies by walking that account's clients — a shard's, at N (accounts.ts).
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { addNode, MeshDir, removeNode } from "../../src/mesh/index.ts";
+import { revokeOnBus } from "../../src/mesh/claims.ts";
+import {
+  addNode,
+  MeshDir,
+  openState,
+  removeNode,
+  revocationsOnBus,
+  revokesOf,
+} from "../../src/mesh/index.ts";
 import { freePortPairs, mesh } from "../../test/mesh/operator.ts";
 import type { Running } from "../../test/support/cli.ts";
 import { raise, say, until } from "./fleet-mesh.ts";
@@ -22,9 +30,30 @@ interface Costs {
   fnRm: number[];
   /** removeNode of an enrolled node, linked. */
   linkedRm: number[];
+  /** The revocation alone of a node never enrolled (its code's enrolling user, ENROL's claims pushed again). */
+  fnRevoke: number[];
 }
 
-const empty = (): Costs => ({ cliAdd: [], cliRm: [], fnAdd: [], fnRm: [], linkedRm: [] });
+const empty = (): Costs => ({ cliAdd: [], cliRm: [], fnAdd: [], fnRm: [], linkedRm: [], fnRevoke: [] });
+
+/** The revocation `node rm` makes of a node never enrolled, timed alone; then the node removed. */
+async function revokeAlone(meshDir: MeshDir, c: Costs): Promise<void> {
+  await addNode(meshDir, "probe-rv");
+  const state = await openState(meshDir);
+  try {
+    const record = (await state.nodes.get("probe-rv"))!.value;
+    const code = (await state.codes.get("probe-rv"))?.value ?? null;
+    await timed(c.fnRevoke, () => revokeOnBus(meshDir, revokesOf(record, code)));
+  } finally {
+    await state.bus.close();
+  }
+  await removeNode(meshDir, "probe-rv");
+}
+
+/** How many users ENROL's claims revoke now (one entry, "*", stands for every user issued up to its second). */
+async function enrolRevoked(dir: string): Promise<number> {
+  return Object.keys((await revocationsOnBus(new MeshDir(dir), "ENROL")).users).length;
+}
 
 async function timed(into: number[], work: () => Promise<unknown>): Promise<void> {
   const start = performance.now();
@@ -44,6 +73,7 @@ async function once(dir: string, c: Costs): Promise<void> {
   await timed(c.cliRm, () => cli(dir, ["node", "rm", "probe"]));
   await timed(c.fnAdd, () => addNode(meshDir, "probe-fn"));
   await timed(c.fnRm, () => removeNode(meshDir, "probe-fn"));
+  await revokeAlone(meshDir, c);
   const linked = await SimNode.enrol(await addNode(meshDir, "probe-on"));
   linked.start({ heartbeatS: 30 });
   try {
@@ -77,6 +107,7 @@ export async function addCostAgainstTen(
 ): Promise<void> {
   const small = await companion(base, servers);
   try {
+    const held = [await enrolRevoked(dir), await enrolRevoked(small.dir)];
     const big = empty();
     const ten = empty();
     for (let i = 0; i < TRIES; i++)
@@ -85,7 +116,7 @@ export async function addCostAgainstTen(
         : [[small.dir, ten] as const, [dir, big] as const])
         await once(d, c);
     say(
-      `node add / node rm at ${n} nodes against at 10 (a mesh of 10 beside it, asked in turns, median of ${TRIES}): ${line("executable add", big.cliAdd, ten.cliAdd)}, ${line("rm", big.cliRm, ten.cliRm)}; the function alone: ${line("add", big.fnAdd, ten.fnAdd)}, ${line("rm", big.fnRm, ten.fnRm)}; an enrolled node's rm, its link up, the function: ${line("", big.linkedRm, ten.linkedRm).trim()}`,
+      `node add / node rm at ${n} nodes against at 10 (a mesh of 10 beside it, asked in turns, median of ${TRIES}): ${line("executable add", big.cliAdd, ten.cliAdd)}, ${line("rm", big.cliRm, ten.cliRm)}; the function alone: ${line("add", big.fnAdd, ten.fnAdd)}, ${line("rm", big.fnRm, ten.fnRm)}; an enrolled node's rm, its link up, the function: ${line("", big.linkedRm, ten.linkedRm).trim()}; a never-enrolled node's revocation alone (ENROL's claims pushed again: ${held[0]} entries at ${n}, ${held[1]} at 10, before): ${line("", big.fnRevoke, ten.fnRevoke).trim()}`,
     );
   } finally {
     await Promise.all([...small.ups.values()].map((u) => u.stop()));

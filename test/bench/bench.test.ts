@@ -238,6 +238,9 @@ describe("npm run bench:fleet -- --simulated 20 --single-only", () => {
     expect(r.stdout).toMatch(
       /node add \/ node rm at 20 nodes against at 10 .*executable add .*\(×[0-9.]+\).*the function alone: add .*\(×[0-9.]+\)/,
     );
+    expect(r.stdout).toMatch(
+      /a never-enrolled node's revocation alone \(ENROL's claims pushed again: \d+ entries at 20, \d+ at 10, before\): .*\(×[0-9.]+\)/,
+    );
     expect(r.stdout).toMatch(/enrolled in .*every one heard/);
     expect(r.stdout).toMatch(/publish → report: p50 .* \(20\/20 reports\)/);
     expect(r.stdout).toMatch(/bus RSS .* a node; controller \(mesh up\) [0-9.]+ MB/);
